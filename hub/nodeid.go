@@ -1,0 +1,110 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind is the lowercase kind of a managed object, the slug of its NodeID.
+type Kind string
+
+// The kinds driftwatch manages.
+const (
+	KindDeployment Kind = "deployment"
+	KindService    Kind = "service"
+	KindConfigMap  Kind = "configmap"
+)
+
+// Kinds lists every managed kind in a stable order.
+func Kinds() []Kind { return []Kind{KindDeployment, KindService, KindConfigMap} }
+
+// NodeID identifies one managed object across every cluster. Its canonical
+// text form is clusterId:resource:slug, for example
+// prod-eu:casehub/inventory:deployment. Resource is namespace/name for
+// namespaced objects and name for cluster-scoped ones; it is parsed from both
+// ends, so a resource that embeds a colon (a tenancy ID such as acme:eu) still
+// round-trips. NodeID is comparable and can key maps and queues.
+type NodeID struct {
+	Cluster  string
+	Resource string
+	Kind     Kind
+}
+
+// ErrInvalidNodeID is wrapped by every ParseNodeID error.
+var ErrInvalidNodeID = errors.New("invalid node id")
+
+// NewNodeID returns the NodeID of a namespaced object.
+func NewNodeID(cluster, namespace, name string, kind Kind) NodeID {
+	res := name
+	if namespace != "" {
+		res = namespace + "/" + name
+	}
+	return NodeID{Cluster: cluster, Resource: res, Kind: kind}
+}
+
+// String returns the canonical text form clusterId:resource:slug.
+func (id NodeID) String() string {
+	return id.Cluster + ":" + id.Resource + ":" + string(id.Kind)
+}
+
+// MarshalText implements encoding.TextMarshaler with the canonical form.
+func (id NodeID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseNodeID.
+func (id *NodeID) UnmarshalText(b []byte) error {
+	p, err := ParseNodeID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = p
+	return nil
+}
+
+// Namespace returns the namespace part of Resource, or "" for a
+// cluster-scoped resource.
+func (id NodeID) Namespace() string {
+	ns, _, ok := strings.Cut(id.Resource, "/")
+	if !ok {
+		return ""
+	}
+	return ns
+}
+
+// Name returns the name part of Resource.
+func (id NodeID) Name() string {
+	_, name, ok := strings.Cut(id.Resource, "/")
+	if !ok {
+		return id.Resource
+	}
+	return name
+}
+
+// Valid reports whether id has the parts ParseNodeID requires, so that
+// ParseNodeID(id.String()) == id.
+func (id NodeID) Valid() bool {
+	return id.Cluster != "" && !strings.Contains(id.Cluster, ":") &&
+		id.Kind != "" && !strings.Contains(string(id.Kind), ":") &&
+		id.Resource != ""
+}
+
+// ParseNodeID parses the canonical text form. The cluster runs up to the first
+// colon and the slug starts after the last one; everything between is the
+// resource, which may itself contain colons.
+func ParseNodeID(s string) (NodeID, error) {
+	first := strings.IndexByte(s, ':')
+	last := strings.LastIndexByte(s, ':')
+	if first < 0 || first == last {
+		return NodeID{}, fmt.Errorf("%w %q: want cluster:resource:kind", ErrInvalidNodeID, s)
+	}
+	id := NodeID{Cluster: s[:first], Resource: s[first+1 : last], Kind: Kind(s[last+1:])}
+	switch {
+	case id.Cluster == "":
+		return NodeID{}, fmt.Errorf("%w %q: empty cluster", ErrInvalidNodeID, s)
+	case id.Resource == "":
+		return NodeID{}, fmt.Errorf("%w %q: empty resource", ErrInvalidNodeID, s)
+	case id.Kind == "":
+		return NodeID{}, fmt.Errorf("%w %q: empty kind", ErrInvalidNodeID, s)
+	}
+	return id, nil
+}

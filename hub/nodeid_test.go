@@ -1,0 +1,95 @@
+package hub
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseNodeID(t *testing.T) {
+	tests := []struct {
+		in   string
+		want NodeID
+		err  bool
+	}{
+		{in: "prod-eu:casehub/inventory:deployment", want: NodeID{"prod-eu", "casehub/inventory", KindDeployment}},
+		{in: "c1:node-a:node", want: NodeID{"c1", "node-a", "node"}},
+		{in: "c1:acme:eu/app:service", want: NodeID{"c1", "acme:eu/app", KindService}},
+		{in: "c1:a:b:c:configmap", want: NodeID{"c1", "a:b:c", KindConfigMap}},
+		{in: "", err: true},
+		{in: "c1", err: true},
+		{in: "c1:deployment", err: true},
+		{in: ":ns/x:deployment", err: true},
+		{in: "c1::deployment", err: true},
+		{in: "c1:ns/x:", err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseNodeID(tt.in)
+			if tt.err {
+				if !errors.Is(err, ErrInvalidNodeID) {
+					t.Fatalf("ParseNodeID(%q) error = %v, want ErrInvalidNodeID", tt.in, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseNodeID(%q): %v", tt.in, err)
+			}
+			if got != tt.want {
+				t.Fatalf("ParseNodeID(%q) = %#v, want %#v", tt.in, got, tt.want)
+			}
+			if got.String() != tt.in {
+				t.Fatalf("String() = %q, want %q", got.String(), tt.in)
+			}
+		})
+	}
+}
+
+func TestNodeIDParts(t *testing.T) {
+	id := NewNodeID("prod-eu", "casehub", "inventory", KindDeployment)
+	if id.String() != "prod-eu:casehub/inventory:deployment" {
+		t.Fatalf("String() = %q", id)
+	}
+	if id.Namespace() != "casehub" || id.Name() != "inventory" {
+		t.Fatalf("Namespace/Name = %q/%q", id.Namespace(), id.Name())
+	}
+	cs := NewNodeID("c", "", "ns1", "namespace")
+	if cs.Namespace() != "" || cs.Name() != "ns1" || cs.String() != "c:ns1:namespace" {
+		t.Fatalf("cluster-scoped id = %#v", cs)
+	}
+	var back NodeID
+	if err := back.UnmarshalText([]byte(id.String())); err != nil || back != id {
+		t.Fatalf("UnmarshalText = %#v, %v", back, err)
+	}
+}
+
+// FuzzNodeIDRoundTrip checks that String and ParseNodeID are exact inverses:
+// every string that parses prints back unchanged, and every valid NodeID
+// parses back to itself.
+func FuzzNodeIDRoundTrip(f *testing.F) {
+	for _, s := range []string{
+		"prod-eu:casehub/inventory:deployment",
+		"c1:acme:eu/app:service",
+		"a:b:c",
+		"::",
+		"x:y",
+		"c:ns/n:configmap:",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseNodeID(s)
+		if err != nil {
+			return
+		}
+		if !id.Valid() {
+			t.Fatalf("ParseNodeID(%q) = %#v, which is not Valid", s, id)
+		}
+		if got := id.String(); got != s {
+			t.Fatalf("ParseNodeID(%q).String() = %q", s, got)
+		}
+		again, err := ParseNodeID(id.String())
+		if err != nil || again != id {
+			t.Fatalf("round trip of %#v = %#v, %v", id, again, err)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+// Command driftwatch is a multi-cluster drift hub with a terminal UI: it keeps
+// the Deployments, Services and ConfigMaps of a YAML config true on many
+// Kubernetes clusters, sees external changes through watches within
+// milliseconds and repairs them by server-side apply.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError carries a process exit code through run's error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is an exit-2 error: the command line was wrong.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "driftwatch:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "driftwatch:", err)
+	return 1
+}
+
+const usage = `driftwatch keeps Kubernetes objects true across many clusters.
+
+Usage:
+  driftwatch version           print the version
+  driftwatch help              show this help
+
+Later: driftwatch -f FILE (hub and TUI), check, serve, demo, bench.
+`
+
+// run is the whole program: it parses args and runs one subcommand until ctx
+// is cancelled or the work is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	_ = ctx
+	_ = getenv
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2}
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintf(stdout, "driftwatch %s\n", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return usageError("unknown command %q (see driftwatch help)", args[0])
+	}
+}
