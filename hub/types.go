@@ -177,9 +177,11 @@ type Backend interface {
 	// Apply server-side applies spec.Object with field manager driftwatch,
 	// forcing conflicts, and reports the conflicts it overrode.
 	Apply(ctx context.Context, spec NodeSpec) (ApplyResult, error)
-	// ApplyObject server-side applies an arbitrary object body for spec's
-	// object (used to take ownership of fields before removing them).
-	ApplyObject(ctx context.Context, spec NodeSpec, obj *unstructured.Unstructured) (ApplyResult, error)
+	// RemoveFields removes entries others added inside what we own (server-
+	// side apply cannot remove fields it does not own) with a JSON patch of
+	// "remove" operations at the given JSON pointers, guarded by a test of
+	// resourceVersion so a concurrent change is never clobbered.
+	RemoveFields(ctx context.Context, spec NodeSpec, resourceVersion string, pointers []string) error
 	// Delete deletes the object with the given propagation.
 	Delete(ctx context.Context, spec NodeSpec, p Propagation) error
 	// ManagedFields GETs the live object and reports its field owners.

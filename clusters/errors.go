@@ -1,0 +1,79 @@
+package clusters
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// errorClass sorts an error by what it means for the cluster's health.
+type errorClass int
+
+const (
+	classOther errorClass = iota
+	// classNetwork: the apiserver could not be reached (refused, timeout,
+	// DNS): counts towards unreachable.
+	classNetwork
+	// classAuth: the apiserver answered 401: the credentials are wrong.
+	classAuth
+	// classForbidden: RBAC denied a verb.
+	classForbidden
+	// classTLS: the certificate could not be verified.
+	classTLS
+)
+
+func classify(err error) errorClass {
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var certInvalid x509.CertificateInvalidError
+	switch {
+	case err == nil:
+		return classOther
+	case apierrors.IsUnauthorized(err):
+		return classAuth
+	case apierrors.IsForbidden(err):
+		return classForbidden
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &certInvalid),
+		strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "tls:"):
+		return classTLS
+	}
+	var netErr net.Error
+	var urlErr *url.Error
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, context.DeadlineExceeded), errors.As(err, &opErr),
+		errors.As(err, &netErr), errors.As(err, &urlErr),
+		strings.Contains(err.Error(), "connection refused"),
+		strings.Contains(err.Error(), "EOF"):
+		return classNetwork
+	}
+	return classOther
+}
+
+// describe turns a client error into a sentence that names the cluster, the
+// verb, the resource and the namespace.
+func describe(cluster, verb, resource, namespace string, err error) string {
+	where := ""
+	if namespace != "" {
+		where = fmt.Sprintf(" in namespace %q", namespace)
+	}
+	switch classify(err) {
+	case classForbidden:
+		return fmt.Sprintf("cluster %q: forbidden: cannot %s %s%s (RBAC): %v", cluster, verb, resource, where, err)
+	case classAuth:
+		return fmt.Sprintf("cluster %q: unauthorized: the apiserver rejected the kubeconfig's credentials while trying to %s %s%s", cluster, verb, resource, where)
+	case classTLS:
+		return fmt.Sprintf("cluster %q: TLS: cannot verify the apiserver's certificate (check certificate-authority-data in the kubeconfig): %v", cluster, err)
+	case classNetwork:
+		return fmt.Sprintf("cluster %q: cannot reach the apiserver to %s %s%s: %v", cluster, verb, resource, where, err)
+	}
+	return fmt.Sprintf("cluster %q: %s %s%s: %v", cluster, verb, resource, where, err)
+}

@@ -1,0 +1,589 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// lastAppliedAnnotation is dropped from cached objects: it can be as large as
+// the object and driftwatch never reads it.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// informerKey names one informer of a manager.
+type informerKey struct {
+	namespace string
+	kind      hub.Kind
+}
+
+func (k informerKey) resource() string {
+	switch k.kind {
+	case hub.KindDeployment:
+		return "deployments"
+	case hub.KindService:
+		return "services"
+	case hub.KindConfigMap:
+		return "configmaps"
+	}
+	return string(k.kind)
+}
+
+// informerState is the health of one informer.
+type informerState struct {
+	informer cache.SharedIndexInformer
+	synced   bool
+	err      error
+	// errRV is the informer's last synced resource version when err was
+	// recorded; a later change means it has listed or watched since.
+	errRV string
+}
+
+// Manager watches one cluster: informers per managed namespace and kind,
+// filtered by the managed-by label, plus a /readyz probe. It turns every
+// change into a hub.Event for the shared Sink, reports the cluster's health,
+// and serves as the cluster's hub.Backend. A Manager runs once: Run blocks
+// until its context ends and every goroutine it started has returned.
+type Manager struct {
+	cfg    ClusterConfig
+	sink   hub.Sink
+	log    *slog.Logger
+	health HealthOptions
+	now    func() time.Time
+
+	restConfig *rest.Config
+	client     kubernetes.Interface
+
+	rate rateWindow
+
+	mu         sync.Mutex
+	informers  map[informerKey]*informerState
+	state      hub.ClusterState
+	since      time.Time
+	lastErr    string
+	probeFails int
+	probeErr   error
+	generation int64
+	reported   hub.ClusterHealth
+	// fail ends Run with an error (a recovered handler panic).
+	fail func(error)
+
+	probeNow chan struct{}
+}
+
+// newManager returns a manager for cfg that reports to sink.
+func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health HealthOptions) *Manager {
+	if cfg.ManagedBy == "" {
+		cfg.ManagedBy = hub.DefaultManagedBy
+	}
+	if cfg.QPS <= 0 {
+		cfg.QPS = 50
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 100
+	}
+	if cfg.Source == "" {
+		cfg.Source = "config"
+	}
+	return &Manager{
+		cfg:       cfg,
+		sink:      sink,
+		log:       log.With("cluster", cfg.ID),
+		health:    health.withDefaults(),
+		now:       time.Now,
+		informers: make(map[informerKey]*informerState),
+		state:     hub.ClusterConnecting,
+		since:     time.Now(),
+		probeNow:  make(chan struct{}, 1),
+	}
+}
+
+// RESTConfig builds the client configuration of a cluster from its
+// kubeconfig, with the configured rate limit and protobuf for built-in kinds.
+func RESTConfig(cfg ClusterConfig) (*rest.Config, error) {
+	var cc clientcmd.ClientConfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+	source := cfg.Kubeconfig
+	switch {
+	case len(cfg.KubeconfigData) > 0:
+		raw, err := clientcmd.Load(cfg.KubeconfigData)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: kubeconfig data: %w", cfg.ID, err)
+		}
+		source = "(inline kubeconfig)"
+		cc = clientcmd.NewNonInteractiveClientConfig(*raw, cfg.Context, overrides, nil)
+	case cfg.Kubeconfig != "":
+		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, overrides)
+	default:
+		return nil, fmt.Errorf("cluster %q: no kubeconfig given", cfg.ID)
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		if cfg.Context != "" && strings.Contains(err.Error(), "context") {
+			return nil, fmt.Errorf("cluster %q: kubeconfig %s: context %q: %w", cfg.ID, source, cfg.Context, err)
+		}
+		return nil, fmt.Errorf("cluster %q: kubeconfig %s: %w", cfg.ID, source, err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS = cfg.QPS
+	if rc.QPS <= 0 {
+		rc.QPS = 50
+	}
+	rc.Burst = cfg.Burst
+	if rc.Burst <= 0 {
+		rc.Burst = 100
+	}
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.UserAgent = "driftwatch"
+	return rc, nil
+}
+
+// ID returns the cluster id.
+func (m *Manager) ID() string { return m.cfg.ID }
+
+// Run connects, starts the informers and the probe, and blocks until ctx ends
+// or a handler panics. It returns an error when the cluster cannot be set up
+// (bad kubeconfig) or a handler panicked; the registry restarts it then.
+func (m *Manager) Run(ctx context.Context) error {
+	rc, err := RESTConfig(m.cfg)
+	if err != nil {
+		m.setError(hub.ClusterUnreachable, err.Error())
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
+		m.setError(hub.ClusterUnreachable, err.Error())
+		return err
+	}
+	m.mu.Lock()
+	m.restConfig = rc
+	m.client = client
+	m.mu.Unlock()
+	return m.run(ctx)
+}
+
+func (m *Manager) run(parent context.Context) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	m.mu.Lock()
+	m.fail = func(err error) { cancel(err) }
+	m.mu.Unlock()
+	m.report(true)
+
+	var wg conc.WaitGroup
+	defer wg.Wait()
+
+	var factories []informers.SharedInformerFactory
+	if !m.cfg.DisableWatch {
+		selector := labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
+		for _, ns := range m.cfg.Namespaces {
+			f := informers.NewSharedInformerFactoryWithOptions(m.client, 0,
+				informers.WithNamespace(ns),
+				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+				informers.WithTransform(stripForCache),
+			)
+			kinds := map[hub.Kind]cache.SharedIndexInformer{
+				hub.KindDeployment: f.Apps().V1().Deployments().Informer(),
+				hub.KindService:    f.Core().V1().Services().Informer(),
+				hub.KindConfigMap:  f.Core().V1().ConfigMaps().Informer(),
+			}
+			for kind, inf := range kinds {
+				key := informerKey{namespace: ns, kind: kind}
+				m.mu.Lock()
+				m.informers[key] = &informerState{informer: inf}
+				m.mu.Unlock()
+				if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+					m.watchError(key, err)
+				}); err != nil {
+					return fmt.Errorf("cluster %q: %w", m.cfg.ID, err)
+				}
+				if _, err := inf.AddEventHandler(m.handler(kind)); err != nil {
+					return fmt.Errorf("cluster %q: %w", m.cfg.ID, err)
+				}
+			}
+			factories = append(factories, f)
+		}
+	}
+	for _, f := range factories {
+		f.StartWithContext(ctx)
+	}
+	defer func() {
+		// Shutdown waits for every informer goroutine; it must run after ctx
+		// is cancelled (the deferred cancel above runs later, so cancel here).
+		cancel(nil)
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}()
+
+	m.mu.Lock()
+	keys := make([]informerKey, 0, len(m.informers))
+	for k := range m.informers {
+		keys = append(keys, k)
+	}
+	m.mu.Unlock()
+	for _, key := range keys {
+		m.mu.Lock()
+		inf := m.informers[key].informer
+		m.mu.Unlock()
+		wg.Go(func() {
+			if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				m.mu.Lock()
+				m.informers[key].synced = true
+				m.mu.Unlock()
+				m.evaluate()
+			}
+		})
+	}
+	wg.Go(func() { m.probeLoop(ctx) })
+	wg.Go(func() { m.reportLoop(ctx) })
+	m.evaluate()
+
+	<-ctx.Done()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && parent.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// stripForCache drops managedFields and the last-applied annotation from
+// objects before they enter the informer cache (memory).
+func stripForCache(obj any) (any, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d, nil
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	acc.SetManagedFields(nil)
+	if ann := acc.GetAnnotations(); ann != nil {
+		if _, ok := ann[lastAppliedAnnotation]; ok {
+			delete(ann, lastAppliedAnnotation)
+			acc.SetAnnotations(ann)
+		}
+	}
+	return obj, nil
+}
+
+// handler returns the event handler of one kind: it only maps the object to
+// its NodeID and hands an event to the sink. No API calls, no blocking.
+func (m *Manager) handler(kind hub.Kind) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { m.emit(kind, hub.EventAdded, obj) },
+		UpdateFunc: func(_, obj any) {
+			m.emit(kind, hub.EventUpdated, obj)
+		},
+		DeleteFunc: func(obj any) { m.emit(kind, hub.EventDeleted, obj) },
+	}
+}
+
+func (m *Manager) emit(kind hub.Kind, typ hub.EventType, obj any) {
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("cluster %q: panic in %s event handler: %v", m.cfg.ID, kind, r)
+			m.log.Error("handler panic", "err", err)
+			m.mu.Lock()
+			fail := m.fail
+			m.mu.Unlock()
+			if fail != nil {
+				fail(err)
+			}
+		}
+	}()
+	ev, ok := eventFor(m.cfg.ID, kind, typ, obj, m.now())
+	if !ok {
+		return
+	}
+	m.rate.add(ev.ObservedAt)
+	m.sink.Observe(ev)
+}
+
+// eventFor maps an informer object to a hub event. The NodeID comes from the
+// node-id annotation when it names this cluster and kind, else from the
+// naming convention cluster:namespace/name:kind.
+func eventFor(cluster string, kind hub.Kind, typ hub.EventType, obj any, now time.Time) (hub.Event, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+		if obj == nil {
+			id, err := idFromKey(cluster, kind, d.Key)
+			if err != nil {
+				return hub.Event{}, false
+			}
+			return hub.Event{ID: id, Type: hub.EventDeleted, ObservedAt: now}, true
+		}
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return hub.Event{}, false
+	}
+	ev := hub.Event{
+		ID:              NodeIDFor(cluster, kind, acc),
+		Type:            typ,
+		ResourceVersion: acc.GetResourceVersion(),
+		UID:             string(acc.GetUID()),
+		ObservedAt:      now,
+	}
+	if typ != hub.EventDeleted {
+		ev.Generation = acc.GetGeneration()
+	}
+	return ev, true
+}
+
+func idFromKey(cluster string, kind hub.Kind, key string) (hub.NodeID, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return hub.NodeID{}, err
+	}
+	return hub.NewNodeID(cluster, ns, name, kind), nil
+}
+
+// NodeIDFor returns the NodeID of a live object of the given kind on cluster:
+// from its driftwatch.io/node-id annotation when that names this cluster and
+// kind, else derived from namespace and name (the goal compiler's convention).
+func NodeIDFor(cluster string, kind hub.Kind, obj metav1.Object) hub.NodeID {
+	if s, ok := obj.GetAnnotations()[hub.NodeIDAnnotation]; ok {
+		if id, err := hub.ParseNodeID(s); err == nil && id.Cluster == cluster && id.Kind == kind {
+			return id
+		}
+	}
+	return hub.NewNodeID(cluster, obj.GetNamespace(), obj.GetName(), kind)
+}
+
+// watchError records an informer's list/watch error.
+func (m *Manager) watchError(key informerKey, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	class := classify(err)
+	verb := "watch"
+	if strings.Contains(err.Error(), "failed to list") || class == classForbidden && strings.Contains(err.Error(), "cannot list") {
+		verb = "list"
+	}
+	m.mu.Lock()
+	st := m.informers[key]
+	if st != nil {
+		st.err = errors.New(describe(m.cfg.ID, verb, key.resource(), key.namespace, err))
+		st.errRV = st.informer.LastSyncResourceVersion()
+	}
+	m.mu.Unlock()
+	m.log.Warn("watch error", "namespace", key.namespace, "kind", key.kind, "err", err)
+	if class == classNetwork || class == classOther {
+		select {
+		case m.probeNow <- struct{}{}:
+		default:
+		}
+	}
+	m.evaluate()
+}
+
+// probeLoop probes /readyz every Interval, or every RetryInterval after a
+// failure, and at once when a watch reports a network error.
+func (m *Manager) probeLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-m.probeNow:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		err := m.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		if err != nil && classify(err) != classAuth {
+			m.probeFails++
+			m.probeErr = err
+		} else {
+			m.probeFails = 0
+			m.probeErr = err
+		}
+		failing := m.probeFails > 0
+		m.mu.Unlock()
+		m.evaluate()
+		if failing {
+			timer.Reset(m.health.RetryInterval)
+		} else {
+			timer.Reset(m.health.Interval)
+		}
+	}
+}
+
+// probe GETs /readyz once.
+func (m *Manager) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.health.Timeout)
+	defer cancel()
+	body, err := m.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(body)), "ok") {
+		return fmt.Errorf("readyz: %s", strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// evaluate derives the cluster state from the probe and the informers, and
+// reports it when it changed. Leaving a bad state for synced starts a new
+// generation: the hub then re-checks every NodeID of the cluster.
+func (m *Manager) evaluate() {
+	m.mu.Lock()
+	var problems []string
+	allSynced := true
+	for key, st := range m.informers {
+		if st.err != nil && st.informer.LastSyncResourceVersion() != st.errRV && st.synced {
+			st.err = nil
+		}
+		if st.err != nil && (classify(st.err) != classNetwork) {
+			problems = append(problems, st.err.Error())
+		}
+		if !st.synced {
+			allSynced = false
+		}
+		_ = key
+	}
+	sort.Strings(problems)
+	state := hub.ClusterSynced
+	lastErr := ""
+	switch {
+	case m.probeFails >= m.health.FailureThreshold:
+		state = hub.ClusterUnreachable
+		lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
+	case m.probeErr != nil && classify(m.probeErr) == classAuth:
+		state = hub.ClusterDegraded
+		lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
+	case len(problems) > 0:
+		state = hub.ClusterDegraded
+		lastErr = strings.Join(problems, "; ")
+	case !allSynced || m.probeFails > 0:
+		state = hub.ClusterConnecting
+		if m.state != hub.ClusterConnecting && m.state != "" {
+			// A short blip keeps the previous state until it is confirmed.
+			state = m.state
+		}
+		if m.probeErr != nil {
+			lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
+		}
+	}
+	changed := state != m.state
+	if changed {
+		m.state = state
+		m.since = m.now()
+		if state == hub.ClusterSynced {
+			m.generation++
+		}
+	}
+	if lastErr != "" || changed {
+		m.lastErr = lastErr
+	}
+	m.mu.Unlock()
+	if changed {
+		m.log.Info("cluster state", "state", state, "err", lastErr)
+	}
+	m.report(changed)
+}
+
+// setError records a state with an error before Run could start informers.
+func (m *Manager) setError(state hub.ClusterState, msg string) {
+	m.mu.Lock()
+	if m.state != state {
+		m.since = m.now()
+	}
+	m.state = state
+	m.lastErr = msg
+	m.mu.Unlock()
+	m.report(true)
+}
+
+// Health returns the cluster's current health.
+func (m *Manager) Health() hub.ClusterHealth {
+	rate, last := m.rate.rate(m.now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return hub.ClusterHealth{
+		Cluster:         m.cfg.ID,
+		State:           m.state,
+		LastError:       m.lastErr,
+		Since:           m.since,
+		Source:          m.cfg.Source,
+		Phase:           m.cfg.Phase,
+		EventsPerSecond: rate,
+		LastEvent:       last,
+		Generation:      m.generation,
+	}
+}
+
+// report sends the health to the sink when forced or when it changed.
+func (m *Manager) report(force bool) {
+	h := m.Health()
+	m.mu.Lock()
+	prev := m.reported
+	same := prev.State == h.State && prev.LastError == h.LastError && prev.Generation == h.Generation &&
+		prev.EventsPerSecond == h.EventsPerSecond && prev.LastEvent.Equal(h.LastEvent) && prev.Phase == h.Phase
+	if !force && same {
+		m.mu.Unlock()
+		return
+	}
+	m.reported = h
+	m.mu.Unlock()
+	m.sink.ClusterChanged(h)
+}
+
+func (m *Manager) reportLoop(ctx context.Context) {
+	t := time.NewTicker(m.health.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.evaluate()
+		}
+	}
+}
+
+// informerFor returns the synced informer of a namespace and kind, if any.
+func (m *Manager) informerFor(namespace string, kind hub.Kind) cache.SharedIndexInformer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.informers[informerKey{namespace: namespace, kind: kind}]
+	if st == nil || !st.synced {
+		return nil
+	}
+	return st.informer
+}
+
+// clientset returns the manager's client, or nil before Run connected.
+func (m *Manager) clientset() kubernetes.Interface {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.client
+}

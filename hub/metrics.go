@@ -1,0 +1,78 @@
+package hub
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the hub's Prometheus metrics, in a registry of its own (no
+// global state).
+type metrics struct {
+	reg         *prometheus.Registry
+	drift       *prometheus.CounterVec
+	repairs     *prometheus.CounterVec
+	classified  prometheus.Histogram
+	repaired    prometheus.Histogram
+	watch       *prometheus.CounterVec
+	echoes      *prometheus.CounterVec
+	clusterUp   *prometheus.GaugeVec
+	objects     *prometheus.GaugeVec
+	queueDepth  prometheus.Gauge
+	reconciles  prometheus.Counter
+	reloads     *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	buckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_drift_detected_total", Help: "Drift detected, by cluster, kind and class.",
+		}, []string{"cluster", "kind", "class"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_repairs_total", Help: "Repairs attempted, by cluster and outcome (success, failure).",
+		}, []string{"cluster", "outcome"}),
+		classified: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "driftwatch_event_to_classified_seconds", Help: "Time from a watch event to the drift being classified.", Buckets: buckets,
+		}),
+		repaired: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "driftwatch_event_to_repaired_seconds", Help: "Time from a watch event to the repair being applied.", Buckets: buckets,
+		}),
+		watch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_watch_events_total", Help: "Watch events received, by cluster and type.",
+		}, []string{"cluster", "type"}),
+		echoes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_self_echo_events_total", Help: "Watch events caused by driftwatch's own writes, by cluster.",
+		}, []string{"cluster"}),
+		clusterUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_cluster_up", Help: "1 when the cluster is synced or degraded, 0 otherwise.",
+		}, []string{"cluster"}),
+		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_managed_objects", Help: "Managed objects by cluster and status.",
+		}, []string{"cluster", "status"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "driftwatch_queue_depth", Help: "NodeIDs waiting in the reconcile queue.",
+		}),
+		reconciles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_reconciles_total", Help: "Reconciles run by the workers.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_config_reloads_total", Help: "Config reloads, by outcome (applied, rejected).",
+		}, []string{"outcome"}),
+	}
+	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
+		m.clusterUp, m.objects, m.queueDepth, m.reconciles, m.reloads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// MetricsHandler serves the hub's metrics in the Prometheus text format.
+func (h *Hub) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{})
+}
+
+// RecordReload counts a config reload by outcome ("applied" or "rejected").
+func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(outcome).Inc() }

@@ -1,0 +1,210 @@
+package hub
+
+import (
+	"time"
+)
+
+// Status is the state of one NodeID as users see it.
+type Status string
+
+// Node statuses.
+const (
+	StatusUnknown   Status = "unknown"
+	StatusInSync    Status = "in-sync"
+	StatusDrifted   Status = "drifted"
+	StatusRepairing Status = "repairing"
+	StatusRepaired  Status = "repaired"
+	StatusFailed    Status = "failed"
+	StatusWarnOnly  Status = "warn-only"
+	StatusPaused    Status = "paused"
+	StatusStuck     Status = "stuck"
+	// StatusDecommissioning: the object's application left the config and
+	// the object is being pruned.
+	StatusDecommissioning Status = "decommissioning"
+)
+
+// Problem reports whether the status needs attention.
+func (s Status) Problem() bool {
+	switch s {
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing:
+		return true
+	}
+	return false
+}
+
+// Step names one point of a NodeID's timeline.
+type Step string
+
+// Timeline steps.
+const (
+	StepObserved   Step = "event observed"
+	StepClassified Step = "drift classified"
+	StepApplied    Step = "repair applied"
+	StepVerified   Step = "repair verified"
+	StepFailed     Step = "repair failed"
+	StepWarned     Step = "reported (warn-only)"
+	StepPaused     Step = "held (cluster paused)"
+	StepStuck      Step = "stuck"
+	StepPruned     Step = "pruned"
+	StepManual     Step = "manual repair requested"
+	StepCreated    Step = "created"
+)
+
+// TimelineEntry is one timestamped step in a NodeID's history.
+type TimelineEntry struct {
+	At     time.Time
+	Step   Step
+	Detail string
+}
+
+// Attribution says which field manager changed the drifted fields, and when.
+type Attribution struct {
+	Manager   string
+	Operation string
+	// Subresource is set when the change went through one (e.g. "scale").
+	At     time.Time
+	Fields []string
+}
+
+// String formats the attribution, e.g. "kubectl-edit (Update) at 12:00:01".
+func (a Attribution) String() string {
+	if a.Manager == "" {
+		return "unknown"
+	}
+	s := a.Manager
+	if a.Operation != "" {
+		s += " (" + a.Operation + ")"
+	}
+	if !a.At.IsZero() {
+		s += " at " + a.At.Format("15:04:05")
+	}
+	return s
+}
+
+// Repair is the record of one drift and its repair, with the latencies of
+// each step.
+type Repair struct {
+	ID          NodeID
+	Drift       Drift
+	Attribution *Attribution
+	// Action is what the hub did: "apply", "remove+apply", "warn",
+	// "paused", "wait-deletion", "none".
+	Action string
+	// Err is the last error, if the repair failed.
+	Err string
+	// Timestamps: the watch event, the classification, the apply, and the
+	// event that showed the object back in sync. Zero when not reached.
+	ObservedAt   time.Time
+	ClassifiedAt time.Time
+	AppliedAt    time.Time
+	VerifiedAt   time.Time
+}
+
+// DetectLatency is event observed -> drift classified.
+func (r Repair) DetectLatency() time.Duration { return sub(r.ClassifiedAt, r.ObservedAt) }
+
+// RepairLatency is event observed -> repair applied.
+func (r Repair) RepairLatency() time.Duration { return sub(r.AppliedAt, r.ObservedAt) }
+
+// VerifyLatency is event observed -> repair verified.
+func (r Repair) VerifyLatency() time.Duration { return sub(r.VerifiedAt, r.ObservedAt) }
+
+func sub(a, b time.Time) time.Duration {
+	if a.IsZero() || b.IsZero() {
+		return 0
+	}
+	return a.Sub(b)
+}
+
+// NodeStatus is the immutable status of one NodeID in a snapshot.
+type NodeStatus struct {
+	ID          NodeID
+	Application string
+	Kind        Kind
+	Policy      Policy
+	Status      Status
+	// Reason explains the status (last error, stuck reason, fight).
+	Reason string
+	// LastRepair is the latest drift record, if any.
+	LastRepair *Repair
+	// Timeline holds the latest steps, oldest first (bounded).
+	Timeline []TimelineEntry
+	// ReadyReplicas and DesiredReplicas for Deployments.
+	ReadyReplicas   int32
+	DesiredReplicas int32
+	// LastChange is when the status last changed.
+	LastChange time.Time
+	// Repairs counts repairs applied to this NodeID.
+	Repairs int
+	// Spec is the desired state (shared, immutable).
+	Spec *NodeSpec
+}
+
+// ClusterStatus is one cluster in a snapshot.
+type ClusterStatus struct {
+	ClusterHealth
+	Paused bool
+	// Objects counts managed NodeIDs on the cluster; Counts by status.
+	Objects int
+	Counts  map[Status]int
+	// MedianRepair is the median event-to-repaired time of recent repairs.
+	MedianRepair time.Duration
+}
+
+// FeedEntry is one line of the live drift and repair feed.
+type FeedEntry struct {
+	At     time.Time
+	ID     NodeID
+	Class  DriftClass
+	Fields []FieldDiff
+	Who    string
+	Action string
+	// Latency is event observed -> repaired (or classified for warn).
+	Latency time.Duration
+	Err     string
+}
+
+// Snapshot is an immutable view of the hub. Subscribers must not modify it.
+type Snapshot struct {
+	HubID    string
+	Seq      uint64
+	Taken    time.Time
+	Policy   Policy
+	Clusters []ClusterStatus
+	// Nodes are sorted by NodeID text.
+	Nodes []NodeStatus
+	// Feed is newest first, bounded.
+	Feed []FeedEntry
+	// AppPolicies are runtime overrides set by the UI (application -> policy).
+	AppPolicies map[string]Policy
+	// QueueDepth is the reconcile queue length.
+	QueueDepth int
+}
+
+// Node returns the status of one NodeID.
+func (s *Snapshot) Node(id NodeID) (NodeStatus, bool) {
+	lo, hi := 0, len(s.Nodes)
+	key := id.String()
+	for lo < hi {
+		m := (lo + hi) / 2
+		if s.Nodes[m].ID.String() < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s.Nodes) && s.Nodes[lo].ID == id {
+		return s.Nodes[lo], true
+	}
+	return NodeStatus{}, false
+}
+
+// Cluster returns the status of one cluster.
+func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
+	for _, c := range s.Clusters {
+		if c.Cluster == id {
+			return c, true
+		}
+	}
+	return ClusterStatus{}, false
+}
