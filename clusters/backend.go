@@ -55,7 +55,9 @@ func (m *Manager) Read(ctx context.Context, spec hub.NodeSpec, confirm bool) (*u
 	if err != nil {
 		return nil, fmt.Errorf("%s", describe(m.cfg.ID, "get", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
 	}
-	obj.(interface{ SetManagedFields([]metav1.ManagedFieldsEntry) }).SetManagedFields(nil)
+	obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}).SetManagedFields(nil)
 	return toUnstructured(spec.Kind, obj)
 }
 
@@ -87,7 +89,9 @@ func (m *Manager) Apply(ctx context.Context, spec hub.NodeSpec) (hub.ApplyResult
 	if err != nil {
 		return res, fmt.Errorf("%s", describe(m.cfg.ID, "apply", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
 	}
-	out.(interface{ SetManagedFields([]metav1.ManagedFieldsEntry) }).SetManagedFields(nil)
+	out.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}).SetManagedFields(nil)
 	u, err := toUnstructured(spec.Kind, out)
 	if err != nil {
 		return res, err

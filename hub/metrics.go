@@ -11,18 +11,18 @@ import (
 // metrics are the hub's Prometheus metrics, in a registry of its own (no
 // global state).
 type metrics struct {
-	reg         *prometheus.Registry
-	drift       *prometheus.CounterVec
-	repairs     *prometheus.CounterVec
-	classified  prometheus.Histogram
-	repaired    prometheus.Histogram
-	watch       *prometheus.CounterVec
-	echoes      *prometheus.CounterVec
-	clusterUp   *prometheus.GaugeVec
-	objects     *prometheus.GaugeVec
-	queueDepth  prometheus.Gauge
-	reconciles  prometheus.Counter
-	reloads     *prometheus.CounterVec
+	reg        *prometheus.Registry
+	drift      *prometheus.CounterVec
+	repairs    *prometheus.CounterVec
+	classified prometheus.Histogram
+	repaired   prometheus.Histogram
+	watch      *prometheus.CounterVec
+	echoes     *prometheus.CounterVec
+	clusterUp  *prometheus.GaugeVec
+	objects    *prometheus.GaugeVec
+	queueDepth prometheus.Gauge
+	reconciles prometheus.Counter
+	reloads    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
