@@ -1,0 +1,516 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// fastHealth makes outages visible within a second or two.
+var fastHealth = HealthOptions{Interval: 500 * time.Millisecond, RetryInterval: 200 * time.Millisecond, Timeout: time.Second, FailureThreshold: 3, ReportInterval: 200 * time.Millisecond}
+
+// runRegistry starts a registry and stops it (waiting for it) at cleanup.
+func runRegistry(t *testing.T, sink hub.Sink, cfgs ...ClusterConfig) *Registry {
+	t.Helper()
+	r := NewRegistry(sink, RegistryOptions{Logger: testLogger(t), Health: fastHealth, MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second})
+	for _, c := range cfgs {
+		if err := r.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = r.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return r
+}
+
+func labelled(extra map[string]string) map[string]string {
+	l := map[string]string{hub.ManagedByLabel: hub.DefaultManagedBy}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+func createNamespace(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deployment(ns, name string, lbls map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			},
+		},
+	}
+}
+
+func clusterConfig(lc *localcluster.Cluster, namespaces ...string) ClusterConfig {
+	return ClusterConfig{ID: lc.Name, Kubeconfig: lc.Kubeconfig, Namespaces: namespaces}
+}
+
+// TestWatchThreeClusters: an external delete, edit and label removal of a
+// managed object each produce the right event for the right NodeID on every
+// cluster; objects without the label never do.
+func TestWatchThreeClusters(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 3})
+	sink := newRecordingSink()
+	var cfgs []ClusterConfig
+	for _, lc := range set.Clusters {
+		cfgs = append(cfgs, clusterConfig(lc, "shop"))
+		createNamespace(t, kubernetes.NewForConfigOrDie(lc.RESTConfig()), "shop")
+	}
+	r := runRegistry(t, sink, cfgs...)
+	sink.waitFor(t, 30*time.Second, "all clusters synced", func() bool {
+		for _, lc := range set.Clusters {
+			if sink.state(lc.Name) != hub.ClusterSynced {
+				return false
+			}
+		}
+		return true
+	})
+	if got := r.IDs(); len(got) != 3 {
+		t.Fatalf("IDs = %v", got)
+	}
+	for _, lc := range set.Clusters {
+		t.Run(lc.Name, func(t *testing.T) {
+			c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+			ctx := t.Context()
+			dep := deployment("shop", "web", labelled(nil))
+			dep.Annotations = map[string]string{hub.NodeIDAnnotation: lc.Name + ":shop/web:deployment"}
+			if _, err := c.AppsV1().Deployments("shop").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: labelled(nil)},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+			if _, err := c.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: labelled(nil)}, Data: map[string]string{"a": "1"}}
+			if _, err := c.CoreV1().ConfigMaps("shop").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: "shop"}, Data: map[string]string{"a": "1"}}
+			if _, err := c.CoreV1().ConfigMaps("shop").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			depID := hub.NewNodeID(lc.Name, "shop", "web", hub.KindDeployment)
+			svcID := hub.NewNodeID(lc.Name, "shop", "web", hub.KindService)
+			cmID := hub.NewNodeID(lc.Name, "shop", "web", hub.KindConfigMap)
+			sink.waitFor(t, 10*time.Second, "added events", func() bool {
+				return sink.hasEvent(depID, hub.EventAdded) && sink.hasEvent(svcID, hub.EventAdded) && sink.hasEvent(cmID, hub.EventAdded)
+			})
+			// External edit, delete and label removal from a second client.
+			edit := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+			patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}}}`)
+			if _, err := edit.AppsV1().Deployments("shop").Patch(ctx, "web", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := edit.CoreV1().ConfigMaps("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+			if _, err := edit.CoreV1().Services("shop").Patch(ctx, "web", types.StrategicMergePatchType, unlabel, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = edit.CoreV1().ConfigMaps("shop").Patch(ctx, "foreign", types.MergePatchType, []byte(`{"data":{"b":"2"}}`), metav1.PatchOptions{})
+			sink.waitFor(t, 10*time.Second, "updated, deleted and unlabelled events", func() bool {
+				return sink.hasEvent(depID, hub.EventUpdated) && sink.hasEvent(cmID, hub.EventDeleted) && sink.hasEvent(svcID, hub.EventDeleted)
+			})
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			for _, e := range sink.events {
+				if strings.Contains(e.ID.Resource, "foreign") {
+					t.Errorf("event for an unlabelled object: %+v", e)
+				}
+				if e.ID.Cluster == lc.Name && e.ObservedAt.IsZero() {
+					t.Errorf("event without time: %+v", e)
+				}
+			}
+		})
+	}
+}
+
+// TestOutageAndRecovery: stopping one cluster's apiserver makes it
+// unreachable while the others keep delivering events; starting it again
+// returns it to synced with a new generation.
+func TestOutageAndRecovery(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 3})
+	sink := newRecordingSink()
+	var cfgs []ClusterConfig
+	for _, lc := range set.Clusters {
+		cfgs = append(cfgs, clusterConfig(lc, "ops"))
+		createNamespace(t, kubernetes.NewForConfigOrDie(lc.RESTConfig()), "ops")
+	}
+	runRegistry(t, sink, cfgs...)
+	allSynced := func() bool {
+		for _, lc := range set.Clusters {
+			if sink.state(lc.Name) != hub.ClusterSynced {
+				return false
+			}
+		}
+		return true
+	}
+	sink.waitFor(t, 30*time.Second, "all synced", allSynced)
+	down := set.Clusters[1]
+	sink.mu.Lock()
+	gen := sink.health[down.Name].Generation
+	sink.mu.Unlock()
+	if err := down.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, 20*time.Second, down.Name+" unreachable", func() bool { return sink.state(down.Name) == hub.ClusterUnreachable })
+	sink.mu.Lock()
+	if msg := sink.health[down.Name].LastError; !strings.Contains(msg, down.Name) {
+		t.Errorf("unreachable error %q does not name the cluster", msg)
+	}
+	sink.mu.Unlock()
+	// The others keep delivering events.
+	for _, i := range []int{0, 2} {
+		lc := set.Clusters[i]
+		c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "during-outage", Namespace: "ops", Labels: labelled(nil)}}
+		if _, err := c.CoreV1().ConfigMaps("ops").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		id := hub.NewNodeID(lc.Name, "ops", "during-outage", hub.KindConfigMap)
+		sink.waitFor(t, 10*time.Second, "event from "+lc.Name, func() bool { return sink.hasEvent(id, hub.EventAdded) })
+	}
+	if err := down.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, 60*time.Second, down.Name+" synced again", func() bool {
+		h := sink.health[down.Name]
+		return h.State == hub.ClusterSynced && h.Generation > gen
+	})
+	// And its watches work again.
+	c := kubernetes.NewForConfigOrDie(down.RESTConfig())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-outage", Namespace: "ops", Labels: labelled(nil)}}
+	if _, err := c.CoreV1().ConfigMaps("ops").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id := hub.NewNodeID(down.Name, "ops", "after-outage", hub.KindConfigMap)
+	sink.waitFor(t, 40*time.Second, "event after recovery", func() bool { return sink.hasEvent(id, hub.EventAdded) })
+}
+
+// TestRBACDegraded: a user who may not watch Deployments makes the cluster
+// degraded with a message naming the cluster, verb, resource and namespace;
+// another cluster is unaffected.
+func TestRBACDegraded(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 2, Users: []string{"limited"}})
+	limited, ok := set.Clusters[0], true
+	_ = ok
+	admin := kubernetes.NewForConfigOrDie(limited.RESTConfig())
+	createNamespace(t, admin, "team")
+	createNamespace(t, kubernetes.NewForConfigOrDie(set.Clusters[1].RESTConfig()), "team")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "partial", Namespace: "team"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"services", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	if _, err := admin.RbacV1().Roles("team").Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "partial", Namespace: "team"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "partial"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited", APIGroup: "rbac.authorization.k8s.io"}}}
+	if _, err := admin.RbacV1().RoleBindings("team").Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecordingSink()
+	runRegistry(t, sink,
+		ClusterConfig{ID: limited.Name, Kubeconfig: limited.UserKubeconfig("limited"), Namespaces: []string{"team"}},
+		clusterConfig(set.Clusters[1], "team"))
+	sink.waitFor(t, 30*time.Second, "degraded and synced", func() bool {
+		return sink.state(limited.Name) == hub.ClusterDegraded && sink.state(set.Clusters[1].Name) == hub.ClusterSynced
+	})
+	sink.mu.Lock()
+	msg := sink.health[limited.Name].LastError
+	sink.mu.Unlock()
+	for _, want := range []string{`cluster "` + limited.Name + `"`, "forbidden", "deployments", `namespace "team"`, "list"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("degraded error %q does not mention %q", msg, want)
+		}
+	}
+}
+
+// TestBackend exercises the backend on a real apiserver: apply creates,
+// a conflicting external edit is reported when the apply takes it back,
+// added entries are removed, managedFields name the other manager, and
+// delete works.
+func TestBackend(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	sink := newRecordingSink()
+	r := runRegistry(t, sink, clusterConfig(lc, "apps"))
+	sink.waitFor(t, 30*time.Second, "synced", func() bool { return sink.state(lc.Name) == hub.ClusterSynced })
+	be, ok := r.Backend(lc.Name)
+	if !ok {
+		t.Fatal("no backend")
+	}
+	ctx := t.Context()
+	dep := deployment("apps", "api", labelled(nil))
+	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(obj.Object, "spec", "strategy")
+	unstructured.RemoveNestedField(obj.Object, "status")
+	unstructured.RemoveNestedField(obj.Object, "spec", "template", "spec", "containers")
+	_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}, "spec", "template", "spec", "containers")
+	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Object: obj}
+
+	// The namespace does not exist yet: Apply creates it.
+	res, err := be.Apply(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Object == nil || res.Object.GetResourceVersion() == "" || len(res.Conflicts) != 0 {
+		t.Fatalf("apply result = %+v", res)
+	}
+	sink.waitFor(t, 10*time.Second, "add event", func() bool { return sink.hasEvent(spec.ID, hub.EventAdded) })
+	cached, err := be.Read(ctx, spec, false)
+	if err != nil || cached == nil {
+		t.Fatalf("Read from cache = %v, %v", cached, err)
+	}
+	if len(cached.GetManagedFields()) != 0 {
+		t.Error("cached object still holds managedFields")
+	}
+
+	// Another manager changes the image and adds an env var.
+	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"evil:1","env":[{"name":"DEBUG","value":"true"}]}]}}}}`)
+	live, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners, err := be.ManagedFields(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var editor *hub.FieldOwner
+	for i := range owners {
+		if owners[i].Manager == "kubectl-edit" {
+			editor = &owners[i]
+		}
+	}
+	if editor == nil || !contains(editor.Fields, "spec.template.spec.containers[app].image") || !contains(editor.Fields, "spec.template.spec.containers[app].env[DEBUG]") || editor.Time.IsZero() {
+		t.Fatalf("managed fields = %+v", owners)
+	}
+	// Remove the added env var (guarded by resourceVersion), then apply.
+	if err := be.RemoveFields(ctx, spec, "1", []string{"/spec/template/spec/containers/0/env/0"}); err == nil {
+		t.Fatal("RemoveFields with a stale resourceVersion must fail")
+	}
+	if err := be.RemoveFields(ctx, spec, live.ResourceVersion, []string{"/spec/template/spec/containers/0/env/0"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = be.Apply(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Conflicts) == 0 || res.Conflicts[0].Manager != "kubectl-edit" {
+		t.Fatalf("conflicts = %+v, want kubectl-edit", res.Conflicts)
+	}
+	got, err := be.Read(ctx, spec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := hub.Classify(obj, got, ""); !d.InSync() {
+		t.Fatalf("after repair: %s", d.Summary())
+	}
+	if err := be.Delete(ctx, spec, hub.PropagationForeground); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Delete(ctx, spec, hub.PropagationBackground); err != nil {
+		t.Fatalf("deleting a missing object: %v", err)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPanicRestartAndRemove: a panic inside one cluster's manager is
+// recovered, reported on that cluster and the cluster restarted, while the
+// other one goes on; removing a cluster stops all of its goroutines.
+func TestPanicRestartAndRemove(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 2})
+	sink := newRecordingSink()
+	base := runtime.NumGoroutine()
+	r := NewRegistry(sink, RegistryOptions{Logger: testLogger(t), Health: fastHealth, MinBackoff: 100 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
+	panicked := make(chan string, 1)
+	r.beforeRun = func(id string, attempt int) {
+		if id == set.Clusters[0].Name && attempt == 0 {
+			panic("boom in " + id)
+		}
+	}
+	for _, lc := range set.Clusters {
+		if err := r.Add(clusterConfig(lc, "default")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = r.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	first := set.Clusters[0].Name
+	sink.waitFor(t, 10*time.Second, "panic reported", func() bool {
+		if strings.Contains(sink.health[first].LastError, "panic: boom") {
+			select {
+			case panicked <- sink.health[first].LastError:
+			default:
+			}
+			return true
+		}
+		return false
+	})
+	sink.waitFor(t, 30*time.Second, "both synced after the restart", func() bool {
+		return sink.state(first) == hub.ClusterSynced && sink.state(set.Clusters[1].Name) == hub.ClusterSynced
+	})
+	// Removing both clusters stops every goroutine they started.
+	for _, id := range r.IDs() {
+		if !r.Remove(id) {
+			t.Fatalf("Remove(%s) = false", id)
+		}
+		if _, ok := r.Backend(id); ok {
+			t.Fatalf("backend of removed cluster %s still there", id)
+		}
+	}
+	if sink.state(first) != hub.ClusterRemoved {
+		t.Fatalf("state after remove = %s", sink.state(first))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after removing every cluster, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestBadKubeconfig: a missing file and an unknown context become clear
+// cluster errors naming the cluster, file and context; no control plane
+// needed.
+func TestBadKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: x, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: x, user: {token: t}}]
+contexts: [{name: real, context: {cluster: x, user: x}}]
+current-context: real
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope.yaml")
+	tests := []struct {
+		cfg  ClusterConfig
+		want []string
+	}{
+		{ClusterConfig{ID: "gone", Kubeconfig: missing}, []string{`cluster "gone"`, missing}},
+		{ClusterConfig{ID: "ctx", Kubeconfig: kc, Context: "typo"}, []string{`cluster "ctx"`, `"typo"`}},
+		{ClusterConfig{ID: "empty"}, []string{`cluster "empty"`, "no kubeconfig"}},
+		{ClusterConfig{ID: "junk", KubeconfigData: []byte("{")}, []string{`cluster "junk"`, "kubeconfig data"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cfg.ID, func(t *testing.T) {
+			_, err := RESTConfig(tt.cfg)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	// In a registry, a broken cluster reports unreachable and is retried.
+	sink := newRecordingSink()
+	runRegistry(t, sink, tests[0].cfg)
+	sink.waitFor(t, 5*time.Second, "unreachable", func() bool {
+		return sink.state("gone") == hub.ClusterUnreachable && strings.Contains(sink.health["gone"].LastError, missing)
+	})
+}
+
+func TestEventFor(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", ResourceVersion: "7", UID: "u",
+		Annotations: map[string]string{hub.NodeIDAnnotation: "c1:ns/n:configmap"}}}
+	now := time.Now()
+	ev, ok := eventFor("c1", hub.KindConfigMap, hub.EventAdded, cm, now)
+	if !ok || ev.ID.String() != "c1:ns/n:configmap" || ev.ResourceVersion != "7" || ev.UID != "u" || !ev.ObservedAt.Equal(now) {
+		t.Fatalf("event = %+v", ev)
+	}
+	// An annotation naming another cluster is ignored.
+	cm.Annotations[hub.NodeIDAnnotation] = "other:ns/n:configmap"
+	ev, _ = eventFor("c1", hub.KindConfigMap, hub.EventUpdated, cm, now)
+	if ev.ID.String() != "c1:ns/n:configmap" {
+		t.Fatalf("id = %s", ev.ID)
+	}
+	// DeletedFinalStateUnknown is unwrapped.
+	ev, ok = eventFor("c1", hub.KindConfigMap, hub.EventDeleted, cacheTombstone("ns/n", cm), now)
+	if !ok || ev.Type != hub.EventDeleted || ev.ID.String() != "c1:ns/n:configmap" {
+		t.Fatalf("tombstone event = %+v", ev)
+	}
+	ev, ok = eventFor("c1", hub.KindConfigMap, hub.EventDeleted, cacheTombstone("ns/x", nil), now)
+	if !ok || ev.ID.String() != "c1:ns/x:configmap" {
+		t.Fatalf("empty tombstone event = %+v", ev)
+	}
+	// The transform drops managedFields and the last-applied annotation.
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	cm.Annotations[lastAppliedAnnotation] = "{}"
+	if _, err := stripForCache(cm); err != nil || cm.ManagedFields != nil || cm.Annotations[lastAppliedAnnotation] != "" {
+		t.Fatalf("stripForCache left %+v", cm.ObjectMeta)
+	}
+	_ = fmt.Sprint()
+}
