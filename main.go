@@ -62,10 +62,11 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `driftwatch keeps Kubernetes objects true across many clusters.
 
 Usage:
+  driftwatch check -f FILE     validate a config and print its plan (-o yaml: the objects)
   driftwatch version           print the version
   driftwatch help              show this help
 
-Later: driftwatch -f FILE (hub and TUI), check, serve, demo, bench.
+Later: driftwatch -f FILE (hub and TUI), serve, demo, bench.
 `
 
 // run is the whole program: it parses args and runs one subcommand until ctx
@@ -81,6 +82,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s\n", version)
 		return nil
+	case "serve":
+		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -176,6 +176,9 @@ type nodeState struct {
 	// repair was asked for.
 	pendingAt time.Time
 	manual    bool
+	// seen is set once the object was seen on its cluster or created by
+	// the hub: a missing object is then drift, not a first apply.
+	seen bool
 	// repairedAt is when a repair was verified (shown as repaired for a
 	// while).
 	repairedAt time.Time

@@ -65,6 +65,17 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 	}
 	drift := Classify(spec.Object, actual, h.opts.ManagedBy)
 	classifiedAt := h.opts.Now()
+	h.mu.Lock()
+	n = h.nodes[id]
+	create := n != nil && !n.seen && drift.Class == DriftMissing
+	if n != nil && actual != nil {
+		n.seen = true
+	}
+	h.mu.Unlock()
+	if create {
+		h.create(ctx, backend, id, spec)
+		return
+	}
 
 	if drift.InSync() {
 		h.inSync(id, spec, actual, observedAt)
@@ -208,6 +219,31 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 		}
 		h.addFeedLocked(FeedEntry{At: appliedAt, ID: id, Class: drift.Class, Fields: drift.Fields,
 			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: appliedAt.Sub(observedAt)})
+	}
+	h.mu.Unlock()
+	h.markDirty()
+}
+
+// create applies an object the hub has never seen on its cluster: the first
+// apply, not a drift.
+func (h *Hub) create(ctx context.Context, backend Backend, id NodeID, spec *NodeSpec) {
+	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	res, err := backend.Apply(callCtx, *spec)
+	now := h.opts.Now()
+	if err != nil {
+		h.fail(id, now, fmt.Errorf("create: %w", err))
+		return
+	}
+	h.queue.Forget(id)
+	h.mu.Lock()
+	if n := h.nodes[id]; n != nil {
+		n.seen = true
+		if res.Object != nil {
+			n.appliedRV = res.Object.GetResourceVersion()
+		}
+		h.appendTimelineLocked(n, StepCreated, "first apply", now)
+		h.setStatusLocked(n, StatusInSync, "", now)
 	}
 	h.mu.Unlock()
 	h.markDirty()

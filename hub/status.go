@@ -136,8 +136,9 @@ type NodeStatus struct {
 	LastChange time.Time
 	// Repairs counts repairs applied to this NodeID.
 	Repairs int
-	// Spec is the desired state (shared, immutable).
-	Spec *NodeSpec
+	// Spec is the desired state (shared, immutable). It is not part of
+	// the JSON form of a snapshot (see the API's node endpoint).
+	Spec *NodeSpec `json:"-"`
 }
 
 // ClusterStatus is one cluster in a snapshot.

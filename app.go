@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/driftwatch/driftwatch/clusters"
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// app wires one running hub: the config's desired state, the reconcile loop
+// and the cluster registry, plus config reloads.
+type app struct {
+	log      *slog.Logger
+	hub      *hub.Hub
+	reg      *clusters.Registry
+	path     string
+	loadOpts config.LoadOptions
+
+	mu  sync.Mutex
+	cfg *config.Config
+}
+
+// appOptions tune an app (tests shorten the health probes).
+type appOptions struct {
+	log      *slog.Logger
+	loadOpts config.LoadOptions
+	health   clusters.HealthOptions
+	// hubOpts are merged over the config's hub settings.
+	hubOpts hub.Options
+	// disableWatch turns the informers off (the bench's poll baseline).
+	disableWatch bool
+}
+
+// newApp builds the hub and the registry for a loaded config.
+func newApp(cfg *config.Config, opts appOptions) *app {
+	if opts.log == nil {
+		opts.log = slog.New(slog.DiscardHandler)
+	}
+	ho := opts.hubOpts
+	ho.ID = cfg.Hub.ID
+	ho.ManagedBy = cfg.Hub.ManagedBy
+	ho.Policy = cfg.Hub.Policy
+	if ho.Workers == 0 {
+		ho.Workers = cfg.Hub.Workers
+	}
+	if ho.Resync == 0 {
+		ho.Resync = cfg.Hub.Resync
+	}
+	ho.DecommissionTimeout = cfg.Hub.DecommissionTimeout
+	ho.Logger = opts.log.With("component", "hub")
+	h := hub.New(ho)
+	reg := clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.log.With("component", "clusters"), Health: opts.health})
+	h.SetBackends(reg)
+	a := &app{log: opts.log, hub: h, reg: reg, path: cfg.Path, loadOpts: opts.loadOpts, cfg: cfg}
+	for _, cc := range clusterConfigs(cfg, opts.disableWatch) {
+		if err := reg.Add(cc); err != nil {
+			a.log.Error("add cluster", "err", err)
+		}
+	}
+	h.SetDesired(config.Compile(cfg))
+	return a
+}
+
+// clusterConfigs turns the config's clusters into watch-manager configs.
+func clusterConfigs(cfg *config.Config, disableWatch bool) []clusters.ClusterConfig {
+	out := make([]clusters.ClusterConfig, 0, len(cfg.Clusters))
+	for _, c := range cfg.Clusters {
+		out = append(out, clusters.ClusterConfig{
+			ID: c.ID, Kubeconfig: c.Kubeconfig, Context: c.Context,
+			Namespaces: cfg.Namespaces(c.ID), ManagedBy: cfg.Hub.ManagedBy,
+			QPS: c.QPS, Burst: c.Burst, Labels: c.Labels, Source: "config",
+			DisableWatch: disableWatch,
+		})
+	}
+	return out
+}
+
+// Run runs the hub and the registry until ctx ends, and waits for both.
+func (a *app) Run(ctx context.Context) error {
+	var wg conc.WaitGroup
+	var hubErr, regErr error
+	wg.Go(func() { hubErr = a.hub.Run(ctx) })
+	wg.Go(func() { regErr = a.reg.Run(ctx) })
+	wg.Wait()
+	return errors.Join(hubErr, regErr)
+}
+
+// Reload re-reads the config file. An invalid file changes nothing and
+// returns every error; a valid one updates the clusters and the desired
+// state: what changed is enqueued, what was removed is pruned.
+func (a *app) Reload() error {
+	cfg, err := config.Load(a.path, a.loadOpts)
+	if err != nil {
+		a.hub.RecordReload("rejected")
+		return fmt.Errorf("reload %s: config rejected, still running the previous one:\n%w", a.path, err)
+	}
+	a.mu.Lock()
+	old := a.cfg
+	a.cfg = cfg
+	a.mu.Unlock()
+	next := clusterConfigs(cfg, false)
+	keep := make(map[string]bool, len(next))
+	for _, cc := range next {
+		keep[cc.ID] = true
+		if err := a.reg.Update(cc); err != nil {
+			a.log.Error("update cluster", "cluster", cc.ID, "err", err)
+		}
+	}
+	// Desired state first, so objects on clusters that stay are pruned
+	// while their cluster is still registered.
+	changed, removed := a.hub.SetDesired(config.Compile(cfg))
+	for _, c := range old.Clusters {
+		if !keep[c.ID] {
+			a.reg.Remove(c.ID)
+			a.hub.ForgetCluster(c.ID)
+		}
+	}
+	a.hub.RecordReload("applied")
+	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed))
+	return nil
+}
+
+// ready reports whether every configured cluster has been attempted.
+func (a *app) ready() error {
+	a.mu.Lock()
+	cfg := a.cfg
+	a.mu.Unlock()
+	snap := a.hub.Snapshot()
+	var waiting []string
+	for _, c := range cfg.Clusters {
+		cs, ok := snap.Cluster(c.ID)
+		if !ok || (cs.State == hub.ClusterConnecting && cs.LastError == "") {
+			waiting = append(waiting, c.ID)
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("clusters not yet attempted: %v", waiting)
+	}
+	return nil
+}
