@@ -405,7 +405,8 @@ func TestHubPoliciesPauseAndRecovery(t *testing.T) {
 	}
 	a.waitSnap(t, 60*time.Second, "c2 caught up", func(s *hub.Snapshot) bool {
 		cs, _ := s.Cluster("c2")
-		return cs.State == hub.ClusterSynced && allInSyncOrWarn(s)
+		return cs.State == hub.ClusterSynced && allInSyncOrWarn(s) &&
+			repairedAfter(hub.NewNodeID("c2", "ops", "worker", hub.KindConfigMap), t0)(s)
 	})
 	if _, err := c2.CoreV1().ConfigMaps("ops").Get(ctx, "worker", metav1.GetOptions{}); err != nil {
 		t.Fatalf("configmap deleted after the outage (%s ago) not repaired: %v", time.Since(t0), err)

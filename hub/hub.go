@@ -176,6 +176,9 @@ type nodeState struct {
 	// repair was asked for.
 	pendingAt time.Time
 	manual    bool
+	// confirm makes the next read GET from the apiserver (catch-up after
+	// a disconnect).
+	confirm bool
 	// seen is set once the object was seen on its cluster or created by
 	// the hub: a missing object is then drift, not a first apply.
 	seen bool
@@ -370,8 +373,18 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 	cs.health = ch
 	var ids []NodeID
 	if ch.Generation > cs.lastGen {
+		// After a disconnect the watch cache may still be stale: the
+		// catch-up pass reads from the apiserver.
+		catchUp := cs.lastGen > 0
 		cs.lastGen = ch.Generation
 		ids = h.clusterIDsLocked(ch.Cluster)
+		if catchUp {
+			for _, id := range ids {
+				if n := h.nodes[id]; n != nil {
+					n.confirm = true
+				}
+			}
+		}
 	}
 	h.mu.Unlock()
 	for _, id := range ids {

@@ -25,8 +25,10 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 	}
 	observedAt := n.pendingAt
 	manual := n.manual
+	confirm := n.confirm
 	n.pendingAt = time.Time{}
 	n.manual = false
+	n.confirm = false
 	paused := cs != nil && cs.paused
 	clusterOK := cs != nil && (cs.health.State == ClusterSynced || cs.health.State == ClusterDegraded)
 	appPolicy := ""
@@ -53,8 +55,8 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 
 	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	actual, err := backend.Read(callCtx, *spec, false)
-	if err == nil && (actual == nil || actual.GetLabels()[ManagedByLabel] != h.opts.ManagedBy) {
+	actual, err := backend.Read(callCtx, *spec, confirm)
+	if err == nil && !confirm && (actual == nil || actual.GetLabels()[ManagedByLabel] != h.opts.ManagedBy) {
 		// The label-filtered watch reports a removed label as a delete:
 		// GET before deciding between missing and unlabelled.
 		actual, err = backend.Read(callCtx, *spec, true)
