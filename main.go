@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s\n", version)
 		return nil
+	case "demo":
+		return runDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "check":

@@ -174,6 +174,22 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 			added = append(added, f.Pointer)
 		}
 	}
+	if len(added) > 0 && actual != nil && !confirm {
+		// The JSON patch is guarded by resourceVersion: take both the
+		// pointers and the version from a fresh GET, not the cache.
+		fresh, err := backend.Read(callCtx, *spec, true)
+		if err != nil {
+			h.fail(id, observedAt, fmt.Errorf("read: %w", err))
+			return
+		}
+		actual = fresh
+		added = added[:0]
+		for _, f := range Classify(spec.Object, actual, h.opts.ManagedBy).Fields {
+			if f.Added && f.Pointer != "" {
+				added = append(added, f.Pointer)
+			}
+		}
+	}
 	if len(added) > 0 && actual != nil {
 		rep.Action = "remove+apply"
 		if err := backend.RemoveFields(callCtx, *spec, actual.GetResourceVersion(), added); err != nil {

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/driftwatch/driftwatch/clusters/driftgen"
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+//go:embed scripts/build-binaries.sh
+var buildBinariesScript []byte
+
+// envBinDir points at prebuilt control-plane binaries (scripts/test.sh sets
+// it); without it the demo builds them with the embedded script.
+const envBinDir = "DRIFTWATCH_BIN_DIR"
+
+// binDir returns the control-plane binaries folder, building the binaries
+// on first use (progress on stderr).
+func binDir(ctx context.Context, getenv func(string) string, stderr io.Writer) (string, error) {
+	if d := getenv(envBinDir); d != "" {
+		return d, nil
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-s")
+	cmd.Stdin = bytes.NewReader(buildBinariesScript)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build the local control-plane binaries: %w", err)
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// demoClusterNames are the demo's three local clusters (labels in the
+// demo config).
+func demoClusterNames() []string { return []string{"prod-eu", "prod-us", "staging-eu"} }
+
+// demoConfig is the demo's config; %s are the three kubeconfig paths.
+const demoConfig = `# driftwatch demo: three local clusters, five applications.
+hub:
+  id: demo-hub
+  resync: 5m
+  workers: 4
+clusters:
+  - id: prod-eu
+    kubeconfig: %s
+    labels: {env: prod, region: eu}
+  - id: prod-us
+    kubeconfig: %s
+    labels: {env: prod, region: us}
+  - id: staging-eu
+    kubeconfig: %s
+    labels: {env: staging, region: eu}
+applications:
+  - id: storefront
+    namespace: shop
+    selector: env=prod
+    image: registry.example/storefront:1.4.2
+    replicas: 3
+    port: 8080
+    env: {MODE: production}
+    config: {CURRENCY: EUR, FEATURE_SEARCH: "on"}
+  - id: checkout
+    namespace: shop
+    selector: env in (prod, staging)
+    image: registry.example/checkout:2.0.1
+    replicas: 2
+    port: 9090
+  - id: catalog
+    namespace: shop
+    selector: region=eu
+    image: registry.example/catalog:0.9.0
+    replicas: 2
+    port: 8081
+    config: {CACHE_TTL: 30s}
+  - id: ledger
+    tenancy: "acme:eu"
+    namespace: finance
+    clusters: [prod-eu]
+    image: registry.example/ledger:5.1.0
+    port: 7000
+  # Cannot become available: no node has disk=none. It shows as stuck once
+  # its progress deadline passes.
+  - id: nightly-report
+    namespace: batch
+    clusters: [staging-eu]
+    image: registry.example/report:1.0.0
+    progressDeadlineSeconds: 20
+    nodeSelector: {disk: none}
+`
+
+type demoOptions struct {
+	headless     bool
+	interval     time.Duration
+	untilRepairs int
+	readOnly     bool
+	dir          string
+}
+
+func parseDemo(args []string, stderr io.Writer) (demoOptions, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o demoOptions
+	fs.BoolVar(&o.headless, "headless", false, "run without the TUI: print drift and repairs as lines")
+	fs.DurationVar(&o.interval, "interval", 4*time.Second, "time between generated drifts")
+	fs.IntVar(&o.untilRepairs, "until-repairs", 0, "exit 0 once this many generated drifts were repaired (0: run until interrupted)")
+	fs.BoolVar(&o.readOnly, "readonly", false, "disable the TUI's actions")
+	fs.StringVar(&o.dir, "dir", "", "folder for the demo's clusters, config and log (default: a new temporary folder)")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError("demo: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return o, usageError("demo: unexpected arguments %v", fs.Args())
+	}
+	if o.interval <= 0 {
+		return o, usageError("demo: -interval must be positive")
+	}
+	return o, nil
+}
+
+// runDemo is `driftwatch demo`: three local clusters with fake nodes, a demo
+// config, the hub, the TUI (or headless lines) and a drift generator.
+func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseDemo(args, stderr)
+	if err != nil {
+		return err
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "driftwatch-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	// Logs: JSON on stderr when headless, a file while the TUI runs.
+	var log *slog.Logger
+	if o.headless {
+		log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	} else {
+		f, err := os.Create(filepath.Join(dir, "driftwatch.log"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		log = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "demo: "+format+"\n", a...) }
+
+	bins, err := binDir(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	progress("starting 3 local clusters (etcd, kube-apiserver, controller manager, scheduler, kwok) in %s", dir)
+	names := demoClusterNames()
+	set, err := localcluster.Start(ctx, localcluster.Options{
+		Count: len(names), Names: names, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Full: true, Nodes: 2,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		return fmt.Errorf("demo: start local clusters: %w", err)
+	}
+	defer func() {
+		progress("stopping the local clusters")
+		_ = set.Stop()
+	}()
+	cfgPath := filepath.Join(dir, "demo.yaml")
+	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		return err
+	}
+	cfg, err := config.Load(cfgPath, config.LoadOptions{Getenv: getenv})
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	progress("config written to %s; starting the hub", cfgPath)
+	a := newApp(cfg, appOptions{log: log})
+	clients := make(map[string]kubernetes.Interface, len(set.Clusters))
+	for _, lc := range set.Clusters {
+		rc := lc.RESTConfig()
+		rc.UserAgent = driftgen.FieldManager
+		c, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return err
+		}
+		clients[lc.Name] = c
+	}
+	gen := driftgen.New(clients, uint64(time.Now().UnixNano()))
+	targets := func() []driftgen.Target {
+		var ts []driftgen.Target
+		for _, n := range a.hub.Snapshot().Nodes {
+			if n.Application != "nightly-report" && n.Status == hub.StatusInSync {
+				ts = append(ts, driftgen.Target{ID: n.ID, Kind: n.Kind})
+			}
+		}
+		return ts
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	tracker := newRepairTracker()
+	var wg conc.WaitGroup
+	var appErr error
+	wg.Go(func() { appErr = a.Run(runCtx) })
+	wg.Go(func() {
+		// Let the hub create everything before breaking it.
+		select {
+		case <-runCtx.Done():
+			return
+		case <-time.After(3 * time.Second):
+		}
+		gen.Run(runCtx, o.interval, targets, func(d driftgen.Drift) {
+			tracker.add(d)
+			if d.Err != nil {
+				log.Warn("drift generator", "err", d.Err)
+			}
+		})
+	})
+	var uiErr error
+	if o.headless {
+		progress("headless: generated drift every %s; Ctrl-C stops everything", o.interval)
+		uiErr = demoHeadless(runCtx, a.hub, tracker, o.untilRepairs, stdout)
+	} else {
+		uiErr = runDemoTUI(runCtx, a.hub, gen, o.readOnly)
+	}
+	stop()
+	wg.Wait()
+	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
+		return uiErr
+	}
+	return appErr
+}
+
+// repairTracker matches generated drifts with the hub's repairs.
+type repairTracker struct {
+	mu      sync.Mutex
+	pending map[hub.NodeID]driftgen.Drift
+	done    int
+}
+
+func newRepairTracker() *repairTracker {
+	return &repairTracker{pending: make(map[hub.NodeID]driftgen.Drift)}
+}
+
+func (r *repairTracker) add(d driftgen.Drift) {
+	if d.Err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.pending[d.ID] = d
+	r.mu.Unlock()
+}
+
+// check returns the drifts the snapshot shows repaired (and forgets them).
+func (r *repairTracker) check(s *hub.Snapshot) []hub.NodeStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []hub.NodeStatus
+	for id, d := range r.pending {
+		n, ok := s.Node(id)
+		if !ok || n.LastRepair == nil || n.LastRepair.VerifiedAt.IsZero() || n.LastRepair.ObservedAt.Before(d.At.Add(-time.Second)) {
+			continue
+		}
+		delete(r.pending, id)
+		r.done++
+		out = append(out, n)
+	}
+	return out
+}
+
+// demoHeadless prints every generated drift's repair as a line, until ctx
+// ends or untilRepairs repairs were seen.
+func demoHeadless(ctx context.Context, h *hub.Hub, tracker *repairTracker, untilRepairs int, stdout io.Writer) error {
+	ch, cancel := h.Subscribe()
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case s := <-ch:
+			for _, n := range tracker.check(s) {
+				r := n.LastRepair
+				fmt.Fprintf(stdout, "repaired %s: %s (by %s) detect %s, repaired %s\n",
+					n.ID, r.Drift.Summary(), attribution(r), r.DetectLatency().Round(time.Microsecond), r.RepairLatency().Round(time.Microsecond))
+			}
+			tracker.mu.Lock()
+			done := tracker.done
+			tracker.mu.Unlock()
+			if untilRepairs > 0 && done >= untilRepairs {
+				fmt.Fprintf(stdout, "demo: %d generated drifts repaired\n", done)
+				return nil
+			}
+		}
+	}
+}
+
+func attribution(r *hub.Repair) string {
+	if r.Attribution == nil {
+		return "unknown"
+	}
+	return r.Attribution.Manager
+}
