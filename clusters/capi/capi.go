@@ -1,0 +1,371 @@
+// Package capi discovers clusters from Cluster API management clusters: it
+// watches Cluster objects (v1beta2, or v1beta1 where that is all that is
+// served) and their <name>-kubeconfig secrets, and reports each provisioned
+// cluster with its kubeconfig so the hub can manage it, each deleted one so
+// the hub can let it go, and each rotated kubeconfig so the hub reconnects
+// with the new credentials.
+package capi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/sourcegraph/conc"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	"github.com/driftwatch/driftwatch/clusters"
+)
+
+// Source is one management cluster to discover clusters from.
+type Source struct {
+	// Name identifies the management cluster in sources ("capi:<name>/<ns>").
+	Name string
+	// Kubeconfig and Context reach the management cluster.
+	Kubeconfig string
+	Context    string
+	// Namespaces to watch for Cluster objects; empty means all.
+	Namespaces []string
+	// Selector is an optional label selector over Cluster objects.
+	Selector string
+	// Labels are given to every discovered cluster (on top of the Cluster
+	// object's own labels), so applications can select them.
+	Labels map[string]string
+	// IDTemplate makes the cluster id from .Namespace and .Name (Go
+	// template). Default "{{.Namespace}}-{{.Name}}".
+	IDTemplate string
+}
+
+// Discovered is a cluster found on a management cluster.
+type Discovered struct {
+	// ID is the driftwatch cluster id.
+	ID string
+	// Namespace and Name of the Cluster object.
+	Namespace, Name string
+	// Source is "capi:<mgmt>/<namespace>".
+	Source string
+	// Phase is the Cluster's phase.
+	Phase string
+	// Labels are the source's labels plus the Cluster object's.
+	Labels map[string]string
+	// Kubeconfig is the content of the <name>-kubeconfig secret.
+	Kubeconfig []byte
+	// Err is set when the cluster is provisioned but cannot be used (the
+	// secret is missing or invalid); Kubeconfig is then empty.
+	Err error
+}
+
+// Handler receives discoveries. Calls come from one goroutine, in order.
+type Handler interface {
+	// ClusterUp reports a new cluster, a changed one (e.g. a rotated
+	// kubeconfig), or one that cannot be used (Err set).
+	ClusterUp(d Discovered)
+	// ClusterGone reports a cluster that is deleting or deleted.
+	ClusterGone(id string)
+}
+
+// Discoverer watches one management cluster.
+type Discoverer struct {
+	src     Source
+	handler Handler
+	log     *slog.Logger
+	idTmpl  *template.Template
+
+	mu    sync.Mutex
+	known map[string]Discovered // by Cluster key namespace/name
+}
+
+// New returns a discoverer for src.
+func New(src Source, h Handler, log *slog.Logger) (*Discoverer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if src.IDTemplate == "" {
+		src.IDTemplate = "{{.Namespace}}-{{.Name}}"
+	}
+	tmpl, err := template.New("id").Option("missingkey=error").Parse(src.IDTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("cluster API source %q: id template: %w", src.Name, err)
+	}
+	if src.Selector != "" {
+		if _, err := labels.Parse(src.Selector); err != nil {
+			return nil, fmt.Errorf("cluster API source %q: selector: %w", src.Name, err)
+		}
+	}
+	return &Discoverer{src: src, handler: h, log: log.With("capi", src.Name), idTmpl: tmpl, known: make(map[string]Discovered)}, nil
+}
+
+// ID returns the cluster id for a Cluster object.
+func (d *Discoverer) ID(namespace, name string) (string, error) {
+	var b bytes.Buffer
+	if err := d.idTmpl.Execute(&b, struct{ Namespace, Name string }{namespace, name}); err != nil {
+		return "", err
+	}
+	return strings.ToLower(b.String()), nil
+}
+
+// Run watches until ctx ends, then reports nothing more and returns once its
+// goroutines have stopped. It returns an error when the management cluster
+// cannot be reached or serves no Cluster API.
+func (d *Discoverer) Run(ctx context.Context) error {
+	rc, err := clusters.RESTConfig(clusters.ClusterConfig{ID: d.src.Name, Kubeconfig: d.src.Kubeconfig, Context: d.src.Context})
+	if err != nil {
+		return err
+	}
+	rc.ContentType = "" // CRDs speak JSON
+	rc.AcceptContentTypes = ""
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("cluster API source %q: %w", d.src.Name, err)
+	}
+	kc, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("cluster API source %q: %w", d.src.Name, err)
+	}
+	gvr, err := servedVersion(kc)
+	if err != nil {
+		return fmt.Errorf("cluster API source %q: %w", d.src.Name, err)
+	}
+	d.log.Info("watching Cluster objects", "version", gvr.Version)
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	namespaces := d.src.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	enqueue := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if s, ok := obj.(*corev1.Secret); ok {
+			if name := s.Labels["cluster.x-k8s.io/cluster-name"]; name != "" {
+				queue.Add(s.Namespace + "/" + name)
+			}
+			return
+		}
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}
+	type listers struct {
+		clusters cache.GenericLister
+		secrets  cache.Indexer
+		synced   []cache.InformerSynced
+	}
+	byNS := make(map[string]listers)
+	var dynFactories []dynamicinformer.DynamicSharedInformerFactory
+	var factories []informers.SharedInformerFactory
+	for _, ns := range namespaces {
+		df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = d.src.Selector })
+		ci := df.ForResource(gvr)
+		if _, err := ci.Informer().AddEventHandler(handler); err != nil {
+			return err
+		}
+		f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "cluster.x-k8s.io/cluster-name" }))
+		si := f.Core().V1().Secrets().Informer()
+		if _, err := si.AddEventHandler(handler); err != nil {
+			return err
+		}
+		byNS[ns] = listers{clusters: ci.Lister(), secrets: si.GetIndexer(), synced: []cache.InformerSynced{ci.Informer().HasSynced, si.HasSynced}}
+		dynFactories = append(dynFactories, df)
+		factories = append(factories, f)
+	}
+	var wg conc.WaitGroup
+	defer wg.Wait()
+	defer queue.ShutDown()
+	for _, f := range dynFactories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	var synced []cache.InformerSynced
+	for _, l := range byNS {
+		synced = append(synced, l.synced...)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	lookup := func(key string) (*unstructured.Unstructured, *corev1.Secret, error) {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		l, ok := byNS[ns]
+		if !ok {
+			l = byNS[metav1.NamespaceAll]
+		}
+		var cl *unstructured.Unstructured
+		obj, err := l.clusters.ByNamespace(ns).Get(name)
+		if err == nil {
+			cl, _ = obj.(*unstructured.Unstructured)
+		}
+		var sec *corev1.Secret
+		if o, ok, _ := l.secrets.GetByKey(ns + "/" + secret.Name(name, secret.Kubeconfig)); ok {
+			sec, _ = o.(*corev1.Secret)
+		}
+		return cl, sec, nil
+	}
+	wg.Go(func() {
+		for {
+			key, shutdown := queue.Get()
+			if shutdown {
+				return
+			}
+			cl, sec, _ := lookup(key)
+			d.sync(key, gvr.Version, cl, sec)
+			queue.Done(key)
+		}
+	})
+	<-ctx.Done()
+	return nil
+}
+
+// servedVersion picks v1beta2 when served, else v1beta1.
+func servedVersion(kc kubernetes.Interface) (schema.GroupVersionResource, error) {
+	for _, gv := range []schema.GroupVersion{clusterv1.GroupVersion, clusterv1beta1.GroupVersion} {
+		if _, err := kc.Discovery().ServerResourcesForGroupVersion(gv.String()); err == nil {
+			return gv.WithResource("clusters"), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("no Cluster API served (cluster.x-k8s.io v1beta2 or v1beta1): are the CRDs installed?")
+}
+
+// provisioned reads a Cluster's phase and whether its control plane is
+// initialized, for either API version.
+func provisioned(version string, u *unstructured.Unstructured) (phase string, ready bool, err error) {
+	if version == clusterv1beta1.GroupVersion.Version {
+		var c clusterv1beta1.Cluster
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			return "", false, err
+		}
+		ready = c.Status.ControlPlaneReady || c.Status.Phase == string(clusterv1beta1.ClusterPhaseProvisioned)
+		return c.Status.Phase, ready, nil
+	}
+	var c clusterv1.Cluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+		return "", false, err
+	}
+	if i := c.Status.Initialization.ControlPlaneInitialized; i != nil && *i {
+		ready = true
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == clusterv1.ClusterControlPlaneInitializedCondition && cond.Status == metav1.ConditionTrue {
+			ready = true
+		}
+	}
+	if c.Status.Phase == string(clusterv1.ClusterPhaseProvisioned) {
+		ready = true
+	}
+	return c.Status.Phase, ready, nil
+}
+
+// sync compares one Cluster with what was reported and reports the change.
+func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, sec *corev1.Secret) {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	d.mu.Lock()
+	prev, known := d.known[key]
+	d.mu.Unlock()
+	gone := func() {
+		if known {
+			d.mu.Lock()
+			delete(d.known, key)
+			d.mu.Unlock()
+			d.log.Info("cluster gone", "cluster", prev.ID)
+			d.handler.ClusterGone(prev.ID)
+		}
+	}
+	if cl == nil || cl.GetDeletionTimestamp() != nil {
+		gone()
+		return
+	}
+	id, err := d.ID(ns, name)
+	if err != nil {
+		d.log.Error("cluster id", "cluster", key, "err", err)
+		return
+	}
+	phase, ready, err := provisioned(version, cl)
+	if err != nil {
+		d.log.Error("decode Cluster", "cluster", key, "err", err)
+		return
+	}
+	if !ready {
+		// Not provisioned (yet, or any more): nothing to manage.
+		gone()
+		return
+	}
+	lbls := maps.Clone(d.src.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	maps.Copy(lbls, cl.GetLabels())
+	disc := Discovered{ID: id, Namespace: ns, Name: name, Source: "capi:" + d.src.Name + "/" + ns, Phase: phase, Labels: lbls}
+	secretName := secret.Name(name, secret.Kubeconfig)
+	switch {
+	case sec == nil:
+		disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s not found", id, ns, secretName)
+	case len(sec.Data[secret.KubeconfigDataName]) == 0:
+		disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s has no %q key", id, ns, secretName, secret.KubeconfigDataName)
+	default:
+		data := sec.Data[secret.KubeconfigDataName]
+		if _, err := clientcmd.Load(data); err != nil {
+			disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s: invalid kubeconfig: %w", id, ns, secretName, err)
+		} else {
+			disc.Kubeconfig = data
+		}
+	}
+	if known && same(prev, disc) {
+		return
+	}
+	d.mu.Lock()
+	d.known[key] = disc
+	d.mu.Unlock()
+	d.log.Info("cluster up", "cluster", id, "phase", phase, "err", disc.Err)
+	d.handler.ClusterUp(disc)
+}
+
+func same(a, b Discovered) bool {
+	return a.ID == b.ID && a.Phase == b.Phase && bytes.Equal(a.Kubeconfig, b.Kubeconfig) &&
+		maps.Equal(a.Labels, b.Labels) && errText(a.Err) == errText(b.Err)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Known returns the ids of the clusters currently reported up, sorted.
+func (d *Discoverer) Known() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := make([]string, 0, len(d.known))
+	for _, k := range d.known {
+		ids = append(ids, k.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
