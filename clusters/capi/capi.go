@@ -368,4 +368,3 @@ func (d *Discoverer) Known() []string {
 	sort.Strings(ids)
 	return ids
 }
-
