@@ -63,6 +63,7 @@ const usage = `driftwatch keeps Kubernetes objects true across many clusters.
 
 Usage:
   driftwatch check -f FILE     validate a config and print its plan (-o yaml: the objects)
+  driftwatch bench             measure drift detection and repair on local clusters (vs a raw watch and polling)
   driftwatch version           print the version
   driftwatch help              show this help
 
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "check":
 		return runCheck(ctx, args[1:], getenv, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

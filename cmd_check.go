@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+const checkUsage = `Usage: driftwatch check -f FILE [-o plan|yaml]
+
+Validates a config file without contacting any cluster. Every problem is
+reported as file:line:column: field: message and the exit status is 1.
+A valid config prints its plan (or, with -o yaml, the compiled objects).
+
+Flags:
+`
+
+// runCheck implements `driftwatch check`: validate a config file and print
+// the plan or the compiled objects.
+func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	_ = ctx // check does no I/O worth cancelling
+	flags := flag.NewFlagSet("check", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprint(flags.Output(), checkUsage)
+		flags.PrintDefaults()
+	}
+	file := flags.String("f", "", "config `FILE` to check (required)")
+	output := flags.String("o", "plan", "output `format`: plan (a summary per cluster) or yaml (the compiled objects)")
+
+	// Parse quietly so a bad flag is reported once, by usageError.
+	flags.SetOutput(io.Discard)
+	err := flags.Parse(args)
+	flags.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		flags.Usage()
+		return nil
+	case err != nil:
+		flags.Usage()
+		return usageError("check: %v", err)
+	case flags.NArg() > 0:
+		return usageError("check: unexpected argument %q (the file goes after -f)", flags.Arg(0))
+	case *file == "":
+		return usageError("check: -f FILE is required")
+	case *output != "plan" && *output != "yaml":
+		return usageError("check: -o %q: want plan or yaml", *output)
+	}
+
+	cfg, err := config.Load(*file, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME")})
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Fprintln(stderr, e)
+		}
+		return &exitError{code: 1}
+	}
+	if err != nil {
+		return err
+	}
+
+	if *output == "yaml" {
+		return printObjects(stdout, config.Compile(cfg))
+	}
+	for _, cl := range cfg.Clusters {
+		if _, err := os.Stat(cl.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "driftwatch: warning: cluster %q: kubeconfig %s does not exist\n", cl.ID, cl.Kubeconfig)
+		}
+	}
+	return printPlan(stdout, cfg)
+}
+
+// printObjects writes the compiled objects as multi-document YAML, each
+// preceded by a comment with its NodeID.
+func printObjects(w io.Writer, specs []hub.NodeSpec) error {
+	var b strings.Builder
+	for i, s := range specs {
+		y, err := yaml.Marshal(s.Object.Object)
+		if err != nil {
+			return fmt.Errorf("check: marshal %s: %w", s.ID, err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		fmt.Fprintf(&b, "# %s\n", s.ID)
+		b.Write(y)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// printPlan writes the hub settings, then per cluster what it will manage.
+func printPlan(w io.Writer, cfg *config.Config) error {
+	var b strings.Builder
+	h := cfg.Hub
+	tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "hub %s\n", h.ID)
+	fmt.Fprintf(tw, "  managedBy:\t%s\n", h.ManagedBy)
+	fmt.Fprintf(tw, "  policy:\t%s\n", h.Policy)
+	fmt.Fprintf(tw, "  resync:\t%s\n", h.Resync)
+	fmt.Fprintf(tw, "  workers:\t%d\n", h.Workers)
+	fmt.Fprintf(tw, "  qps/burst:\t%g/%d\n", h.QPS, h.Burst)
+	fmt.Fprintf(tw, "  decommissionTimeout:\t%s\n", h.DecommissionTimeout)
+	tw.Flush()
+
+	total := 0
+	for _, cl := range cfg.Clusters {
+		specs := config.CompileCluster(cfg, cl.Info())
+		total += len(specs)
+		ctxName := cl.Context
+		if ctxName == "" {
+			ctxName = "(the kubeconfig's current context)"
+		}
+		ns := strings.Join(cfg.Namespaces(cl.ID), ", ")
+		switch {
+		case cl.Namespaces == nil && ns == "":
+			ns = "(none: no application targets this cluster)"
+		case cl.Namespaces == nil:
+			ns += " (from the applications)"
+		}
+		fmt.Fprintf(&b, "\ncluster %s\n", cl.ID)
+		tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
+		fmt.Fprintf(tw, "  kubeconfig:\t%s\n", cl.Kubeconfig)
+		fmt.Fprintf(tw, "  context:\t%s\n", ctxName)
+		fmt.Fprintf(tw, "  namespaces:\t%s\n", ns)
+		fmt.Fprintf(tw, "  labels:\t%s\n", formatLabels(cl.Labels))
+		fmt.Fprintf(tw, "  policy:\t%s\n", cl.Policy)
+		fmt.Fprintf(tw, "  qps/burst:\t%g/%d\n", cl.QPS, cl.Burst)
+		fmt.Fprintf(tw, "  objects:\t%d\n", len(specs))
+		tw.Flush()
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, s := range specs {
+			fmt.Fprintf(tw, "    %s\t%s\t%s\n", s.ID, s.Application, s.Policy)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(&b, "\n%s, %s, %s\n",
+		plural(len(cfg.Clusters), "cluster"), plural(len(cfg.Applications), "application"), plural(total, "object"))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func formatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+const exampleConfig = "config/examples/multi-cluster.yaml"
+
+// testEnv is a hermetic environment: HOME decides where ~ points.
+func testEnv(k string) string {
+	return map[string]string{"HOME": "/home/ops"}[k]
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	badSrc := `clusters:
+  - id: prod-eu
+    kubeconfig: ~/.kube/prod.yaml
+applications:
+  - id: inventory
+    namespace: casehub
+    clusters: [prod-us]
+    image: nginx
+    replicas: three
+`
+	if err := os.WriteFile(bad, []byte(badSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string // substrings of stdout
+		wantErr  []string // substrings of stderr
+		emptyOut bool
+	}{
+		{
+			name:     "plan",
+			args:     []string{"check", "-f", exampleConfig},
+			wantCode: 0,
+			wantOut: []string{
+				"hub example-hub",
+				"managedBy:           driftwatch",
+				"resync:              5m0s",
+				"cluster prod-eu\n",
+				"kubeconfig: /home/ops/.kube/prod-eu.yaml",
+				"context:    prod-eu",
+				"context:    (the kubeconfig's current context)",
+				"namespaces: casehub, web (from the applications)",
+				"labels:     env=prod, region=eu",
+				"qps/burst:  20/40",
+				"prod-eu:casehub/billing:deployment",
+				"prod-us:casehub/canary:deployment     canary     warn",
+				"cluster staging\n",
+				"staging:web/web:service",
+				"3 clusters, 4 applications, 13 objects",
+			},
+		},
+		{
+			name:     "plan explicit",
+			args:     []string{"check", "-o", "plan", "-f", exampleConfig},
+			wantCode: 0,
+			wantOut:  []string{"cluster prod-us\n"},
+		},
+		{
+			name:     "yaml",
+			args:     []string{"check", "-f", exampleConfig, "-o", "yaml"},
+			wantCode: 0,
+			wantOut:  []string{"# prod-eu:casehub/billing:configmap\napiVersion: v1\n", "kind: Deployment", "driftwatch.io/node-id: staging:web/web:service"},
+		},
+		{
+			name:     "invalid config",
+			args:     []string{"check", "-f", bad},
+			wantCode: 1,
+			emptyOut: true,
+			wantErr: []string{
+				bad + `:7:16: applications[0].clusters[0]: unknown cluster "prod-us" (did you mean "prod-eu"?)`,
+				bad + `:9:15: applications[0].replicas: want an integer, got "three"`,
+			},
+		},
+		{
+			name:     "missing file",
+			args:     []string{"check", "-f", filepath.Join(dir, "nope.yaml")},
+			wantCode: 1,
+			emptyOut: true,
+			wantErr:  []string{"driftwatch: read config: open ", "no such file"},
+		},
+		{name: "no file flag", args: []string{"check"}, wantCode: 2, emptyOut: true, wantErr: []string{"driftwatch: check: -f FILE is required"}},
+		{name: "bad flag", args: []string{"check", "-x"}, wantCode: 2, emptyOut: true, wantErr: []string{"Usage: driftwatch check", "driftwatch: check: flag provided but not defined: -x"}},
+		{name: "bad output", args: []string{"check", "-f", exampleConfig, "-o", "json"}, wantCode: 2, emptyOut: true, wantErr: []string{`driftwatch: check: -o "json": want plan or yaml`}},
+		{name: "stray argument", args: []string{"check", exampleConfig}, wantCode: 2, emptyOut: true, wantErr: []string{"unexpected argument"}},
+		{name: "help", args: []string{"check", "-h"}, wantCode: 0, emptyOut: true, wantErr: []string{"Usage: driftwatch check -f FILE [-o plan|yaml]"}},
+		{name: "listed in usage", args: []string{"help"}, wantCode: 0, wantOut: []string{"driftwatch check -f FILE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, testEnv, &stdout, &stderr)
+			code := exitCode(err, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, &stdout, &stderr)
+			}
+			for _, s := range tt.wantOut {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, &stdout)
+				}
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, &stderr)
+				}
+			}
+			if tt.emptyOut && stdout.Len() > 0 {
+				t.Errorf("stdout = %q, want empty", &stdout)
+			}
+		})
+	}
+}
+
+// TestCheckInvalidListsEveryError checks that every config error gets a line
+// on stderr and nothing else is printed for them.
+func TestCheckInvalidListsEveryError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	src := "hub:\n  resync: soon\n  policy: fix\nclusters:\n  - kubeconfig: k\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"check", "-f", path}, testEnv, &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 1 {
+		t.Fatalf("exit code = %d, want 1", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	want := []string{
+		path + ":2:11: hub.resync: invalid duration \"soon\": want a Go duration such as 90s or 5m",
+		path + ":3:11: hub.policy: invalid policy \"fix\": want repair or warn",
+		path + ":5:5: clusters[0].id: required field is missing",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("stderr lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCheckYAMLObjects checks that -o yaml prints every compiled object as
+// its own document, sorted by NodeID.
+func TestCheckYAMLObjects(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"check", "-f", exampleConfig, "-o", "yaml"}, testEnv, &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 0 {
+		t.Fatalf("exit code = %d: %s", code, &stderr)
+	}
+	docs := strings.Split(stdout.String(), "\n---\n")
+	if len(docs) != 13 {
+		t.Fatalf("got %d documents, want 13", len(docs))
+	}
+	var ids []string
+	for _, d := range docs {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+				Labels      map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(d), &obj); err != nil {
+			t.Fatalf("document does not parse: %v\n%s", err, d)
+		}
+		id := obj.Metadata.Annotations["driftwatch.io/node-id"]
+		if !strings.HasPrefix(d, "# "+id+"\n") {
+			t.Errorf("document for %s does not start with its NodeID comment", id)
+		}
+		if obj.Metadata.Labels["app.kubernetes.io/managed-by"] != "driftwatch" || obj.Kind == "" {
+			t.Errorf("document %s lacks kind or the managed-by label", id)
+		}
+		ids = append(ids, id)
+	}
+	if !slices.IsSorted(ids) {
+		t.Errorf("documents not sorted by NodeID: %v", ids)
+	}
+}

@@ -1,0 +1,298 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// Defaults of the hub settings.
+const (
+	// DefaultHubID is the default Hub.ID.
+	DefaultHubID = "driftwatch"
+	// DefaultResync is the default Hub.Resync.
+	DefaultResync = 5 * time.Minute
+	// DefaultPolicy is the default Hub.Policy.
+	DefaultPolicy = hub.PolicyRepair
+	// DefaultQPS is the default client QPS per cluster.
+	DefaultQPS float32 = 50
+	// DefaultBurst is the default client burst per cluster.
+	DefaultBurst = 100
+	// DefaultWorkers is the default number of reconcile workers.
+	DefaultWorkers = 4
+	// DefaultDecommissionTimeout is the default Hub.DecommissionTimeout.
+	DefaultDecommissionTimeout = 2 * time.Minute
+	// DefaultProgressDeadline is Kubernetes' default Deployment progress
+	// deadline, used when an application sets none.
+	DefaultProgressDeadline = 600 * time.Second
+)
+
+// Config is a loaded and validated driftwatch configuration. Load fills in
+// every default, so the fields hold effective values unless documented
+// otherwise. Treat a Config as immutable once loaded.
+type Config struct {
+	// Path is the config file's path as given to Load or Parse.
+	Path string
+	// Hub holds the hub-wide settings.
+	Hub Hub
+	// Clusters are the clusters named in the file, in file order.
+	Clusters []Cluster
+	// Applications are the applications, in file order.
+	Applications []Application
+}
+
+// Hub holds the hub-wide settings (the `hub:` section).
+type Hub struct {
+	// ID names this hub (a DNS label); default "driftwatch".
+	ID string
+	// ManagedBy is the value of the hub.ManagedByLabel label on every object
+	// the hub applies; default hub.DefaultManagedBy.
+	ManagedBy string
+	// Resync is the period of the safety-net resync; default 5m.
+	Resync time.Duration
+	// Policy is the default drift policy; default hub.PolicyRepair.
+	Policy hub.Policy
+	// QPS and Burst are the default client rate limits per cluster;
+	// defaults 50 and 100.
+	QPS   float32
+	Burst int
+	// Workers is the number of reconcile workers; default 4.
+	Workers int
+	// DecommissionTimeout is how long pruning an object may take before it
+	// is reported stuck; default 2m.
+	DecommissionTimeout time.Duration
+}
+
+// Cluster is one cluster named in the file (a `clusters:` entry).
+type Cluster struct {
+	// ID is the cluster's DNS-label id, the first part of its NodeIDs.
+	ID string
+	// Kubeconfig is the absolute path of the kubeconfig file, with `~` and
+	// environment variables expanded.
+	Kubeconfig string
+	// Context is the kubeconfig context to use; "" means the kubeconfig's
+	// current context (resolved when connecting, not by Load).
+	Context string
+	// Namespaces is the explicit list of managed namespaces, sorted; nil
+	// means the namespaces of the applications targeting the cluster (see
+	// Config.Namespaces).
+	Namespaces []string
+	// Labels are the cluster's labels, matched by application selectors.
+	Labels map[string]string
+	// Policy is the cluster's effective default policy (its override, or
+	// the hub's).
+	Policy hub.Policy
+	// QPS and Burst are the effective client rate limits (the cluster's
+	// overrides, or the hub's).
+	QPS   float32
+	Burst int
+}
+
+// Info returns the part of the cluster that selects and compiles
+// applications.
+func (c Cluster) Info() ClusterInfo {
+	return ClusterInfo{ID: c.ID, Labels: c.Labels, Policy: c.Policy}
+}
+
+// ClusterInfo describes a cluster for matching and compiling applications. It
+// exists so that clusters which are not in the file (discovered at runtime)
+// can be compiled too.
+type ClusterInfo struct {
+	// ID is the cluster id.
+	ID string
+	// Labels are matched by application selectors.
+	Labels map[string]string
+	// Policy is the cluster's default policy; "" means the hub's.
+	Policy hub.Policy
+}
+
+// Application is one application (an `applications:` entry): a Deployment,
+// plus a Service and a ConfigMap when configured, on every target cluster.
+type Application struct {
+	// ID is the application's DNS-label id and the name of its objects.
+	ID string
+	// Tenancy is an optional tenancy ID; it may contain colons.
+	Tenancy string
+	// Namespace is where the application's objects live.
+	Namespace string
+	// Clusters lists target cluster ids; nil when Selector is used.
+	Clusters []string
+	// Selector is a Kubernetes label selector over cluster labels; "" when
+	// Clusters is used.
+	Selector string
+	// Image is the container image.
+	Image string
+	// Replicas is the Deployment's replica count; default 1.
+	Replicas int32
+	// Port is the container port; 0 means none.
+	Port int32
+	// Env holds the container's environment variables.
+	Env map[string]string
+	// Config is the data of the application's ConfigMap; no ConfigMap is
+	// made when it is empty.
+	Config map[string]string
+	// Service is the application's Service with defaults applied; nil means
+	// no Service. Load sets it when `service` or `port` is given.
+	Service *Service
+	// Resources holds the container's requests and limits, canonicalised
+	// (as the apiserver stores them).
+	Resources Resources
+	// Labels are extra labels on every object and on the pod template.
+	Labels map[string]string
+	// Annotations are extra annotations on every object.
+	Annotations map[string]string
+	// Policy overrides the cluster's policy; "" means no override.
+	Policy hub.Policy
+	// ProgressDeadlineSeconds is the Deployment's progress deadline; 0
+	// means unset (Kubernetes then uses 600).
+	ProgressDeadlineSeconds int32
+	// NodeSelector constrains the pods to matching nodes.
+	NodeSelector map[string]string
+}
+
+// Service is an application's Service.
+type Service struct {
+	// Port is the Service port; default the application's port.
+	Port int32
+	// TargetPort is the container port traffic goes to; default the
+	// application's port, else Port.
+	TargetPort int32
+	// Type is ClusterIP (default), NodePort or LoadBalancer.
+	Type corev1.ServiceType
+}
+
+// Resources holds a container's requests and limits by resource name (cpu,
+// memory, ...), with canonical quantity strings.
+type Resources struct {
+	// Requests are the container's resource requests.
+	Requests map[string]string
+	// Limits are the container's resource limits.
+	Limits map[string]string
+}
+
+// LoadOptions tunes how Load and Parse expand kubeconfig paths.
+type LoadOptions struct {
+	// Getenv looks up environment variables for ${VAR} expansion; nil means
+	// os.Getenv.
+	Getenv func(string) string
+	// HomeDir replaces a leading `~`; empty means os.UserHomeDir.
+	HomeDir string
+}
+
+// Load reads and validates the config file at path. Problems with the
+// content are returned together as an ErrorList.
+func Load(path string, opts LoadOptions) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse validates config data read from path (used for error positions and
+// to resolve relative kubeconfig paths). Every problem is returned together
+// as an ErrorList, sorted by position.
+func Parse(path string, data []byte, opts LoadOptions) (*Config, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	w := &walker{file: path}
+	cfg := w.parse(path, data, opts)
+	if len(w.errs) > 0 {
+		sortErrors(w.errs)
+		return nil, w.errs
+	}
+	return cfg, nil
+}
+
+// Cluster returns the cluster with the given id.
+func (c *Config) Cluster(id string) (Cluster, bool) {
+	i := slices.IndexFunc(c.Clusters, func(cl Cluster) bool { return cl.ID == id })
+	if i < 0 {
+		return Cluster{}, false
+	}
+	return c.Clusters[i], true
+}
+
+// Matches reports whether the application targets the cluster: by id list,
+// or by selector over the cluster's labels.
+func (a Application) Matches(info ClusterInfo) bool {
+	if a.Selector == "" {
+		return slices.Contains(a.Clusters, info.ID)
+	}
+	sel, err := labels.Parse(a.Selector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(info.Labels))
+}
+
+// TargetClusters returns the clusters of the file that app targets, in file
+// order.
+func (c *Config) TargetClusters(app Application) []Cluster {
+	var out []Cluster
+	for _, cl := range c.Clusters {
+		if app.Matches(cl.Info()) {
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// AppsFor returns the applications that target the cluster, in file order.
+// The cluster need not be in the file.
+func (c *Config) AppsFor(info ClusterInfo) []Application {
+	var out []Application
+	for _, a := range c.Applications {
+		if a.Matches(info) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Namespaces returns the sorted managed namespaces of a cluster: its
+// explicit list when it has one, else the namespaces of the applications
+// targeting it. A cluster that is not in the file is matched by id only; use
+// NamespacesFor when its labels are known.
+func (c *Config) Namespaces(clusterID string) []string {
+	cl, ok := c.Cluster(clusterID)
+	if !ok {
+		return c.NamespacesFor(ClusterInfo{ID: clusterID})
+	}
+	if cl.Namespaces != nil {
+		return slices.Clone(cl.Namespaces)
+	}
+	return c.NamespacesFor(cl.Info())
+}
+
+// NamespacesFor returns the sorted, deduplicated namespaces of the
+// applications targeting the cluster.
+func (c *Config) NamespacesFor(info ClusterInfo) []string {
+	var ns []string
+	for _, a := range c.AppsFor(info) {
+		ns = append(ns, a.Namespace)
+	}
+	slices.Sort(ns)
+	return slices.Compact(ns)
+}
+
+// PolicyFor returns the effective policy of an application on a cluster:
+// the application's override, else the cluster's, else the hub's.
+func (c *Config) PolicyFor(app Application, info ClusterInfo) hub.Policy {
+	switch {
+	case app.Policy != "":
+		return app.Policy
+	case info.Policy != "":
+		return info.Policy
+	case c.Hub.Policy != "":
+		return c.Hub.Policy
+	}
+	return DefaultPolicy
+}

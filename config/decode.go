@@ -1,0 +1,750 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// Known fields of each mapping, in schema order (used for did-you-mean).
+// They are functions so that no caller can change a shared slice.
+func topFields() []string { return []string{"hub", "clusters", "applications"} }
+
+func hubFields() []string {
+	return []string{"id", "managedBy", "resync", "policy", "qps", "burst", "workers", "decommissionTimeout"}
+}
+
+func clusterFields() []string {
+	return []string{"id", "kubeconfig", "context", "namespaces", "labels", "policy", "qps", "burst"}
+}
+
+func appFields() []string {
+	return []string{"id", "tenancy", "namespace", "clusters", "selector", "image", "replicas", "port", "env", "config",
+		"service", "resources", "labels", "annotations", "policy", "progressDeadlineSeconds", "nodeSelector"}
+}
+
+func serviceFields() []string   { return []string{"port", "targetPort", "type"} }
+func resourcesFields() []string { return []string{"requests", "limits"} }
+
+func serviceTypes() []string {
+	return []string{string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer)}
+}
+
+func policies() []string { return []string{string(hub.PolicyRepair), string(hub.PolicyWarn)} }
+
+func resourceNames() []string {
+	return []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), string(corev1.ResourceEphemeralStorage)}
+}
+
+// reservedPrefix marks label and annotation keys driftwatch owns.
+const reservedPrefix = "driftwatch.io/"
+
+// maxConfigBytes is the most data a ConfigMap can hold.
+const maxConfigBytes = 1 << 20
+
+// clusterSrc remembers where a cluster came from, for reference checks.
+type clusterSrc struct {
+	field  string
+	idPos  pos
+	nsList bool // namespaces is an explicit list
+}
+
+// appSrc remembers where an application came from, for reference checks.
+type appSrc struct {
+	field      string
+	pos        pos
+	idPos      pos
+	ns         child
+	nsOK       bool
+	clusters   child
+	items      []item // entries of clusters, parallel to Application.Clusters
+	hasList    bool
+	selector   child
+	selectorOK bool
+}
+
+// decoder holds the state of one Parse.
+type decoder struct {
+	*walker
+	opts    LoadOptions
+	baseDir string
+	cfg     *Config
+	// incomplete* are set when part of the clusters could not be read, so
+	// reference checks do not pile up errors that are only consequences.
+	incompleteIDs    bool
+	incompleteLabels bool
+	clusters         []clusterSrc
+	apps             []appSrc
+}
+
+// parse parses data and validates it, recording every problem in w.errs.
+func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	if err != nil {
+		w.syntaxError(err)
+		return nil
+	}
+	var body ast.Node
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if _, ok := doc.Body.(*ast.CommentNode); ok {
+			continue
+		}
+		if body != nil {
+			w.errorf(posOf(doc.Body), "", "want a single YAML document, found another one")
+			break
+		}
+		body = doc.Body
+	}
+	if body == nil {
+		w.errorf(pos{1, 1}, "", "config is empty")
+		return nil
+	}
+	w.collectAnchors(body)
+
+	base, err := filepath.Abs(filepath.Dir(path))
+	if path == "" || err != nil {
+		base, _ = os.Getwd()
+	}
+	d := &decoder{walker: w, opts: opts, baseDir: base, cfg: &Config{Path: path}}
+	top := w.object(body, "", pos{1, 1}, topFields()...)
+	if top == nil {
+		return nil
+	}
+	d.hub(top.get("hub"))
+	d.clusterList(top.get("clusters"))
+	d.appList(top.get("applications"))
+	d.references()
+	return d.cfg
+}
+
+func (d *decoder) hub(c child) {
+	h := &d.cfg.Hub
+	*h = Hub{
+		ID: DefaultHubID, ManagedBy: hub.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
+		QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers, DecommissionTimeout: DefaultDecommissionTimeout,
+	}
+	o := d.object(c.node, c.field, c.pos, hubFields()...)
+	if o == nil {
+		return
+	}
+	if s, ok := d.str(o.get("id")); ok && d.dnsLabel(o.get("id"), s) {
+		h.ID = s
+	}
+	if c := o.get("managedBy"); c.node != nil {
+		if s, ok := d.str(c); ok {
+			switch errs := content.IsLabelValue(s); {
+			case s == "":
+				d.errorf(c.pos, c.field, "must not be empty")
+			case len(errs) > 0:
+				d.errorf(c.pos, c.field, "invalid label value %q: %s", s, kmsg(errs))
+			default:
+				h.ManagedBy = s
+			}
+		}
+	}
+	if v, ok := d.duration(o.get("resync")); ok {
+		h.Resync = v
+	}
+	if p, ok := d.policy(o.get("policy")); ok {
+		h.Policy = p
+	}
+	if v, ok := d.positive(o.get("qps")); ok {
+		h.QPS = float32(v)
+	}
+	if v, ok := d.int(o.get("burst"), 1, math.MaxInt32); ok {
+		h.Burst = int(v)
+	}
+	if v, ok := d.int(o.get("workers"), 1, 1024); ok {
+		h.Workers = int(v)
+	}
+	if v, ok := d.duration(o.get("decommissionTimeout")); ok {
+		h.DecommissionTimeout = v
+	}
+}
+
+func (d *decoder) clusterList(c child) {
+	items, ok := d.list(c)
+	if !ok && c.node != nil {
+		d.incompleteIDs, d.incompleteLabels = true, true
+	}
+	for _, it := range items {
+		d.cluster(it)
+	}
+}
+
+func (d *decoder) cluster(it item) {
+	o := d.object(it.node, it.field, it.pos, clusterFields()...)
+	if o == nil {
+		d.incompleteIDs, d.incompleteLabels = true, true
+		return
+	}
+	h := d.cfg.Hub
+	cl := Cluster{Policy: h.Policy, QPS: h.QPS, Burst: h.Burst}
+	src := clusterSrc{field: it.field}
+
+	id := o.get("id")
+	src.idPos = id.pos
+	if o.required(id) {
+		if s, ok := d.str(id); ok {
+			cl.ID = s
+			d.dnsLabel(id, s)
+		}
+	}
+	if cl.ID == "" {
+		d.incompleteIDs = true
+	}
+	if kc := o.get("kubeconfig"); o.required(kc) {
+		if s, ok := d.str(kc); ok {
+			if s == "" {
+				d.errorf(kc.pos, kc.field, "must not be empty")
+			} else if p, err := d.expandPath(s); err != nil {
+				d.errorf(kc.pos, kc.field, "%v", err)
+			} else {
+				cl.Kubeconfig = p
+			}
+		}
+	}
+	if ctx := o.get("context"); ctx.node != nil {
+		if s, ok := d.str(ctx); ok {
+			cl.Context = s
+		}
+	}
+	if ns := o.get("namespaces"); ns.node != nil {
+		vals, items, ok := d.strList(ns)
+		if ok {
+			src.nsList = true
+			cl.Namespaces = []string{}
+			for i, v := range vals {
+				c := child{node: items[i].node, field: items[i].field, pos: items[i].pos}
+				if !d.dnsLabel(c, v) {
+					continue
+				}
+				if slices.Contains(cl.Namespaces, v) {
+					d.errorf(c.pos, c.field, "namespace %q is listed twice", v)
+					continue
+				}
+				cl.Namespaces = append(cl.Namespaces, v)
+			}
+			slices.Sort(cl.Namespaces)
+		}
+	}
+	if lc := o.get("labels"); lc.node != nil {
+		if l, ok := d.labels(lc, false); ok {
+			cl.Labels = l
+		} else {
+			d.incompleteLabels = true
+		}
+	}
+	if p, ok := d.policy(o.get("policy")); ok {
+		cl.Policy = p
+	}
+	if v, ok := d.positive(o.get("qps")); ok {
+		cl.QPS = float32(v)
+	}
+	if v, ok := d.int(o.get("burst"), 1, math.MaxInt32); ok {
+		cl.Burst = int(v)
+	}
+	d.cfg.Clusters = append(d.cfg.Clusters, cl)
+	d.clusters = append(d.clusters, src)
+}
+
+func (d *decoder) appList(c child) {
+	items, _ := d.list(c)
+	for _, it := range items {
+		d.app(it)
+	}
+}
+
+func (d *decoder) app(it item) {
+	o := d.object(it.node, it.field, it.pos, appFields()...)
+	if o == nil {
+		return
+	}
+	a := Application{Replicas: 1}
+	src := appSrc{field: it.field, pos: o.pos}
+
+	id := o.get("id")
+	src.idPos = id.pos
+	if o.required(id) {
+		if s, ok := d.str(id); ok {
+			a.ID = s
+			d.dnsLabel(id, s)
+		}
+	}
+	if t := o.get("tenancy"); t.node != nil {
+		if s, ok := d.str(t); ok {
+			sanitised := TenancyLabelValue(s)
+			switch errs := content.IsLabelValue(sanitised); {
+			case s == "":
+				d.errorf(t.pos, t.field, "must not be empty")
+			case len(errs) > 0:
+				d.errorf(t.pos, t.field, "invalid tenancy %q: with ':' replaced by '.' it must be a label value: %s", s, kmsg(errs))
+			default:
+				a.Tenancy = s
+			}
+		}
+	}
+	src.ns = o.get("namespace")
+	if o.required(src.ns) {
+		if s, ok := d.str(src.ns); ok {
+			a.Namespace = s
+			src.nsOK = d.dnsLabel(src.ns, s)
+		}
+	}
+	src.clusters = o.get("clusters")
+	if src.clusters.node != nil {
+		vals, items, ok := d.strList(src.clusters)
+		if ok {
+			src.hasList = true
+			a.Clusters, src.items = vals, items
+			if a.Clusters == nil {
+				a.Clusters = []string{}
+			}
+		}
+	}
+	src.selector = o.get("selector")
+	if src.selector.node != nil {
+		if s, ok := d.str(src.selector); ok {
+			a.Selector = s
+			src.selectorOK = d.selector(src.selector, s)
+		}
+	}
+	if img := o.get("image"); o.required(img) {
+		if s, ok := d.str(img); ok {
+			switch {
+			case s == "":
+				d.errorf(img.pos, img.field, "must not be empty")
+			case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+				d.errorf(img.pos, img.field, "invalid image %q: must not contain spaces or control characters", s)
+			default:
+				a.Image = s
+			}
+		}
+	}
+	if v, ok := d.int(o.get("replicas"), 0, math.MaxInt32); ok {
+		a.Replicas = int32(v)
+	}
+	if v, ok := d.int(o.get("port"), 1, 65535); ok {
+		a.Port = int32(v)
+	}
+	a.Env = d.env(o.get("env"))
+	a.Config = d.configData(o.get("config"))
+	a.Service = d.service(o.get("service"), a)
+	if a.Service != nil && a.ID != "" && (a.ID[0] < 'a' || a.ID[0] > 'z') {
+		d.errorf(id.pos, id.field, "%q must start with a letter: it names a Service", a.ID)
+	}
+	a.Resources = d.resources(o.get("resources"))
+	if l, ok := d.labels(o.get("labels"), true); ok {
+		a.Labels = l
+	}
+	a.Annotations = d.annotations(o.get("annotations"))
+	if p, ok := d.policy(o.get("policy")); ok {
+		a.Policy = p
+	}
+	if v, ok := d.int(o.get("progressDeadlineSeconds"), 1, math.MaxInt32); ok {
+		a.ProgressDeadlineSeconds = int32(v)
+	}
+	if l, ok := d.labels(o.get("nodeSelector"), false); ok {
+		a.NodeSelector = l
+	}
+	d.cfg.Applications = append(d.cfg.Applications, a)
+	d.apps = append(d.apps, src)
+}
+
+// references checks what spans entries: unique ids, cluster references,
+// selectors and namespaces.
+func (d *decoder) references() {
+	clusterAt := map[string]int{}
+	for i, cl := range d.cfg.Clusters {
+		if cl.ID == "" {
+			continue
+		}
+		if j, dup := clusterAt[cl.ID]; dup {
+			d.errorf(d.clusters[i].idPos, joinField(d.clusters[i].field, "id"), "duplicate cluster id %q (first at line %d)", cl.ID, d.clusters[j].idPos.line)
+			continue
+		}
+		clusterAt[cl.ID] = i
+	}
+	var ids []string
+	for _, cl := range d.cfg.Clusters {
+		if cl.ID != "" {
+			ids = append(ids, cl.ID)
+		}
+	}
+
+	appAt := map[string]int{}
+	for i, a := range d.cfg.Applications {
+		src := d.apps[i]
+		if a.ID != "" {
+			if j, dup := appAt[a.ID]; dup {
+				d.errorf(src.idPos, joinField(src.field, "id"), "duplicate application id %q (first at line %d)", a.ID, d.apps[j].idPos.line)
+			} else {
+				appAt[a.ID] = i
+			}
+		}
+
+		hasSel := src.selector.node != nil
+		switch {
+		case src.hasList && hasSel:
+			d.errorf(src.selector.pos, src.selector.field, "set either clusters or selector, not both")
+			continue
+		case !src.hasList && !hasSel:
+			if src.clusters.node == nil && src.selector.node == nil {
+				d.errorf(src.pos, src.field, "one of clusters or selector is required")
+			}
+			continue
+		}
+
+		if src.hasList {
+			if len(a.Clusters) == 0 && len(src.items) == 0 {
+				d.errorf(src.clusters.pos, src.clusters.field, "must list at least one cluster")
+			}
+			for k, name := range a.Clusters {
+				it := src.items[k]
+				if slices.Contains(a.Clusters[:k], name) {
+					d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
+					continue
+				}
+				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
+					msg := fmt.Sprintf("unknown cluster %q", name)
+					if s := suggest(name, ids); s != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", s)
+					}
+					d.errorf(it.pos, it.field, "%s", msg)
+				}
+			}
+		}
+		matched := false
+		for k, cl := range d.cfg.Clusters {
+			if first, ok := clusterAt[cl.ID]; !ok || first != k || !a.Matches(cl.Info()) {
+				continue
+			}
+			matched = true
+			if !src.nsOK || !d.clusters[k].nsList || slices.Contains(cl.Namespaces, a.Namespace) {
+				continue
+			}
+			d.errorf(src.ns.pos, src.ns.field, "namespace %q is not managed on cluster %q (%s.namespaces: %s)",
+				a.Namespace, cl.ID, d.clusters[k].field, strings.Join(cl.Namespaces, ", "))
+		}
+		if hasSel && src.selectorOK && !matched && !d.incompleteLabels {
+			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", a.Selector)
+		}
+	}
+}
+
+// dnsLabel checks an id or namespace; it reports and returns false when s is
+// not an RFC 1123 label.
+func (d *decoder) dnsLabel(c child, s string) bool {
+	if s == "" {
+		d.errorf(c.pos, c.field, "must not be empty")
+		return false
+	}
+	if errs := content.IsDNS1123Label(s); len(errs) > 0 {
+		d.errorf(c.pos, c.field, "invalid name %q: %s", s, kmsg(errs))
+		return false
+	}
+	return true
+}
+
+// policy reads a drift policy.
+func (d *decoder) policy(c child) (hub.Policy, bool) {
+	s, ok := d.str(c)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(policies(), s) {
+		d.errorf(c.pos, c.field, "invalid policy %q: want %s%s", s, strings.Join(policies(), " or "), hint(s, policies()))
+		return "", false
+	}
+	return hub.Policy(s), true
+}
+
+// selector parses a label selector over cluster labels.
+func (d *decoder) selector(c child, s string) bool {
+	if strings.TrimSpace(s) == "" {
+		d.errorf(c.pos, c.field, "must not be empty (to target every cluster, list them or use a selector such as env)")
+		return false
+	}
+	if _, err := labels.Parse(s); err != nil {
+		d.errorf(c.pos, c.field, "invalid selector %q: %v", s, err)
+		return false
+	}
+	return true
+}
+
+// labels reads a label map (labels or nodeSelector). With extra set, keys
+// driftwatch manages itself are refused.
+func (d *decoder) labels(c child, extra bool) (map[string]string, bool) {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(kvs))
+	good := true
+	for _, e := range kvs {
+		switch errs := content.IsLabelKey(e.key); {
+		case len(errs) > 0:
+			d.errorf(e.keyPos, e.field, "invalid label key %q: %s", e.key, kmsg(errs))
+			good = false
+			continue
+		case extra && (e.key == hub.ManagedByLabel || e.key == hub.AppLabel || strings.HasPrefix(e.key, reservedPrefix)):
+			d.errorf(e.keyPos, e.field, "label %q is managed by driftwatch and cannot be set", e.key)
+			good = false
+			continue
+		}
+		if errs := content.IsLabelValue(e.value); len(errs) > 0 {
+			d.errorf(e.valuePos, e.field, "invalid label value %q: %s", e.value, kmsg(errs))
+			good = false
+			continue
+		}
+		out[e.key] = e.value
+	}
+	return out, good
+}
+
+// annotations reads extra annotations.
+func (d *decoder) annotations(c child) map[string]string {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, e := range kvs {
+		switch errs := content.IsLabelKey(e.key); {
+		case len(errs) > 0:
+			d.errorf(e.keyPos, e.field, "invalid annotation key %q: %s", e.key, kmsg(errs))
+		case strings.HasPrefix(e.key, reservedPrefix):
+			d.errorf(e.keyPos, e.field, "annotation %q is managed by driftwatch and cannot be set", e.key)
+		default:
+			out[e.key] = e.value
+		}
+	}
+	return out
+}
+
+// env reads environment variables.
+func (d *decoder) env(c child) map[string]string {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, e := range kvs {
+		if errs := validation.IsEnvVarName(e.key); len(errs) > 0 {
+			d.errorf(e.keyPos, e.field, "invalid environment variable name %q: %s", e.key, kmsg(errs))
+			continue
+		}
+		out[e.key] = e.value
+	}
+	return out
+}
+
+// configData reads the data of the application's ConfigMap.
+func (d *decoder) configData(c child) map[string]string {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(kvs))
+	size := 0
+	for _, e := range kvs {
+		if errs := validation.IsConfigMapKey(e.key); len(errs) > 0 {
+			d.errorf(e.keyPos, e.field, "invalid config key %q: %s", e.key, kmsg(errs))
+			continue
+		}
+		size += len(e.key) + len(e.value)
+		out[e.key] = e.value
+	}
+	if size > maxConfigBytes {
+		d.errorf(c.pos, c.field, "config data is %d bytes; a ConfigMap holds at most %d", size, maxConfigBytes)
+	}
+	return out
+}
+
+// service reads the service section and applies its defaults. A Service is
+// made when the section is present or the application has a port.
+func (d *decoder) service(c child, a Application) *Service {
+	if c.node == nil {
+		if a.Port == 0 {
+			return nil
+		}
+		return &Service{Port: a.Port, TargetPort: a.Port, Type: corev1.ServiceTypeClusterIP}
+	}
+	o := d.object(c.node, c.field, c.pos, serviceFields()...)
+	if o == nil {
+		return nil
+	}
+	s := &Service{Port: a.Port, TargetPort: a.Port, Type: corev1.ServiceTypeClusterIP}
+	port := o.get("port")
+	if v, ok := d.int(port, 1, 65535); ok {
+		s.Port = int32(v)
+	} else if port.node == nil && a.Port == 0 {
+		d.errorf(o.pos, port.field, "required when the application has no port")
+	}
+	if v, ok := d.int(o.get("targetPort"), 1, 65535); ok {
+		s.TargetPort = int32(v)
+	} else if s.TargetPort == 0 {
+		s.TargetPort = s.Port
+	}
+	if t := o.get("type"); t.node != nil {
+		if v, ok := d.str(t); ok {
+			if !slices.Contains(serviceTypes(), v) {
+				d.errorf(t.pos, t.field, "invalid service type %q: want %s%s", v, strings.Join(serviceTypes(), ", "), hint(v, serviceTypes()))
+			} else {
+				s.Type = corev1.ServiceType(v)
+			}
+		}
+	}
+	return s
+}
+
+// resources reads requests and limits, canonicalising every quantity.
+func (d *decoder) resources(c child) Resources {
+	var r Resources
+	o := d.object(c.node, c.field, c.pos, resourcesFields()...)
+	if o == nil {
+		return r
+	}
+	type parsed struct {
+		q   resource.Quantity
+		pos pos
+	}
+	read := func(c child) (map[string]string, map[string]parsed) {
+		kvs, ok := d.strMap(c)
+		if !ok {
+			return nil, nil
+		}
+		out := map[string]string{}
+		qs := map[string]parsed{}
+		for _, e := range kvs {
+			if !validResourceName(e.key) {
+				d.errorf(e.keyPos, e.field, "unknown resource %q: want cpu, memory, ephemeral-storage, hugepages-<size> or a prefixed extended resource%s", e.key, hint(e.key, resourceNames()))
+				continue
+			}
+			q, err := resource.ParseQuantity(e.value)
+			switch {
+			case err != nil:
+				d.errorf(e.valuePos, e.field, "invalid quantity %q: want a Kubernetes quantity such as 100m, 1, 64Mi or 1Gi", e.value)
+				continue
+			case q.Sign() < 0:
+				d.errorf(e.valuePos, e.field, "quantity %q must not be negative", e.value)
+				continue
+			}
+			out[e.key] = q.String()
+			qs[e.key] = parsed{q: q, pos: e.valuePos}
+		}
+		return out, qs
+	}
+	req := o.get("requests")
+	var reqQ, limQ map[string]parsed
+	r.Requests, reqQ = read(req)
+	r.Limits, limQ = read(o.get("limits"))
+	for name, rq := range reqQ {
+		if lq, ok := limQ[name]; ok && rq.q.Cmp(lq.q) > 0 {
+			d.errorf(rq.pos, mapField(req.field, name), "request %s exceeds limit %s", rq.q.String(), lq.q.String())
+		}
+	}
+	if len(r.Requests) == 0 {
+		r.Requests = nil
+	}
+	if len(r.Limits) == 0 {
+		r.Limits = nil
+	}
+	return r
+}
+
+// validResourceName accepts the standard container resources and prefixed
+// extended resources such as example.com/gpu.
+func validResourceName(name string) bool {
+	switch {
+	case slices.Contains(resourceNames(), name):
+		return true
+	case strings.HasPrefix(name, "hugepages-"):
+		_, err := resource.ParseQuantity(strings.TrimPrefix(name, "hugepages-"))
+		return err == nil
+	case strings.Contains(name, "/"):
+		return len(content.IsLabelKey(name)) == 0
+	}
+	return false
+}
+
+// expandPath expands `~` and ${VAR} in a kubeconfig path and makes it
+// absolute relative to the config file's folder.
+func (d *decoder) expandPath(p string) (string, error) {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home := d.opts.HomeDir
+		if home == "" {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("cannot expand ~: %w", err)
+			}
+			home = h
+		}
+		p = filepath.Join(home, p[1:])
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("invalid path %q: only ~/ is expanded, not ~user/", p)
+	}
+	var missing []string
+	p = os.Expand(p, func(name string) string {
+		v := d.opts.Getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	switch len(missing) {
+	case 0:
+	case 1:
+		return "", fmt.Errorf("environment variable %s is not set", missing[0])
+	default:
+		return "", fmt.Errorf("environment variables %s are not set", strings.Join(missing, ", "))
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(d.baseDir, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// hint returns a did-you-mean suffix, or "".
+func hint(s string, known []string) string {
+	if m := suggest(s, known); m != "" && m != s {
+		return fmt.Sprintf(" (did you mean %q?)", m)
+	}
+	return ""
+}
+
+// kmsg shortens Kubernetes validation messages: it drops the examples and
+// the regular expression and joins several messages with "; ".
+func kmsg(errs []string) string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		if j := strings.Index(e, " (e.g. "); j >= 0 {
+			e = e[:j]
+		}
+		out[i] = e
+	}
+	return strings.Join(out, "; ")
+}
+
+// TenancyLabelValue returns the value of the hub.TenancyLabel label for a
+// tenancy ID: label values cannot hold ':', so it becomes '.'.
+func TenancyLabelValue(tenancy string) string {
+	return strings.ReplaceAll(tenancy, ":", ".")
+}
