@@ -35,7 +35,7 @@ func BenchmarkHandlerToQueue(b *testing.B) {
 		objs[i].ResourceVersion = "1"
 	}
 	h.SetDesired(specs)
-	m := newManager(ClusterConfig{ID: "c1"}, h, testLoggerB(), HealthOptions{})
+	m := newManager(ClusterConfig{ID: "c1"}, h, testLoggerB(), HealthOptions{}, nil)
 	handler := m.handler(hub.KindDeployment)
 	b.ResetTimer()
 	start := time.Now()

@@ -85,10 +85,13 @@ type Manager struct {
 	fail func(error)
 
 	probeNow chan struct{}
+	// nextGen hands out sync generations; the registry shares one counter
+	// across managers so a restarted cluster's generations keep rising.
+	nextGen func() int64
 }
 
 // newManager returns a manager for cfg that reports to sink.
-func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health HealthOptions) *Manager {
+func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health HealthOptions, nextGen func() int64) *Manager {
 	if cfg.ManagedBy == "" {
 		cfg.ManagedBy = hub.DefaultManagedBy
 	}
@@ -111,6 +114,7 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 		state:     hub.ClusterConnecting,
 		since:     time.Now(),
 		probeNow:  make(chan struct{}, 1),
+		nextGen:   nextGen,
 	}
 }
 
@@ -498,7 +502,11 @@ func (m *Manager) evaluate() {
 		m.state = state
 		m.since = m.now()
 		if state == hub.ClusterSynced {
-			m.generation++
+			if m.nextGen != nil {
+				m.generation = m.nextGen()
+			} else {
+				m.generation++
+			}
 		}
 	}
 	if lastErr != "" || changed {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -39,6 +40,9 @@ type Registry struct {
 	// beforeRun, when set (tests), runs in a cluster's supervised goroutine
 	// before each manager start.
 	beforeRun func(cluster string, attempt int)
+
+	// generation is shared by every manager (see Manager.nextGen).
+	generation atomic.Int64
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -222,7 +226,7 @@ func (r *Registry) startLocked(e *entry) {
 func (r *Registry) supervise(ctx context.Context, e *entry) {
 	backoff := r.opts.MinBackoff
 	for attempt := 0; ; attempt++ {
-		mgr := newManager(e.cfg, r.sink, r.log, r.opts.Health)
+		mgr := newManager(e.cfg, r.sink, r.log, r.opts.Health, func() int64 { return r.generation.Add(1) })
 		r.mu.Lock()
 		e.mgr = mgr
 		r.mu.Unlock()
