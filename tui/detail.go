@@ -1,0 +1,350 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// detailView shows one NodeID: status and reason, the desired-versus-actual
+// diff of the fields we manage, attribution, the timeline with per-step
+// latency, and a summary of the desired object. It scrolls.
+type detailView struct {
+	st   *styles
+	keys *keyMap
+	now  func() time.Time
+
+	width, height int
+	id            hub.NodeID
+	node          hub.NodeStatus
+	found         bool
+	cluster       hub.ClusterStatus
+	override      hub.Policy // the application's runtime policy override
+	hasSnapshot   bool
+	off           int
+	lineCount     int // lines of the last render, to bound scrolling
+}
+
+func newDetailView(st *styles, keys *keyMap, now func() time.Time) *detailView {
+	return &detailView{st: st, keys: keys, now: now}
+}
+
+// open shows a NodeID.
+func (v *detailView) open(id hub.NodeID, s *hub.Snapshot) {
+	if id != v.id {
+		v.off = 0
+	}
+	v.id = id
+	if s != nil {
+		v.setSnapshot(s)
+	}
+}
+
+// SetSize sets the size of the view's area.
+func (v *detailView) SetSize(w, h int) { v.width, v.height = w, h }
+
+func (v *detailView) setSnapshot(s *hub.Snapshot) {
+	v.hasSnapshot = true
+	v.node, v.found = s.Node(v.id)
+	v.cluster, _ = s.Cluster(v.id.Cluster)
+	v.override = ""
+	if v.found {
+		v.override = s.AppPolicies[v.node.Application]
+	}
+}
+
+// Update scrolls.
+func (v *detailView) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	if d, ok := v.keys.movement(k, v.height); ok {
+		v.off = clamp(v.off+d, 0, max(v.lineCount-v.height, 0))
+	}
+	return nil
+}
+
+// View renders the visible part of the detail.
+func (v *detailView) View() string {
+	lines := v.lines()
+	v.lineCount = len(lines)
+	v.off = clamp(v.off, 0, max(len(lines)-v.height, 0))
+	end := min(v.off+v.height, len(lines))
+	out := make([]string, 0, end-v.off)
+	for _, l := range lines[v.off:end] {
+		out = append(out, truncate(l, v.width))
+	}
+	if v.off > 0 && len(out) > 0 {
+		out[0] = v.st.dim.render(truncate(fmt.Sprintf("  ↑ %d more", v.off), v.width))
+	}
+	if end < len(lines) && len(out) > 1 {
+		out[len(out)-1] = v.st.dim.render(truncate(fmt.Sprintf("  ↓ %d more", len(lines)-end), v.width))
+	}
+	return strings.Join(out, "\n")
+}
+
+const labelWidth = 12
+
+// field renders "label      value".
+func (v *detailView) field(label, value string) string {
+	return v.st.dim.render(pad(label, labelWidth, false)) + value
+}
+
+// maxWrapped bounds the lines of a wrapped reason or error.
+const maxWrapped = 4
+
+// wrapped renders a long plain value (a reason, an error) under its label,
+// wrapped to the width, at most maxWrapped lines.
+func (v *detailView) wrapped(label, value string, st style) []string {
+	room := max(v.width-labelWidth, 20)
+	parts := strings.Split(ansi.Wrap(oneLine(value), room, ""), "\n")
+	if len(parts) > maxWrapped {
+		parts = parts[:maxWrapped]
+		parts[maxWrapped-1] = truncate(parts[maxWrapped-1]+" "+ellipsis, room)
+	}
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		if i == 0 {
+			out[i] = v.field(label, st.render(p))
+		} else {
+			out[i] = strings.Repeat(" ", labelWidth) + st.render(p)
+		}
+	}
+	return out
+}
+
+func (v *detailView) lines() []string {
+	if !v.hasSnapshot {
+		return []string{v.st.dim.render("waiting for the first snapshot from the hub…")}
+	}
+	now := v.now()
+	n := v.node
+	var l []string
+	add := func(s ...string) { l = append(l, s...) }
+	add(v.field("node", v.st.bold.render(v.id.String())))
+	if !v.found {
+		add("", v.st.warn.render("This NodeID is not in the latest snapshot (removed from the config, or its cluster left)."))
+		return l
+	}
+
+	status := v.st.status(n.Status).render(string(n.Status)) + v.st.dim.render(" · changed "+age(now, n.LastChange)+" ago")
+	if n.Repairs > 0 {
+		status += v.st.dim.render(" · " + strconv.Itoa(n.Repairs) + " repairs")
+	}
+	cl := v.st.health(v.cluster.State).render(string(v.cluster.State))
+	if v.cluster.State == "" {
+		cl = v.st.grey.render("unknown")
+	}
+	if v.cluster.Paused {
+		cl += " " + v.st.magenta.render("PAUSED")
+	}
+	add(v.field("status", status+v.st.dim.render(" · cluster ")+cl))
+	if n.Reason != "" {
+		add(v.wrapped("reason", n.Reason, style{})...)
+	}
+	app := n.Application
+	if app == "" {
+		app = "-"
+	}
+	obj := app + v.st.dim.render(" · ") + string(n.Kind)
+	if n.Kind == hub.KindDeployment {
+		obj += v.st.dim.render(" · ready ") + strconv.Itoa(int(n.ReadyReplicas)) + "/" + strconv.Itoa(int(n.DesiredReplicas))
+	}
+	policy := string(n.Policy)
+	if policy == "" {
+		policy = "-"
+	}
+	if v.override != "" {
+		policy += " (runtime override)"
+	}
+	add(v.field("application", obj+v.st.dim.render(" · policy ")+policy))
+
+	add("")
+	l = append(l, v.driftLines()...)
+	add("")
+	l = append(l, v.timelineLines()...)
+	add("")
+	l = append(l, v.specLines()...)
+	return l
+}
+
+func (v *detailView) title(s string) string { return v.st.title.render(s) }
+
+// driftLines renders the last drift: the diff, attribution and repair.
+func (v *detailView) driftLines() []string {
+	r := v.node.LastRepair
+	if r == nil {
+		return []string{v.title("DRIFT"), v.st.dim.render("  no drift recorded since the hub started")}
+	}
+	head := v.title("DRIFT") + " " + v.st.class(r.Drift.Class).render(string(r.Drift.Class))
+	if !r.ObservedAt.IsZero() {
+		head += v.st.dim.render(" · observed " + r.ObservedAt.Format("15:04:05.000"))
+	}
+	if len(r.Drift.Fields) > 0 {
+		head += "  " + v.st.diffDel.render("- desired") + " " + v.st.diffAdd.render("+ live")
+	}
+	l := []string{head}
+	if len(r.Drift.Fields) == 0 {
+		if note := classNote(r.Drift.Class); note != "" {
+			l = append(l, "  "+note)
+		}
+	}
+	for _, f := range r.Drift.Fields {
+		if f.Added {
+			l = append(l, v.st.diffAdd.render("+ "+f.Path+": "+oneLine(f.Actual))+v.st.dim.render("  (added by someone else)"))
+			continue
+		}
+		l = append(l,
+			v.st.diffDel.render("- "+f.Path+": "+oneLine(f.Desired)),
+			v.st.diffAdd.render("+ "+f.Path+": "+oneLine(f.Actual)))
+	}
+
+	who := "unknown"
+	if r.Attribution != nil {
+		who = r.Attribution.String()
+	}
+	l = append(l, v.field("changed by", v.st.accent.render(who)))
+	if r.Attribution != nil && len(r.Attribution.Fields) > 0 {
+		l = append(l, v.field("  fields", strings.Join(r.Attribution.Fields, ", ")))
+	}
+	action := r.Action
+	if action == "" {
+		action = "-"
+	}
+	lat := []string{actionStyle(v.st, r.Action).render(action), "detect " + optDur(r.DetectLatency()),
+		"applied " + optDur(r.RepairLatency()), "verified " + optDur(r.VerifyLatency())}
+	l = append(l, v.field("action", strings.Join(lat, v.st.dim.render(" · "))))
+	if r.Err != "" && r.Err != v.node.Reason {
+		l = append(l, v.wrapped("error", r.Err, v.st.errText)...)
+	}
+	return l
+}
+
+// timelineLines renders the timeline with each step's latency relative to
+// the first step.
+func (v *detailView) timelineLines() []string {
+	tl := v.node.Timeline
+	l := []string{v.title("TIMELINE")}
+	if len(tl) == 0 {
+		return append(l, v.st.dim.render("  no steps recorded"))
+	}
+	first := tl[0].At
+	stepW := 0
+	for _, e := range tl {
+		stepW = max(stepW, width(string(e.Step)))
+	}
+	for _, e := range tl {
+		s := "  " + v.st.dim.render(e.At.Format("15:04:05.000")) + " " +
+			pad("+"+dur(e.At.Sub(first)), 9, true) + "  " + pad(string(e.Step), stepW, false)
+		if e.Detail != "" {
+			s += "  " + v.st.dim.render(oneLine(e.Detail))
+		}
+		l = append(l, strings.TrimRight(s, " "))
+	}
+	return l
+}
+
+// specLines summarises the desired object.
+func (v *detailView) specLines() []string {
+	l := []string{v.title("DESIRED")}
+	spec := v.node.Spec
+	if spec == nil {
+		return append(l, v.st.dim.render("  desired object not available here (attached to a remote hub)"))
+	}
+	head := "  " + string(spec.Kind)
+	if spec.Object != nil {
+		head = "  " + spec.Object.GetAPIVersion() + " " + spec.Object.GetKind()
+	}
+	res := spec.Name
+	if spec.Namespace != "" {
+		res = spec.Namespace + "/" + spec.Name
+	}
+	l = append(l, head+" "+res)
+	meta := []string{"policy " + string(spec.Policy)}
+	if spec.Tenancy != "" {
+		meta = append(meta, "tenancy "+spec.Tenancy)
+	}
+	if spec.ProgressDeadline > 0 {
+		meta = append(meta, "progress deadline "+spec.ProgressDeadline.String())
+	}
+	if spec.Hash != "" {
+		h := spec.Hash
+		if len(h) > 12 {
+			h = h[:12]
+		}
+		meta = append(meta, "hash "+h)
+	}
+	l = append(l, "  "+v.st.dim.render(strings.Join(meta, " · ")))
+	if spec.Object != nil {
+		for _, s := range objectSummary(spec.Object) {
+			l = append(l, "  "+s)
+		}
+	}
+	return l
+}
+
+// objectSummary lists the fields that matter of a desired object.
+func objectSummary(u *unstructured.Unstructured) []string {
+	obj := u.Object
+	var out []string
+	if labels := u.GetLabels(); len(labels) > 0 {
+		keys := make([]string, 0, len(labels))
+		for k, val := range labels {
+			keys = append(keys, k+"="+val)
+		}
+		sort.Strings(keys)
+		out = append(out, "labels "+strings.Join(keys, ", "))
+	}
+	switch u.GetKind() {
+	case "Deployment":
+		if r, ok, _ := unstructured.NestedFieldNoCopy(obj, "spec", "replicas"); ok {
+			out = append(out, "replicas "+fmt.Sprint(r))
+		}
+		if cs, ok, _ := unstructured.NestedFieldNoCopy(obj, "spec", "template", "spec", "containers"); ok {
+			list, _ := cs.([]any)
+			for _, c := range list {
+				m, _ := c.(map[string]any)
+				out = append(out, fmt.Sprintf("container %v: %v", m["name"], m["image"]))
+			}
+		}
+	case "Service":
+		if t, ok, _ := unstructured.NestedString(obj, "spec", "type"); ok {
+			out = append(out, "type "+t)
+		}
+		if sel, ok, _ := unstructured.NestedStringMap(obj, "spec", "selector"); ok {
+			keys := make([]string, 0, len(sel))
+			for k, val := range sel {
+				keys = append(keys, k+"="+val)
+			}
+			sort.Strings(keys)
+			out = append(out, "selector "+strings.Join(keys, ", "))
+		}
+		if ps, ok, _ := unstructured.NestedFieldNoCopy(obj, "spec", "ports"); ok {
+			list, _ := ps.([]any)
+			for _, p := range list {
+				m, _ := p.(map[string]any)
+				out = append(out, fmt.Sprintf("port %v -> %v", m["port"], m["targetPort"]))
+			}
+		}
+	case "ConfigMap":
+		if d, ok, _ := unstructured.NestedFieldNoCopy(obj, "data"); ok {
+			m, _ := d.(map[string]any)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			out = append(out, fmt.Sprintf("data %d keys: %s", len(keys), strings.Join(keys, ", ")))
+		}
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// HubSource drives a real (not running) hub: actions reach it and its
+// snapshots render.
+func TestHubSource(t *testing.T) {
+	h := hub.New(hub.Options{ID: "hub-test", Now: fixedClock})
+	id := nid("prod-eu:casehub/inventory:deployment")
+	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "casehub", Name: "inventory", Kind: hub.KindDeployment,
+		Application: "inventory", Policy: hub.PolicyRepair, Object: deploymentObject("casehub", "inventory", "img:1", 2)}})
+	h.ClusterChanged(hub.ClusterHealth{Cluster: "prod-eu", State: hub.ClusterSynced, Source: "config"})
+	src := HubSource(h)
+
+	if err := src.RepairNow(id); err != nil {
+		t.Fatalf("RepairNow: %v", err)
+	}
+	if err := src.RepairNow(nid("prod-eu:casehub/nope:deployment")); !errors.Is(err, hub.ErrUnknownNode) {
+		t.Fatalf("RepairNow(unknown) = %v, want ErrUnknownNode", err)
+	}
+	if err := src.PauseCluster("prod-eu", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.SetApplicationPolicy("inventory", hub.PolicyWarn); err != nil {
+		t.Fatal(err)
+	}
+	snap := h.Snapshot()
+	if c, _ := snap.Cluster("prod-eu"); !c.Paused {
+		t.Error("cluster not paused")
+	}
+	if snap.AppPolicies["inventory"] != hub.PolicyWarn {
+		t.Error("warn-only override not set")
+	}
+
+	m := New(src, Options{NoColor: true, Now: fixedClock})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(snapshotMsg{snap: snap})
+	press(t, m, "enter", "enter")
+	out := m.View().Content
+	for _, want := range []string{"hub-test", "1/1 clusters up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestReadOnlyStatusBar(t *testing.T) {
+	m, _ := newFixtureModel(t, 80, 24, Options{ReadOnly: true})
+	out := m.View().Content
+	if !strings.Contains(out, "mode repair READONLY") {
+		t.Errorf("status bar lacks READONLY:\n%s", out)
+	}
+	if strings.Contains(out, "p pause") {
+		t.Error("read-only hints list an action")
+	}
+}

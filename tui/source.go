@@ -1,0 +1,43 @@
+package tui
+
+import (
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// Source is what the UI needs from a hub, in process or over HTTP.
+//
+// Subscribe returns a channel of snapshots (the latest one after every
+// change; a slow reader may miss intermediate ones) and a function that ends
+// the subscription. The actions may block (an HTTP source does a request):
+// the UI calls them off its event loop.
+type Source interface {
+	// Subscribe starts receiving snapshots.
+	Subscribe() (<-chan *hub.Snapshot, func())
+	// RepairNow asks for an immediate repair of one NodeID, overriding
+	// warn-only and a paused cluster for this one repair.
+	RepairNow(id hub.NodeID) error
+	// PauseCluster pauses (true) or resumes (false) repairs on a cluster.
+	PauseCluster(cluster string, paused bool) error
+	// SetApplicationPolicy overrides an application's policy at runtime; ""
+	// clears the override.
+	SetApplicationPolicy(app string, p hub.Policy) error
+}
+
+// HubSource adapts an in-process *hub.Hub to Source.
+func HubSource(h *hub.Hub) Source { return hubSource{h} }
+
+type hubSource struct{ h *hub.Hub }
+
+func (s hubSource) Subscribe() (<-chan *hub.Snapshot, func()) { return s.h.Subscribe() }
+
+func (s hubSource) RepairNow(id hub.NodeID) error { return s.h.RepairNow(id) }
+
+func (s hubSource) PauseCluster(cluster string, paused bool) error {
+	s.h.PauseCluster(cluster, paused)
+	return nil
+}
+
+func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {
+	s.h.SetApplicationPolicy(app, p)
+	return nil
+}

@@ -1,0 +1,843 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// ReadOnlyMessage is the status message shown when an action is pressed in
+// read-only mode.
+const ReadOnlyMessage = "read-only mode: actions are disabled"
+
+// ExtraKey is a key binding the caller handles, e.g. the demo's toggle of its
+// drift generator. Run is called off the UI's event loop and returns a status
+// message to show. Extra keys are checked before the UI's own bindings (so
+// they may shadow them) and run even in read-only mode: they are the
+// caller's actions, not the hub's.
+type ExtraKey struct {
+	// Binding is the key and its help text (listed in the help view).
+	Binding key.Binding
+	// Run performs the action and returns a status message.
+	Run func() string
+}
+
+// Options configure the UI. The zero value is a colour UI with every action
+// enabled and the real clock.
+type Options struct {
+	// ReadOnly disables every action (repair, pause, warn-only): pressing
+	// one shows ReadOnlyMessage.
+	ReadOnly bool
+	// NoColor renders without any ANSI styles (honour NO_COLOR).
+	NoColor bool
+	// Extra are key bindings the caller handles.
+	Extra []ExtraKey
+	// Now is the clock for ages. Default time.Now.
+	Now func() time.Time
+}
+
+// Screen names what the UI shows.
+type Screen int
+
+// Screens.
+const (
+	// ScreenOverview: every cluster and the live feed.
+	ScreenOverview Screen = iota
+	// ScreenCluster: every NodeID of one cluster.
+	ScreenCluster
+	// ScreenDetail: one NodeID.
+	ScreenDetail
+	// ScreenHelp: the key bindings.
+	ScreenHelp
+)
+
+// String returns the screen's name.
+func (s Screen) String() string {
+	switch s {
+	case ScreenCluster:
+		return "cluster"
+	case ScreenDetail:
+		return "detail"
+	case ScreenHelp:
+		return "help"
+	}
+	return "overview"
+}
+
+// Model is the root model of the UI (a tea.Model). It holds the focus, the
+// navigation stack (overview, cluster, detail), the help, the command line
+// and confirmation prompts, and the status bar. Create it with New.
+type Model struct {
+	src  Source
+	opts Options
+	keys keyMap
+	st   *styles
+	help help.Model
+	sub  *subscription
+
+	width, height int
+	snap          *hub.Snapshot
+	subCh         <-chan *hub.Snapshot
+	stack         []Screen
+	showHelp      bool
+
+	overview *overviewView
+	cluster  *clusterView
+	detail   *detailView
+	helpView *helpView
+
+	command   bool
+	cmdInput  lineInput
+	confirm   *pendingAction
+	status    string
+	statusErr bool
+}
+
+// pendingAction is an action waiting for y/n.
+type pendingAction struct {
+	question string
+	started  string // optimistic status message shown once confirmed
+	run      func() (string, error)
+}
+
+// subscription owns the hub subscription. Its cancel is set from the
+// subscribing command's goroutine, hence the lock.
+type subscription struct {
+	mu     sync.Mutex
+	cancel func()
+	closed bool
+	done   chan struct{}
+}
+
+// Messages.
+type (
+	subscribedMsg struct{ ch <-chan *hub.Snapshot }
+	snapshotMsg   struct {
+		snap *hub.Snapshot
+		// fromSub is set when the subscription delivered it (re-arm).
+		fromSub bool
+	}
+	subscriptionClosedMsg struct{}
+	tickMsg               time.Time
+	actionDoneMsg         struct {
+		text string
+		err  error
+	}
+	extraDoneMsg struct{ text string }
+)
+
+// New returns the root model over src. It subscribes to src when the
+// program starts it (Init); call Close to unsubscribe when driving the
+// model without Run.
+func New(src Source, opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	st := newStyles(opts.NoColor)
+	m := &Model{
+		src:   src,
+		opts:  opts,
+		keys:  defaultKeys(),
+		st:    st,
+		help:  help.New(),
+		sub:   &subscription{done: make(chan struct{})},
+		stack: []Screen{ScreenOverview},
+	}
+	m.help.Styles = st.help
+	m.overview = newOverview(st, &m.keys, opts.Now)
+	m.cluster = newClusterView(st, &m.keys, opts.Now)
+	m.detail = newDetailView(st, &m.keys, opts.Now)
+	m.helpView = newHelpView(st, &m.keys, opts.Extra)
+	m.setSize(80, 24)
+	return m
+}
+
+// Run runs the UI over src in the alternate screen until the user quits or
+// ctx is done (then it returns nil). progOpts are appended to the program's
+// options (tests pass input, output and a colour profile).
+func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramOption) error {
+	m := New(src, opts)
+	defer m.Close()
+	po := []tea.ProgramOption{tea.WithContext(ctx)}
+	if opts.NoColor {
+		po = append(po, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	po = append(po, progOpts...)
+	_, err := tea.NewProgram(m, po...).Run()
+	if err != nil {
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("tui: %w", err)
+	}
+	return nil
+}
+
+// Close ends the hub subscription and releases the command waiting for the
+// next snapshot. It is safe to call more than once.
+func (m *Model) Close() {
+	s := m.sub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.done)
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// Screen returns what the UI shows now.
+func (m *Model) Screen() Screen {
+	if m.showHelp {
+		return ScreenHelp
+	}
+	return m.top()
+}
+
+// Snapshot returns the latest snapshot the UI received (nil before the
+// first).
+func (m *Model) Snapshot() *hub.Snapshot { return m.snap }
+
+// StatusMessage returns the message shown in the status bar.
+func (m *Model) StatusMessage() string { return m.status }
+
+func (m *Model) top() Screen { return m.stack[len(m.stack)-1] }
+
+func (m *Model) onStack(s Screen) bool {
+	for _, x := range m.stack {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Init subscribes to the source and starts the clock that refreshes ages.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.subscribe, tick())
+}
+
+func (m *Model) subscribe() tea.Msg {
+	ch, cancel := m.src.Subscribe()
+	s := m.sub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cancel()
+		return nil
+	}
+	s.cancel = cancel
+	return subscribedMsg{ch}
+}
+
+// waitForSnapshot waits for the next snapshot; Update re-arms it after each.
+func waitForSnapshot(ch <-chan *hub.Snapshot, done <-chan struct{}) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case s, ok := <-ch:
+			if !ok {
+				return subscriptionClosedMsg{}
+			}
+			return snapshotMsg{snap: s, fromSub: true}
+		case <-done:
+			return nil
+		}
+	}
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update handles messages.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.setSize(msg.Width, msg.Height)
+	case subscribedMsg:
+		m.subCh = msg.ch
+		return m, waitForSnapshot(msg.ch, m.sub.done)
+	case snapshotMsg:
+		if msg.snap != nil {
+			m.applySnapshot(msg.snap)
+		}
+		if msg.fromSub && m.subCh != nil {
+			return m, waitForSnapshot(m.subCh, m.sub.done)
+		}
+	case subscriptionClosedMsg:
+		m.subCh = nil
+		m.setStatus("the hub ended the subscription: data is no longer live", true)
+	case tickMsg:
+		return m, tick()
+	case actionDoneMsg:
+		if msg.err != nil {
+			m.setStatus("error: "+msg.err.Error(), true)
+		} else {
+			m.setStatus(msg.text, false)
+		}
+	case extraDoneMsg:
+		m.setStatus(msg.text, false)
+	case tea.PasteMsg:
+		switch {
+		case m.command:
+			m.cmdInput.insert(oneLine(msg.Content))
+		case m.top() == ScreenCluster && m.cluster.filtering:
+			return m, m.cluster.Update(msg)
+		}
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) setStatus(s string, isErr bool) {
+	m.status, m.statusErr = oneLine(s), isErr
+}
+
+func (m *Model) setSize(w, h int) {
+	m.width, m.height = w, h
+	body := max(h-3, 0)
+	m.overview.SetSize(w, body)
+	m.cluster.SetSize(w, body)
+	m.detail.SetSize(w, body)
+	m.helpView.SetSize(w, body)
+	m.help.SetWidth(w)
+}
+
+func (m *Model) applySnapshot(s *hub.Snapshot) {
+	m.snap = s
+	m.overview.setSnapshot(s)
+	if m.onStack(ScreenCluster) {
+		m.cluster.setSnapshot(s)
+	}
+	if m.onStack(ScreenDetail) {
+		m.detail.setSnapshot(s)
+	}
+}
+
+func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(k, m.keys.ForceQuit) {
+		return tea.Quit
+	}
+	if m.confirm != nil {
+		a := m.confirm
+		m.confirm = nil
+		if key.Matches(k, m.keys.Yes) {
+			m.setStatus(a.started, false)
+			return func() tea.Msg {
+				text, err := a.run()
+				return actionDoneMsg{text, err}
+			}
+		}
+		m.setStatus("cancelled", false)
+		return nil
+	}
+	if m.command {
+		switch m.cmdInput.update(k) {
+		case inputDone:
+			m.command = false
+			return m.runCommand(m.cmdInput.String())
+		case inputCancel:
+			m.command = false
+		}
+		return nil
+	}
+	if !m.showHelp && m.top() == ScreenCluster && m.cluster.filtering {
+		return m.cluster.Update(k)
+	}
+	if m.showHelp {
+		if key.Matches(k, m.keys.Back, m.keys.Quit, m.keys.Help) {
+			m.showHelp = false
+			return nil
+		}
+		if key.Matches(k, m.keys.Command) {
+			m.showHelp = false
+			m.command = true
+			m.cmdInput.reset(":", "")
+			return nil
+		}
+		return m.helpView.Update(k)
+	}
+	for _, e := range m.opts.Extra {
+		if key.Matches(k, e.Binding) && e.Run != nil {
+			run := e.Run
+			return func() tea.Msg { return extraDoneMsg{run()} }
+		}
+	}
+	switch {
+	case key.Matches(k, m.keys.Help):
+		m.showHelp = true
+		m.helpView.off = 0
+		return nil
+	case key.Matches(k, m.keys.Command):
+		m.command = true
+		m.cmdInput.reset(":", "")
+		return nil
+	case key.Matches(k, m.keys.Quit):
+		if len(m.stack) == 1 {
+			return tea.Quit
+		}
+		m.back()
+		return nil
+	case key.Matches(k, m.keys.Back):
+		switch {
+		case m.top() == ScreenCluster && m.cluster.clearFilter():
+		case m.top() == ScreenOverview && m.overview.focusFeed:
+			m.overview.focusFeed = false
+		default:
+			m.back()
+		}
+		return nil
+	case key.Matches(k, m.keys.Enter):
+		m.enter()
+		return nil
+	case key.Matches(k, m.keys.Repair):
+		m.askRepair()
+		return nil
+	case key.Matches(k, m.keys.Pause):
+		m.askPause()
+		return nil
+	case key.Matches(k, m.keys.Warn):
+		m.askWarn()
+		return nil
+	}
+	switch m.top() {
+	case ScreenCluster:
+		return m.cluster.Update(k)
+	case ScreenDetail:
+		return m.detail.Update(k)
+	}
+	return m.overview.Update(k)
+}
+
+func (m *Model) back() {
+	if len(m.stack) > 1 {
+		m.stack = m.stack[:len(m.stack)-1]
+	}
+	if m.top() == ScreenCluster && m.snap != nil {
+		m.cluster.setSnapshot(m.snap)
+	}
+}
+
+func (m *Model) enter() {
+	switch m.top() {
+	case ScreenOverview:
+		if e, ok := m.overview.SelectedFeed(); ok {
+			m.openNode(e.ID)
+		} else if c, ok := m.overview.SelectedCluster(); ok {
+			m.openCluster(c)
+		}
+	case ScreenCluster:
+		if n, ok := m.cluster.Selected(); ok {
+			m.openNode(n.ID)
+		}
+	}
+}
+
+func (m *Model) openCluster(id string) {
+	m.overview.selectCluster(id)
+	m.cluster.open(id, m.snap)
+	m.stack = []Screen{ScreenOverview, ScreenCluster}
+}
+
+func (m *Model) openNode(id hub.NodeID) {
+	m.overview.selectCluster(id.Cluster)
+	m.cluster.open(id.Cluster, m.snap)
+	m.cluster.selectNode(id)
+	m.detail.open(id, m.snap)
+	m.stack = []Screen{ScreenOverview, ScreenCluster, ScreenDetail}
+}
+
+// runCommand runs a ":" command line.
+func (m *Model) runCommand(line string) tea.Cmd {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return nil
+	}
+	arg := ""
+	if len(f) > 1 {
+		arg = f[1]
+	}
+	switch f[0] {
+	case "q", "q!", "quit", "qa":
+		return tea.Quit
+	case "help", "h", "?":
+		m.showHelp = true
+		m.helpView.off = 0
+	case "overview", "o", "home":
+		m.stack = []Screen{ScreenOverview}
+	case "cluster", "cl", "c":
+		switch {
+		case arg == "":
+			m.setStatus("usage: :cluster <id>", true)
+		case m.snap == nil:
+			m.setStatus("no snapshot yet", true)
+		default:
+			if _, ok := m.snap.Cluster(arg); !ok {
+				m.setStatus(fmt.Sprintf("no cluster %q", arg), true)
+				return nil
+			}
+			m.openCluster(arg)
+		}
+	case "node", "no", "n":
+		if arg == "" {
+			m.setStatus("usage: :node <cluster:namespace/name:kind>", true)
+			return nil
+		}
+		id, err := hub.ParseNodeID(arg)
+		switch {
+		case err != nil:
+			m.setStatus(err.Error(), true)
+		case m.snap == nil:
+			m.setStatus("no snapshot yet", true)
+		default:
+			if _, ok := m.snap.Node(id); !ok {
+				m.setStatus(fmt.Sprintf("no node %s", id), true)
+				return nil
+			}
+			m.openNode(id)
+		}
+	default:
+		m.setStatus(fmt.Sprintf("unknown command %q: try :cluster <id>, :node <nodeid>, :q", f[0]), true)
+	}
+	return nil
+}
+
+// targetNode is the NodeID an action applies to on the current screen.
+func (m *Model) targetNode() (hub.NodeID, bool) {
+	switch m.top() {
+	case ScreenDetail:
+		return m.detail.id, true
+	case ScreenCluster:
+		if n, ok := m.cluster.Selected(); ok {
+			return n.ID, true
+		}
+	case ScreenOverview:
+		if e, ok := m.overview.SelectedFeed(); ok {
+			return e.ID, true
+		}
+	}
+	return hub.NodeID{}, false
+}
+
+// targetCluster is the cluster a pause applies to on the current screen.
+func (m *Model) targetCluster() (string, bool) {
+	switch m.top() {
+	case ScreenDetail:
+		return m.detail.id.Cluster, true
+	case ScreenCluster:
+		return m.cluster.cluster, m.cluster.cluster != ""
+	}
+	return m.overview.SelectedCluster()
+}
+
+func (m *Model) askRepair() {
+	if m.opts.ReadOnly {
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	}
+	id, ok := m.targetNode()
+	if !ok {
+		m.setStatus("select a node first: enter a cluster, or tab to the feed", true)
+		return
+	}
+	src := m.src
+	m.confirm = &pendingAction{
+		question: "Repair " + id.String() + " now?",
+		started:  "repair of " + id.String() + " requested…",
+		run: func() (string, error) {
+			if err := src.RepairNow(id); err != nil {
+				return "", err
+			}
+			return "repair queued: " + id.String(), nil
+		},
+	}
+}
+
+func (m *Model) askPause() {
+	if m.opts.ReadOnly {
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	}
+	cluster, ok := m.targetCluster()
+	if !ok {
+		m.setStatus("select a cluster first", true)
+		return
+	}
+	paused := false
+	if m.snap != nil {
+		c, _ := m.snap.Cluster(cluster)
+		paused = c.Paused
+	}
+	src := m.src
+	if paused {
+		m.confirm = &pendingAction{
+			question: "Resume repairs on cluster " + cluster + "?",
+			started:  "resuming repairs on " + cluster + "…",
+			run: func() (string, error) {
+				if err := src.PauseCluster(cluster, false); err != nil {
+					return "", err
+				}
+				return "repairs resumed on " + cluster, nil
+			},
+		}
+		return
+	}
+	m.confirm = &pendingAction{
+		question: "Pause repairs on cluster " + cluster + "? (drift is still reported)",
+		started:  "pausing repairs on " + cluster + "…",
+		run: func() (string, error) {
+			if err := src.PauseCluster(cluster, true); err != nil {
+				return "", err
+			}
+			return "repairs paused on " + cluster, nil
+		},
+	}
+}
+
+func (m *Model) askWarn() {
+	if m.opts.ReadOnly {
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	}
+	id, ok := m.targetNode()
+	if !ok {
+		m.setStatus("select a node first: enter a cluster, or tab to the feed", true)
+		return
+	}
+	var app string
+	if m.snap != nil {
+		n, _ := m.snap.Node(id)
+		app = n.Application
+	}
+	if app == "" {
+		m.setStatus("no application known for "+id.String(), true)
+		return
+	}
+	src := m.src
+	if m.snap.AppPolicies[app] == hub.PolicyWarn {
+		m.confirm = &pendingAction{
+			question: "Clear the warn-only override of application " + app + "?",
+			started:  "clearing warn-only on " + app + "…",
+			run: func() (string, error) {
+				if err := src.SetApplicationPolicy(app, ""); err != nil {
+					return "", err
+				}
+				return "application " + app + " back to its configured policy", nil
+			},
+		}
+		return
+	}
+	m.confirm = &pendingAction{
+		question: "Set application " + app + " to warn-only (no repairs)?",
+		started:  "setting " + app + " to warn-only…",
+		run: func() (string, error) {
+			if err := src.SetApplicationPolicy(app, hub.PolicyWarn); err != nil {
+				return "", err
+			}
+			return "application " + app + " is warn-only", nil
+		},
+	}
+}
+
+// View renders the UI in the alternate screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render renders exactly height lines of at most width cells.
+func (m *Model) render() string {
+	w, h := m.width, m.height
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	body := max(h-3, 0)
+	lines := make([]string, 0, h)
+	lines = append(lines, m.headerLine())
+
+	var content string
+	switch m.Screen() {
+	case ScreenHelp:
+		content = m.helpView.View()
+	case ScreenCluster:
+		content = m.cluster.View()
+	case ScreenDetail:
+		content = m.detail.View()
+	default:
+		content = m.overview.View()
+	}
+	n := 0
+	if body > 0 && content != "" {
+		for _, l := range strings.Split(content, "\n") {
+			if n == body {
+				break
+			}
+			lines = append(lines, truncate(l, w))
+			n++
+		}
+	}
+	for ; n < body; n++ {
+		lines = append(lines, "")
+	}
+	lines = append(lines, m.promptLine(), m.statusLine())
+	if len(lines) > h {
+		lines = lines[len(lines)-h:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// headerLine shows where we are and, on the right, the global drift totals.
+func (m *Model) headerLine() string {
+	crumbs := []string{"driftwatch"}
+	switch {
+	case m.showHelp:
+		crumbs = append(crumbs, "help")
+	default:
+		if m.onStack(ScreenCluster) {
+			crumbs = append(crumbs, m.cluster.cluster)
+		}
+		if m.onStack(ScreenDetail) {
+			crumbs = append(crumbs, m.detail.id.Resource+":"+string(m.detail.id.Kind))
+		}
+	}
+	left := m.st.crumb.render(strings.Join(crumbs, " > "))
+	return spread(left, m.totals(), m.width)
+}
+
+// totals summarises every cluster's problems for the header.
+func (m *Model) totals() string {
+	if m.snap == nil {
+		return ""
+	}
+	var objects, drift, fixing, failed, stuck, unknown int
+	for _, c := range m.snap.Clusters {
+		_, d, fx, fl, s := counts(c)
+		objects += c.Objects
+		drift += d
+		fixing += fx
+		failed += fl
+		stuck += s
+		unknown += c.Counts[hub.StatusUnknown]
+	}
+	if drift+fixing+failed+stuck+unknown == 0 {
+		return m.st.green.render("all " + strconv.Itoa(objects) + " objects in sync")
+	}
+	parts := []string{strconv.Itoa(objects) + " objects"}
+	add := func(n int, what string, st style) {
+		if n > 0 {
+			parts = append(parts, st.render(strconv.Itoa(n)+" "+what))
+		}
+	}
+	add(drift, "drifted", m.st.yellow)
+	add(fixing, "repairing", m.st.cyan)
+	add(failed, "failed", m.st.errText)
+	add(stuck, "stuck", m.st.errText)
+	add(unknown, "unknown", m.st.grey)
+	return strings.Join(parts, m.st.dim.render(" · "))
+}
+
+// promptLine is the confirm question, the command line, the filter input,
+// or the key hints of the screen.
+func (m *Model) promptLine() string {
+	switch {
+	case m.confirm != nil:
+		return truncate(m.st.prompt.render(m.confirm.question+" [y/N]"), m.width)
+	case m.command:
+		return m.cmdInput.view(m.st, m.width)
+	case !m.showHelp && m.top() == ScreenCluster && m.cluster.filtering:
+		return m.cluster.input.view(m.st, m.width)
+	}
+	return truncate(m.help.ShortHelpView(m.shortHelp()), m.width)
+}
+
+// shortHelp is the key hints line of the current screen: help first, then
+// the screen's keys with short descriptions (the help view has the long
+// ones). Actions are left out in read-only mode.
+func (m *Model) shortHelp() []key.Binding {
+	k := m.keys
+	short := func(b key.Binding, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+	}
+	actions := func(b ...key.Binding) []key.Binding {
+		if m.opts.ReadOnly {
+			return nil
+		}
+		return b
+	}
+	repair, pause, warn := short(k.Repair, "repair"), short(k.Pause, "pause"), short(k.Warn, "warn-only")
+	back := short(k.Back, "back")
+	scroll := key.NewBinding(key.WithKeys("up"), key.WithHelp("↑/↓", "scroll"))
+	b := []key.Binding{short(k.Help, "help")}
+	switch m.Screen() {
+	case ScreenHelp:
+		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc/?", "close help")), scroll}
+	case ScreenCluster:
+		b = append(b, k.Enter, k.Filter, short(k.Sort, "sort"), short(k.Problems, "problems"))
+		b = append(b, actions(repair, pause, warn)...)
+		return append(b, back, short(k.Command, "cmd"))
+	case ScreenDetail:
+		b = append(b, actions(repair, warn, pause)...)
+		return append(b, scroll, back, short(k.Command, "cmd"))
+	}
+	b = append(b, k.Enter, short(k.Tab, "feed/clusters"))
+	b = append(b, actions(pause)...)
+	for _, e := range m.opts.Extra {
+		b = append(b, e.Binding)
+	}
+	return append(b, short(k.Command, "cmd"), key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")))
+}
+
+// statusLine is the status bar: hub, clusters up, repair mode, the last
+// message and the snapshot's age.
+func (m *Model) statusLine() string {
+	hubID, up, total, mode, snapAge := "-", 0, 0, "-", "no snapshot yet"
+	if s := m.snap; s != nil {
+		hubID = s.HubID
+		total = len(s.Clusters)
+		for _, c := range s.Clusters {
+			if c.State == hub.ClusterSynced || c.State == hub.ClusterDegraded {
+				up++
+			}
+		}
+		if s.Policy != "" {
+			mode = string(s.Policy)
+		}
+		snapAge = "snapshot " + age(m.opts.Now(), s.Taken) + " ago"
+	}
+	mode = "mode " + mode
+	if m.opts.ReadOnly {
+		mode += " READONLY"
+	}
+	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + strconv.Itoa(total) + " clusters up │ " + mode
+	if m.status != "" {
+		msg := m.status
+		if m.statusErr {
+			msg = "! " + msg
+		}
+		left += " │ " + msg
+	}
+	line := spread(left, snapAge+" ", m.width)
+	if m.st.statusBar.on {
+		if n := m.width - width(line); n > 0 {
+			line += strings.Repeat(" ", n)
+		}
+		return m.st.statusBar.render(line)
+	}
+	return line
+}
