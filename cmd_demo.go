@@ -239,7 +239,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		progress("headless: generated drift every %s; Ctrl-C stops everything", o.interval)
 		uiErr = demoHeadless(runCtx, a.hub, tracker, o.untilRepairs, stdout)
 	} else {
-		uiErr = runDemoTUI(runCtx, a.hub, gen, o.readOnly)
+		uiErr = runDemoTUI(runCtx, a.hub, gen, o.readOnly, getenv)
 	}
 	stop()
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -62,19 +63,19 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `driftwatch keeps Kubernetes objects true across many clusters.
 
 Usage:
-  driftwatch check -f FILE     validate a config and print its plan (-o yaml: the objects)
-  driftwatch bench             measure drift detection and repair on local clusters (vs a raw watch and polling)
-  driftwatch version           print the version
-  driftwatch help              show this help
-
-Later: driftwatch -f FILE (hub and TUI), serve, demo, bench.
+  driftwatch -f FILE [--readonly]   run the hub and the terminal UI (logs go to a file)
+  driftwatch serve -f FILE          run the hub headless: HTTP API, /metrics, JSON logs
+  driftwatch attach URL             terminal UI over a headless hub (e.g. http://127.0.0.1:7070)
+  driftwatch demo [--headless]      three local clusters with live drift and repair
+  driftwatch check -f FILE          validate a config and print its plan (-o yaml: the objects)
+  driftwatch bench                  measure drift detection and repair on local clusters (vs a raw watch and polling)
+  driftwatch version                print the version
+  driftwatch help                   show this help
 `
 
 // run is the whole program: it parses args and runs one subcommand until ctx
 // is cancelled or the work is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	_ = ctx
-	_ = getenv
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return &exitError{code: 2}
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s\n", version)
 		return nil
+	case "attach":
+		return runAttach(ctx, args[1:], getenv, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
@@ -95,6 +98,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
+		if strings.HasPrefix(args[0], "-") {
+			return runTUI(ctx, args, getenv, stdout, stderr)
+		}
 		return usageError("unknown command %q (see driftwatch help)", args[0])
 	}
 }

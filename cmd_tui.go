@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"charm.land/bubbles/v2/key"
+	"github.com/sourcegraph/conc"
+	"k8s.io/klog/v2"
+
+	"github.com/driftwatch/driftwatch/clusters/driftgen"
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/tui"
+)
+
+// defaultLogFile is where the TUI modes log: $XDG_STATE_HOME/driftwatch (or
+// ~/.local/state/driftwatch), else the temp folder.
+func defaultLogFile(getenv func(string) string) string {
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" {
+		if home := getenv("HOME"); home != "" {
+			dir = filepath.Join(home, ".local", "state")
+		} else {
+			dir = os.TempDir()
+		}
+	}
+	return filepath.Join(dir, "driftwatch", "driftwatch.log")
+}
+
+// openLog opens the log file for a TUI session (nothing may write to the
+// terminal while the TUI runs) and routes klog into it.
+func openLog(path string) (*slog.Logger, io.Closer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("log file: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log file: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(f, nil))
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	return log, f, nil
+}
+
+// runTUI is the default command, `driftwatch -f FILE`: the hub and the
+// terminal UI in one process. SIGHUP reloads the config.
+func runTUI(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("driftwatch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "", "config file (required)")
+	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
+	logFile := fs.String("log-file", defaultLogFile(getenv), "log file (nothing is written to the terminal while the UI runs)")
+	if err := fs.Parse(args); err != nil {
+		return usageError("%v", err)
+	}
+	if *file == "" {
+		return usageError("-f FILE is required (see driftwatch help)")
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected arguments %v", fs.Args())
+	}
+	cfg, err := config.Load(*file, config.LoadOptions{Getenv: getenv})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return &exitError{code: 1}
+	}
+	log, closer, err := openLog(*logFile)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	a := newApp(cfg, appOptions{log: log, loadOpts: config.LoadOptions{Getenv: getenv}})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var wg conc.WaitGroup
+	var appErr error
+	wg.Go(func() { appErr = a.Run(runCtx) })
+	wg.Go(func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-hup:
+				if err := a.Reload(); err != nil {
+					log.Error("config reload rejected", "err", err)
+				}
+			}
+		}
+	})
+	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
+	stop()
+	wg.Wait()
+	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", *logFile)
+	return errors.Join(uiErr, appErr)
+}
+
+// runAttach is `driftwatch attach URL`: the terminal UI over a headless
+// hub's API.
+func runAttach(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
+	if err := fs.Parse(args); err != nil {
+		return usageError("attach: %v", err)
+	}
+	if fs.NArg() != 1 {
+		return usageError("attach: want one hub address, e.g. driftwatch attach http://127.0.0.1:7070")
+	}
+	c, err := api.NewClient(fs.Arg(0))
+	if err != nil {
+		return usageError("attach: %v", err)
+	}
+	if _, err := c.Snapshot(ctx); err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	return tui.Run(ctx, c, tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
+}
+
+// runDemoTUI runs the terminal UI for the demo until the user quits; `g`
+// toggles the drift generator.
+func runDemoTUI(ctx context.Context, h *hub.Hub, gen *driftgen.Generator, readOnly bool, getenv func(string) string) error {
+	toggle := tui.ExtraKey{
+		Binding: key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "drift generator on/off")),
+		Run: func() string {
+			if gen.Toggle() {
+				return "drift generator on"
+			}
+			return "drift generator off"
+		},
+	}
+	return tui.Run(ctx, tui.HubSource(h), tui.Options{ReadOnly: readOnly, NoColor: getenv("NO_COLOR") != "", Extra: []tui.ExtraKey{toggle}})
+}
