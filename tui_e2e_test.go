@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/tui"
+)
+
+func waitScreen(t *testing.T, tm *teatest.TestModel, s string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
+		teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
+// TestTUIAgainstRealHub drives the terminal UI over a real hub on a local
+// control plane: drill into the cluster and back, filter, open a NodeID
+// held by a paused cluster, press r, confirm, and see the repair appear.
+func TestTUIAgainstRealHub(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	path := e2eConfig(t, set, "tui", "", "api", "worker")
+	a := startApp(t, path, nil)
+	a.waitSnap(t, 60*time.Second, "created", allInSync(3))
+	a.hub.PauseCluster("c1", true)
+	c := kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig())
+	if err := c.CoreV1().ConfigMaps("tui").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id := hub.NewNodeID("c1", "tui", "web", hub.KindConfigMap)
+	a.waitSnap(t, 20*time.Second, "held by the pause", statusIs(id, hub.StatusPaused))
+
+	m := tui.New(tui.HubSource(a.hub), tui.Options{NoColor: true})
+	t.Cleanup(m.Close)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30),
+		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
+	waitScreen(t, tm, "LIVE FEED")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // into c1
+	waitScreen(t, tm, "3/3 shown")
+	tm.Type("/configmap")
+	waitScreen(t, tm, "1/3 shown")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // keep the filter
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // open the node
+	waitScreen(t, tm, "paused")
+	tm.Type("r")
+	waitScreen(t, tm, "[y/N]")
+	tm.Type("y")
+	a.waitSnap(t, 20*time.Second, "manual repair despite the pause", statusIs(id, hub.StatusRepaired))
+	waitScreen(t, tm, "repaired")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	waitScreen(t, tm, "LIVE FEED")
+	tm.Type("q")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+	if _, err := c.CoreV1().ConfigMaps("tui").Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("configmap not repaired: %v", err)
+	}
+}
