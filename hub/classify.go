@@ -101,7 +101,9 @@ func Classify(desired, actual *unstructured.Unstructured, managedBy string) Drif
 			continue
 		}
 		av, ok := actual.Object[k]
-		c.compare(k, "/"+escapePointer(k), dv, av, ok)
+		c.push(k, "/"+escapePointer(k))
+		c.compare(dv, av, ok)
+		c.pop()
 	}
 	sort.Slice(c.diffs, func(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path })
 	if v, ok := actual.GetLabels()[ManagedByLabel]; !ok || v != managedBy {
@@ -120,11 +122,47 @@ func Classify(desired, actual *unstructured.Unstructured, managedBy string) Drif
 	return Drift{Class: class, Fields: c.diffs}
 }
 
+// comparer walks desired and actual objects. It keeps the current field path
+// and JSON pointer as segment stacks and only joins them when it records a
+// difference, so an in-sync comparison allocates little.
 type comparer struct {
 	diffs []FieldDiff
+	path  []string // "spec", ".replicas", "[app]", ...
+	ptr   []string // "/spec", "/replicas", "/0", ...
+}
+
+func (c *comparer) push(pathSeg, ptrSeg string) {
+	c.path = append(c.path, pathSeg)
+	c.ptr = append(c.ptr, ptrSeg)
+}
+
+func (c *comparer) pop() {
+	c.path = c.path[:len(c.path)-1]
+	c.ptr = c.ptr[:len(c.ptr)-1]
+}
+
+func (c *comparer) pathString() string { return strings.Join(c.path, "") }
+func (c *comparer) ptrString() string  { return strings.Join(c.ptr, "") }
+
+// field returns the path segment of a map key.
+func (c *comparer) field(k string) string {
+	if len(c.path) == 0 {
+		return k
+	}
+	return "." + k
 }
 
 func (c *comparer) add(f FieldDiff) { c.diffs = append(c.diffs, f) }
+
+// differ records a modified field at the current path.
+func (c *comparer) differ(desired, actual string) {
+	c.add(FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
+}
+
+// added records an entry someone else added at the current path.
+func (c *comparer) added(actual string) {
+	c.add(FieldDiff{Path: c.pathString(), Desired: none, Actual: actual, Added: true, Pointer: c.ptrString()})
+}
 
 // metadata compares only the labels and annotations we set.
 func (c *comparer) metadata(dv, av any) {
@@ -134,81 +172,83 @@ func (c *comparer) metadata(dv, av any) {
 		want, _ := dm[field].(map[string]any)
 		have, _ := am[field].(map[string]any)
 		for k, v := range want {
-			path := "metadata." + field + "." + k
 			got, ok := have[k]
-			if !ok {
-				c.add(FieldDiff{Path: path, Desired: text(v), Actual: none})
-			} else if text(got) != text(v) {
-				c.add(FieldDiff{Path: path, Desired: text(v), Actual: text(got)})
+			switch {
+			case !ok:
+				c.add(FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: none})
+			case text(got) != text(v):
+				c.add(FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: text(got)})
 			}
 		}
 	}
 }
 
-// addedMaps are the maps whose extra keys are drift: data we own whole.
-func addedMap(path string) bool {
-	return path == "data" || path == "binaryData"
+// addedMap reports whether extra keys of the map at path are drift: data we
+// own whole.
+func addedMap(path []string) bool {
+	return len(path) == 1 && (path[0] == "data" || path[0] == "binaryData")
 }
 
-func (c *comparer) compare(path, ptr string, dv, av any, present bool) {
+// compare compares one desired value with the actual one at the current
+// path.
+func (c *comparer) compare(dv, av any, present bool) {
 	if !present {
-		c.add(FieldDiff{Path: path, Desired: text(dv), Actual: none})
+		c.differ(text(dv), none)
 		return
 	}
 	switch d := dv.(type) {
 	case map[string]any:
 		a, ok := av.(map[string]any)
 		if !ok {
-			c.add(FieldDiff{Path: path, Desired: text(dv), Actual: text(av)})
+			c.differ(text(dv), text(av))
 			return
 		}
 		for k, v := range d {
 			got, ok := a[k]
-			c.compare(path+"."+k, ptr+"/"+escapePointer(k), v, got, ok)
+			c.push(c.field(k), "/"+escapePointer(k))
+			c.compare(v, got, ok)
+			c.pop()
 		}
-		if addedMap(path) {
+		if addedMap(c.path) {
 			for k, v := range a {
 				if _, ok := d[k]; !ok {
-					c.add(FieldDiff{Path: path + "." + k, Desired: none, Actual: text(v), Added: true, Pointer: ptr + "/" + escapePointer(k)})
+					c.push(c.field(k), "/"+escapePointer(k))
+					c.added(text(v))
+					c.pop()
 				}
 			}
 		}
 	case []any:
 		a, ok := av.([]any)
 		if !ok {
-			c.add(FieldDiff{Path: path, Desired: text(dv), Actual: text(av)})
+			c.differ(text(dv), text(av))
 			return
 		}
-		c.list(path, ptr, d, a)
+		c.list(d, a)
 	default:
-		if !scalarEqual(path, dv, av) {
-			c.add(FieldDiff{Path: path, Desired: text(dv), Actual: text(av)})
+		if !scalarEqual(c.path, dv, av) {
+			c.differ(text(dv), text(av))
 		}
 	}
 }
 
-// listKey returns the merge key of a list item at path, or "" for lists
-// compared by index. added reports whether extra items are drift.
-func listKey(path string, item map[string]any) (key string, added bool) {
-	last := path
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		last = path[i+1:]
-	}
+// listKey returns the merge key of a list item in the list named last, or
+// "" for lists compared by index. added reports whether extra items are
+// drift.
+func listKey(last string, item map[string]any) (key string, added bool) {
 	switch last {
-	case "containers", "initContainers":
-		return KeyString(map[string]any{"name": item["name"]}), true
-	case "env":
-		return KeyString(map[string]any{"name": item["name"]}), true
+	case "containers", "initContainers", "env":
+		return scalarString(item["name"]), true
 	case "ports":
 		if cp, ok := item["containerPort"]; ok {
-			return KeyString(map[string]any{"containerPort": cp, "protocol": protocolOf(item)}), true
+			return scalarString(cp) + "/" + scalarString(protocolOf(item)), true
 		}
 		if p, ok := item["port"]; ok {
-			return KeyString(map[string]any{"port": p, "protocol": protocolOf(item)}), true
+			return scalarString(p) + "/" + scalarString(protocolOf(item)), true
 		}
 	case "volumes", "volumeMounts", "envFrom":
 		if n, ok := item["name"]; ok {
-			return KeyString(map[string]any{"name": n}), false
+			return scalarString(n), false
 		}
 	}
 	return "", false
@@ -221,35 +261,43 @@ func protocolOf(item map[string]any) any {
 	return "TCP"
 }
 
-func (c *comparer) list(path, ptr string, d, a []any) {
-	// Keyed lists: match items by merge key.
-	if len(d) > 0 {
-		if first, ok := d[0].(map[string]any); ok {
-			if k, _ := listKey(path, first); k != "" {
-				c.keyedList(path, ptr, d, a)
-				return
-			}
-		}
+// lastField returns the name of the field the current path ends in.
+func (c *comparer) lastField() string {
+	if len(c.path) == 0 {
+		return ""
 	}
-	if len(d) == 0 && len(a) > 0 {
-		if first, ok := a[0].(map[string]any); ok {
-			if k, _ := listKey(path, first); k != "" {
-				c.keyedList(path, ptr, d, a)
+	return strings.TrimPrefix(c.path[len(c.path)-1], ".")
+}
+
+func (c *comparer) list(d, a []any) {
+	last := c.lastField()
+	// Keyed lists: match items by merge key.
+	for _, items := range [][]any{d, a} {
+		if len(items) == 0 {
+			continue
+		}
+		if first, ok := items[0].(map[string]any); ok {
+			if k, _ := listKey(last, first); k != "" {
+				c.keyedList(last, d, a)
 				return
 			}
 		}
+		break
 	}
 	// Atomic lists: compare by index.
 	if len(d) != len(a) {
-		c.add(FieldDiff{Path: path, Desired: text(d), Actual: text(a)})
+		c.differ(text(d), text(a))
 		return
 	}
 	for i := range d {
-		c.compare(fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s/%d", ptr, i), d[i], a[i], true)
+		seg := strconv.Itoa(i)
+		c.push("["+seg+"]", "/"+seg)
+		c.compare(d[i], a[i], true)
+		c.pop()
 	}
 }
 
-func (c *comparer) keyedList(path, ptr string, d, a []any) {
+func (c *comparer) keyedList(last string, d, a []any) {
 	type idx struct {
 		item map[string]any
 		i    int
@@ -261,36 +309,53 @@ func (c *comparer) keyedList(path, ptr string, d, a []any) {
 		if !ok {
 			continue
 		}
-		k, add := listKey(path, m)
+		k, add := listKey(last, m)
 		actual[k] = idx{m, i}
 		extra = extra || add
 	}
-	seen := make(map[string]bool, len(d))
+	var seen map[string]bool
+	if extra {
+		seen = make(map[string]bool, len(d))
+	}
 	for _, it := range d {
 		m, ok := it.(map[string]any)
 		if !ok {
 			continue
 		}
-		k, _ := listKey(path, m)
-		seen[k] = true
-		p := path + "[" + k + "]"
+		k, _ := listKey(last, m)
+		if seen != nil {
+			seen[k] = true
+		}
 		got, ok := actual[k]
 		if !ok {
-			c.add(FieldDiff{Path: p, Desired: text(m), Actual: none})
+			c.push("["+k+"]", "")
+			c.differ(text(m), none)
+			c.pop()
 			continue
 		}
+		c.push("["+k+"]", "/"+strconv.Itoa(got.i))
 		for f, v := range m {
 			av, present := got.item[f]
-			c.compare(p+"."+f, fmt.Sprintf("%s/%d/%s", ptr, got.i, escapePointer(f)), v, av, present)
+			c.push("."+f, "/"+escapePointer(f))
+			c.compare(v, av, present)
+			c.pop()
 		}
 		// Owned collections we left empty: everything in them was added.
-		for _, f := range []string{"env", "ports"} {
-			if _, want := m[f]; want {
-				continue
+		if last == "containers" || last == "initContainers" {
+			for _, f := range []string{"env", "ports"} {
+				if _, want := m[f]; want {
+					continue
+				}
+				items, _ := got.item[f].([]any)
+				if len(items) == 0 {
+					continue
+				}
+				c.push("."+f, "/"+f)
+				c.keyedList(f, nil, items)
+				c.pop()
 			}
-			items, _ := got.item[f].([]any)
-			c.keyedList(p+"."+f, fmt.Sprintf("%s/%d/%s", ptr, got.i, f), nil, items)
 		}
+		c.pop()
 	}
 	if !extra {
 		return
@@ -300,18 +365,20 @@ func (c *comparer) keyedList(path, ptr string, d, a []any) {
 		if !ok {
 			continue
 		}
-		k, add := listKey(path, m)
+		k, add := listKey(last, m)
 		if seen[k] || !add {
 			continue
 		}
-		c.add(FieldDiff{Path: path + "[" + k + "]", Desired: none, Actual: summary(m), Added: true, Pointer: fmt.Sprintf("%s/%d", ptr, i)})
+		c.push("["+k+"]", "/"+strconv.Itoa(i))
+		c.added(summary(m))
+		c.pop()
 	}
 }
 
 // scalarEqual compares two leaf values; numbers by value, resource
 // quantities by amount.
-func scalarEqual(path string, d, a any) bool {
-	if strings.Contains(path, "resources.") {
+func scalarEqual(path []string, d, a any) bool {
+	if underResources(path) {
 		ds, dok := d.(string)
 		as, aok := a.(string)
 		if dok && aok {
@@ -327,6 +394,15 @@ func scalarEqual(path string, d, a any) bool {
 		return ok && df == af
 	}
 	return d == a
+}
+
+func underResources(path []string) bool {
+	for _, p := range path {
+		if p == ".resources" {
+			return true
+		}
+	}
+	return false
 }
 
 func number(v any) (float64, bool) {
