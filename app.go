@@ -23,8 +23,9 @@ type app struct {
 	path     string
 	loadOpts config.LoadOptions
 
-	mu  sync.Mutex
-	cfg *config.Config
+	mu    sync.Mutex
+	cfg   *config.Config
+	found map[string]discovered // clusters discovered through Cluster API
 }
 
 // appOptions tune an app (tests shorten the health probes).
@@ -58,7 +59,7 @@ func newApp(cfg *config.Config, opts appOptions) *app {
 	h := hub.New(ho)
 	reg := clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.log.With("component", "clusters"), Health: opts.health})
 	h.SetBackends(reg)
-	a := &app{log: opts.log, hub: h, reg: reg, path: cfg.Path, loadOpts: opts.loadOpts, cfg: cfg}
+	a := &app{log: opts.log, hub: h, reg: reg, path: cfg.Path, loadOpts: opts.loadOpts, cfg: cfg, found: make(map[string]discovered)}
 	for _, cc := range clusterConfigs(cfg, opts.disableWatch) {
 		if err := reg.Add(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
@@ -88,6 +89,9 @@ func (a *app) Run(ctx context.Context) error {
 	var hubErr, regErr error
 	wg.Go(func() { hubErr = a.hub.Run(ctx) })
 	wg.Go(func() { regErr = a.reg.Run(ctx) })
+	for _, src := range a.cfg.ClusterAPI {
+		wg.Go(func() { a.runDiscovery(ctx, src) })
+	}
 	wg.Wait()
 	return errors.Join(hubErr, regErr)
 }
@@ -115,7 +119,7 @@ func (a *app) Reload() error {
 	}
 	// Desired state first, so objects on clusters that stay are pruned
 	// while their cluster is still registered.
-	changed, removed := a.hub.SetDesired(config.Compile(cfg))
+	changed, removed := a.hub.SetDesired(append(config.Compile(cfg), a.discoveredSpecs(cfg)...))
 	for _, c := range old.Clusters {
 		if !keep[c.ID] {
 			a.reg.Remove(c.ID)

@@ -80,6 +80,11 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 			fmt.Fprintf(stderr, "driftwatch: warning: cluster %q: kubeconfig %s does not exist\n", cl.ID, cl.Kubeconfig)
 		}
 	}
+	for _, src := range cfg.ClusterAPI {
+		if _, err := os.Stat(src.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "driftwatch: warning: clusterAPI source %q: kubeconfig %s does not exist\n", src.Name, src.Kubeconfig)
+		}
+	}
 	return printPlan(stdout, cfg)
 }
 
@@ -102,7 +107,8 @@ func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 	return err
 }
 
-// printPlan writes the hub settings, then per cluster what it will manage.
+// printPlan writes the hub settings, then per cluster what it will manage,
+// then the Cluster API sources whose clusters are discovered at runtime.
 func printPlan(w io.Writer, cfg *config.Config) error {
 	var b strings.Builder
 	h := cfg.Hub
@@ -147,10 +153,57 @@ func printPlan(w io.Writer, cfg *config.Config) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(&b, "\n%s, %s, %s\n",
-		plural(len(cfg.Clusters), "cluster"), plural(len(cfg.Applications), "application"), plural(total, "object"))
+	for _, src := range cfg.ClusterAPI {
+		printSource(&b, cfg, src)
+	}
+	summary := []string{plural(len(cfg.Clusters), "cluster")}
+	if len(cfg.ClusterAPI) > 0 {
+		summary = append(summary, plural(len(cfg.ClusterAPI), "clusterAPI source"))
+	}
+	summary = append(summary, plural(len(cfg.Applications), "application"), plural(total, "object"))
+	fmt.Fprintf(&b, "\n%s\n", strings.Join(summary, ", "))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printSource writes a Cluster API source of the plan. Its clusters are
+// only known at runtime, so it lists the applications that the source's
+// labels select on their own; a Cluster object's labels may add more.
+func printSource(b *strings.Builder, cfg *config.Config, src config.ClusterAPISource) {
+	ctxName := src.Context
+	if ctxName == "" {
+		ctxName = "(the kubeconfig's current context)"
+	}
+	ns := strings.Join(src.Namespaces, ", ")
+	if ns == "" {
+		ns = "(all)"
+	}
+	sel := src.Selector
+	if sel == "" {
+		sel = "(every Cluster object)"
+	}
+	var apps []string
+	for _, a := range cfg.AppsFor(src.Info("", nil)) {
+		apps = append(apps, a.ID)
+	}
+	appList := strings.Join(apps, ", ")
+	if appList == "" {
+		appList = "(none on the source's labels alone)"
+	} else {
+		appList += " (on the source's labels alone)"
+	}
+	fmt.Fprintf(b, "\nclusterAPI source %s\n", src.Name)
+	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "  kubeconfig:\t%s\n", src.Kubeconfig)
+	fmt.Fprintf(tw, "  context:\t%s\n", ctxName)
+	fmt.Fprintf(tw, "  namespaces:\t%s\n", ns)
+	fmt.Fprintf(tw, "  selector:\t%s\n", sel)
+	fmt.Fprintf(tw, "  labels:\t%s\n", formatLabels(src.Labels))
+	fmt.Fprintf(tw, "  id template:\t%s\n", src.IDTemplate)
+	fmt.Fprintf(tw, "  policy:\t%s\n", src.Policy)
+	fmt.Fprintf(tw, "  applications:\t%s\n", appList)
+	fmt.Fprintf(tw, "  clusters:\t%s\n", "discovered at runtime")
+	tw.Flush()
 }
 
 func formatLabels(l map[string]string) string {

@@ -34,6 +34,10 @@ applications:
 	if err := os.WriteFile(bad, []byte(badSrc), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(empty, []byte("hub:\n  id: lonely\nclusters: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -62,7 +66,17 @@ applications:
 				"prod-us:casehub/canary:deployment     canary     warn",
 				"cluster staging\n",
 				"staging:web/web:service",
-				"3 clusters, 4 applications, 13 objects",
+				"\nclusterAPI source mgmt\n" +
+					"  kubeconfig:   /home/ops/.kube/mgmt.yaml\n" +
+					"  context:      mgmt-admin\n" +
+					"  namespaces:   fleet\n" +
+					"  selector:     tier=gold\n" +
+					"  labels:       env=prod, source=capi\n" +
+					"  id template:  {{.Namespace}}-{{.Name}}\n" +
+					"  policy:       repair\n" +
+					"  applications: inventory, fleet-agent (on the source's labels alone)\n" +
+					"  clusters:     discovered at runtime\n",
+				"3 clusters, 1 clusterAPI source, 5 applications, 13 objects",
 			},
 		},
 		{
@@ -86,6 +100,13 @@ applications:
 				bad + `:7:16: applications[0].clusters[0]: unknown cluster "prod-us" (did you mean "prod-eu"?)`,
 				bad + `:9:15: applications[0].replicas: want an integer, got "three"`,
 			},
+		},
+		{
+			name:     "no clusters",
+			args:     []string{"check", "-f", empty},
+			wantCode: 1,
+			emptyOut: true,
+			wantErr:  []string{empty + ":3:11: clusters: at least one cluster or clusterAPI source is required"},
 		},
 		{
 			name:     "missing file",
@@ -123,6 +144,75 @@ applications:
 				t.Errorf("stdout = %q, want empty", &stdout)
 			}
 		})
+	}
+}
+
+// TestCheckClusterAPIOnly checks the plan of a config whose clusters are all
+// discovered at runtime.
+func TestCheckClusterAPIOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	kubeconfig := filepath.Join(dir, "mgmt.yaml")
+	src := `clusterAPI:
+  - name: mgmt
+    kubeconfig: mgmt.yaml
+  - name: dr
+    kubeconfig: ~/.kube/dr.yaml
+    namespaces: [fleet-b, fleet-a]
+    labels: {site: dr}
+    idTemplate: "dr-{{.Name}}"
+    policy: warn
+applications:
+  - id: agent
+    namespace: fleet-system
+    selector: site=dr
+    image: nginx
+  - id: later
+    namespace: ns
+    selector: tier=gold
+    image: nginx
+`
+	for name, data := range map[string]string{path: src, kubeconfig: "apiVersion: v1\nkind: Config\n"} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"check", "-f", path}, testEnv, &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 0 {
+		t.Fatalf("exit code = %d: %s", code, &stderr)
+	}
+	_, plan, _ := strings.Cut(stdout.String(), "\n\n") // after the hub settings
+	want := `clusterAPI source mgmt
+  kubeconfig:   ` + kubeconfig + `
+  context:      (the kubeconfig's current context)
+  namespaces:   (all)
+  selector:     (every Cluster object)
+  labels:       (none)
+  id template:  {{.Namespace}}-{{.Name}}
+  policy:       repair
+  applications: (none on the source's labels alone)
+  clusters:     discovered at runtime
+
+clusterAPI source dr
+  kubeconfig:   /home/ops/.kube/dr.yaml
+  context:      (the kubeconfig's current context)
+  namespaces:   fleet-a, fleet-b
+  selector:     (every Cluster object)
+  labels:       site=dr
+  id template:  dr-{{.Name}}
+  policy:       warn
+  applications: agent (on the source's labels alone)
+  clusters:     discovered at runtime
+
+0 clusters, 2 clusterAPI sources, 2 applications, 0 objects
+`
+	if plan != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", plan, want)
+	}
+	// Only the missing kubeconfig is warned about.
+	if got, want := stderr.String(), "driftwatch: warning: clusterAPI source \"dr\": kubeconfig /home/ops/.kube/dr.yaml does not exist\n"; got != want {
+		t.Errorf("stderr = %q, want %q", got, want)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -172,7 +173,18 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.setError(hub.ClusterUnreachable, err.Error())
 		return err
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	// An own transport (a custom Dial keeps client-go from sharing its
+	// cached one), so the cluster's connections, and their goroutines, go
+	// away with the manager.
+	rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
+		m.setError(hub.ClusterUnreachable, err.Error())
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	client, err := kubernetes.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
 		m.setError(hub.ClusterUnreachable, err.Error())

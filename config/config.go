@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -31,6 +32,9 @@ const (
 	// DefaultProgressDeadline is Kubernetes' default Deployment progress
 	// deadline, used when an application sets none.
 	DefaultProgressDeadline = 600 * time.Second
+	// DefaultIDTemplate is the default ClusterAPISource.IDTemplate: a
+	// discovered cluster's id is its Cluster object's namespace and name.
+	DefaultIDTemplate = "{{.Namespace}}-{{.Name}}"
 )
 
 // Config is a loaded and validated driftwatch configuration. Load fills in
@@ -41,8 +45,12 @@ type Config struct {
 	Path string
 	// Hub holds the hub-wide settings.
 	Hub Hub
-	// Clusters are the clusters named in the file, in file order.
+	// Clusters are the clusters named in the file, in file order. It may be
+	// empty when ClusterAPI is not.
 	Clusters []Cluster
+	// ClusterAPI are the Cluster API management clusters to discover more
+	// clusters from (the `clusterAPI:` section), in file order.
+	ClusterAPI []ClusterAPISource
 	// Applications are the applications, in file order.
 	Applications []Application
 }
@@ -98,6 +106,50 @@ type Cluster struct {
 // applications.
 func (c Cluster) Info() ClusterInfo {
 	return ClusterInfo{ID: c.ID, Labels: c.Labels, Policy: c.Policy}
+}
+
+// ClusterAPISource is a Cluster API management cluster whose Cluster
+// objects become clusters at runtime (a `clusterAPI:` entry).
+type ClusterAPISource struct {
+	// Name is the source's DNS-label name, unique among the sources and
+	// distinct from every cluster id; discovered clusters report their
+	// source as "capi:<name>/<namespace>".
+	Name string
+	// Kubeconfig is the absolute path of the management cluster's
+	// kubeconfig file, expanded like Cluster.Kubeconfig.
+	Kubeconfig string
+	// Context is the kubeconfig context to use; "" means the kubeconfig's
+	// current context.
+	Context string
+	// Namespaces are the namespaces watched for Cluster objects, sorted;
+	// nil means all namespaces.
+	Namespaces []string
+	// Selector is a Kubernetes label selector over Cluster objects; ""
+	// means every Cluster object.
+	Selector string
+	// Labels are given to every discovered cluster, where they win over
+	// the Cluster object's own labels (see Info).
+	Labels map[string]string
+	// IDTemplate is a Go text/template over .Namespace and .Name that makes
+	// a discovered cluster's id; default DefaultIDTemplate.
+	IDTemplate string
+	// Policy is the effective default policy of the discovered clusters
+	// (the source's override, or the hub's).
+	Policy hub.Policy
+}
+
+// Info returns the ClusterInfo of a cluster discovered by the source: id,
+// the Cluster object's labels with the source's Labels on top (so a source
+// can force, say, env), and the source's policy. clusterLabels is not
+// modified.
+func (s ClusterAPISource) Info(id string, clusterLabels map[string]string) ClusterInfo {
+	var l map[string]string
+	if len(clusterLabels)+len(s.Labels) > 0 {
+		l = make(map[string]string, len(clusterLabels)+len(s.Labels))
+		maps.Copy(l, clusterLabels)
+		maps.Copy(l, s.Labels)
+	}
+	return ClusterInfo{ID: id, Labels: l, Policy: s.Policy}
 }
 
 // ClusterInfo describes a cluster for matching and compiling applications. It

@@ -2,11 +2,13 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +61,141 @@ func TestExampleLoads(t *testing.T) {
 			t.Errorf("cluster %s kubeconfig = %q, want %q", cl.ID, cl.Kubeconfig, want)
 		}
 	}
+	wantSources := []ClusterAPISource{{
+		Name: "mgmt", Kubeconfig: "/home/ops/.kube/mgmt.yaml", Context: "mgmt-admin", Namespaces: []string{"fleet"},
+		Selector: "tier=gold", Labels: map[string]string{"env": "prod", "source": "capi"},
+		IDTemplate: "{{.Namespace}}-{{.Name}}", Policy: hub.PolicyRepair,
+	}}
+	if !reflect.DeepEqual(cfg.ClusterAPI, wantSources) {
+		t.Errorf("ClusterAPI = %+v, want %+v", cfg.ClusterAPI, wantSources)
+	}
+}
+
+// TestClusterAPIOnly checks that a config may have clusterAPI sources and no
+// clusters, and the sources' defaults.
+func TestClusterAPIOnly(t *testing.T) {
+	cfg := mustParse(t, `hub:
+  policy: warn
+clusterAPI:
+  - name: mgmt
+    kubeconfig: ${KUBE_DIR}/mgmt.yaml
+  - name: other
+    kubeconfig: kubeconfigs/other.yaml
+    context: admin
+    namespaces: [fleet-b, fleet-a]
+    selector: "tier in (gold, silver)"
+    labels: {env: prod}
+    idTemplate: "capi-{{.Name}}"
+    policy: repair
+  - name: all-namespaces
+    kubeconfig: /k
+    namespaces: []
+applications:
+  - id: x
+    namespace: ns
+    selector: env=prod
+    image: nginx
+`)
+	if len(cfg.Clusters) != 0 {
+		t.Errorf("Clusters = %+v, want none", cfg.Clusters)
+	}
+	want := []ClusterAPISource{
+		{Name: "mgmt", Kubeconfig: "/etc/kube/mgmt.yaml", IDTemplate: DefaultIDTemplate, Policy: hub.PolicyWarn},
+		{
+			Name: "other", Kubeconfig: "/srv/driftwatch/kubeconfigs/other.yaml", Context: "admin",
+			Namespaces: []string{"fleet-a", "fleet-b"}, Selector: "tier in (gold, silver)",
+			Labels: map[string]string{"env": "prod"}, IDTemplate: "capi-{{.Name}}", Policy: hub.PolicyRepair,
+		},
+		{Name: "all-namespaces", Kubeconfig: "/k", IDTemplate: DefaultIDTemplate, Policy: hub.PolicyWarn},
+	}
+	if !reflect.DeepEqual(cfg.ClusterAPI, want) {
+		t.Errorf("ClusterAPI =\n%+v\nwant\n%+v", cfg.ClusterAPI, want)
+	}
+	if specs := Compile(cfg); len(specs) != 0 {
+		t.Errorf("Compile = %d specs, want none (no cluster in the file)", len(specs))
+	}
+	info := cfg.ClusterAPI[1].Info("capi-a", nil)
+	if got := CompileCluster(cfg, info); len(got) != 1 || got[0].ID.String() != "capi-a:ns/x:deployment" || got[0].Policy != hub.PolicyRepair {
+		t.Errorf("CompileCluster(discovered) = %+v, want the Deployment of x with the source's policy", got)
+	}
+}
+
+// TestClusterAPISelectors checks that with clusterAPI sources a selector
+// need not match a cluster of the file (discovered clusters may match it),
+// while without them it must, and that listed clusters must always be in
+// the file.
+func TestClusterAPISelectors(t *testing.T) {
+	const clusters = `clusters:
+  - id: a
+    kubeconfig: /k
+    labels: {env: prod}
+`
+	const source = `clusterAPI:
+  - name: mgmt
+    kubeconfig: /k
+    labels: {source: capi}
+`
+	const apps = `applications:
+  - id: x
+    namespace: ns
+    selector: %s
+    image: nginx
+`
+	tests := []struct {
+		name      string
+		sources   bool
+		selector  string
+		wantError string // "" when the config is valid
+	}{
+		{"static match", false, "env=prod", ""},
+		{"no match without sources", false, "env=staging", `applications[0].selector: selector "env=staging" matches no cluster`},
+		{"no match with sources", true, "env=staging", ""},
+		{"source labels match", true, "source=capi", ""},
+		{"matches neither static nor source labels", true, "team=core", ""},
+		{"invalid selector with sources", true, `"env in (prod"`, `applications[0].selector: invalid selector`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := clusters
+			if tt.sources {
+				src += source
+			}
+			src += fmt.Sprintf(apps, tt.selector)
+			_, err := Parse("config.yaml", []byte(src), testOptions())
+			switch {
+			case tt.wantError == "" && err != nil:
+				t.Errorf("Parse: %v", err)
+			case tt.wantError != "" && (err == nil || !strings.Contains(err.Error(), tt.wantError)):
+				t.Errorf("Parse error = %v, want one with %q", err, tt.wantError)
+			}
+		})
+	}
+}
+
+func TestClusterAPISourceInfo(t *testing.T) {
+	src := ClusterAPISource{Name: "mgmt", Labels: map[string]string{"env": "prod", "source": "capi"}, Policy: hub.PolicyWarn}
+	clusterLabels := map[string]string{"env": "dev", "tier": "gold"}
+	got := src.Info("fleet-a", clusterLabels)
+	want := ClusterInfo{ID: "fleet-a", Labels: map[string]string{"env": "prod", "source": "capi", "tier": "gold"}, Policy: hub.PolicyWarn}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Info = %+v, want %+v (the source's labels win)", got, want)
+	}
+	if want := map[string]string{"env": "dev", "tier": "gold"}; !reflect.DeepEqual(clusterLabels, want) {
+		t.Errorf("Info changed the cluster's labels to %v", clusterLabels)
+	}
+	if want := map[string]string{"env": "prod", "source": "capi"}; !reflect.DeepEqual(src.Labels, want) {
+		t.Errorf("Info changed the source's labels to %v", src.Labels)
+	}
+	got.Labels["x"] = "y"
+	if _, ok := src.Labels["x"]; ok {
+		t.Error("Info's labels share the source's map")
+	}
+	if got := (ClusterAPISource{}).Info("b", nil); !reflect.DeepEqual(got, ClusterInfo{ID: "b"}) {
+		t.Errorf("Info without labels = %+v, want only the id", got)
+	}
+	if got := (ClusterAPISource{}).Info("c", map[string]string{"k": "v"}); !reflect.DeepEqual(got.Labels, map[string]string{"k": "v"}) {
+		t.Errorf("Info labels = %v, want the cluster's", got.Labels)
+	}
 }
 
 func TestDefaults(t *testing.T) {
@@ -106,7 +243,9 @@ func TestHubSettings(t *testing.T) {
   burst: 30
   workers: 8
   decommissionTimeout: 1m30s
-clusters: []
+clusters:
+  - id: a
+    kubeconfig: /k
 `)
 	want := Hub{ID: "my-hub", ManagedBy: "drift-hub", Resync: 90 * time.Second, Policy: hub.PolicyWarn,
 		QPS: 20, Burst: 30, Workers: 8, DecommissionTimeout: 90 * time.Second}
@@ -314,6 +453,8 @@ func TestTargetsAndNamespaces(t *testing.T) {
 		{"apps for discovered eu cluster", appIDs(ClusterInfo{ID: "capi-2", Labels: map[string]string{"region": "eu"}}), []string{"web"}},
 		{"apps for unlabelled cluster", appIDs(ClusterInfo{ID: "capi-3"}), nil},
 		{"namespaces for discovered", cfg.NamespacesFor(ClusterInfo{ID: "capi-1", Labels: map[string]string{"env": "prod"}}), []string{"casehub"}},
+		{"apps for cluster of the mgmt source", appIDs(cfg.ClusterAPI[0].Info("fleet-a", map[string]string{"region": "ap"})), []string{"inventory", "fleet-agent"}},
+		{"namespaces for cluster of the mgmt source", cfg.NamespacesFor(cfg.ClusterAPI[0].Info("fleet-a", nil)), []string{"casehub", "fleet-system"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -21,7 +22,7 @@ import (
 
 // Known fields of each mapping, in schema order (used for did-you-mean).
 // They are functions so that no caller can change a shared slice.
-func topFields() []string { return []string{"hub", "clusters", "applications"} }
+func topFields() []string { return []string{"hub", "clusters", "clusterAPI", "applications"} }
 
 func hubFields() []string {
 	return []string{"id", "managedBy", "resync", "policy", "qps", "burst", "workers", "decommissionTimeout"}
@@ -29,6 +30,10 @@ func hubFields() []string {
 
 func clusterFields() []string {
 	return []string{"id", "kubeconfig", "context", "namespaces", "labels", "policy", "qps", "burst"}
+}
+
+func sourceFields() []string {
+	return []string{"name", "kubeconfig", "context", "namespaces", "selector", "labels", "idTemplate", "policy"}
 }
 
 func appFields() []string {
@@ -62,6 +67,13 @@ type clusterSrc struct {
 	nsList bool // namespaces is an explicit list
 }
 
+// sourceSrc remembers where a Cluster API source came from, for reference
+// checks.
+type sourceSrc struct {
+	field   string
+	namePos pos
+}
+
 // appSrc remembers where an application came from, for reference checks.
 type appSrc struct {
 	field      string
@@ -87,7 +99,15 @@ type decoder struct {
 	incompleteIDs    bool
 	incompleteLabels bool
 	clusters         []clusterSrc
+	sources          []sourceSrc
 	apps             []appSrc
+	// clustersSec and sourcesSec are the clusters and clusterAPI sections;
+	// *Entries count their entries, even unreadable ones, and *Broken is
+	// set when a section is not a list.
+	clustersSec, sourcesSec       child
+	clusterEntries, sourceEntries int
+	clustersBroken, sourcesBroken bool
+	topPos                        pos
 }
 
 // parse parses data and validates it, recording every problem in w.errs.
@@ -126,8 +146,10 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 	if top == nil {
 		return nil
 	}
+	d.topPos = top.pos
 	d.hub(top.get("hub"))
 	d.clusterList(top.get("clusters"))
+	d.sourceList(top.get("clusterAPI"))
 	d.appList(top.get("applications"))
 	d.references()
 	return d.cfg
@@ -179,10 +201,13 @@ func (d *decoder) hub(c child) {
 }
 
 func (d *decoder) clusterList(c child) {
+	d.clustersSec = c
 	items, ok := d.list(c)
 	if !ok && c.node != nil {
 		d.incompleteIDs, d.incompleteLabels = true, true
+		d.clustersBroken = true
 	}
+	d.clusterEntries = len(items)
 	for _, it := range items {
 		d.cluster(it)
 	}
@@ -209,40 +234,15 @@ func (d *decoder) cluster(it item) {
 	if cl.ID == "" {
 		d.incompleteIDs = true
 	}
-	if kc := o.get("kubeconfig"); o.required(kc) {
-		if s, ok := d.str(kc); ok {
-			if s == "" {
-				d.errorf(kc.pos, kc.field, "must not be empty")
-			} else if p, err := d.expandPath(s); err != nil {
-				d.errorf(kc.pos, kc.field, "%v", err)
-			} else {
-				cl.Kubeconfig = p
-			}
-		}
-	}
+	cl.Kubeconfig = d.kubeconfig(o)
 	if ctx := o.get("context"); ctx.node != nil {
 		if s, ok := d.str(ctx); ok {
 			cl.Context = s
 		}
 	}
-	if ns := o.get("namespaces"); ns.node != nil {
-		vals, items, ok := d.strList(ns)
-		if ok {
-			src.nsList = true
-			cl.Namespaces = []string{}
-			for i, v := range vals {
-				c := child{node: items[i].node, field: items[i].field, pos: items[i].pos}
-				if !d.dnsLabel(c, v) {
-					continue
-				}
-				if slices.Contains(cl.Namespaces, v) {
-					d.errorf(c.pos, c.field, "namespace %q is listed twice", v)
-					continue
-				}
-				cl.Namespaces = append(cl.Namespaces, v)
-			}
-			slices.Sort(cl.Namespaces)
-		}
+	if ns, ok := d.namespaces(o.get("namespaces")); ok {
+		src.nsList = true
+		cl.Namespaces = ns
 	}
 	if lc := o.get("labels"); lc.node != nil {
 		if l, ok := d.labels(lc, false); ok {
@@ -262,6 +262,188 @@ func (d *decoder) cluster(it item) {
 	}
 	d.cfg.Clusters = append(d.cfg.Clusters, cl)
 	d.clusters = append(d.clusters, src)
+}
+
+// kubeconfig reads the required kubeconfig field of a cluster or source and
+// expands it; "" when it is missing or invalid (reported).
+func (d *decoder) kubeconfig(o *object) string {
+	kc := o.get("kubeconfig")
+	if !o.required(kc) {
+		return ""
+	}
+	s, ok := d.str(kc)
+	if !ok {
+		return ""
+	}
+	if s == "" {
+		d.errorf(kc.pos, kc.field, "must not be empty")
+		return ""
+	}
+	p, err := d.expandPath(s)
+	if err != nil {
+		d.errorf(kc.pos, kc.field, "%v", err)
+		return ""
+	}
+	return p
+}
+
+// namespaces reads a list of namespaces, sorted; ok is false when the field
+// is absent or not a list. Invalid and repeated entries are reported and
+// left out.
+func (d *decoder) namespaces(c child) (ns []string, ok bool) {
+	if c.node == nil {
+		return nil, false
+	}
+	vals, items, ok := d.strList(c)
+	if !ok {
+		return nil, false
+	}
+	ns = []string{}
+	for i, v := range vals {
+		c := child{node: items[i].node, field: items[i].field, pos: items[i].pos}
+		if !d.dnsLabel(c, v) {
+			continue
+		}
+		if slices.Contains(ns, v) {
+			d.errorf(c.pos, c.field, "namespace %q is listed twice", v)
+			continue
+		}
+		ns = append(ns, v)
+	}
+	slices.Sort(ns)
+	return ns, true
+}
+
+// sourceList reads the clusterAPI section.
+func (d *decoder) sourceList(c child) {
+	d.sourcesSec = c
+	items, ok := d.list(c)
+	if !ok && c.node != nil {
+		d.sourcesBroken = true
+	}
+	d.sourceEntries = len(items)
+	for _, it := range items {
+		d.source(it)
+	}
+}
+
+// source reads one Cluster API source and applies its defaults.
+func (d *decoder) source(it item) {
+	o := d.object(it.node, it.field, it.pos, sourceFields()...)
+	if o == nil {
+		return
+	}
+	s := ClusterAPISource{IDTemplate: DefaultIDTemplate, Policy: d.cfg.Hub.Policy}
+	src := sourceSrc{field: it.field}
+
+	name := o.get("name")
+	src.namePos = name.pos
+	if o.required(name) {
+		if v, ok := d.str(name); ok && d.dnsLabel(name, v) {
+			s.Name = v
+		}
+	}
+	s.Kubeconfig = d.kubeconfig(o)
+	if ctx := o.get("context"); ctx.node != nil {
+		if v, ok := d.str(ctx); ok {
+			s.Context = v
+		}
+	}
+	if ns, ok := d.namespaces(o.get("namespaces")); ok && len(ns) > 0 {
+		s.Namespaces = ns
+	}
+	if sel := o.get("selector"); sel.node != nil {
+		if v, ok := d.str(sel); ok && strings.TrimSpace(v) != "" {
+			if _, err := labels.Parse(v); err != nil {
+				d.errorf(sel.pos, sel.field, "invalid selector %q: %v", v, err)
+			} else {
+				s.Selector = v
+			}
+		}
+	}
+	if l, ok := d.labels(o.get("labels"), false); ok {
+		s.Labels = l
+	}
+	if t := o.get("idTemplate"); t.node != nil {
+		if v, ok := d.str(t); ok && d.idTemplate(t, v) {
+			s.IDTemplate = v
+		}
+	}
+	if p, ok := d.policy(o.get("policy")); ok {
+		s.Policy = p
+	}
+	d.cfg.ClusterAPI = append(d.cfg.ClusterAPI, s)
+	d.sources = append(d.sources, src)
+}
+
+// idTemplate checks a source's id template: it must parse, and render a
+// valid cluster id for a sample Cluster object (so it uses no field but
+// .Namespace and .Name). Discovery lowercases the ids it renders.
+func (d *decoder) idTemplate(c child, s string) bool {
+	if strings.TrimSpace(s) == "" {
+		d.errorf(c.pos, c.field, "must not be empty (leave it out for %s)", DefaultIDTemplate)
+		return false
+	}
+	tmpl, err := template.New("id").Option("missingkey=error").Parse(s)
+	if err != nil {
+		d.errorf(c.pos, c.field, "invalid id template %q: %s", s, templateMsg(err))
+		return false
+	}
+	const sampleNS, sampleName = "default", "cluster"
+	var w idWriter
+	if err := tmpl.Execute(&w, struct{ Namespace, Name string }{sampleNS, sampleName}); err != nil {
+		if w.tooLong {
+			d.errorf(c.pos, c.field, "id template %q gives more than %d characters for Cluster %s/%s, too long for a cluster id",
+				s, content.DNS1123LabelMaxLength, sampleNS, sampleName)
+		} else {
+			d.errorf(c.pos, c.field, "invalid id template %q: %s", s, templateMsg(err))
+		}
+		return false
+	}
+	id := strings.ToLower(string(w.b))
+	if errs := content.IsDNS1123Label(id); len(errs) > 0 || id == "" {
+		msg := "it is empty"
+		if id != "" {
+			msg = kmsg(errs)
+		}
+		d.errorf(c.pos, c.field, "id template %q gives %q for Cluster %s/%s, not a valid cluster id: %s", s, id, sampleNS, sampleName, msg)
+		return false
+	}
+	return true
+}
+
+// idWriter collects a rendered cluster id. It fails once the id is longer
+// than a DNS label may be, which also stops a template that loops.
+type idWriter struct {
+	b       []byte
+	tooLong bool
+}
+
+// Write appends p to the id, or fails when that would make it too long.
+func (w *idWriter) Write(p []byte) (int, error) {
+	if len(w.b)+len(p) > content.DNS1123LabelMaxLength {
+		w.tooLong = true
+		return 0, fmt.Errorf("id longer than %d characters", content.DNS1123LabelMaxLength)
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// templateMsg shortens a text/template error to its message: it drops the
+// template's name and position, the failing action and the Go type.
+func templateMsg(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "template: id:")
+	msg = strings.TrimLeft(msg, "0123456789:")
+	msg = strings.TrimSpace(msg)
+	if rest, ok := strings.CutPrefix(msg, `executing "id" at <`); ok {
+		if _, after, ok := strings.Cut(rest, ">: "); ok {
+			msg = after
+		}
+	}
+	if before, _, ok := strings.Cut(msg, " in type struct"); ok {
+		msg = before + " (it can use .Namespace and .Name)"
+	}
+	return msg
 }
 
 func (d *decoder) appList(c child) {
@@ -387,6 +569,20 @@ func (d *decoder) references() {
 			ids = append(ids, cl.ID)
 		}
 	}
+	d.sourceReferences(clusterAt)
+	if d.clusterEntries == 0 && d.sourceEntries == 0 && !d.clustersBroken && !d.sourcesBroken {
+		c := d.clustersSec
+		if !c.set && d.sourcesSec.set {
+			c = d.sourcesSec
+		}
+		field, p := c.field, c.pos
+		if !c.set {
+			field, p = "", d.topPos
+		}
+		d.errorf(p, field, "at least one cluster or clusterAPI source is required")
+	}
+	// Clusters discovered at runtime may match any selector later.
+	discovery := d.sourceEntries > 0 || d.sourcesBroken
 
 	appAt := map[string]int{}
 	for i, a := range d.cfg.Applications {
@@ -423,7 +619,9 @@ func (d *decoder) references() {
 				}
 				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
 					msg := fmt.Sprintf("unknown cluster %q", name)
-					if s := suggest(name, ids); s != "" {
+					if d.isSource(name) {
+						msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
+					} else if s := suggest(name, ids); s != "" {
 						msg += fmt.Sprintf(" (did you mean %q?)", s)
 					}
 					d.errorf(it.pos, it.field, "%s", msg)
@@ -442,10 +640,37 @@ func (d *decoder) references() {
 			d.errorf(src.ns.pos, src.ns.field, "namespace %q is not managed on cluster %q (%s.namespaces: %s)",
 				a.Namespace, cl.ID, d.clusters[k].field, strings.Join(cl.Namespaces, ", "))
 		}
-		if hasSel && src.selectorOK && !matched && !d.incompleteLabels {
+		if hasSel && src.selectorOK && !matched && !d.incompleteLabels && !discovery {
 			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", a.Selector)
 		}
 	}
+}
+
+// sourceReferences checks that source names are unique and are not cluster
+// ids.
+func (d *decoder) sourceReferences(clusterAt map[string]int) {
+	sourceAt := map[string]int{}
+	for i, s := range d.cfg.ClusterAPI {
+		if s.Name == "" {
+			continue
+		}
+		src := d.sources[i]
+		field := joinField(src.field, "name")
+		if j, dup := sourceAt[s.Name]; dup {
+			d.errorf(src.namePos, field, "duplicate clusterAPI source name %q (first at line %d)", s.Name, d.sources[j].namePos.line)
+			continue
+		}
+		sourceAt[s.Name] = i
+		if k, ok := clusterAt[s.Name]; ok {
+			d.errorf(src.namePos, field, "name %q is also a cluster id (%s.id at line %d); source names and cluster ids must differ",
+				s.Name, d.clusters[k].field, d.clusters[k].idPos.line)
+		}
+	}
+}
+
+// isSource reports whether name is the name of a clusterAPI source.
+func (d *decoder) isSource(name string) bool {
+	return slices.ContainsFunc(d.cfg.ClusterAPI, func(s ClusterAPISource) bool { return s.Name == name })
 }
 
 // dnsLabel checks an id or namespace; it reports and returns false when s is

@@ -332,6 +332,69 @@ v: &e {<<: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]}
 applications: [{<<: *e}]
 `},
 		{name: "managed-by", src: "hub:\n  managedBy: \"drift watch\"\nclusters: []\n"},
+		{name: "no-clusters", src: "hub:\n  id: lonely\napplications: []\n"},
+		{name: "no-clusters-empty-lists", src: "clusters:\nclusterAPI: []\n"},
+		{name: "clusterapi-fields", src: `clusterAPI:
+  - name: Mgmt_1
+    kubeconfig: ${UNSET_DIR}/mgmt.yaml
+    context: [admin]
+    namespaces: [fleet, Fleet, fleet]
+    selector: "tier in (gold"
+    labels: {"bad key": x, env: "a b"}
+    policy: fix
+    idTemplte: "{{.Name}}"
+  - kubeconfig: ""
+    namespaces: fleet
+  - name: ok
+    kubeconfig: k
+    selector: 3
+    labels: [env]
+clusterApi: []
+`},
+		{name: "clusterapi-names", src: `clusters:
+  - id: prod-eu
+    kubeconfig: k
+clusterAPI:
+  - name: mgmt
+    kubeconfig: k
+  - name: prod-eu
+    kubeconfig: k
+  - name: mgmt
+    kubeconfig: k
+`},
+		{name: "clusterapi-id-templates", src: `clusterAPI:
+  - {name: a, kubeconfig: k, idTemplate: "{{.Name"}
+  - {name: b, kubeconfig: k, idTemplate: "{{.Cluster}}-{{.Name}}"}
+  - {name: c, kubeconfig: k, idTemplate: "{{upper .Name}}"}
+  - {name: d, kubeconfig: k, idTemplate: "{{.Namespace}}/{{.Name}}"}
+  - {name: e, kubeconfig: k, idTemplate: "{{if false}}{{.Name}}{{end}}"}
+  - {name: f, kubeconfig: k, idTemplate: ""}
+  - {name: g, kubeconfig: k, idTemplate: "Capi-{{.Name}}"}
+  - {name: h, kubeconfig: k, idTemplate: "{{range 1000000000}}{{$.Name}}{{end}}"}
+`},
+		{name: "clusterapi-targets", src: `clusters:
+  - id: a
+    kubeconfig: k
+    labels: {env: prod}
+clusterAPI:
+  - name: mgmt
+    kubeconfig: k
+    labels: {source: capi}
+applications:
+  - id: discovered
+    namespace: ns
+    selector: env=staging
+    image: nginx
+  - id: listed
+    namespace: ns
+    clusters: [a, mgmt, b]
+    image: nginx
+  - id: bad-selector
+    namespace: ns
+    selector: "source in (capi"
+    image: nginx
+`},
+		{name: "not-a-list-clusterapi", src: "clusterAPI: {name: mgmt}\napplications:\n  - {id: x, namespace: ns, selector: env=prod, image: nginx}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,8 +49,8 @@ type Source struct {
 	Namespaces []string
 	// Selector is an optional label selector over Cluster objects.
 	Selector string
-	// Labels are given to every discovered cluster (on top of the Cluster
-	// object's own labels), so applications can select them.
+	// Labels are given to every discovered cluster, so applications can
+	// select them; they win over the Cluster object's own labels.
 	Labels map[string]string
 	// IDTemplate makes the cluster id from .Namespace and .Name (Go
 	// template). Default "{{.Namespace}}-{{.Name}}".
@@ -67,7 +67,7 @@ type Discovered struct {
 	Source string
 	// Phase is the Cluster's phase.
 	Phase string
-	// Labels are the source's labels plus the Cluster object's.
+	// Labels are the Cluster object's labels with the source's on top.
 	Labels map[string]string
 	// Kubeconfig is the content of the <name>-kubeconfig secret.
 	Kubeconfig []byte
@@ -315,11 +315,13 @@ func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, se
 		gone()
 		return
 	}
-	lbls := maps.Clone(d.src.Labels)
+	// The Cluster object's labels, with the source's labels on top (an
+	// operator can force e.g. env for every discovered cluster).
+	lbls := maps.Clone(cl.GetLabels())
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	maps.Copy(lbls, cl.GetLabels())
+	maps.Copy(lbls, d.src.Labels)
 	disc := Discovered{ID: id, Namespace: ns, Name: name, Source: "capi:" + d.src.Name + "/" + ns, Phase: phase, Labels: lbls}
 	secretName := secret.Name(name, secret.Kubeconfig)
 	switch {

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/driftwatch/driftwatch/clusters/capi"
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+func capiCRDDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
+	if err != nil {
+		t.Fatalf("locate the cluster-api module: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
+}
+
+// TestClusterAPIDiscovery: one management cluster with the Cluster API CRDs
+// and two workload clusters. Creating a Cluster plus its kubeconfig secret
+// makes driftwatch manage it (applications selected by label are applied and
+// an external delete is repaired); rotating the token keeps it managed;
+// deleting the Cluster removes it and every goroutine it had.
+func TestClusterAPIDiscovery(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 3, Names: []string{"mgmt", "w1", "w2"}})
+	mgmt, w1, w2 := set.Clusters[0], set.Clusters[1], set.Clusters[2]
+	ctx := t.Context()
+	if err := capi.InstallCRDs(ctx, mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
+	if _, err := mk.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(mgmt.RESTConfig())
+	cfgText := fmt.Sprintf(`hub:
+  id: capi-e2e
+clusterAPI:
+  - name: mgmt
+    kubeconfig: %s
+    namespaces: [fleet]
+    labels: {source: capi}
+applications:
+  - id: edge
+    namespace: edge
+    selector: source=capi
+    image: registry.example/edge:1
+    port: 8080
+`, mgmt.Kubeconfig)
+	path := filepath.Join(t.TempDir(), "capi.yaml")
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+	baseline := steadyGoroutines()
+
+	addCluster := func(name string, lc *localcluster.Cluster) {
+		t.Helper()
+		kc, err := os.ReadFile(lc.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putCAPISecret(t, mk, "fleet", name, kc)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": clusterv1.GroupVersion.String(), "kind": "Cluster",
+			"metadata": map[string]any{"name": name, "namespace": "fleet"},
+			"spec":     map[string]any{"clusterNetwork": map[string]any{"serviceDomain": "cluster.local"}},
+		}}
+		gvr := clusterv1.GroupVersion.WithResource("clusters")
+		created, err := dyn.Resource(gvr).Namespace("fleet").Create(ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(created.Object, true, "status", "initialization", "controlPlaneInitialized")
+		_ = unstructured.SetNestedField(created.Object, "Provisioned", "status", "phase")
+		if _, err := dyn.Resource(gvr).Namespace("fleet").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addCluster("alpha", w1)
+	addCluster("beta", w2)
+	alphaDep := hub.NewNodeID("fleet-alpha", "edge", "edge", hub.KindDeployment)
+	betaDep := hub.NewNodeID("fleet-beta", "edge", "edge", hub.KindDeployment)
+	a.waitSnap(t, 60*time.Second, "discovered clusters managed", func(s *hub.Snapshot) bool {
+		for _, id := range []hub.NodeID{alphaDep, betaDep} {
+			if n, ok := s.Node(id); !ok || n.Status != hub.StatusInSync {
+				return false
+			}
+		}
+		cs, ok := s.Cluster("fleet-alpha")
+		return ok && cs.Source == "capi:mgmt/fleet" && cs.Phase == "Provisioned"
+	})
+	w1c := kubernetes.NewForConfigOrDie(w1.RESTConfig())
+	t0 := time.Now()
+	if err := w1c.AppsV1().Deployments("edge").Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, 20*time.Second, "delete on a discovered cluster repaired", repairedAfter(alphaDep, t0))
+
+	// Rotation: the workload apiserver gets a new token; the secret follows.
+	newKubeconfig, err := w1.RotateAdminToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(newKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := a.hub.Snapshot().Cluster("fleet-alpha")
+	putCAPISecret(t, mk, "fleet", "alpha", kc)
+	w1c = kubernetes.NewForConfigOrDie(w1.RESTConfig())
+	a.waitSnap(t, 60*time.Second, "alpha synced with the new token", func(s *hub.Snapshot) bool {
+		cs, ok := s.Cluster("fleet-alpha")
+		return ok && cs.State == hub.ClusterSynced && cs.Generation > before.Generation
+	})
+	t0 = time.Now()
+	if err := w1c.CoreV1().Services("edge").Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, 30*time.Second, "repair after rotation", repairedAfter(hub.NewNodeID("fleet-alpha", "edge", "edge", hub.KindService), t0))
+
+	// Deleting the Clusters removes them from the hub, with their goroutines.
+	for _, name := range []string{"alpha", "beta"} {
+		if err := dyn.Resource(clusterv1.GroupVersion.WithResource("clusters")).Namespace("fleet").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.waitSnap(t, 30*time.Second, "clusters removed", func(s *hub.Snapshot) bool {
+		return len(s.Nodes) == 0 && len(s.Clusters) == 0
+	})
+	if ids := a.reg.IDs(); len(ids) != 0 {
+		t.Fatalf("registry still holds %v", ids)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > baseline+3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > baseline+3 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after the clusters were deleted, %d before they were added:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func putCAPISecret(t *testing.T, c kubernetes.Interface, ns, cluster string, kubeconfig []byte) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + "-kubeconfig", Namespace: ns, Labels: map[string]string{"cluster.x-k8s.io/cluster-name": cluster}},
+		Type:       "cluster.x-k8s.io/secret",
+		Data:       map[string][]byte{"value": kubeconfig},
+	}
+	if _, err := c.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Secrets(ns).Update(t.Context(), s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// steadyGoroutines waits until the goroutine count holds still for half a
+// second (the app's own goroutines have started) and returns it.
+func steadyGoroutines() int {
+	n := runtime.NumGoroutine()
+	stable := 0
+	for i := 0; i < 100 && stable < 5; i++ {
+		time.Sleep(100 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			stable++
+		} else {
+			n, stable = m, 0
+		}
+	}
+	return n
+}
