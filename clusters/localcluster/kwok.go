@@ -1,0 +1,6 @@
+package localcluster
+
+import "github.com/driftwatch/driftwatch/clusters/localcluster/kwokstages"
+
+// kwokStages returns the stage definitions written to kwok-stages.yaml.
+func kwokStages() []byte { return kwokstages.YAML() }

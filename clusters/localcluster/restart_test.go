@@ -1,0 +1,129 @@
+package localcluster_test
+
+import (
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+)
+
+// readyz asks the apiserver's /readyz through cs.
+func readyz(t *testing.T, cs kubernetes.Interface) error {
+	t.Helper()
+	_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
+	return err
+}
+
+func TestAPIServerRestart(t *testing.T) {
+	t.Parallel()
+	set := lctest.Start(t, localcluster.Options{Names: []string{"restart"}})
+	c := set.Clusters[0]
+	ctx := t.Context()
+	cs := newClientset(t, c)
+	ns := createNamespace(t, cs)
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-outage"}, Data: map[string]string{"k": "v"}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, want, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server := c.Server
+
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := readyz(t, cs); err == nil {
+		t.Fatal("/readyz answered while the apiserver was stopped")
+	}
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatalf("second StopAPIServer: %v", err)
+	}
+
+	if err := c.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Server != server {
+		t.Fatalf("Server changed from %s to %s", server, c.Server)
+	}
+	if err := readyz(t, cs); err != nil {
+		t.Fatalf("/readyz after restart: %v", err)
+	}
+	got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("object created before the outage: %v", err)
+	}
+	if got.Data["k"] != "v" {
+		t.Fatalf("data after restart = %v", got.Data)
+	}
+}
+
+func TestRotateAdminToken(t *testing.T) {
+	t.Parallel()
+	set := lctest.Start(t, localcluster.Options{Names: []string{"rotate"}, Users: []string{"alice"}})
+	c := set.Clusters[0]
+	ctx := t.Context()
+	oldCS := newClientset(t, c)
+	if _, err := oldCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("admin before rotation: %v", err)
+	}
+	oldKubeconfig, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := kubeconfigClientset(t, c.UserKubeconfig("alice"))
+	if _, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("alice lists ConfigMaps: err = %v, want Forbidden (authenticated, no RBAC grants)", err)
+	}
+	if got := c.UserKubeconfig("nobody"); got != "" {
+		t.Fatalf("UserKubeconfig(nobody) = %q, want empty", got)
+	}
+
+	path, err := c.RotateAdminToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != c.Kubeconfig {
+		t.Fatalf("RotateAdminToken returned %q, want %q", path, c.Kubeconfig)
+	}
+	newKubeconfig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(newKubeconfig) == string(oldKubeconfig) {
+		t.Fatal("kubeconfig content did not change")
+	}
+
+	if _, err := oldCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("old token after rotation: err = %v, want 401 Unauthorized", err)
+	}
+	if _, err := kubeconfigClientset(t, path).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("new kubeconfig: %v", err)
+	}
+	if _, err := newClientset(t, c).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("RESTConfig after rotation: %v", err)
+	}
+	if _, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("alice after rotation: err = %v, want Forbidden", err)
+	}
+}
+
+func kubeconfigClientset(t *testing.T, path string) kubernetes.Interface {
+	t.Helper()
+	if path == "" {
+		t.Fatal("empty kubeconfig path")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
