@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -176,7 +175,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	// An own transport (a custom Dial keeps client-go from sharing its
 	// cached one), so the cluster's connections, and their goroutines, go
 	// away with the manager.
-	rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	conns := newConnTracker()
+	defer conns.CloseAll()
+	rc.Dial = conns.DialContext
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)

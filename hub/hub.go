@@ -57,6 +57,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// OnRecord, when set, receives a copy of a NodeID's drift record each
+	// time a worker classifies a drift and again once its repair was
+	// applied (AppliedAt set); benchmarks measure latencies with it. It is
+	// called synchronously from the worker, after the hub's lock is
+	// released: it must return quickly and must not call into the Hub.
+	// Default: none.
+	OnRecord func(Repair)
 }
 
 func (o Options) withDefaults() Options {

@@ -239,7 +239,15 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: appliedAt.Sub(observedAt)})
 	}
 	h.mu.Unlock()
+	h.onRecord(rep)
 	h.markDirty()
+}
+
+// onRecord hands a copy of a drift record to Options.OnRecord, if set.
+func (h *Hub) onRecord(rep *Repair) {
+	if h.opts.OnRecord != nil && rep != nil {
+		h.opts.OnRecord(*rep)
+	}
 }
 
 // create applies an object the hub has never seen on its cluster: the first
@@ -439,6 +447,9 @@ func (h *Hub) record(id NodeID, rep *Repair, st Status, reason string, step Step
 		}
 	}
 	h.mu.Unlock()
+	if n != nil {
+		h.onRecord(rep)
+	}
 	h.markDirty()
 }
 

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// ResetPeakRSS resets this process's peak resident set size to its current
+// size (Linux: /proc/self/clear_refs), so PeakRSS measures from now on.
+func ResetPeakRSS() error {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset peak rss: %w", err)
+	}
+	return nil
+}
+
+// PeakRSS returns this process's peak resident set size in bytes
+// (VmHWM, Linux).
+func PeakRSS() (uint64, error) { return procStatus("VmHWM") }
+
+// RSS returns this process's resident set size in bytes (VmRSS, Linux).
+func RSS() (uint64, error) { return procStatus("VmRSS") }
+
+// procStatus reads one "kB" field of /proc/self/status, in bytes.
+func procStatus(field string) (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", field, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	prefix := []byte(field + ":")
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, prefix) {
+			continue
+		}
+		f := bytes.Fields(line[len(prefix):])
+		if len(f) == 0 {
+			break
+		}
+		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", field, err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("read " + field + ": not in /proc/self/status")
+}
+
+// LoadAverage returns the machine's 1, 5 and 15 minute load averages as
+// text (Linux: /proc/loadavg).
+func LoadAverage() (string, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "", fmt.Errorf("load average: %w", err)
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return "", errors.New("load average: unexpected /proc/loadavg")
+	}
+	return string(bytes.Join(f[:3], []byte(" "))), nil
+}
