@@ -260,7 +260,7 @@ func TestHubEndToEnd(t *testing.T) {
 				}
 			}},
 		{name: "label removed", id: id(2, "web", hub.KindService), class: hub.DriftUnlabelled,
-			fields: []string{"metadata.labels.app.kubernetes.io/managed-by: driftwatch -> <none>"},
+			fields: []string{"metadata.labels.app.kubernetes.io/managed-by: driftwatch -> <removed or changed>"},
 			do: func() error {
 				_, err := c(2).CoreV1().Services("shop").Patch(ctx, "web", types.MergePatchType,
 					[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`), mp("kubectl-label"))

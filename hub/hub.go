@@ -183,6 +183,10 @@ type nodeState struct {
 	// repair was asked for.
 	pendingAt time.Time
 	manual    bool
+	// uid is the live object's UID as last seen (events, applies): after a
+	// repair of an object that left the watch, the same UID means it had
+	// lost its label rather than been deleted.
+	uid string
 	// confirm makes the next read GET from the apiserver (catch-up after
 	// a disconnect).
 	confirm bool
@@ -350,6 +354,9 @@ func (h *Hub) Observe(ev Event) {
 	}
 	if n.pendingAt.IsZero() {
 		n.pendingAt = ev.ObservedAt
+	}
+	if ev.UID != "" {
+		n.uid = ev.UID
 	}
 	h.mu.Unlock()
 	h.queue.Add(ev.ID)

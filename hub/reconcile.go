@@ -55,10 +55,28 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 
 	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
+	policy := spec.Policy
+	if appPolicy != "" {
+		policy = Policy(appPolicy)
+	}
 	actual, err := backend.Read(callCtx, *spec, confirm)
-	if err == nil && !confirm && (actual == nil || actual.GetLabels()[ManagedByLabel] != h.opts.ManagedBy) {
-		// The label-filtered watch reports a removed label as a delete:
-		// GET before deciding between missing and unlabelled.
+	// The label-filtered watch reports a removed label as a delete. When the
+	// object will be repaired now anyway, apply at once and tell a deleted
+	// object from an unlabelled one afterwards by its UID (one apiserver
+	// round trip instead of two); otherwise GET before deciding.
+	fast, lastUID := false, ""
+	if err == nil && !confirm && actual == nil {
+		h.mu.Lock()
+		n = h.nodes[id]
+		fast = n != nil && n.seen && n.uid != "" && (manual || (!paused && policy != PolicyWarn)) &&
+			len(n.recent) < h.opts.FightThreshold-1
+		if n != nil {
+			// Taken now: the apply's own watch event updates n.uid.
+			lastUID = n.uid
+		}
+		h.mu.Unlock()
+	}
+	if err == nil && !confirm && !fast && (actual == nil || actual.GetLabels()[ManagedByLabel] != h.opts.ManagedBy) {
 		actual, err = backend.Read(callCtx, *spec, true)
 	}
 	if err != nil {
@@ -90,7 +108,9 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 		return
 	}
 
-	h.metrics.drift.WithLabelValues(id.Cluster, string(spec.Kind), string(drift.Class)).Inc()
+	if !fast {
+		h.metrics.drift.WithLabelValues(id.Cluster, string(spec.Kind), string(drift.Class)).Inc()
+	}
 	h.metrics.classified.Observe(classifiedAt.Sub(observedAt).Seconds())
 	rep := &Repair{ID: id, Drift: drift, ObservedAt: observedAt, ClassifiedAt: classifiedAt}
 
@@ -101,10 +121,6 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 		}
 	}
 
-	policy := spec.Policy
-	if appPolicy != "" {
-		policy = Policy(appPolicy)
-	}
 	switch {
 	case drift.Class == DriftDeleting:
 		rep.Action = "wait-deletion"
@@ -204,6 +220,15 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 	}
 	appliedAt := h.opts.Now()
 	rep.AppliedAt = appliedAt
+	if fast {
+		if res.Object != nil && string(res.Object.GetUID()) == lastUID {
+			// The same object: it had lost our managed-by label.
+			rep.Drift = Drift{Class: DriftUnlabelled, Fields: []FieldDiff{{
+				Path: "metadata.labels." + ManagedByLabel, Desired: h.opts.ManagedBy, Actual: "<removed or changed>"}}}
+		}
+		drift = rep.Drift
+		h.metrics.drift.WithLabelValues(id.Cluster, string(spec.Kind), string(drift.Class)).Inc()
+	}
 	if rep.Attribution == nil && len(res.Conflicts) > 0 {
 		rep.Attribution = &Attribution{Manager: res.Conflicts[0].Manager}
 		for _, c := range res.Conflicts {
@@ -223,6 +248,7 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 		n.verifying = true
 		if res.Object != nil {
 			n.appliedRV = res.Object.GetResourceVersion()
+			n.uid = string(res.Object.GetUID())
 		}
 		detail := rep.Action
 		if len(res.Conflicts) > 0 {
@@ -267,6 +293,7 @@ func (h *Hub) create(ctx context.Context, backend Backend, id NodeID, spec *Node
 		n.seen = true
 		if res.Object != nil {
 			n.appliedRV = res.Object.GetResourceVersion()
+			n.uid = string(res.Object.GetUID())
 		}
 		h.appendTimelineLocked(n, StepCreated, "first apply", now)
 		h.setStatusLocked(n, StatusInSync, "", now)
