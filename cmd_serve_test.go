@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,6 +127,37 @@ func TestServe(t *testing.T) {
 			metricValue(body, `driftwatch_watch_events_total{cluster="c1"`) >= 1 &&
 			metricValue(body, `driftwatch_self_echo_events_total{cluster="c1"}`) >= 1
 	})
+	// SIGHUP reloads the config: an invalid file is rejected and counted,
+	// the hub keeps its desired state.
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("hub: {workers: many}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP("rejected reload counted", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return metricValue(body, `driftwatch_config_reloads_total{outcome="rejected"}`) == 1 &&
+			metricValue(body, `driftwatch_managed_objects{cluster="c1",status="in-sync"}`)+
+				metricValue(body, `driftwatch_managed_objects{cluster="c1",status="repaired"}`) == 3
+	})
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP("applied reload counted", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return metricValue(body, `driftwatch_config_reloads_total{outcome="applied"}`) == 1
+	})
+	if !strings.Contains(errOut.String(), "config reload rejected") || !strings.Contains(errOut.String(), "workers") {
+		t.Fatalf("the rejected reload's errors were not logged:\n%s", errOut.String())
+	}
 	code, snap := httpGet(t, base+"/api/v1/snapshot")
 	if code != 200 || !strings.Contains(snap, `"c1:srv/web:deployment"`) {
 		t.Fatalf("snapshot = %d %.200s", code, snap)
