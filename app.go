@@ -89,7 +89,10 @@ func (a *app) Run(ctx context.Context) error {
 	var hubErr, regErr error
 	wg.Go(func() { hubErr = a.hub.Run(ctx) })
 	wg.Go(func() { regErr = a.reg.Run(ctx) })
-	for _, src := range a.cfg.ClusterAPI {
+	a.mu.Lock()
+	sources := a.cfg.ClusterAPI
+	a.mu.Unlock()
+	for _, src := range sources {
 		wg.Go(func() { a.runDiscovery(ctx, src) })
 	}
 	wg.Wait()
