@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	"github.com/sourcegraph/conc"
 
@@ -132,6 +135,24 @@ func (a *app) Reload() error {
 	a.hub.RecordReload("applied")
 	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed))
 	return nil
+}
+
+// reloadOnSIGHUP reloads the config at every SIGHUP until ctx ends; a
+// rejected reload is logged with every error and changes nothing.
+func (a *app) reloadOnSIGHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := a.Reload(); err != nil {
+				a.log.Error("config reload rejected", "err", err)
+			}
+		}
+	}
 }
 
 // ready reports whether every configured cluster has been attempted.

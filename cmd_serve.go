@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -83,10 +80,6 @@ func serveApp(ctx context.Context, a *app, ln net.Listener, readOnly bool, log *
 		Handler:           api.Handler(a.hub, api.Options{ReadOnly: readOnly, Ready: a.ready, Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
 	var wg conc.WaitGroup
 	var appErr, srvErr error
 	wg.Go(func() { appErr = a.Run(ctx) })
@@ -95,18 +88,7 @@ func serveApp(ctx context.Context, a *app, ln net.Listener, readOnly bool, log *
 			srvErr = err
 		}
 	})
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if err := a.Reload(); err != nil {
-					log.Error("config reload rejected", "err", err)
-				}
-			}
-		}
-	})
+	wg.Go(func() { a.reloadOnSIGHUP(ctx) })
 	<-ctx.Done()
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"charm.land/bubbles/v2/key"
 	"github.com/sourcegraph/conc"
@@ -82,24 +80,10 @@ func runTUI(ctx context.Context, args []string, getenv func(string) string, stdo
 	a := newApp(cfg, appOptions{log: log, loadOpts: config.LoadOptions{Getenv: getenv}})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	wg.Go(func() {
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-hup:
-				if err := a.Reload(); err != nil {
-					log.Error("config reload rejected", "err", err)
-				}
-			}
-		}
-	})
+	wg.Go(func() { a.reloadOnSIGHUP(runCtx) })
 	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
 	stop()
 	wg.Wait()
