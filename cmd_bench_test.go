@@ -92,10 +92,7 @@ func TestBenchConfigMix(t *testing.T) {
 // TestBench runs a tiny `driftwatch bench --mode all` on one real local
 // cluster and checks the table.
 func TestBench(t *testing.T) {
-	bins := os.Getenv(lctest.EnvBinDir)
-	if bins == "" {
-		t.Skip("real-cluster test: run scripts/test.sh (needs the local control-plane binaries)")
-	}
+	bins := lctest.BinDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +12,7 @@ import (
 // TestDemoHeadless runs `driftwatch demo --headless` on three full local
 // clusters: the hub must repair what the demo's drift generator breaks.
 func TestDemoHeadless(t *testing.T) {
-	bins := os.Getenv(lctest.EnvBinDir)
-	if bins == "" {
-		t.Skip("real-cluster test: run scripts/test.sh (needs the local control-plane binaries)")
-	}
+	bins := lctest.BinDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}

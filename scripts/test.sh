@@ -24,8 +24,28 @@ fi
 step "go vet ./..."
 go vet ./...
 
-step "go test -race -count=1 -timeout 20m ./..."
-go test -race -count=1 -timeout 20m ./...
+step "go test -race -count=1 -timeout 20m -v ./..."
+log="$(mktemp)"
+trap 'rm -f "${log}"' EXIT
+# The full verbose output goes to the log; the console shows the results.
+set +e
+go test -race -count=1 -timeout 20m -v ./... >"${log}" 2>&1
+status=$?
+set -e
+grep -E '^(ok|FAIL|panic:|---|    ---)' "${log}" || true
+if [[ ${status} -ne 0 ]]; then
+  printf '\ntests failed; full output:\n' >&2
+  cat "${log}" >&2
+  exit 1
+fi
+
+# Under this script every real-cluster test must run: a skip here means a
+# test did not get the control planes it needs.
+step "no skipped tests"
+if grep -E '^\s*--- SKIP' "${log}"; then
+  printf 'the tests above were skipped under scripts/test.sh\n' >&2
+  exit 1
+fi
 
 step "fuzz FuzzNodeIDRoundTrip (5s)"
 go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 5s ./hub/

@@ -39,9 +39,12 @@ type helperReport struct {
 }
 
 func TestCleanupAfterFailure(t *testing.T) {
-	if os.Getenv(lctest.EnvBinDir) == "" {
-		t.Skip("real-cluster test: run scripts/test.sh (needs the local control-plane binaries)")
+	if mode := os.Getenv(helperModeEnv); mode != "" {
+		// This is the child process runHelper started.
+		cleanupHelper(t, mode)
+		return
 	}
+	lctest.BinDir(t)
 
 	t.Run("fatal", func(t *testing.T) {
 		t.Parallel()
@@ -114,7 +117,8 @@ func TestCleanupAfterFailure(t *testing.T) {
 	})
 }
 
-// runHelper runs TestCleanupHelper in a child process in the given mode.
+// runHelper runs TestCleanupAfterFailure as the helper (cleanupHelper) in a
+// child process in the given mode.
 // Once the child reported, signal (if non-nil) is called with it. It
 // returns the child's report, its output and its exit error.
 func runHelper(t *testing.T, mode, dir string, signal func(*os.Process) error) (helperReport, string, error) {
@@ -124,7 +128,7 @@ func runHelper(t *testing.T, mode, dir string, signal func(*os.Process) error) (
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCleanupHelper$", "-test.v", "-test.count=1", "-test.timeout=3m")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCleanupAfterFailure$", "-test.v", "-test.count=1", "-test.timeout=3m")
 	cmd.Env = append(os.Environ(), helperModeEnv+"="+mode, helperDirEnv+"="+dir)
 	cmd.ExtraFiles = []*os.File{w}
 	var out bytes.Buffer
@@ -206,12 +210,8 @@ func alive(pid int) bool {
 	return true
 }
 
-// TestCleanupHelper is the child process of TestCleanupAfterFailure.
-func TestCleanupHelper(t *testing.T) {
-	mode := os.Getenv(helperModeEnv)
-	if mode == "" {
-		t.Skip("helper process of TestCleanupAfterFailure")
-	}
+// cleanupHelper is the child process of TestCleanupAfterFailure.
+func cleanupHelper(t *testing.T, mode string) {
 	report := os.NewFile(3, "report")
 	send := func(rep helperReport) {
 		b, err := json.Marshal(rep)

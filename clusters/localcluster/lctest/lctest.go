@@ -16,16 +16,30 @@ import (
 // holding the control-plane binaries.
 const EnvBinDir = "DRIFTWATCH_BIN_DIR"
 
+// SkipMessage is the one reason real-cluster tests give when they skip.
+const SkipMessage = "real-cluster test: run scripts/test.sh (needs the local control-plane binaries)"
+
+// BinDir returns $DRIFTWATCH_BIN_DIR, the control-plane binaries folder. It
+// is the only place a real-cluster test skips: without the variable (plain
+// `go test`). scripts/test.sh always sets it, so under the README's test
+// command no real-cluster test can skip; a control plane that cannot start
+// then fails the test.
+func BinDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvBinDir)
+	if dir == "" {
+		t.Skip(SkipMessage)
+	}
+	return dir
+}
+
 // Start starts the clusters described by opts and stops them when the test
 // ends. opts.BinDir defaults to $DRIFTWATCH_BIN_DIR and opts.Logger to the
 // test log. Without $DRIFTWATCH_BIN_DIR the test is skipped; with it, a
 // failed start fails the test.
 func Start(t testing.TB, opts localcluster.Options) *localcluster.Set {
 	t.Helper()
-	binDir := os.Getenv(EnvBinDir)
-	if binDir == "" {
-		t.Skip("real-cluster test: run scripts/test.sh (needs the local control-plane binaries)")
-	}
+	binDir := BinDir(t)
 	if opts.BinDir == "" {
 		opts.BinDir = binDir
 	}
