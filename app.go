@@ -155,15 +155,18 @@ func (a *app) reloadOnSIGHUP(ctx context.Context) {
 	}
 }
 
-// ready reports whether every configured cluster has been attempted.
+// ready reports whether the loop runs and every configured cluster has been
+// attempted.
 func (a *app) ready() error {
 	a.mu.Lock()
 	cfg := a.cfg
 	a.mu.Unlock()
-	snap := a.hub.Snapshot()
+	if !a.hub.Running() {
+		return errors.New("reconcile loop not running")
+	}
 	var waiting []string
 	for _, c := range cfg.Clusters {
-		cs, ok := snap.Cluster(c.ID)
+		cs, ok := a.hub.Health(c.ID)
 		if !ok || (cs.State == hub.ClusterConnecting && cs.LastError == "") {
 			waiting = append(waiting, c.ID)
 		}

@@ -68,8 +68,9 @@ func (c capiHandler) ClusterGone(id string) {
 	a.mu.Lock()
 	delete(a.found, id)
 	a.mu.Unlock()
-	a.hub.ForgetCluster(id)
+	a.hub.ForgetCluster(id) // no desired state: workers stop repairing it now
 	a.reg.Remove(id)
+	// Its manager may have reported health between the two calls.
 	a.hub.ForgetCluster(id)
 }
 

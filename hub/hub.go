@@ -545,6 +545,25 @@ func (h *Hub) EnqueueAll() {
 	}
 }
 
+// Health returns the last health a cluster reported, without building a
+// snapshot (readiness probes call it often).
+func (h *Hub) Health(cluster string) (ClusterHealth, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs, ok := h.clusters[cluster]
+	if !ok {
+		return ClusterHealth{}, false
+	}
+	return cs.health, true
+}
+
+// Running reports whether Run is running its workers.
+func (h *Hub) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.running && !h.queue.ShuttingDown()
+}
+
 // QueueLen returns the number of NodeIDs waiting.
 func (h *Hub) QueueLen() int { return h.queue.Len() }
 

@@ -61,9 +61,8 @@ type TimelineEntry struct {
 type Attribution struct {
 	Manager   string
 	Operation string
-	// Subresource is set when the change went through one (e.g. "scale").
-	At     time.Time
-	Fields []string
+	At        time.Time
+	Fields    []string
 }
 
 // String formats the attribution, e.g. "kubectl-edit (Update) at 12:00:01".
