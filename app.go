@@ -26,6 +26,12 @@ type app struct {
 	path     string
 	loadOpts config.LoadOptions
 
+	// desiredMu serialises every writer of the desired state (reloads and
+	// Cluster API discovery), so a reload can never compute its desired
+	// state, lose the race to a just-discovered cluster, and then prune
+	// that cluster's objects.
+	desiredMu sync.Mutex
+
 	mu    sync.Mutex
 	cfg   *config.Config
 	found map[string]discovered // clusters discovered through Cluster API
@@ -111,6 +117,8 @@ func (a *app) Reload() error {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: config rejected, still running the previous one:\n%w", a.path, err)
 	}
+	a.desiredMu.Lock()
+	defer a.desiredMu.Unlock()
 	a.mu.Lock()
 	old := a.cfg
 	a.cfg = cfg
@@ -119,19 +127,23 @@ func (a *app) Reload() error {
 	keep := make(map[string]bool, len(next))
 	for _, cc := range next {
 		keep[cc.ID] = true
+	}
+	// A cluster removed from the config is no longer managed: it is
+	// forgotten first (its desired state dropped, never pruned), so no
+	// worker can start deleting its objects, then deregistered.
+	for _, c := range old.Clusters {
+		if !keep[c.ID] {
+			a.hub.ForgetCluster(c.ID)
+			a.reg.Remove(c.ID)
+			a.hub.ForgetCluster(c.ID) // a report sent while it stopped
+		}
+	}
+	for _, cc := range next {
 		if err := a.reg.Update(cc); err != nil {
 			a.log.Error("update cluster", "cluster", cc.ID, "err", err)
 		}
 	}
-	// Desired state first, so objects on clusters that stay are pruned
-	// while their cluster is still registered.
 	changed, removed := a.hub.SetDesired(append(config.Compile(cfg), a.discoveredSpecs(cfg)...))
-	for _, c := range old.Clusters {
-		if !keep[c.ID] {
-			a.reg.Remove(c.ID)
-			a.hub.ForgetCluster(c.ID)
-		}
-	}
 	a.hub.RecordReload("applied")
 	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed))
 	return nil

@@ -28,6 +28,8 @@ type capiHandler struct {
 // discovered cluster and applies the applications that select it.
 func (c capiHandler) ClusterUp(d capi.Discovered) {
 	a := c.a
+	a.desiredMu.Lock()
+	defer a.desiredMu.Unlock()
 	a.mu.Lock()
 	cfg := a.cfg
 	_, static := cfg.Cluster(d.ID)
@@ -65,6 +67,8 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 // it and frees its memory.
 func (c capiHandler) ClusterGone(id string) {
 	a := c.a
+	a.desiredMu.Lock()
+	defer a.desiredMu.Unlock()
 	a.mu.Lock()
 	delete(a.found, id)
 	a.mu.Unlock()

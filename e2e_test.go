@@ -434,9 +434,6 @@ func TestHubPoliciesPauseAndRecovery(t *testing.T) {
 	if _, err := c2.CoreV1().ConfigMaps("ops").Patch(ctx, "worker", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(good), "  - id: worker", "  - id: gone-worker-placeholder-never-used", 0)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	noWorker := e2eConfig(t, set, "ops", extra, "web", "worker")
 	data, err := os.ReadFile(noWorker)
 	if err != nil {

@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,135 +11,322 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
-// errNotConnected is returned by backend calls before the manager connected.
-type notConnectedError struct{ cluster string }
+// Repair actions (hub.RepairResult.Action).
+const (
+	actionApply       = "apply"
+	actionRemoveApply = "remove+apply"
+)
 
-func (e notConnectedError) Error() string {
-	return fmt.Sprintf("cluster %q: not connected", e.cluster)
-}
+// errNotConnected is the cause of backend calls before the manager
+// connected.
+var errNotConnected = errors.New("not connected")
 
 var _ hub.Backend = (*Manager)(nil)
 
-// Read returns the live object of spec, or nil when it does not exist. With
-// confirm false it reads the informer cache when that is synced; otherwise it
-// GETs from the apiserver.
-func (m *Manager) Read(ctx context.Context, spec hub.NodeSpec, confirm bool) (*unstructured.Unstructured, error) {
-	if !confirm {
+// backendError is the error of one backend call. Its text names the
+// cluster, the verb, the resource and the namespace (see describe); it
+// unwraps to the client error and, when RBAC denied the call, to
+// hub.ErrForbidden.
+type backendError struct {
+	msg string
+	err error
+}
+
+func (e *backendError) Error() string { return e.msg }
+
+func (e *backendError) Unwrap() []error {
+	if apierrors.IsForbidden(e.err) {
+		return []error{e.err, hub.ErrForbidden}
+	}
+	return []error{e.err}
+}
+
+// callError describes a failed call on the object of spec.
+func (m *Manager) callError(verb string, spec hub.NodeSpec, err error) error {
+	return m.resourceError(verb, resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err)
+}
+
+// resourceError describes a failed call on any resource.
+func (m *Manager) resourceError(verb, resource, namespace string, err error) error {
+	return &backendError{msg: describe(m.cfg.ID, verb, resource, namespace, err), err: err}
+}
+
+// ReadState reads spec's object: from the synced informer cache when fresh is
+// false (converted to a copy: cached objects are never modified), else, or
+// when the cache is not synced, with a GET (managedFields dropped). An object
+// that does not exist is State{Exists: false} without an error; Fresh then
+// says whether the apiserver said so or the label-filtered cache.
+func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) (hub.State, error) {
+	kind, err := kindOf(spec.Kind)
+	if err != nil {
+		return hub.State{}, m.callError("read", spec, err)
+	}
+	if !fresh {
 		if inf := m.informerFor(spec.Namespace, spec.Kind); inf != nil {
-			obj, ok, err := inf.GetIndexer().GetByKey(spec.Namespace + "/" + spec.Name)
+			item, ok, err := inf.GetIndexer().GetByKey(cacheKey(spec.Namespace, spec.Name))
 			if err != nil {
-				return nil, fmt.Errorf("cluster %q: read %s from cache: %w", m.cfg.ID, spec.ID, err)
+				return hub.State{}, m.callError("read cached", spec, err)
 			}
 			if !ok {
-				return nil, nil
+				return hub.State{}, nil
 			}
-			return toUnstructured(spec.Kind, obj.(runtime.Object))
+			obj, ok := item.(runtime.Object)
+			if !ok {
+				return hub.State{}, m.callError("read cached", spec, fmt.Errorf("cache holds %T", item))
+			}
+			return m.stateOf(kind, spec, obj, false)
 		}
 	}
 	c := m.clientset()
 	if c == nil {
-		return nil, notConnectedError{m.cfg.ID}
+		return hub.State{}, m.callError("get", spec, errNotConnected)
 	}
-	obj, err := get(ctx, c, spec)
+	obj, err := kind.client(c, spec.Namespace).get(ctx, spec.Name)
+	if apierrors.IsNotFound(err) {
+		return hub.State{Fresh: true}, nil
+	}
+	if err != nil {
+		return hub.State{}, m.callError("get", spec, err)
+	}
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetManagedFields(nil)
+	}
+	return m.stateOf(kind, spec, obj, true)
+}
+
+// stateOf describes a live typed object. It only reads obj.
+func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, fresh bool) (hub.State, error) {
+	live, err := kind.toUnstructured(obj)
+	if err != nil {
+		return hub.State{}, m.callError("convert", spec, err)
+	}
+	st := hub.State{
+		Exists:     true,
+		Fresh:      fresh,
+		Version:    live.GetResourceVersion(),
+		Owned:      live.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy,
+		Deleting:   live.GetDeletionTimestamp() != nil,
+		Finalizers: live.GetFinalizers(),
+		Live:       live,
+	}
+	if kind.progress != nil {
+		st.Progress = kind.progress(obj)
+	}
+	return st, nil
+}
+
+// liveOf returns the live object a ReadState put in st, or nil when st says
+// the object does not exist.
+func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstructured, error) {
+	if !st.Exists {
+		return nil, nil
+	}
+	live, ok := st.Live.(*unstructured.Unstructured)
+	if !ok || live == nil {
+		return nil, m.callError("read", spec, fmt.Errorf("state holds %T, not a live object", st.Live))
+	}
+	return live, nil
+}
+
+// DetectDrift classifies how st's live object differs from spec (see
+// drift.Classify). It does not call the apiserver.
+func (m *Manager) DetectDrift(_ context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
+	if spec.Object == nil {
+		return hub.Drift{}, m.callError("compare", spec, errors.New("no desired object"))
+	}
+	live, err := m.liveOf(spec, st)
+	if err != nil {
+		return hub.Drift{}, err
+	}
+	return drift.Classify(spec.Object, live, m.cfg.ManagedBy), nil
+}
+
+// Attribute GETs the live object's managedFields and says which field
+// manager changed d's fields last, and when (see drift.Attribute). A drift
+// without fields, or a missing object, has no attribution.
+func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift) (*hub.Attribution, error) {
+	if len(d.Fields) == 0 {
+		return nil, nil
+	}
+	kind, err := kindOf(spec.Kind)
+	if err != nil {
+		return nil, m.callError("get", spec, err)
+	}
+	c := m.clientset()
+	if c == nil {
+		return nil, m.callError("get", spec, errNotConnected)
+	}
+	obj, err := kind.client(c, spec.Namespace).get(ctx, spec.Name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s", describe(m.cfg.ID, "get", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
+		return nil, m.callError("get", spec, err)
 	}
-	obj.(interface {
-		SetManagedFields([]metav1.ManagedFieldsEntry)
-	}).SetManagedFields(nil)
-	return toUnstructured(spec.Kind, obj)
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, m.callError("get", spec, err)
+	}
+	owners, err := fieldOwners(acc.GetManagedFields())
+	if err != nil {
+		return nil, m.callError("read managedFields of", spec, err)
+	}
+	return drift.Attribute(d, owners), nil
 }
 
-// Apply server-side applies spec.Object with field manager driftwatch. It
-// first applies without force; on a conflict it applies with force and
-// returns the conflicts it overrode. A missing namespace is created.
-func (m *Manager) Apply(ctx context.Context, spec hub.NodeSpec) (hub.ApplyResult, error) {
+// fieldOwners turns managedFields entries into field owners.
+func fieldOwners(entries []metav1.ManagedFieldsEntry) ([]drift.FieldOwner, error) {
+	owners := make([]drift.FieldOwner, 0, len(entries))
+	for _, e := range entries {
+		o := drift.FieldOwner{Manager: e.Manager, Operation: string(e.Operation)}
+		if e.Time != nil {
+			o.Time = e.Time.Time
+		}
+		if e.FieldsV1 != nil {
+			paths, err := drift.FieldsV1Paths(e.FieldsV1.GetRawBytes())
+			if err != nil {
+				return nil, fmt.Errorf("manager %q: %w", e.Manager, err)
+			}
+			o.Fields = paths
+		}
+		owners = append(owners, o)
+	}
+	return owners, nil
+}
+
+// Repair makes spec's object match spec.Object again. When d lists entries
+// someone added inside what we own, it first GETs the object, classifies it
+// again for current JSON pointers and removes those entries with a JSON
+// patch guarded by the resourceVersion it read (server-side apply alone
+// would keep them). Then it server-side applies spec.Object with field
+// manager hub.FieldManager: without force first; on a conflict it records
+// the conflicts and applies with force. A missing namespace is created.
+//
+// When st came from the label-filtered cache and said the object was gone,
+// and the applied object has the UID the watch last saw before it left the
+// cache, the object had lost our label rather than been deleted: the result's
+// Class is then hub.DriftUnlabelled.
+func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.RepairResult, error) {
+	res := hub.RepairResult{Action: actionApply}
+	kind, err := kindOf(spec.Kind)
+	if err != nil {
+		return res, m.callError("apply", spec, err)
+	}
+	if spec.Object == nil {
+		return res, m.callError("apply", spec, errors.New("no desired object"))
+	}
 	c := m.clientset()
 	if c == nil {
-		return hub.ApplyResult{}, notConnectedError{m.cfg.ID}
+		return res, m.callError("apply", spec, errNotConnected)
 	}
-	body, err := json.Marshal(spec.Object.Object)
-	if err != nil {
-		return hub.ApplyResult{}, fmt.Errorf("cluster %q: apply %s: encode: %w", m.cfg.ID, spec.ID, err)
-	}
-	var res hub.ApplyResult
-	out, err := patchApply(ctx, c, spec, body, false)
-	if apierrors.IsConflict(err) {
-		res.Conflicts = conflictsOf(err)
-		out, err = patchApply(ctx, c, spec, body, true)
-	}
-	if apierrors.IsNotFound(err) && spec.Namespace != "" && strings.Contains(err.Error(), "namespaces") {
-		_, cerr := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}, metav1.CreateOptions{FieldManager: hub.FieldManager})
-		if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
-			return res, fmt.Errorf("%s", describe(m.cfg.ID, "create", "namespace "+spec.Namespace, "", cerr))
+	key := goneKey{kind: spec.Kind, namespace: spec.Namespace, name: spec.Name}
+	// Taken before the apply: the watch may deliver the applied object's
+	// add event, which drops the record, before the apply call returns.
+	goneUID := m.takeGone(key)
+	if hasAddedEntries(d) {
+		removed, err := m.removeAdded(ctx, c, kind, spec)
+		if err != nil {
+			m.restoreGone(key, goneUID)
+			return res, err
 		}
-		out, err = patchApply(ctx, c, spec, body, true)
+		if removed {
+			res.Action = actionRemoveApply
+		}
 	}
+	out, conflicts, err := m.apply(ctx, c, kind, spec)
+	res.Conflicts = conflicts
 	if err != nil {
-		return res, fmt.Errorf("%s", describe(m.cfg.ID, "apply", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
-	}
-	out.(interface {
-		SetManagedFields([]metav1.ManagedFieldsEntry)
-	}).SetManagedFields(nil)
-	u, err := toUnstructured(spec.Kind, out)
-	if err != nil {
+		m.restoreGone(key, goneUID)
 		return res, err
 	}
-	res.Object = u
+	acc, err := meta.Accessor(out)
+	if err != nil {
+		return res, m.callError("apply", spec, err)
+	}
+	res.Version = acc.GetResourceVersion()
+	if !st.Fresh && !st.Exists && goneUID != "" && string(acc.GetUID()) == goneUID {
+		res.Class = hub.DriftUnlabelled
+	}
 	return res, nil
 }
 
-// RemoveFields removes the entries at the JSON pointers with a JSON patch
-// guarded by a resourceVersion test.
-func (m *Manager) RemoveFields(ctx context.Context, spec hub.NodeSpec, resourceVersion string, pointers []string) error {
-	c := m.clientset()
-	if c == nil {
-		return notConnectedError{m.cfg.ID}
+// hasAddedEntries reports whether d lists entries that must be removed
+// before an apply.
+func hasAddedEntries(d hub.Drift) bool {
+	for _, f := range d.Fields {
+		if f.Added && f.Pointer != "" {
+			return true
+		}
 	}
+	return false
+}
+
+// removeAdded GETs spec's object, classifies it again and removes the
+// entries someone else added, guarded by the resourceVersion it read. It
+// reports whether it sent a patch.
+func (m *Manager) removeAdded(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec) (bool, error) {
+	kc := kind.client(c, spec.Namespace)
+	obj, err := kc.get(ctx, spec.Name)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, m.callError("get", spec, err)
+	}
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetManagedFields(nil)
+	}
+	live, err := kind.toUnstructured(obj)
+	if err != nil {
+		return false, m.callError("convert", spec, err)
+	}
+	var pointers []string
+	for _, f := range drift.Classify(spec.Object, live, m.cfg.ManagedBy).Fields {
+		if f.Added && f.Pointer != "" {
+			pointers = append(pointers, f.Pointer)
+		}
+	}
+	if len(pointers) == 0 {
+		return false, nil
+	}
+	body, err := removePatch(live.GetResourceVersion(), pointers)
+	if err != nil {
+		return false, m.callError("patch", spec, err)
+	}
+	if _, err := kc.patch(ctx, spec.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: hub.FieldManager}); err != nil {
+		return false, m.callError("patch", spec, err)
+	}
+	return true, nil
+}
+
+// removePatch builds a JSON patch that removes the entries at pointers,
+// guarded by a test of the resourceVersion. List items are removed from the
+// highest index down so earlier removals do not shift later pointers.
+func removePatch(resourceVersion string, pointers []string) ([]byte, error) {
 	type op struct {
 		Op    string `json:"op"`
 		Path  string `json:"path"`
 		Value any    `json:"value,omitempty"`
 	}
 	ops := []op{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}
-	// Remove list items from the highest index down so earlier removals do
-	// not shift later pointers.
 	ps := append([]string(nil), pointers...)
 	sort.SliceStable(ps, func(i, j int) bool { return pointerLess(ps[j], ps[i]) })
 	for _, p := range ps {
 		ops = append(ops, op{Op: "remove", Path: p})
 	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return fmt.Errorf("cluster %q: remove fields of %s: %w", m.cfg.ID, spec.ID, err)
-	}
-	opts := metav1.PatchOptions{FieldManager: hub.FieldManager}
-	switch spec.Kind {
-	case hub.KindDeployment:
-		_, err = c.AppsV1().Deployments(spec.Namespace).Patch(ctx, spec.Name, types.JSONPatchType, body, opts)
-	case hub.KindService:
-		_, err = c.CoreV1().Services(spec.Namespace).Patch(ctx, spec.Name, types.JSONPatchType, body, opts)
-	case hub.KindConfigMap:
-		_, err = c.CoreV1().ConfigMaps(spec.Namespace).Patch(ctx, spec.Name, types.JSONPatchType, body, opts)
-	default:
-		return fmt.Errorf("cluster %q: remove fields of %s: unsupported kind %q", m.cfg.ID, spec.ID, spec.Kind)
-	}
-	if err != nil {
-		return fmt.Errorf("%s", describe(m.cfg.ID, "patch", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
-	}
-	return nil
+	return json.Marshal(ops)
 }
 
 // pointerLess orders JSON pointers so that numeric segments compare as
@@ -159,98 +347,59 @@ func pointerLess(a, b string) bool {
 	return len(as) < len(bs)
 }
 
-// Delete deletes spec's object with the given propagation. A missing object
-// is not an error.
-func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, p hub.Propagation) error {
-	c := m.clientset()
-	if c == nil {
-		return notConnectedError{m.cfg.ID}
+// apply server-side applies spec.Object: without force first, then with
+// force on a conflict (returning the conflicts it took over); a missing
+// namespace is created first.
+func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec) (runtime.Object, []hub.Conflict, error) {
+	body, err := json.Marshal(spec.Object.Object)
+	if err != nil {
+		return nil, nil, m.callError("encode", spec, err)
 	}
-	prop := metav1.DeletionPropagation(p)
-	if prop == "" {
-		prop = metav1.DeletePropagationBackground
+	kc := kind.client(c, spec.Namespace)
+	patch := func(force bool) (runtime.Object, error) {
+		return kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force})
 	}
-	opts := metav1.DeleteOptions{PropagationPolicy: &prop}
-	var err error
-	switch spec.Kind {
-	case hub.KindDeployment:
-		err = c.AppsV1().Deployments(spec.Namespace).Delete(ctx, spec.Name, opts)
-	case hub.KindService:
-		err = c.CoreV1().Services(spec.Namespace).Delete(ctx, spec.Name, opts)
-	case hub.KindConfigMap:
-		err = c.CoreV1().ConfigMaps(spec.Namespace).Delete(ctx, spec.Name, opts)
-	default:
-		return fmt.Errorf("cluster %q: delete %s: unsupported kind %q", m.cfg.ID, spec.ID, spec.Kind)
+	var conflicts []hub.Conflict
+	out, err := patch(false)
+	if apierrors.IsConflict(err) {
+		conflicts = conflictsOf(err)
+		out, err = patch(true)
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s", describe(m.cfg.ID, "delete", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
-	}
-	return nil
-}
-
-// ManagedFields GETs the live object and reports which manager owns which
-// fields, with times. A missing object has no owners.
-func (m *Manager) ManagedFields(ctx context.Context, spec hub.NodeSpec) ([]hub.FieldOwner, error) {
-	c := m.clientset()
-	if c == nil {
-		return nil, notConnectedError{m.cfg.ID}
-	}
-	obj, err := get(ctx, c, spec)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	if spec.Namespace != "" && isNamespaceNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
+		_, cerr := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: hub.FieldManager})
+		if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
+			return nil, conflicts, m.resourceError("create", "namespace "+spec.Namespace, "", cerr)
+		}
+		out, err = patch(true)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s", describe(m.cfg.ID, "get", resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err))
+		return nil, conflicts, m.callError("apply", spec, err)
 	}
-	entries := obj.(metav1.Object).GetManagedFields()
-	owners := make([]hub.FieldOwner, 0, len(entries))
-	for _, e := range entries {
-		o := hub.FieldOwner{Manager: e.Manager, Operation: string(e.Operation)}
-		if e.Time != nil {
-			o.Time = e.Time.Time
-		}
-		if e.FieldsV1 != nil {
-			paths, err := hub.FieldsV1Paths(e.FieldsV1.Raw)
-			if err != nil {
-				return nil, fmt.Errorf("cluster %q: managedFields of %s: %w", m.cfg.ID, spec.ID, err)
-			}
-			o.Fields = paths
-		}
-		owners = append(owners, o)
+	if acc, err := meta.Accessor(out); err == nil {
+		acc.SetManagedFields(nil)
 	}
-	return owners, nil
+	return out, conflicts, nil
 }
 
-func get(ctx context.Context, c kubernetes.Interface, spec hub.NodeSpec) (runtime.Object, error) {
-	switch spec.Kind {
-	case hub.KindDeployment:
-		return c.AppsV1().Deployments(spec.Namespace).Get(ctx, spec.Name, metav1.GetOptions{})
-	case hub.KindService:
-		return c.CoreV1().Services(spec.Namespace).Get(ctx, spec.Name, metav1.GetOptions{})
-	case hub.KindConfigMap:
-		return c.CoreV1().ConfigMaps(spec.Namespace).Get(ctx, spec.Name, metav1.GetOptions{})
+// isNamespaceNotFound reports whether err says the object's namespace does
+// not exist.
+func isNamespaceNotFound(err error) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
 	}
-	return nil, fmt.Errorf("unsupported kind %q", spec.Kind)
-}
-
-func patchApply(ctx context.Context, c kubernetes.Interface, spec hub.NodeSpec, body []byte, force bool) (runtime.Object, error) {
-	opts := metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force}
-	switch spec.Kind {
-	case hub.KindDeployment:
-		return c.AppsV1().Deployments(spec.Namespace).Patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
-	case hub.KindService:
-		return c.CoreV1().Services(spec.Namespace).Patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
-	case hub.KindConfigMap:
-		return c.CoreV1().ConfigMaps(spec.Namespace).Patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Kind != "" {
+		return st.Status().Details.Kind == "namespaces"
 	}
-	return nil, fmt.Errorf("unsupported kind %q", spec.Kind)
+	return strings.Contains(err.Error(), "namespaces")
 }
 
 // conflictsOf extracts the conflicting fields and managers from an apply
 // conflict error.
 func conflictsOf(err error) []hub.Conflict {
-	st, ok := err.(apierrors.APIStatus)
-	if !ok || st.Status().Details == nil {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil {
 		return []hub.Conflict{{Field: "", Manager: err.Error()}}
 	}
 	var out []hub.Conflict
@@ -267,26 +416,137 @@ func conflictsOf(err error) []hub.Conflict {
 	return out
 }
 
-func resourceOf(k hub.Kind) string { return informerKey{kind: k}.resource() }
-
-// toUnstructured converts a typed object to unstructured content with its
-// apiVersion and kind set. The input is not modified.
-func toUnstructured(kind hub.Kind, obj runtime.Object) (*unstructured.Unstructured, error) {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+// Delete deletes the object st describes, with background propagation and
+// st's UID and resourceVersion as preconditions: an object replaced or
+// changed since st was read is not deleted (the call fails with a conflict).
+// It refuses an object without our managed-by label (st.Owned false). A
+// missing object is not an error.
+func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) error {
+	if !st.Exists {
+		return nil
+	}
+	if !st.Owned {
+		return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", hub.ManagedByLabel, m.cfg.ManagedBy))
+	}
+	live, err := m.liveOf(spec, st)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	u := &unstructured.Unstructured{Object: content}
-	switch kind {
-	case hub.KindDeployment:
-		u.SetAPIVersion("apps/v1")
-		u.SetKind("Deployment")
-	case hub.KindService:
-		u.SetAPIVersion("v1")
-		u.SetKind("Service")
-	case hub.KindConfigMap:
-		u.SetAPIVersion("v1")
-		u.SetKind("ConfigMap")
+	kind, err := kindOf(spec.Kind)
+	if err != nil {
+		return m.callError("delete", spec, err)
 	}
-	return u, nil
+	c := m.clientset()
+	if c == nil {
+		return m.callError("delete", spec, errNotConnected)
+	}
+	var pre metav1.Preconditions
+	if uid := live.GetUID(); uid != "" {
+		pre.UID = &uid
+	}
+	if rv := live.GetResourceVersion(); rv != "" {
+		pre.ResourceVersion = &rv
+	}
+	prop := metav1.DeletePropagationBackground
+	err = kind.client(c, spec.Namespace).delete(ctx, spec.Name, metav1.DeleteOptions{PropagationPolicy: &prop, Preconditions: &pre})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return m.callError("delete", spec, err)
+	}
+	return nil
+}
+
+// cacheKey is the informer cache key of a namespaced object.
+func cacheKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// maxGone bounds the UIDs a manager remembers of objects that left its
+// cache.
+const maxGone = 4096
+
+// goneKey names an object that left the label-filtered cache.
+type goneKey struct {
+	kind            hub.Kind
+	namespace, name string
+}
+
+// goneEntry is the UID an object had when it left the cache.
+type goneEntry struct {
+	uid string
+	seq uint64
+}
+
+// trackGone records the UID of an object the watch reported deleted (it may
+// only have lost our label), and forgets it when the object is back in the
+// cache. Handlers call it before the event reaches the sink, so a Repair
+// started by the event finds the record.
+func (m *Manager) trackGone(kind hub.Kind, typ hub.EventType, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if obj == nil {
+		return
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	key := goneKey{kind: kind, namespace: acc.GetNamespace(), name: acc.GetName()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if typ != hub.EventDeleted {
+		delete(m.gone, key)
+		return
+	}
+	if acc.GetUID() == "" {
+		return
+	}
+	m.putGoneLocked(key, string(acc.GetUID()))
+}
+
+// putGoneLocked records a UID, evicting the oldest record when full.
+func (m *Manager) putGoneLocked(key goneKey, uid string) {
+	if m.gone == nil {
+		m.gone = make(map[goneKey]goneEntry)
+	}
+	if _, ok := m.gone[key]; !ok && len(m.gone) >= maxGone {
+		var oldest goneKey
+		oldestSeq := uint64(0)
+		for k, e := range m.gone {
+			if oldestSeq == 0 || e.seq < oldestSeq {
+				oldest, oldestSeq = k, e.seq
+			}
+		}
+		delete(m.gone, oldest)
+	}
+	m.goneSeq++
+	m.gone[key] = goneEntry{uid: uid, seq: m.goneSeq}
+}
+
+// takeGone returns and forgets the UID recorded for key ("" when none).
+func (m *Manager) takeGone(key goneKey) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.gone[key]
+	if !ok {
+		return ""
+	}
+	delete(m.gone, key)
+	return e.uid
+}
+
+// restoreGone puts back a UID a failed Repair took, unless a newer record
+// exists, so the retry can still tell a lost label from a delete.
+func (m *Manager) restoreGone(key goneKey, uid string) {
+	if uid == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.gone[key]; !ok {
+		m.putGoneLocked(key, uid)
+	}
 }

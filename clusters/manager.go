@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -33,17 +34,7 @@ type informerKey struct {
 	kind      hub.Kind
 }
 
-func (k informerKey) resource() string {
-	switch k.kind {
-	case hub.KindDeployment:
-		return "deployments"
-	case hub.KindService:
-		return "services"
-	case hub.KindConfigMap:
-		return "configmaps"
-	}
-	return string(k.kind)
-}
+func (k informerKey) resource() string { return resourceOf(k.kind) }
 
 // informerState is the health of one informer.
 type informerState struct {
@@ -83,9 +74,19 @@ type Manager struct {
 	reported   hub.ClusterHealth
 	// fail ends Run with an error (a recovered handler panic).
 	fail func(error)
+	// gone holds the UIDs of objects the label-filtered watch reported
+	// deleted, until a Repair or their return to the cache uses them
+	// (bounded by maxGone; see trackGone).
+	gone    map[goneKey]goneEntry
+	goneSeq uint64
 
 	probeNow chan struct{}
-	// nextGen hands out sync generations; the registry shares one counter
+	// reportMu serialises health reports (see report).
+	reportMu sync.Mutex
+	// localSeq numbers generations and reports when nextGen is nil.
+	localSeq atomic.Int64
+	// nextGen hands out sync generations and report sequence numbers; the
+	// registry shares one counter
 	// across managers so a restarted cluster's generations keep rising.
 	nextGen func() int64
 }
@@ -218,12 +219,12 @@ func (m *Manager) run(parent context.Context) error {
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
 				informers.WithTransform(stripForCache),
 			)
-			kinds := map[hub.Kind]cache.SharedIndexInformer{
-				hub.KindDeployment: f.Apps().V1().Deployments().Informer(),
-				hub.KindService:    f.Core().V1().Services().Informer(),
-				hub.KindConfigMap:  f.Core().V1().ConfigMaps().Informer(),
-			}
-			for kind, inf := range kinds {
+			for _, kind := range hub.Kinds() {
+				info, err := kindOf(kind)
+				if err != nil {
+					return fmt.Errorf("cluster %q: watch %s: %w", m.cfg.ID, kind, err)
+				}
+				inf := info.informer(f)
 				key := informerKey{namespace: ns, kind: kind}
 				m.mu.Lock()
 				m.informers[key] = &informerState{informer: inf}
@@ -331,6 +332,7 @@ func (m *Manager) emit(kind hub.Kind, typ hub.EventType, obj any) {
 	if !ok {
 		return
 	}
+	m.trackGone(kind, typ, obj)
 	m.rate.add(ev.ObservedAt)
 	m.sink.Observe(ev)
 }
@@ -511,15 +513,17 @@ func (m *Manager) evaluate() {
 		}
 	}
 	changed := state != m.state
+	prevState := m.state
 	if changed {
 		m.state = state
 		m.since = m.now()
-		if state == hub.ClusterSynced {
-			if m.nextGen != nil {
-				m.generation = m.nextGen()
-			} else {
-				m.generation++
-			}
+		// A new generation makes the hub re-check every NodeID of the
+		// cluster: on becoming synced, and on becoming usable at all (a
+		// cluster degraded from the start by one forbidden kind is still
+		// reconciled for every kind it may read).
+		wasUsable := prevState == hub.ClusterSynced || prevState == hub.ClusterDegraded
+		if state == hub.ClusterSynced || (state == hub.ClusterDegraded && !wasUsable) {
+			m.generation = m.next()
 		}
 	}
 	if lastErr != "" || changed {
@@ -562,8 +566,13 @@ func (m *Manager) Health() hub.ClusterHealth {
 	}
 }
 
-// report sends the health to the sink when forced or when it changed.
+// report sends the health to the sink when forced or when it changed. Reports
+// are serialised (reportMu is held across the send) and numbered, so the hub
+// receives them in the order they were taken and can drop any older one: a
+// stale "connecting" can never overwrite a newer "synced".
 func (m *Manager) report(force bool) {
+	m.reportMu.Lock()
+	defer m.reportMu.Unlock()
 	h := m.Health()
 	m.mu.Lock()
 	prev := m.reported
@@ -575,7 +584,17 @@ func (m *Manager) report(force bool) {
 	}
 	m.reported = h
 	m.mu.Unlock()
+	h.Seq = m.next()
 	m.sink.ClusterChanged(h)
+}
+
+// next returns the next number of the shared generation and report
+// sequence: it keeps rising across restarts of the cluster's manager.
+func (m *Manager) next() int64 {
+	if m.nextGen != nil {
+		return m.nextGen()
+	}
+	return m.localSeq.Add(1)
 }
 
 func (m *Manager) reportLoop(ctx context.Context) {

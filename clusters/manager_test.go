@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -273,10 +274,13 @@ func TestRBACDegraded(t *testing.T) {
 	}
 }
 
-// TestBackend exercises the backend on a real apiserver: apply creates,
-// a conflicting external edit is reported when the apply takes it back,
-// added entries are removed, managedFields name the other manager, and
-// delete works.
+// TestBackend exercises the backend contract on a real apiserver: a missing
+// object is read, classified and created (with its namespace); cached and
+// fresh reads agree and never hand out the cache's objects; an edit and an
+// added env var by another manager are classified, attributed to that
+// manager and repaired (the env var removed, the conflict reported); a
+// removed label is told from a delete by the repair's Class; Delete refuses
+// objects without our label and honours its preconditions.
 func TestBackend(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	lc := set.Clusters[0]
@@ -288,6 +292,7 @@ func TestBackend(t *testing.T) {
 		t.Fatal("no backend")
 	}
 	ctx := t.Context()
+	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
 	dep := deployment("apps", "api", labelled(nil))
 	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
@@ -303,79 +308,247 @@ func TestBackend(t *testing.T) {
 	_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}, "spec", "template", "spec", "containers")
 	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Object: obj}
 
-	// The namespace does not exist yet: Apply creates it.
-	res, err := be.Apply(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
+	// read, classify and repair in one step, as the loop does.
+	readDetect := func(t *testing.T, fresh bool) (hub.State, hub.Drift) {
+		t.Helper()
+		st, err := be.ReadState(ctx, spec, fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := be.DetectDrift(ctx, spec, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, d
 	}
-	if res.Object == nil || res.Object.GetResourceVersion() == "" || len(res.Conflicts) != 0 {
-		t.Fatalf("apply result = %+v", res)
+	events := func(typ hub.EventType) int { // call with sink.mu held
+		n := 0
+		for _, e := range sink.events {
+			if e.ID == spec.ID && e.Type == typ {
+				n++
+			}
+		}
+		return n
 	}
-	sink.waitFor(t, 10*time.Second, "add event", func() bool { return sink.hasEvent(spec.ID, hub.EventAdded) })
-	cached, err := be.Read(ctx, spec, false)
-	if err != nil || cached == nil {
-		t.Fatalf("Read from cache = %v, %v", cached, err)
-	}
-	if len(cached.GetManagedFields()) != 0 {
-		t.Error("cached object still holds managedFields")
-	}
-
-	// Another manager changes the image and adds an env var.
-	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
-	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"evil:1","env":[{"name":"DEBUG","value":"true"}]}]}}}}`)
-	live, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	owners, err := be.ManagedFields(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var editor *hub.FieldOwner
-	for i := range owners {
-		if owners[i].Manager == "kubectl-edit" {
-			editor = &owners[i]
+	cachedVersion := func(version string) func() bool { // call with sink.mu held
+		return func() bool {
+			for _, e := range sink.events {
+				if e.ID == spec.ID && e.ResourceVersion == version {
+					return true
+				}
+			}
+			return false
 		}
 	}
-	if editor == nil || !contains(editor.Fields, "spec.template.spec.containers[app].image") || !contains(editor.Fields, "spec.template.spec.containers[app].env[DEBUG]") || editor.Time.IsZero() {
-		t.Fatalf("managed fields = %+v", owners)
-	}
-	// Remove the added env var (guarded by resourceVersion), then apply.
-	if err := be.RemoveFields(ctx, spec, "1", []string{"/spec/template/spec/containers/0/env/0"}); err == nil {
-		t.Fatal("RemoveFields with a stale resourceVersion must fail")
-	}
-	if err := be.RemoveFields(ctx, spec, live.ResourceVersion, []string{"/spec/template/spec/containers/0/env/0"}); err != nil {
-		t.Fatal(err)
-	}
-	res, err = be.Apply(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Conflicts) == 0 || res.Conflicts[0].Manager != "kubectl-edit" {
-		t.Fatalf("conflicts = %+v, want kubectl-edit", res.Conflicts)
-	}
-	got, err := be.Read(ctx, spec, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := hub.Classify(obj, got, ""); !d.InSync() {
-		t.Fatalf("after repair: %s", d.Summary())
-	}
-	if err := be.Delete(ctx, spec, hub.PropagationForeground); err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Delete(ctx, spec, hub.PropagationBackground); err != nil {
-		t.Fatalf("deleting a missing object: %v", err)
-	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
+	liveOf := func(t *testing.T, st hub.State) *unstructured.Unstructured {
+		t.Helper()
+		u, ok := st.Live.(*unstructured.Unstructured)
+		if !ok {
+			t.Fatalf("Live is %T", st.Live)
 		}
+		return u
 	}
-	return false
+
+	t.Run("missing", func(t *testing.T) {
+		st, d := readDetect(t, true)
+		if st.Exists || !st.Fresh || d.Class != hub.DriftMissing {
+			t.Fatalf("state %+v, drift %s", st, d.Summary())
+		}
+		// The namespace does not exist yet: Repair creates it.
+		res, err := be.Repair(ctx, spec, st, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Version == "" || res.Action != "apply" || len(res.Conflicts) != 0 || res.Class != "" {
+			t.Fatalf("repair = %+v", res)
+		}
+		sink.waitFor(t, 10*time.Second, "the applied version in the cache", cachedVersion(res.Version))
+	})
+
+	t.Run("cached and fresh reads", func(t *testing.T) {
+		cached, d := readDetect(t, false)
+		if !cached.Exists || cached.Fresh || !cached.Owned || cached.Deleting || cached.Version == "" || !d.InSync() {
+			t.Fatalf("cached state %+v, drift %s", cached, d.Summary())
+		}
+		if cached.Progress == nil || cached.Progress.Desired != 1 || cached.Progress.Stuck != "" {
+			t.Fatalf("progress = %+v", cached.Progress)
+		}
+		live := liveOf(t, cached)
+		if live.GetKind() != "Deployment" || live.GetAPIVersion() != "apps/v1" || len(live.GetManagedFields()) != 0 || live.GetUID() == "" {
+			t.Fatalf("cached live object: %s %s, %d managedFields, uid %q", live.GetAPIVersion(), live.GetKind(), len(live.GetManagedFields()), live.GetUID())
+		}
+		// The state holds a copy: changing it leaves the cache alone.
+		live.SetLabels(nil)
+		_ = unstructured.SetNestedField(live.Object, int64(9), "spec", "replicas")
+		again, d := readDetect(t, false)
+		if !again.Owned || !d.InSync() {
+			t.Fatalf("the cache changed with the state: %+v %s", again, d.Summary())
+		}
+		fresh, d := readDetect(t, true)
+		if !fresh.Exists || !fresh.Fresh || !fresh.Owned || fresh.Version != cached.Version || !d.InSync() {
+			t.Fatalf("fresh state %+v (cached version %s), drift %s", fresh, cached.Version, d.Summary())
+		}
+		if len(liveOf(t, fresh).GetManagedFields()) != 0 {
+			t.Error("fresh read holds managedFields")
+		}
+	})
+
+	t.Run("modified and added", func(t *testing.T) {
+		// Another manager changes the image and adds an env var.
+		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"evil:1","env":[{"name":"DEBUG","value":"true"}]}]}}}}`)
+		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+		st, d := readDetect(t, true)
+		if d.Class != hub.DriftModified || len(d.Fields) != 2 {
+			t.Fatalf("drift = %s", d.Summary())
+		}
+		want := map[string]bool{"spec.template.spec.containers[app].image": false, "spec.template.spec.containers[app].env[DEBUG]": true}
+		for _, f := range d.Fields {
+			if added, ok := want[f.Path]; !ok || added != f.Added {
+				t.Fatalf("drift = %s", d.Summary())
+			}
+		}
+		a, err := be.Attribute(ctx, spec, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a == nil || a.Manager != "kubectl-edit" || a.Operation != "Update" || a.At.IsZero() || len(a.Fields) != 2 {
+			t.Fatalf("attribution = %+v", a)
+		}
+		res, err := be.Repair(ctx, spec, st, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Action != "remove+apply" || res.Version == "" || res.Class != "" {
+			t.Fatalf("repair = %+v", res)
+		}
+		if len(res.Conflicts) != 1 || res.Conflicts[0].Manager != "kubectl-edit" || !strings.Contains(res.Conflicts[0].Field, "image") {
+			t.Fatalf("conflicts = %+v, want kubectl-edit's image", res.Conflicts)
+		}
+		after, d := readDetect(t, true)
+		if !d.InSync() || after.Version != res.Version {
+			t.Fatalf("after repair: %s (version %s, repair returned %s)", d.Summary(), after.Version, res.Version)
+		}
+		if env, found, _ := unstructured.NestedFieldNoCopy(liveOf(t, after).Object, "spec", "template", "spec", "containers"); !found || strings.Contains(fmt.Sprint(env), "DEBUG") {
+			t.Fatalf("containers after repair: %v", env)
+		}
+		sink.waitFor(t, 10*time.Second, "the repaired version in the cache", cachedVersion(res.Version))
+	})
+
+	t.Run("scaled", func(t *testing.T) {
+		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.MergePatchType, []byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{FieldManager: "kubectl-scale"}); err != nil {
+			t.Fatal(err)
+		}
+		st, d := readDetect(t, true)
+		if d.Class != hub.DriftModified || d.Summary() != "modified spec.replicas: 1 -> 4" || st.Progress == nil || st.Progress.Desired != 4 {
+			t.Fatalf("drift = %s, progress %+v", d.Summary(), st.Progress)
+		}
+		if a, err := be.Attribute(ctx, spec, d); err != nil || a == nil || a.Manager != "kubectl-scale" {
+			t.Fatalf("attribution = %+v, %v", a, err)
+		}
+		res, err := be.Repair(ctx, spec, st, d)
+		if err != nil || res.Action != "apply" || len(res.Conflicts) != 1 || res.Conflicts[0].Manager != "kubectl-scale" {
+			t.Fatalf("repair = %+v, %v", res, err)
+		}
+		sink.waitFor(t, 10*time.Second, "the repaired version in the cache", cachedVersion(res.Version))
+	})
+
+	t.Run("unlabelled", func(t *testing.T) {
+		sink.mu.Lock()
+		deletes := events(hub.EventDeleted)
+		sink.mu.Unlock()
+		unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, unlabel, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
+			t.Fatal(err)
+		}
+		sink.waitFor(t, 10*time.Second, "the label-filtered watch's delete", func() bool { return events(hub.EventDeleted) > deletes })
+		st, d := readDetect(t, false)
+		if st.Exists || st.Fresh || d.Class != hub.DriftMissing {
+			t.Fatalf("cached state %+v, drift %s", st, d.Summary())
+		}
+		// A fresh read tells it too.
+		if fresh, d := readDetect(t, true); !fresh.Exists || fresh.Owned || d.Class != hub.DriftUnlabelled {
+			t.Fatalf("fresh state %+v, drift %s", fresh, d.Summary())
+		}
+		res, err := be.Repair(ctx, spec, st, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Class != hub.DriftUnlabelled {
+			t.Fatalf("repair = %+v, want class %s", res, hub.DriftUnlabelled)
+		}
+		sink.waitFor(t, 10*time.Second, "the relabelled object in the cache", cachedVersion(res.Version))
+		if st, d := readDetect(t, false); !st.Owned || !d.InSync() {
+			t.Fatalf("after repair: %+v %s", st, d.Summary())
+		}
+	})
+
+	t.Run("deleted", func(t *testing.T) {
+		sink.mu.Lock()
+		deletes := events(hub.EventDeleted)
+		sink.mu.Unlock()
+		if err := c.AppsV1().Deployments("apps").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sink.waitFor(t, 10*time.Second, "the delete", func() bool { return events(hub.EventDeleted) > deletes })
+		st, d := readDetect(t, false)
+		if st.Exists || d.Class != hub.DriftMissing {
+			t.Fatalf("cached state %+v, drift %s", st, d.Summary())
+		}
+		res, err := be.Repair(ctx, spec, st, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Class != "" || res.Version == "" {
+			t.Fatalf("repair of a deleted object = %+v, want no class correction", res)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		// An object without our label is never deleted.
+		foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: "apps"}, Data: map[string]string{"a": "1"}}
+		if _, err := c.CoreV1().ConfigMaps("apps").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fspec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "foreign", hub.KindConfigMap), Namespace: "apps", Name: "foreign", Kind: hub.KindConfigMap}
+		fst, err := be.ReadState(ctx, fspec, true)
+		if err != nil || !fst.Exists || fst.Owned {
+			t.Fatalf("foreign state %+v, %v", fst, err)
+		}
+		if err := be.Delete(ctx, fspec, fst); err == nil || !strings.Contains(err.Error(), lc.Name) || !strings.Contains(err.Error(), "configmaps foreign") {
+			t.Fatalf("deleting an unowned object: %v", err)
+		}
+		if _, err := c.CoreV1().ConfigMaps("apps").Get(ctx, "foreign", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the unowned object is gone: %v", err)
+		}
+
+		// A change after the read fails the resourceVersion precondition.
+		st, _ := readDetect(t, true)
+		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`), metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
+			t.Fatal(err)
+		}
+		err = be.Delete(ctx, spec, st)
+		if err == nil || !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `namespace "apps"`) {
+			t.Fatalf("delete with a stale resourceVersion: %v", err)
+		}
+		if _, err := c.AppsV1().Deployments("apps").Get(ctx, "api", metav1.GetOptions{}); err != nil {
+			t.Fatalf("deleted despite the stale precondition: %v", err)
+		}
+		st, _ = readDetect(t, true)
+		if err := be.Delete(ctx, spec, st); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AppsV1().Deployments("apps").Get(ctx, "api", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("after delete: %v", err)
+		}
+		if err := be.Delete(ctx, spec, st); err != nil {
+			t.Fatalf("deleting a missing object: %v", err)
+		}
+		if a, err := be.Attribute(ctx, spec, hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}); a != nil || err != nil {
+			t.Fatalf("attribution of a missing object = %+v, %v", a, err)
+		}
+	})
 }
 
 // TestPanicRestartAndRemove: a panic inside one cluster's manager is

@@ -44,6 +44,12 @@ type Registry struct {
 	// generation is shared by every manager (see Manager.nextGen).
 	generation atomic.Int64
 
+	// opMu serialises Add, Remove and Update, so a check and the action
+	// it decides are one step (two concurrent Updates of one cluster
+	// could otherwise both stop the old manager and race to add theirs).
+	// It is never taken by a manager's goroutines.
+	opMu sync.Mutex
+
 	mu      sync.Mutex
 	ctx     context.Context
 	entries map[string]*entry
@@ -100,6 +106,12 @@ func (r *Registry) Run(ctx context.Context) error {
 
 // Add registers a cluster and, once Run has started, starts its manager.
 func (r *Registry) Add(cfg ClusterConfig) error {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	return r.add(cfg)
+}
+
+func (r *Registry) add(cfg ClusterConfig) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -119,6 +131,8 @@ func (r *Registry) Add(cfg ClusterConfig) error {
 // Remove stops a cluster's manager, waits for its goroutines and forgets it,
 // freeing its informer caches. It reports the cluster as removed.
 func (r *Registry) Remove(id string) bool {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
 	r.mu.Lock()
 	e, ok := r.entries[id]
 	if ok {
@@ -132,7 +146,8 @@ func (r *Registry) Remove(id string) bool {
 		e.cancel()
 		<-e.done
 	}
-	r.sink.ClusterChanged(hub.ClusterHealth{Cluster: id, State: hub.ClusterRemoved, Since: time.Now(), Source: e.cfg.Source})
+	r.sink.ClusterChanged(hub.ClusterHealth{Cluster: id, State: hub.ClusterRemoved, Since: time.Now(), Source: e.cfg.Source,
+		Seq: r.generation.Add(1)})
 	return true
 }
 
@@ -140,6 +155,8 @@ func (r *Registry) Remove(id string) bool {
 // manager is restarted with the new one (e.g. rotated credentials); the hub
 // keeps its desired and status state, and the restart re-syncs the cluster.
 func (r *Registry) Update(cfg ClusterConfig) error {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
 	r.mu.Lock()
 	e, ok := r.entries[cfg.ID]
 	same := ok && reflect.DeepEqual(e.cfg, cfg)
@@ -156,7 +173,7 @@ func (r *Registry) Update(cfg ClusterConfig) error {
 			<-e.done
 		}
 	}
-	return r.Add(cfg)
+	return r.add(cfg)
 }
 
 // Backend returns the cluster's backend (its current manager).

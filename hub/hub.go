@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +55,9 @@ type Options struct {
 	// RepairedHold is how long a repaired NodeID shows as repaired before
 	// it shows in sync. Default 1m.
 	RepairedHold time.Duration
+	// ForbiddenRetry is how long a NodeID whose object the credentials may
+	// not read or write waits before it is tried again. Default 1m.
+	ForbiddenRetry time.Duration
 	// Logger receives the hub's logs. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -115,6 +120,9 @@ func (o Options) withDefaults() Options {
 	if o.RepairedHold <= 0 {
 		o.RepairedHold = time.Minute
 	}
+	if o.ForbiddenRetry <= 0 {
+		o.ForbiddenRetry = time.Minute
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,96 +133,91 @@ func (o Options) withDefaults() Options {
 }
 
 // Hub is the shared reconcile loop: one workqueue keyed by NodeID, fed by
-// every cluster's events, drained by N workers that compare desired with
+// every backend's events, drained by N workers that compare desired with
 // actual state and repair drift. It implements Sink for the watch managers.
+//
+// The Hub holds the desired state and the loop's own bookkeeping behind one
+// lock (mu); what users see lives in a separate status store with its own
+// lock. Backends are called with no lock held.
 type Hub struct {
 	opts    Options
 	log     *slog.Logger
 	queue   workqueue.TypedRateLimitingInterface[NodeID]
 	metrics *metrics
+	status  *store
 
 	mu        sync.Mutex
 	backends  Backends
 	desired   map[NodeID]*NodeSpec
-	order     []NodeID // NodeIDs of desired and decommissioning, sorted
-	nodes     map[NodeID]*nodeState
-	clusters  map[string]*clusterState
-	appPolicy map[string]Policy
 	decom     map[NodeID]*decommission
-	feed      []FeedEntry // ring, newest at the end
-	subs      map[int]chan *Snapshot
-	nextSub   int
-	seq       uint64
+	loop      map[NodeID]*nodeLoop
+	clusters  map[string]*clusterLoop
+	appPolicy map[string]Policy
 	running   bool
-	latest    *Snapshot
-
-	dirty chan struct{}
 }
 
-type clusterState struct {
-	health  ClusterHealth
-	paused  bool
-	lastGen int64
-	repairs []time.Duration // recent event-to-repaired times (ring)
-}
-
+// decommission is a NodeID whose application left the config.
 type decommission struct {
 	spec  *NodeSpec
 	since time.Time
-	stuck bool
 }
 
-type nodeState struct {
-	idText      string
-	status      Status
-	reason      string
-	lastChange  time.Time
-	repair      *Repair
-	timeline    []TimelineEntry
-	ready       int32
-	replicas    int32
-	repairs     int
-	appliedRV   string
-	recent      []time.Time // recent repair times, for fight detection
-	fights      int
-	backoffTill time.Time
-	verifying   bool
-	// pending is the earliest unprocessed event time and whether a manual
-	// repair was asked for.
+// nodeLoop is the loop's bookkeeping of one NodeID (guarded by Hub.mu).
+type nodeLoop struct {
+	// pendingAt is the earliest event not yet reconciled (latencies are
+	// measured from it); manual asks for a repair that overrides warn-only
+	// and pause once; fresh makes the next read bypass the watch cache
+	// (catch-up after a disconnect).
 	pendingAt time.Time
 	manual    bool
-	// uid is the live object's UID as last seen (events, applies): after a
-	// repair of an object that left the watch, the same UID means it had
-	// lost its label rather than been deleted.
-	uid string
-	// confirm makes the next read GET from the apiserver (catch-up after
-	// a disconnect).
-	confirm bool
+	fresh     bool
 	// seen is set once the object was seen on its cluster or created by
 	// the hub: a missing object is then drift, not a first apply.
 	seen bool
-	// repairedAt is when a repair was verified (shown as repaired for a
-	// while).
-	repairedAt time.Time
+	// expect is the version our last write returned, until the backend's
+	// cache shows it (an event with that version) or a fresh read
+	// replaces it. A cached read of any other version is older than our
+	// write, and never evidence of drift (client-go's expectations).
+	expect string
+	// recent are recent repair times (fight detection); fights counts
+	// backoffs in a row; backoffTill ends the current one.
+	recent      []time.Time
+	fights      int
+	backoffTill time.Time
+	// verifying is set after a repair until the object is seen in sync.
+	verifying bool
+}
+
+// clusterLoop is the loop's view of one cluster (guarded by Hub.mu).
+type clusterLoop struct {
+	state   ClusterState
+	ready   bool
+	lastGen int64
+	lastSeq int64
+	paused  bool
+	// parked are NodeIDs a worker met while the cluster was not ready:
+	// they are enqueued again the moment it becomes ready, so nothing
+	// waits for the periodic resync.
+	parked map[NodeID]struct{}
 }
 
 // New returns a hub. Call SetBackends before Run.
 func New(opts Options) *Hub {
 	opts = opts.withDefaults()
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[NodeID](opts.FailureBaseDelay, opts.FailureMaxDelay)
-	return &Hub{
+	h := &Hub{
 		opts:      opts,
 		log:       opts.Logger,
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[NodeID]{Name: "driftwatch"}),
 		metrics:   newMetrics(),
 		desired:   make(map[NodeID]*NodeSpec),
-		nodes:     make(map[NodeID]*nodeState),
-		clusters:  make(map[string]*clusterState),
-		appPolicy: make(map[string]Policy),
 		decom:     make(map[NodeID]*decommission),
-		subs:      make(map[int]chan *Snapshot),
-		dirty:     make(chan struct{}, 1),
+		loop:      make(map[NodeID]*nodeLoop),
+		clusters:  make(map[string]*clusterLoop),
+		appPolicy: make(map[string]Policy),
 	}
+	h.status = newStore(opts, h.metrics, h.queue.Len)
+	return h
 }
 
 // ID returns the hub id.
@@ -242,27 +245,28 @@ func (h *Hub) SetDesiredCluster(cluster string, specs []NodeSpec) (changed, remo
 	return h.setDesired(specs, func(id NodeID) bool { return id.Cluster == cluster })
 }
 
-// ForgetCluster drops a cluster's desired state and status without pruning
-// its objects (the cluster itself is gone).
+// ForgetCluster stops managing a cluster: its desired state, pending
+// decommissions and status are dropped without touching its objects.
+// Removing a cluster from the config means "stop managing it", never
+// "delete its objects". A worker in the middle of a pass over one of its
+// NodeIDs finds it gone and stops.
 func (h *Hub) ForgetCluster(cluster string) {
 	h.mu.Lock()
 	for id := range h.desired {
 		if id.Cluster == cluster {
 			delete(h.desired, id)
-			delete(h.nodes, id)
+			delete(h.loop, id)
 		}
 	}
 	for id := range h.decom {
 		if id.Cluster == cluster {
 			delete(h.decom, id)
-			delete(h.nodes, id)
+			delete(h.loop, id)
 		}
 	}
 	delete(h.clusters, cluster)
-	h.metrics.clusterUp.DeleteLabelValues(cluster)
-	h.rebuildOrderLocked()
+	h.status.forgetCluster(cluster)
 	h.mu.Unlock()
-	h.markDirty()
 }
 
 func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, removed []NodeID) {
@@ -280,9 +284,10 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, re
 		}
 		h.desired[id] = s
 		delete(h.decom, id)
-		if _, ok := h.nodes[id]; !ok {
-			h.nodes[id] = &nodeState{idText: id.String(), status: StatusUnknown, lastChange: now}
+		if h.loop[id] == nil {
+			h.loop[id] = &nodeLoop{}
 		}
+		h.status.track(s, false, now)
 	}
 	for id, s := range h.desired {
 		if !scope(id) {
@@ -292,12 +297,9 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, re
 			removed = append(removed, id)
 			delete(h.desired, id)
 			h.decom[id] = &decommission{spec: s, since: now}
-			if n := h.nodes[id]; n != nil {
-				h.setStatusLocked(n, StatusDecommissioning, "application removed from the config", now)
-			}
+			h.status.track(s, true, now)
 		}
 	}
-	h.rebuildOrderLocked()
 	h.mu.Unlock()
 	sortIDs(changed)
 	sortIDs(removed)
@@ -307,25 +309,11 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, re
 	for _, id := range removed {
 		h.queue.Add(id)
 	}
-	h.markDirty()
 	return changed, removed
 }
 
 func sortIDs(ids []NodeID) {
-	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
-}
-
-func (h *Hub) rebuildOrderLocked() {
-	h.order = h.order[:0]
-	for id := range h.desired {
-		h.order = append(h.order, id)
-	}
-	for id := range h.decom {
-		h.order = append(h.order, id)
-	}
-	sort.Slice(h.order, func(i, j int) bool {
-		return h.nodes[h.order[i]].idText < h.nodes[h.order[j]].idText
-	})
+	slices.SortFunc(ids, func(a, b NodeID) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // Desired returns the desired spec of a NodeID.
@@ -340,88 +328,116 @@ func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 }
 
 // Observe implements Sink: it records the event time and enqueues the
-// NodeID. It never blocks.
+// NodeID. It never blocks. An event carrying the version our own last write
+// returned is its echo: counted, and the expectation is met.
 func (h *Hub) Observe(ev Event) {
 	h.metrics.watch.WithLabelValues(ev.ID.Cluster, string(ev.Type)).Inc()
 	h.mu.Lock()
-	n := h.nodes[ev.ID]
+	n := h.loop[ev.ID]
 	if n == nil {
 		h.mu.Unlock()
 		return
 	}
-	if ev.ResourceVersion != "" && ev.ResourceVersion == n.appliedRV {
+	if ev.ResourceVersion != "" && ev.ResourceVersion == n.expect {
 		h.metrics.echoes.WithLabelValues(ev.ID.Cluster).Inc()
+		n.expect = ""
 	}
 	if n.pendingAt.IsZero() {
 		n.pendingAt = ev.ObservedAt
-	}
-	if ev.UID != "" {
-		n.uid = ev.UID
 	}
 	h.mu.Unlock()
 	h.queue.Add(ev.ID)
 }
 
-// ClusterChanged implements Sink: it records the cluster's health; a new
-// sync generation enqueues every NodeID of the cluster (first apply, or
-// catch-up after a disconnect).
+// ClusterChanged implements Sink: it records a cluster's health. A report
+// older than one already applied (Seq) is dropped, so health never goes
+// backwards. A new sync generation enqueues every NodeID of the cluster
+// (first apply, or catch-up after a disconnect, read fresh); becoming ready
+// also releases the NodeIDs workers parked while it was not.
 func (h *Hub) ClusterChanged(ch ClusterHealth) {
-	up := 0.0
-	if ch.State == ClusterSynced || ch.State == ClusterDegraded {
-		up = 1
-	}
 	h.mu.Lock()
 	if ch.State == ClusterRemoved {
+		if cl := h.clusters[ch.Cluster]; cl != nil && ch.Seq != 0 && ch.Seq < cl.lastSeq {
+			h.mu.Unlock()
+			return
+		}
 		delete(h.clusters, ch.Cluster)
+		h.status.removeHealth(ch.Cluster)
 		h.mu.Unlock()
-		h.metrics.clusterUp.DeleteLabelValues(ch.Cluster)
-		h.markDirty()
 		return
 	}
-	h.metrics.clusterUp.WithLabelValues(ch.Cluster).Set(up)
-	cs := h.clusters[ch.Cluster]
-	if cs == nil {
-		cs = &clusterState{}
-		h.clusters[ch.Cluster] = cs
+	cl := h.clusters[ch.Cluster]
+	if cl == nil {
+		cl = &clusterLoop{}
+		h.clusters[ch.Cluster] = cl
 	}
-	cs.health = ch
+	if ch.Seq != 0 && ch.Seq < cl.lastSeq {
+		h.mu.Unlock()
+		h.metrics.staleHealth.WithLabelValues(ch.Cluster).Inc()
+		return
+	}
+	if ch.Seq != 0 {
+		cl.lastSeq = ch.Seq
+	}
+	wasReady := cl.ready
+	cl.state = ch.State
+	cl.ready = usable(ch.State)
 	var ids []NodeID
-	if ch.Generation > cs.lastGen {
+	if ch.Generation > cl.lastGen {
 		// After a disconnect the watch cache may still be stale: the
-		// catch-up pass reads from the apiserver.
-		catchUp := cs.lastGen > 0
-		cs.lastGen = ch.Generation
+		// catch-up pass reads fresh.
+		catchUp := cl.lastGen > 0
+		cl.lastGen = ch.Generation
 		ids = h.clusterIDsLocked(ch.Cluster)
 		if catchUp {
 			for _, id := range ids {
-				if n := h.nodes[id]; n != nil {
-					n.confirm = true
+				if n := h.loop[id]; n != nil {
+					n.fresh = true
 				}
 			}
 		}
+		clear(cl.parked)
 	}
+	if cl.ready && !wasReady {
+		for id := range cl.parked {
+			ids = append(ids, id)
+		}
+		clear(cl.parked)
+	}
+	up := 0.0
+	if cl.ready {
+		up = 1
+	}
+	h.metrics.clusterUp.WithLabelValues(ch.Cluster).Set(up)
+	h.status.health(ch)
 	h.mu.Unlock()
 	for _, id := range ids {
 		h.queue.Add(id)
 	}
-	h.markDirty()
 }
 
 func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for _, id := range h.order {
+	for id := range h.desired {
 		if id.Cluster == cluster {
 			ids = append(ids, id)
 		}
 	}
+	for id := range h.decom {
+		if id.Cluster == cluster {
+			ids = append(ids, id)
+		}
+	}
+	sortIDs(ids)
 	return ids
 }
 
 // RepairNow asks for an immediate repair of one NodeID, overriding warn-only
 // and a paused cluster for this one repair.
 func (h *Hub) RepairNow(id NodeID) error {
+	now := h.opts.Now()
 	h.mu.Lock()
-	n := h.nodes[id]
+	n := h.loop[id]
 	_, desired := h.desired[id]
 	if n == nil || !desired {
 		h.mu.Unlock()
@@ -430,12 +446,11 @@ func (h *Hub) RepairNow(id NodeID) error {
 	n.manual = true
 	n.backoffTill = time.Time{}
 	if n.pendingAt.IsZero() {
-		n.pendingAt = h.opts.Now()
+		n.pendingAt = now
 	}
-	h.appendTimelineLocked(n, StepManual, "", h.opts.Now())
 	h.mu.Unlock()
+	h.status.step(id, StepManual, "", now)
 	h.queue.Add(id)
-	h.markDirty()
 	return nil
 }
 
@@ -443,24 +458,24 @@ func (h *Hub) RepairNow(id NodeID) error {
 // every NodeID of the cluster.
 func (h *Hub) PauseCluster(cluster string, paused bool) {
 	h.mu.Lock()
-	cs := h.clusters[cluster]
-	if cs == nil {
-		cs = &clusterState{health: ClusterHealth{Cluster: cluster, State: ClusterConnecting}}
-		h.clusters[cluster] = cs
+	cl := h.clusters[cluster]
+	if cl == nil {
+		cl = &clusterLoop{state: ClusterConnecting}
+		h.clusters[cluster] = cl
 	}
-	cs.paused = paused
+	cl.paused = paused
 	ids := h.clusterIDsLocked(cluster)
+	h.status.paused(cluster, paused)
 	h.mu.Unlock()
 	if !paused {
 		for _, id := range ids {
 			h.queue.Add(id)
 		}
 	}
-	h.markDirty()
 }
 
 // SetApplicationPolicy overrides the policy of one application at runtime
-// ("" removes the override). Going back to repair enqueues its NodeIDs.
+// ("" removes the override). Every NodeID of the application is enqueued.
 func (h *Hub) SetApplicationPolicy(app string, p Policy) {
 	h.mu.Lock()
 	if p == "" {
@@ -474,11 +489,11 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) {
 			ids = append(ids, id)
 		}
 	}
+	h.status.appPolicies(h.appPolicy)
 	h.mu.Unlock()
 	for _, id := range ids {
 		h.queue.Add(id)
 	}
-	h.markDirty()
 }
 
 // Run starts the workers, the resync loop and the snapshot publisher, and
@@ -501,7 +516,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	var wg conc.WaitGroup
 	for range h.opts.Workers {
 		wg.Go(func() {
-			for h.processNext(workCtx) {
+			for h.processNextWorkItem(workCtx) {
 			}
 		})
 	}
@@ -516,7 +531,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	defer grace.Stop()
 	stopPub()
 	wg.Wait()
-	h.publish() // a last snapshot
+	h.status.publish(h.opts.Now()) // a last snapshot
 	return nil
 }
 
@@ -538,7 +553,13 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 // periodic safety-net resync).
 func (h *Hub) EnqueueAll() {
 	h.mu.Lock()
-	ids := append([]NodeID(nil), h.order...)
+	ids := make([]NodeID, 0, len(h.desired)+len(h.decom))
+	for id := range h.desired {
+		ids = append(ids, id)
+	}
+	for id := range h.decom {
+		ids = append(ids, id)
+	}
 	h.mu.Unlock()
 	for _, id := range ids {
 		h.queue.Add(id)
@@ -548,13 +569,7 @@ func (h *Hub) EnqueueAll() {
 // Health returns the last health a cluster reported, without building a
 // snapshot (readiness probes call it often).
 func (h *Hub) Health(cluster string) (ClusterHealth, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	cs, ok := h.clusters[cluster]
-	if !ok {
-		return ClusterHealth{}, false
-	}
-	return cs.health, true
+	return h.status.clusterHealth(cluster)
 }
 
 // Running reports whether Run is running its workers.
@@ -567,83 +582,76 @@ func (h *Hub) Running() bool {
 // QueueLen returns the number of NodeIDs waiting.
 func (h *Hub) QueueLen() int { return h.queue.Len() }
 
-func (h *Hub) processNext(ctx context.Context) bool {
+// processNextWorkItem takes one NodeID off the queue and reconciles it; it
+// returns false once the queue shuts down (controller-runtime's
+// processNextWorkItem).
+func (h *Hub) processNextWorkItem(ctx context.Context) bool {
 	id, shutdown := h.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer h.queue.Done(id)
-	h.metrics.reconciles.Inc()
-	h.reconcile(ctx, id)
+	h.reconcileHandler(ctx, id)
 	return true
 }
 
-// markDirty asks the publisher for a new snapshot.
-func (h *Hub) markDirty() {
-	select {
-	case h.dirty <- struct{}{}:
+// reconcileHandler runs Reconcile for one NodeID and is the one place that
+// turns its outcome into queue operations: success forgets the NodeID's
+// failure history (or schedules the requested re-check), an error retries
+// with exponential backoff (a permission error slowly), and a panic is
+// recovered, reported on the NodeID, counted, and retried like an error; the
+// worker lives on (controller-runtime's reconcileHandler).
+func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) {
+	h.metrics.reconciles.Inc()
+	defer func() {
+		if r := recover(); r != nil {
+			h.metrics.panics.Inc()
+			err := fmt.Errorf("panic: %v", r)
+			h.log.Error("reconcile panicked", "node", id.String(), "err", err, "stack", string(debug.Stack()))
+			now := h.opts.Now()
+			h.status.step(id, StepPanic, err.Error(), now)
+			h.status.setStatus(id, StatusFailed, err.Error(), now)
+			h.queue.AddRateLimited(id)
+		}
+	}()
+	res, err := h.Reconcile(ctx, id)
+	switch {
+	case errors.Is(err, ErrForbidden):
+		h.queue.Forget(id)
+		h.queue.AddAfter(id, h.opts.ForbiddenRetry)
+	case err != nil:
+		h.queue.AddRateLimited(id)
+	case res.RequeueAfter > 0:
+		h.queue.Forget(id)
+		h.queue.AddAfter(id, res.RequeueAfter)
 	default:
+		h.queue.Forget(id)
 	}
 }
 
 // Subscribe returns a channel that receives the latest snapshot after every
 // change (at most 10 per second by default). A slow subscriber only misses
-// intermediate snapshots: the channel holds the latest one. Call cancel to
-// unsubscribe.
-func (h *Hub) Subscribe() (<-chan *Snapshot, func()) {
-	ch := make(chan *Snapshot, 1)
-	h.mu.Lock()
-	id := h.nextSub
-	h.nextSub++
-	h.subs[id] = ch
-	latest := h.latest
-	h.mu.Unlock()
-	if latest != nil {
-		ch <- latest
-	}
-	h.markDirty()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs, id)
-		h.mu.Unlock()
-	}
-}
+// intermediate snapshots: the channel holds the latest one. It never
+// blocks. Call cancel to unsubscribe.
+func (h *Hub) Subscribe() (<-chan *Snapshot, func()) { return h.status.subscribe() }
+
+// Snapshot builds an immutable snapshot of the hub now.
+func (h *Hub) Snapshot() *Snapshot { return h.status.snapshot(h.opts.Now()) }
 
 func (h *Hub) publishLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.dirty:
+		case <-h.status.dirty:
 		}
-		h.publish()
+		h.status.publish(h.opts.Now())
 		t := time.NewTimer(h.opts.SnapshotInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
-		}
-	}
-}
-
-func (h *Hub) publish() {
-	s := h.Snapshot()
-	h.mu.Lock()
-	h.latest = s
-	subs := make([]chan *Snapshot, 0, len(h.subs))
-	for _, ch := range h.subs {
-		subs = append(subs, ch)
-	}
-	h.mu.Unlock()
-	for _, ch := range subs {
-		select {
-		case <-ch:
-		default:
-		}
-		select {
-		case ch <- s:
-		default:
 		}
 	}
 }

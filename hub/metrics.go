@@ -11,18 +11,21 @@ import (
 // metrics are the hub's Prometheus metrics, in a registry of its own (no
 // global state).
 type metrics struct {
-	reg        *prometheus.Registry
-	drift      *prometheus.CounterVec
-	repairs    *prometheus.CounterVec
-	classified prometheus.Histogram
-	repaired   prometheus.Histogram
-	watch      *prometheus.CounterVec
-	echoes     *prometheus.CounterVec
-	clusterUp  *prometheus.GaugeVec
-	objects    *prometheus.GaugeVec
-	queueDepth prometheus.Gauge
-	reconciles prometheus.Counter
-	reloads    *prometheus.CounterVec
+	reg         *prometheus.Registry
+	drift       *prometheus.CounterVec
+	repairs     *prometheus.CounterVec
+	classified  prometheus.Histogram
+	repaired    prometheus.Histogram
+	watch       *prometheus.CounterVec
+	echoes      *prometheus.CounterVec
+	clusterUp   *prometheus.GaugeVec
+	objects     *prometheus.GaugeVec
+	queueDepth  prometheus.Gauge
+	reconciles  prometheus.Counter
+	reloads     *prometheus.CounterVec
+	panics      prometheus.Counter
+	staleReads  *prometheus.CounterVec
+	staleHealth *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -62,9 +65,18 @@ func newMetrics() *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_config_reloads_total", Help: "Config reloads, by outcome (applied, rejected).",
 		}, []string{"outcome"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_reconcile_panics_total", Help: "Reconciles that panicked (recovered; the worker lives on).",
+		}),
+		staleReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_stale_cache_reads_total", Help: "Cached reads older than driftwatch's own last write, re-read fresh instead of treated as drift, by cluster.",
+		}, []string{"cluster"}),
+		staleHealth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_stale_health_reports_total", Help: "Cluster health reports dropped because a newer one was already applied, by cluster.",
+		}, []string{"cluster"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.objects, m.queueDepth, m.reconciles, m.reloads,
+		m.clusterUp, m.objects, m.queueDepth, m.reconciles, m.reloads, m.panics, m.staleReads, m.staleHealth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -76,3 +88,10 @@ func (h *Hub) MetricsHandler() http.Handler {
 
 // RecordReload counts a config reload by outcome ("applied" or "rejected").
 func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(outcome).Inc() }
+
+// forgetCluster deletes every series of a cluster that left the hub.
+func (m *metrics) forgetCluster(cluster string) {
+	l := prometheus.Labels{"cluster": cluster}
+	m.clusterUp.DeletePartialMatch(l)
+	m.objects.DeletePartialMatch(l)
+}

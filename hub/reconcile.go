@@ -2,145 +2,323 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// reconcile is one level-based pass over a NodeID: it re-reads desired and
-// actual state, classifies drift and acts on it.
-func (h *Hub) reconcile(ctx context.Context, id NodeID) {
-	h.mu.Lock()
-	spec := h.desired[id]
-	dec := h.decom[id]
-	n := h.nodes[id]
-	cs := h.clusters[id.Cluster]
-	backends := h.backends
-	if n == nil || (spec == nil && dec == nil) {
-		h.mu.Unlock()
-		h.queue.Forget(id)
-		return
-	}
-	observedAt := n.pendingAt
-	manual := n.manual
-	confirm := n.confirm
-	n.pendingAt = time.Time{}
-	n.manual = false
-	n.confirm = false
-	paused := cs != nil && cs.paused
-	clusterOK := cs != nil && (cs.health.State == ClusterSynced || cs.health.State == ClusterDegraded)
-	appPolicy := ""
-	if spec != nil {
-		appPolicy = string(h.appPolicy[spec.Application])
-	}
-	h.mu.Unlock()
+// Result says what the reconcile handler does with a NodeID after a pass
+// that did not fail (controller-runtime's reconcile.Result).
+type Result struct {
+	// RequeueAfter, when positive, checks the NodeID again after this long
+	// (a fight backoff, a decommission deadline, a backend not registered
+	// yet). Zero forgets it until its next event.
+	RequeueAfter time.Duration
+}
 
-	if !clusterOK || backends == nil {
-		// The cluster's next sync generation enqueues it again.
-		return
-	}
-	backend, ok := backends.Backend(id.Cluster)
+// pass is what one Reconcile took from the loop's state when it started.
+type pass struct {
+	id         NodeID
+	spec       *NodeSpec
+	dec        *decommission
+	backend    Backend
+	observedAt time.Time
+	manual     bool
+	fresh      bool
+	paused     bool
+	policy     Policy
+}
+
+// noBackendRetry is how soon a NodeID whose cluster is ready but whose
+// backend is not registered (a manager being replaced) is tried again.
+const noBackendRetry = time.Second
+
+// Reconcile is one level-based pass over a NodeID: it re-reads desired and
+// actual state, classifies drift through the cluster's backend and acts on
+// it. It never trusts an event's type: events only say "look again".
+//
+// A NodeID whose cluster is not ready is parked, not dropped: the cluster's
+// next ready report enqueues it again. A NodeID that is no longer managed
+// (its cluster forgotten mid-pass) is dropped at any step.
+func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
+	p, res, ok := h.begin(id)
 	if !ok {
-		return
+		return res, nil
 	}
-	if observedAt.IsZero() {
-		observedAt = h.opts.Now()
-	}
-	if dec != nil {
-		h.decommission(ctx, backend, id, dec, paused)
-		return
-	}
-
 	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	policy := spec.Policy
-	if appPolicy != "" {
-		policy = Policy(appPolicy)
+	var err error
+	if p.dec != nil {
+		res, err = h.decommission(callCtx, p)
+	} else {
+		res, err = h.sync(callCtx, p)
 	}
-	actual, err := backend.Read(callCtx, *spec, confirm)
-	// The label-filtered watch reports a removed label as a delete. When the
-	// object will be repaired now anyway, apply at once and tell a deleted
-	// object from an unlabelled one afterwards by its UID (one apiserver
-	// round trip instead of two); otherwise GET before deciding.
-	fast, lastUID := false, ""
-	if err == nil && !confirm && actual == nil {
+	if err != nil {
+		h.fail(p, err)
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// begin takes a NodeID's pending work, or parks it while its cluster is not
+// ready. The readiness check and the parking happen under the same lock as
+// ClusterChanged's release of parked NodeIDs, so no wake-up is lost.
+func (h *Hub) begin(id NodeID) (pass, Result, bool) {
+	h.mu.Lock()
+	n := h.loop[id]
+	spec, dec := h.desired[id], h.decom[id]
+	if n == nil || (spec == nil && dec == nil) {
+		h.mu.Unlock()
+		return pass{}, Result{}, false
+	}
+	cl := h.clusters[id.Cluster]
+	if cl == nil {
+		cl = &clusterLoop{state: ClusterConnecting}
+		h.clusters[id.Cluster] = cl
+	}
+	if !cl.ready {
+		if cl.parked == nil {
+			cl.parked = make(map[NodeID]struct{})
+		}
+		cl.parked[id] = struct{}{}
+		h.mu.Unlock()
+		return pass{}, Result{}, false
+	}
+	backends := h.backends
+	p := pass{
+		id: id, spec: spec, dec: dec, observedAt: n.pendingAt, manual: n.manual, fresh: n.fresh,
+		paused: cl.paused,
+	}
+	if spec != nil {
+		p.policy = spec.Policy
+		if ap, ok := h.appPolicy[spec.Application]; ok {
+			p.policy = ap
+		}
+	}
+	n.pendingAt, n.manual, n.fresh = time.Time{}, false, false
+	h.mu.Unlock()
+
+	var backend Backend
+	ok := false
+	if backends != nil {
+		backend, ok = backends.Backend(id.Cluster)
+	}
+	if !ok {
+		h.restore(p)
+		return pass{}, Result{RequeueAfter: noBackendRetry}, false
+	}
+	p.backend = backend
+	if p.observedAt.IsZero() {
+		p.observedAt = h.opts.Now()
+	}
+	return p, Result{}, true
+}
+
+// restore gives a pass's pending work back after a failure, so the retry
+// still measures from the first event and keeps a manual request.
+func (h *Hub) restore(p pass) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.loop[p.id]
+	if n == nil {
+		return
+	}
+	if !p.observedAt.IsZero() && (n.pendingAt.IsZero() || p.observedAt.Before(n.pendingAt)) {
+		n.pendingAt = p.observedAt
+	}
+	n.manual = n.manual || p.manual
+	n.fresh = n.fresh || p.fresh
+}
+
+// read reads a NodeID's state and applies the expectations: a cached read
+// whose version differs from the one our own last write returned is older
+// than that write, so it is re-read fresh instead of being taken as drift.
+func (h *Hub) read(ctx context.Context, p pass, fresh bool) (State, error) {
+	st, err := p.backend.ReadState(ctx, *p.spec, fresh)
+	if err != nil {
+		return State{}, fmt.Errorf("read: %w", err)
+	}
+	if !st.Fresh && h.stale(p.id, st.Version) {
+		h.metrics.staleReads.WithLabelValues(p.id.Cluster).Inc()
+		if st, err = p.backend.ReadState(ctx, *p.spec, true); err != nil {
+			return State{}, fmt.Errorf("read: %w", err)
+		}
+	}
+	if st.Fresh {
 		h.mu.Lock()
-		n = h.nodes[id]
-		fast = n != nil && n.seen && n.uid != "" && (manual || (!paused && policy != PolicyWarn)) &&
-			len(n.recent) < h.opts.FightThreshold-1
-		if n != nil {
-			// Taken now: the apply's own watch event updates n.uid.
-			lastUID = n.uid
+		if n := h.loop[p.id]; n != nil {
+			n.expect = ""
 		}
 		h.mu.Unlock()
 	}
-	if err == nil && !confirm && !fast && (actual == nil || actual.GetLabels()[ManagedByLabel] != h.opts.ManagedBy) {
-		actual, err = backend.Read(callCtx, *spec, true)
-	}
-	if err != nil {
-		h.fail(id, observedAt, fmt.Errorf("read: %w", err))
-		return
-	}
-	drift := Classify(spec.Object, actual, h.opts.ManagedBy)
-	classifiedAt := h.opts.Now()
+	return st, nil
+}
+
+// stale reports whether a cached version is older than our last write. A
+// cache that shows our write meets the expectation.
+func (h *Hub) stale(id NodeID, version string) bool {
 	h.mu.Lock()
-	n = h.nodes[id]
-	create := n != nil && !n.seen && drift.Class == DriftMissing
-	if n != nil && actual != nil {
+	defer h.mu.Unlock()
+	n := h.loop[id]
+	if n == nil || n.expect == "" {
+		return false
+	}
+	if version == n.expect {
+		n.expect = ""
+		return false
+	}
+	return true
+}
+
+// sync reconciles a desired NodeID.
+func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
+	st, err := h.read(ctx, p, p.fresh)
+	if err != nil {
+		return Result{}, err
+	}
+	d, err := p.backend.DetectDrift(ctx, *p.spec, st)
+	if err != nil {
+		return Result{}, fmt.Errorf("detect drift: %w", err)
+	}
+	h.mu.Lock()
+	n := h.loop[p.id]
+	if n == nil {
+		h.mu.Unlock()
+		return Result{}, nil
+	}
+	first := !n.seen && d.Class == DriftMissing
+	if st.Exists {
 		n.seen = true
 	}
 	h.mu.Unlock()
-	if create {
-		h.create(ctx, backend, id, spec)
-		return
+	if first {
+		return h.create(ctx, p, st, d)
 	}
 
-	if drift.InSync() {
-		h.inSync(id, spec, actual, observedAt)
-		if manual {
-			h.mu.Lock()
-			h.appendTimelineLocked(h.nodes[id], StepVerified, "manual repair: already in sync", classifiedAt)
-			h.mu.Unlock()
-			h.markDirty()
+	// Decide before asking who changed it: a repair that happens now
+	// needs no confirmation of a delete the watch reported.
+	wait, fighting := time.Duration(0), false
+	if !p.manual && !p.paused && p.policy != PolicyWarn && d.Class != DriftDeleting && !d.InSync() {
+		wait, fighting = h.fight(p.id)
+	}
+	repairNow := d.Class != DriftDeleting && !d.InSync() && !fighting &&
+		(p.manual || (!p.paused && p.policy != PolicyWarn))
+	if d.Class == DriftMissing && !st.Fresh && !repairNow {
+		// A label-filtered watch reports a removed label as a delete:
+		// confirm before reporting it.
+		if st, err = h.read(ctx, p, true); err != nil {
+			return Result{}, err
 		}
-		return
-	}
-
-	if !fast {
-		h.metrics.drift.WithLabelValues(id.Cluster, string(spec.Kind), string(drift.Class)).Inc()
-	}
-	h.metrics.classified.Observe(classifiedAt.Sub(observedAt).Seconds())
-	rep := &Repair{ID: id, Drift: drift, ObservedAt: observedAt, ClassifiedAt: classifiedAt}
-
-	// Attribution: who changed the drifted fields, from managedFields.
-	if drift.Class != DriftMissing && drift.Class != DriftDeleting {
-		if owners, err := backend.ManagedFields(callCtx, *spec); err == nil {
-			rep.Attribution = attribute(drift, owners)
+		if d, err = p.backend.DetectDrift(ctx, *p.spec, st); err != nil {
+			return Result{}, fmt.Errorf("detect drift: %w", err)
 		}
 	}
+	if d.InSync() {
+		h.inSync(p, st)
+		return Result{}, nil
+	}
+	// A missing object read from the cache may turn out unlabelled when
+	// repaired: count it once the repair says which.
+	countLater := d.Class == DriftMissing && !st.Fresh && repairNow
+	if !countLater {
+		h.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(d.Class)).Inc()
+	}
+
+	var att *Attribution
+	if d.Class != DriftMissing && d.Class != DriftDeleting {
+		a, err := p.backend.Attribute(ctx, *p.spec, d)
+		if err != nil {
+			h.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
+		}
+		att = a
+	}
+	classifiedAt := h.opts.Now()
+	h.metrics.classified.Observe(classifiedAt.Sub(p.observedAt).Seconds())
+	rep := Repair{ID: p.id, Drift: d, Attribution: att, ObservedAt: p.observedAt, ClassifiedAt: classifiedAt}
 
 	switch {
-	case drift.Class == DriftDeleting:
+	case d.Class == DriftDeleting:
 		rep.Action = "wait-deletion"
-		h.record(id, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
-		return
-	case manual:
-	case paused:
+		h.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
+		return Result{}, nil
+	case p.manual:
+	case p.paused:
 		rep.Action = "paused"
-		h.record(id, rep, StatusPaused, "repairs paused on this cluster", StepPaused)
-		return
-	case policy == PolicyWarn:
+		h.record(p, rep, StatusPaused, "repairs paused on this cluster", StepPaused)
+		return Result{}, nil
+	case p.policy == PolicyWarn:
 		rep.Action = "warn"
-		h.record(id, rep, StatusWarnOnly, "warn-only: reported, not repaired", StepWarned)
-		return
+		h.record(p, rep, StatusWarnOnly, "warn-only: reported, not repaired", StepWarned)
+		return Result{}, nil
+	case fighting:
+		who := "another controller"
+		if att != nil {
+			who = att.Manager
+		}
+		rep.Action = "backoff"
+		h.record(p, rep, StatusDrifted, fmt.Sprintf("fighting with %s: next repair in %s", who, wait.Round(time.Second)), StepClassified)
+		return Result{RequeueAfter: wait}, nil
 	}
 
-	// A fight with another controller backs off exponentially.
+	h.record(p, rep, StatusRepairing, "", StepClassified)
+	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
+	if err != nil {
+		return Result{}, fmt.Errorf("repair: %w", err)
+	}
+	appliedAt := h.opts.Now()
+	rep.AppliedAt = appliedAt
+	rep.Action = rr.Action
+	if rep.Action == "" {
+		rep.Action = "apply"
+	}
+	if rr.Class != "" && rr.Class != d.Class {
+		rep.Drift = Drift{Class: rr.Class}
+	}
+	if countLater {
+		h.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(rep.Drift.Class)).Inc()
+	}
+	if rep.Attribution == nil && len(rr.Conflicts) > 0 {
+		rep.Attribution = &Attribution{Manager: rr.Conflicts[0].Manager}
+		for _, c := range rr.Conflicts {
+			rep.Attribution.Fields = append(rep.Attribution.Fields, c.Field)
+		}
+	}
+	latency := appliedAt.Sub(p.observedAt)
+	h.metrics.repairs.WithLabelValues(p.id.Cluster, "success").Inc()
+	h.metrics.repaired.Observe(latency.Seconds())
+
+	h.mu.Lock()
+	if n := h.loop[p.id]; n != nil {
+		n.expect = rr.Version
+		n.recent = append(n.recent, appliedAt)
+		n.verifying = true
+	}
+	h.mu.Unlock()
+	detail := rep.Action
+	if len(rr.Conflicts) > 0 {
+		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(rr.Conflicts), rr.Conflicts[0].Manager)
+	}
+	h.status.applied(p.id, rep, latency)
+	h.status.step(p.id, StepApplied, detail, appliedAt)
+	h.status.feed(FeedEntry{At: appliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
+		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
+	h.onRecord(rep)
+	return Result{}, nil
+}
+
+// fight reports whether repairs of a NodeID are being undone by another
+// controller (FightThreshold repairs within FightWindow) and, if so, how
+// long to back off; the backoff doubles with each fight in a row. When a
+// backoff has run out, one repair goes through.
+func (h *Hub) fight(id NodeID) (time.Duration, bool) {
 	now := h.opts.Now()
 	h.mu.Lock()
-	n = h.nodes[id]
+	defer h.mu.Unlock()
+	n := h.loop[id]
+	if n == nil {
+		return 0, false
+	}
 	recent := n.recent[:0]
 	for _, t := range n.recent {
 		if now.Sub(t) < h.opts.FightWindow {
@@ -148,377 +326,193 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) {
 		}
 	}
 	n.recent = recent
-	fighting := !manual && len(recent) >= h.opts.FightThreshold
-	var wait time.Duration
-	if fighting {
-		if n.backoffTill.IsZero() || now.After(n.backoffTill) {
-			if !n.backoffTill.IsZero() {
-				// The last backoff has run out: repair now, back off longer
-				// next time.
-				fighting = false
-				n.backoffTill = time.Time{}
-			} else {
-				n.fights++
-				wait = min(time.Duration(1<<min(n.fights, 10))*time.Second, h.opts.FailureMaxDelay)
-				n.backoffTill = now.Add(wait)
-			}
-		} else {
-			wait = n.backoffTill.Sub(now)
-		}
+	if len(recent) < h.opts.FightThreshold {
+		return 0, false
 	}
-	h.mu.Unlock()
-	if fighting {
-		who := "another controller"
-		if rep.Attribution != nil {
-			who = rep.Attribution.Manager
-		}
-		rep.Action = "backoff"
-		h.record(id, rep, StatusDrifted, fmt.Sprintf("fighting with %s: next repair in %s", who, wait.Round(time.Second)), StepClassified)
-		h.queue.AddAfter(id, wait)
-		return
+	switch {
+	case !n.backoffTill.IsZero() && now.Before(n.backoffTill):
+		return n.backoffTill.Sub(now), true
+	case !n.backoffTill.IsZero():
+		// The backoff ran out: repair now, back off longer next time.
+		n.backoffTill = time.Time{}
+		return 0, false
 	}
-
-	h.record(id, rep, StatusRepairing, "", StepClassified)
-	rep = h.copyRepair(id)
-	if rep == nil {
-		return
-	}
-	rep.Action = "apply"
-	var added []string
-	for _, f := range drift.Fields {
-		if f.Added && f.Pointer != "" {
-			added = append(added, f.Pointer)
-		}
-	}
-	if len(added) > 0 && actual != nil && !confirm {
-		// The JSON patch is guarded by resourceVersion: take both the
-		// pointers and the version from a fresh GET, not the cache.
-		fresh, err := backend.Read(callCtx, *spec, true)
-		if err != nil {
-			h.fail(id, observedAt, fmt.Errorf("read: %w", err))
-			return
-		}
-		actual = fresh
-		added = added[:0]
-		for _, f := range Classify(spec.Object, actual, h.opts.ManagedBy).Fields {
-			if f.Added && f.Pointer != "" {
-				added = append(added, f.Pointer)
-			}
-		}
-	}
-	if len(added) > 0 && actual != nil {
-		rep.Action = "remove+apply"
-		if err := backend.RemoveFields(callCtx, *spec, actual.GetResourceVersion(), added); err != nil {
-			h.fail(id, observedAt, fmt.Errorf("remove added fields: %w", err))
-			return
-		}
-	}
-	res, err := backend.Apply(callCtx, *spec)
-	if err != nil {
-		h.fail(id, observedAt, fmt.Errorf("apply: %w", err))
-		return
-	}
-	appliedAt := h.opts.Now()
-	rep.AppliedAt = appliedAt
-	if fast {
-		if res.Object != nil && string(res.Object.GetUID()) == lastUID {
-			// The same object: it had lost our managed-by label.
-			rep.Drift = Drift{Class: DriftUnlabelled, Fields: []FieldDiff{{
-				Path: "metadata.labels." + ManagedByLabel, Desired: h.opts.ManagedBy, Actual: "<removed or changed>"}}}
-		}
-		drift = rep.Drift
-		h.metrics.drift.WithLabelValues(id.Cluster, string(spec.Kind), string(drift.Class)).Inc()
-	}
-	if rep.Attribution == nil && len(res.Conflicts) > 0 {
-		rep.Attribution = &Attribution{Manager: res.Conflicts[0].Manager}
-		for _, c := range res.Conflicts {
-			rep.Attribution.Fields = append(rep.Attribution.Fields, c.Field)
-		}
-	}
-	h.metrics.repairs.WithLabelValues(id.Cluster, "success").Inc()
-	h.metrics.repaired.Observe(appliedAt.Sub(observedAt).Seconds())
-	h.queue.Forget(id)
-
-	h.mu.Lock()
-	n = h.nodes[id]
-	if n != nil {
-		n.repair = rep
-		n.repairs++
-		n.recent = append(n.recent, appliedAt)
-		n.verifying = true
-		if res.Object != nil {
-			n.appliedRV = res.Object.GetResourceVersion()
-			n.uid = string(res.Object.GetUID())
-		}
-		detail := rep.Action
-		if len(res.Conflicts) > 0 {
-			detail += fmt.Sprintf(" (took %d field(s) from %s)", len(res.Conflicts), res.Conflicts[0].Manager)
-		}
-		h.appendTimelineLocked(n, StepApplied, detail, appliedAt)
-		if cs := h.clusters[id.Cluster]; cs != nil {
-			cs.repairs = append(cs.repairs, appliedAt.Sub(observedAt))
-			if len(cs.repairs) > 100 {
-				cs.repairs = cs.repairs[len(cs.repairs)-100:]
-			}
-		}
-		h.addFeedLocked(FeedEntry{At: appliedAt, ID: id, Class: drift.Class, Fields: drift.Fields,
-			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: appliedAt.Sub(observedAt)})
-	}
-	h.mu.Unlock()
-	h.onRecord(rep)
-	h.markDirty()
-}
-
-// onRecord hands a copy of a drift record to Options.OnRecord, if set.
-func (h *Hub) onRecord(rep *Repair) {
-	if h.opts.OnRecord != nil && rep != nil {
-		h.opts.OnRecord(*rep)
-	}
+	n.fights++
+	wait := min(time.Duration(1<<min(n.fights, 10))*time.Second, h.opts.FailureMaxDelay)
+	n.backoffTill = now.Add(wait)
+	return wait, true
 }
 
 // create applies an object the hub has never seen on its cluster: the first
 // apply, not a drift.
-func (h *Hub) create(ctx context.Context, backend Backend, id NodeID, spec *NodeSpec) {
-	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
-	defer cancel()
-	res, err := backend.Apply(callCtx, *spec)
-	now := h.opts.Now()
+func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, error) {
+	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
 	if err != nil {
-		h.fail(id, now, fmt.Errorf("create: %w", err))
-		return
+		return Result{}, fmt.Errorf("create: %w", err)
 	}
-	h.queue.Forget(id)
+	now := h.opts.Now()
 	h.mu.Lock()
-	if n := h.nodes[id]; n != nil {
+	if n := h.loop[p.id]; n != nil {
 		n.seen = true
-		if res.Object != nil {
-			n.appliedRV = res.Object.GetResourceVersion()
-			n.uid = string(res.Object.GetUID())
-		}
-		h.appendTimelineLocked(n, StepCreated, "first apply", now)
-		h.setStatusLocked(n, StatusInSync, "", now)
+		n.expect = rr.Version
 	}
 	h.mu.Unlock()
-	h.markDirty()
+	h.status.step(p.id, StepCreated, "first apply", now)
+	h.status.setStatus(p.id, StatusInSync, "", now)
+	return Result{}, nil
 }
 
 // inSync records that a NodeID matches its desired state, verifying a pending
-// repair and checking Deployment progress.
-func (h *Hub) inSync(id NodeID, spec *NodeSpec, actual *unstructured.Unstructured, observedAt time.Time) {
+// repair and checking rollout progress.
+func (h *Hub) inSync(p pass, st State) {
 	now := h.opts.Now()
-	stuck, reason, ready, replicas := deploymentProgress(spec, actual)
 	h.mu.Lock()
-	n := h.nodes[id]
+	n := h.loop[p.id]
 	if n == nil {
 		h.mu.Unlock()
 		return
 	}
-	n.ready, n.replicas = ready, replicas
-	if n.verifying {
-		n.verifying = false
-		n.repairedAt = now
-		if n.repair != nil {
-			rep := *n.repair
-			rep.VerifiedAt = observedAt
-			if rep.VerifiedAt.Before(rep.AppliedAt) {
-				rep.VerifiedAt = now
-			}
-			n.repair = &rep
-		}
-		h.appendTimelineLocked(n, StepVerified, "", now)
-	}
-	if n.fights > 0 && n.backoffTill.IsZero() && len(n.recent) > 0 && now.Sub(n.recent[len(n.recent)-1]) > h.opts.FightWindow {
+	verifying := n.verifying
+	n.verifying = false
+	if n.fights > 0 && len(n.recent) > 0 && now.Sub(n.recent[len(n.recent)-1]) > h.opts.FightWindow {
 		n.fights = 0
 	}
 	n.backoffTill = time.Time{}
-	switch {
-	case stuck:
-		if n.status != StatusStuck {
-			h.appendTimelineLocked(n, StepStuck, reason, now)
-		}
-		h.setStatusLocked(n, StatusStuck, reason, now)
-	case !n.repairedAt.IsZero() && now.Sub(n.repairedAt) < h.opts.RepairedHold:
-		h.setStatusLocked(n, StatusRepaired, "", now)
-	default:
-		h.setStatusLocked(n, StatusInSync, "", now)
-	}
 	h.mu.Unlock()
-	h.queue.Forget(id)
-	h.markDirty()
-}
 
-// deploymentProgress reads a Deployment's readiness and whether it exceeded
-// its progress deadline.
-func deploymentProgress(spec *NodeSpec, actual *unstructured.Unstructured) (stuck bool, reason string, ready, replicas int32) {
-	if spec.Kind != KindDeployment || actual == nil {
-		return false, "", 0, 0
+	h.status.progress(p.id, st.Progress)
+	switch {
+	case verifying:
+		h.status.verified(p.id, p.observedAt, now)
+		h.status.step(p.id, StepVerified, "", now)
+	case p.manual:
+		h.status.step(p.id, StepVerified, "manual repair: already in sync", now)
 	}
-	r, _, _ := unstructured.NestedInt64(actual.Object, "spec", "replicas")
-	rd, _, _ := unstructured.NestedInt64(actual.Object, "status", "readyReplicas")
-	conds, _, _ := unstructured.NestedSlice(actual.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Progressing" && m["status"] == "False" && m["reason"] == "ProgressDeadlineExceeded" {
-			msg, _ := m["message"].(string)
-			return true, "ProgressDeadlineExceeded: " + msg, int32(rd), int32(r)
+	switch {
+	case st.Progress != nil && st.Progress.Stuck != "":
+		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
+			h.status.step(p.id, StepStuck, st.Progress.Stuck, now)
 		}
+		h.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
+	case h.status.recentlyRepaired(p.id, now):
+		h.status.setStatus(p.id, StatusRepaired, "", now)
+	default:
+		h.status.setStatus(p.id, StatusInSync, "", now)
 	}
-	return false, "", int32(rd), int32(r)
 }
 
 // decommission prunes an object whose application left the config and
 // tracks it until it is gone; not gone within DecommissionTimeout is stuck.
-func (h *Hub) decommission(ctx context.Context, backend Backend, id NodeID, dec *decommission, paused bool) {
-	now := h.opts.Now()
-	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
-	defer cancel()
-	actual, err := backend.Read(callCtx, *dec.spec, true)
+// The delete carries the identity and version of the object just read, and
+// an object that no longer carries our label is released, never deleted.
+func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
+	spec := *p.dec.spec
+	st, err := p.backend.ReadState(ctx, spec, true)
 	if err != nil {
-		h.fail(id, now, fmt.Errorf("read for prune: %w", err))
-		return
+		return Result{}, fmt.Errorf("read for prune: %w", err)
 	}
-	if actual == nil {
-		h.mu.Lock()
-		delete(h.decom, id)
-		delete(h.nodes, id)
-		h.rebuildOrderLocked()
-		h.addFeedLocked(FeedEntry{At: now, ID: id, Action: "pruned", Latency: now.Sub(dec.since)})
-		h.mu.Unlock()
-		h.queue.Forget(id)
-		h.markDirty()
-		return
-	}
-	if paused {
-		h.mu.Lock()
-		if n := h.nodes[id]; n != nil {
-			h.setStatusLocked(n, StatusPaused, "prune held: repairs paused on this cluster", now)
+	now := h.opts.Now()
+	switch {
+	case !st.Exists:
+		if h.endDecommission(p) {
+			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "pruned", Latency: now.Sub(p.dec.since)})
 		}
-		h.mu.Unlock()
-		h.markDirty()
-		return
-	}
-	if actual.GetDeletionTimestamp() == nil {
-		if err := backend.Delete(callCtx, *dec.spec, PropagationBackground); err != nil {
-			h.fail(id, now, fmt.Errorf("prune: %w", err))
-			return
+		return Result{}, nil
+	case !st.Owned:
+		if h.endDecommission(p) {
+			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer carries our label, not deleted"})
 		}
-		h.mu.Lock()
-		if n := h.nodes[id]; n != nil {
-			h.appendTimelineLocked(n, StepPruned, "delete requested", now)
-		}
-		h.mu.Unlock()
+		return Result{}, nil
+	case p.paused:
+		h.status.setStatus(p.id, StatusPaused, "prune held: repairs paused on this cluster", now)
+		return Result{}, nil
 	}
-	h.mu.Lock()
-	n := h.nodes[id]
-	if n != nil {
-		if now.Sub(dec.since) >= h.opts.DecommissionTimeout {
-			reason := fmt.Sprintf("decommission not finished after %s (finalizers: %s)",
-				h.opts.DecommissionTimeout, strings.Join(actual.GetFinalizers(), ","))
-			if n.status != StatusStuck {
-				h.appendTimelineLocked(n, StepStuck, reason, now)
-			}
-			dec.stuck = true
-			h.setStatusLocked(n, StatusStuck, reason, now)
-		} else {
-			h.setStatusLocked(n, StatusDecommissioning, "waiting for the object to go away", now)
+	if !st.Deleting {
+		if !h.stillDecommissioning(p) {
+			return Result{}, nil // wanted again, or its cluster forgotten
 		}
+		if err := p.backend.Delete(ctx, spec, st); err != nil {
+			return Result{}, fmt.Errorf("prune: %w", err)
+		}
+		h.status.step(p.id, StepPruned, "delete requested", now)
 	}
-	h.mu.Unlock()
-	// The delete event re-enqueues it; this catches the timeout.
-	remaining := dec.since.Add(h.opts.DecommissionTimeout).Sub(now)
+	remaining := p.dec.since.Add(h.opts.DecommissionTimeout).Sub(now)
 	if remaining <= 0 {
-		remaining = h.opts.DecommissionTimeout
+		reason := fmt.Sprintf("decommission not finished after %s (finalizers: %s)",
+			h.opts.DecommissionTimeout, strings.Join(st.Finalizers, ","))
+		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
+			h.status.step(p.id, StepStuck, reason, now)
+		}
+		h.status.setStatus(p.id, StatusStuck, reason, now)
+		// The delete event re-enqueues it; this re-checks a stuck one.
+		return Result{RequeueAfter: h.opts.DecommissionTimeout}, nil
 	}
-	h.queue.AddAfter(id, remaining)
-	h.markDirty()
+	h.status.setStatus(p.id, StatusDecommissioning, "waiting for the object to go away", now)
+	return Result{RequeueAfter: remaining}, nil
 }
 
-// fail records a failed reconcile and retries with exponential backoff.
-func (h *Hub) fail(id NodeID, observedAt time.Time, err error) {
-	now := h.opts.Now()
-	h.metrics.repairs.WithLabelValues(id.Cluster, "failure").Inc()
-	h.log.Warn("reconcile failed", "node", id.String(), "err", err)
+// stillDecommissioning reports whether the pass's decommission is current.
+func (h *Hub) stillDecommissioning(p pass) bool {
 	h.mu.Lock()
-	if n := h.nodes[id]; n != nil {
-		if n.repair != nil {
-			rep := *n.repair
-			rep.Err = err.Error()
-			n.repair = &rep
-		}
-		h.appendTimelineLocked(n, StepFailed, err.Error(), now)
-		h.setStatusLocked(n, StatusFailed, err.Error(), now)
-		if n.pendingAt.IsZero() {
-			n.pendingAt = observedAt
-		}
-		h.addFeedLocked(FeedEntry{At: now, ID: id, Action: "failed", Err: err.Error(), Latency: now.Sub(observedAt)})
+	defer h.mu.Unlock()
+	return h.decom[p.id] == p.dec
+}
+
+// endDecommission stops tracking a finished decommission; false when it was
+// no longer current (the NodeID is wanted again or its cluster forgotten).
+func (h *Hub) endDecommission(p pass) bool {
+	h.mu.Lock()
+	if h.decom[p.id] != p.dec {
+		h.mu.Unlock()
+		return false
 	}
+	delete(h.decom, p.id)
+	delete(h.loop, p.id)
+	h.status.untrack(p.id)
 	h.mu.Unlock()
-	h.queue.AddRateLimited(id)
-	h.markDirty()
+	return true
+}
+
+// fail records a failed pass; the handler retries it.
+func (h *Hub) fail(p pass, err error) {
+	now := h.opts.Now()
+	h.metrics.repairs.WithLabelValues(p.id.Cluster, "failure").Inc()
+	h.log.Warn("reconcile failed", "node", p.id.String(), "err", err)
+	st := StatusFailed
+	if errors.Is(err, ErrForbidden) {
+		st = StatusForbidden
+	}
+	h.status.failed(p.id, err.Error())
+	h.status.step(p.id, StepFailed, err.Error(), now)
+	h.status.setStatus(p.id, st, err.Error(), now)
+	h.status.feed(FeedEntry{At: now, ID: p.id, Action: "failed", Err: err.Error(), Latency: now.Sub(p.observedAt)})
+	h.restore(p)
 }
 
 // record stores a classified drift with a status.
-func (h *Hub) record(id NodeID, rep *Repair, st Status, reason string, step Step) {
+func (h *Hub) record(p pass, rep Repair, st Status, reason string, step Step) {
 	now := h.opts.Now()
 	h.mu.Lock()
-	n := h.nodes[id]
-	if n != nil {
-		n.repair = rep
+	if n := h.loop[p.id]; n != nil {
 		n.verifying = false
-		h.appendTimelineLocked(n, StepObserved, "", rep.ObservedAt)
-		h.appendTimelineLocked(n, step, rep.Drift.Summary(), rep.ClassifiedAt)
-		h.setStatusLocked(n, st, reason, now)
-		if st != StatusRepairing {
-			h.addFeedLocked(FeedEntry{At: now, ID: id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-				Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
-		}
 	}
 	h.mu.Unlock()
-	if n != nil {
-		h.onRecord(rep)
+	h.status.drift(p.id, rep)
+	h.status.step(p.id, StepObserved, "", rep.ObservedAt)
+	h.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)
+	h.status.setStatus(p.id, st, reason, now)
+	if st != StatusRepairing {
+		h.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
+			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
 	}
-	h.markDirty()
+	h.onRecord(rep)
 }
 
-func (h *Hub) copyRepair(id NodeID) *Repair {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.nodes[id]
-	if n == nil || n.repair == nil {
-		return nil
+// onRecord hands a copy of a drift record to Options.OnRecord, if set.
+func (h *Hub) onRecord(rep Repair) {
+	if h.opts.OnRecord != nil {
+		h.opts.OnRecord(rep)
 	}
-	r := *n.repair
-	return &r
-}
-
-func (h *Hub) setStatusLocked(n *nodeState, st Status, reason string, now time.Time) {
-	if n.status != st {
-		n.lastChange = now
-	}
-	n.status = st
-	n.reason = reason
-}
-
-func (h *Hub) appendTimelineLocked(n *nodeState, step Step, detail string, at time.Time) {
-	if n == nil {
-		return
-	}
-	tl := make([]TimelineEntry, 0, min(len(n.timeline)+1, h.opts.TimelineLength))
-	start := 0
-	if len(n.timeline)+1 > h.opts.TimelineLength {
-		start = len(n.timeline) + 1 - h.opts.TimelineLength
-	}
-	tl = append(tl, n.timeline[start:]...)
-	tl = append(tl, TimelineEntry{At: at, Step: step, Detail: detail})
-	n.timeline = tl
-}
-
-func (h *Hub) addFeedLocked(e FeedEntry) {
-	if len(h.feed) >= h.opts.FeedLength {
-		copy(h.feed, h.feed[1:])
-		h.feed = h.feed[:len(h.feed)-1]
-	}
-	h.feed = append(h.feed, e)
 }
 
 func attributionText(a *Attribution) string {
@@ -526,31 +520,4 @@ func attributionText(a *Attribution) string {
 		return ""
 	}
 	return a.String()
-}
-
-// attribute finds the field manager (other than driftwatch) that most
-// recently changed any of the drifted fields.
-func attribute(d Drift, owners []FieldOwner) *Attribution {
-	var best *Attribution
-	for _, o := range owners {
-		if o.Manager == FieldManager {
-			continue
-		}
-		var hit []string
-		for _, f := range d.Fields {
-			for _, p := range o.Fields {
-				if p == f.Path || strings.HasPrefix(p, f.Path+".") || strings.HasPrefix(p, f.Path+"[") || strings.HasPrefix(f.Path, p+".") {
-					hit = append(hit, f.Path)
-					break
-				}
-			}
-		}
-		if len(hit) == 0 {
-			continue
-		}
-		if best == nil || o.Time.After(best.At) {
-			best = &Attribution{Manager: o.Manager, Operation: o.Operation, At: o.Time, Fields: hit}
-		}
-	}
-	return best
 }

@@ -21,12 +21,15 @@ const (
 	// StatusDecommissioning: the object's application left the config and
 	// the object is being pruned.
 	StatusDecommissioning Status = "decommissioning"
+	// StatusForbidden: the backend's credentials may not read or write this
+	// object (an RBAC denial); retried slowly.
+	StatusForbidden Status = "forbidden"
 )
 
 // Problem reports whether the status needs attention.
 func (s Status) Problem() bool {
 	switch s {
-	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing:
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden:
 		return true
 	}
 	return false
@@ -48,6 +51,8 @@ const (
 	StepPruned     Step = "pruned"
 	StepManual     Step = "manual repair requested"
 	StepCreated    Step = "created"
+	StepPanic      Step = "reconcile panicked"
+	StepReleased   Step = "released"
 )
 
 // TimelineEntry is one timestamped step in a NodeID's history.
@@ -207,4 +212,10 @@ func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
 		}
 	}
 	return ClusterStatus{}, false
+}
+
+// AllStatuses lists every node status in display order.
+func AllStatuses() []Status {
+	return []Status{StatusInSync, StatusRepaired, StatusRepairing, StatusDrifted, StatusWarnOnly,
+		StatusPaused, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusUnknown}
 }

@@ -1,7 +1,7 @@
 package hub
 
 import (
-	"context"
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -123,6 +123,11 @@ type ClusterHealth struct {
 	// Generation increases each time the cluster (re)syncs; the loop
 	// enqueues every NodeID of the cluster when it changes.
 	Generation int64
+	// Seq orders reports: it increases with every report a watch manager
+	// sends (across restarts of the same cluster), and the hub drops a
+	// report older than one it already applied. Zero means unordered (a
+	// report from outside a manager) and is always applied.
+	Seq int64 `json:",omitempty"`
 }
 
 // Sink receives what the watch managers observe. Implementations must not
@@ -134,63 +139,7 @@ type Sink interface {
 	ClusterChanged(ClusterHealth)
 }
 
-// Conflict is a field another manager owned that a forced apply took over.
-type Conflict struct {
-	Manager string
-	Field   string
-}
-
-// ApplyResult is what a server-side apply returned.
-type ApplyResult struct {
-	// Object is the object as stored after the apply.
-	Object *unstructured.Unstructured
-	// Conflicts lists fields taken over from other managers (force).
-	Conflicts []Conflict
-}
-
-// FieldOwner is one managedFields entry: which manager owns which fields.
-type FieldOwner struct {
-	Manager   string
-	Operation string
-	Time      time.Time
-	// Fields are the owned leaf paths, e.g. "spec.replicas",
-	// "spec.template.spec.containers[app].image".
-	Fields []string
-}
-
-// Propagation is a delete propagation policy.
-type Propagation string
-
-// Delete propagation policies.
-const (
-	PropagationBackground Propagation = "Background"
-	PropagationForeground Propagation = "Foreground"
-)
-
-// Backend reads and writes the objects of one cluster. Every call takes the
-// NodeSpec because the object's namespace, name and kind are needed to find it.
-type Backend interface {
-	// Read returns the live object, or nil when it does not exist. With
-	// confirm false it reads the watch cache; with confirm true it GETs from
-	// the apiserver (e.g. to tell a deleted object from an unlabelled one).
-	Read(ctx context.Context, spec NodeSpec, confirm bool) (*unstructured.Unstructured, error)
-	// Apply server-side applies spec.Object with field manager driftwatch,
-	// forcing conflicts, and reports the conflicts it overrode.
-	Apply(ctx context.Context, spec NodeSpec) (ApplyResult, error)
-	// RemoveFields removes entries others added inside what we own (server-
-	// side apply cannot remove fields it does not own) with a JSON patch of
-	// "remove" operations at the given JSON pointers, guarded by a test of
-	// resourceVersion so a concurrent change is never clobbered.
-	RemoveFields(ctx context.Context, spec NodeSpec, resourceVersion string, pointers []string) error
-	// Delete deletes the object with the given propagation.
-	Delete(ctx context.Context, spec NodeSpec, p Propagation) error
-	// ManagedFields GETs the live object and reports its field owners.
-	ManagedFields(ctx context.Context, spec NodeSpec) ([]FieldOwner, error)
-}
-
-// Backends finds the backend of a cluster.
-type Backends interface {
-	// Backend returns the cluster's backend, or false when the cluster is
-	// not registered.
-	Backend(cluster string) (Backend, bool)
-}
+// ErrForbidden marks a backend error caused by missing permissions (an RBAC
+// denial): the loop shows the NodeID as forbidden and retries slowly instead
+// of hammering the cluster.
+var ErrForbidden = errors.New("forbidden")

@@ -2,7 +2,8 @@
 # test.sh runs driftwatch's full test suite: it builds (or finds in the
 # cache) the real control-plane binaries, exports DRIFTWATCH_BIN_DIR so that
 # real-cluster tests run instead of skipping, checks formatting, vets, runs
-# every test with the race detector and ends with a short fuzz run.
+# staticcheck (installed at a pinned version), runs every test with the race
+# detector and ends with a short fuzz run.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,6 +24,27 @@ fi
 
 step "go vet ./..."
 go vet ./...
+
+# staticcheck at a pinned version, installed once: the binary in GOBIN (or
+# the first GOPATH's bin) is reused while it is this version built by this
+# Go toolchain (an older Go cannot load packages written for a newer one).
+STATICCHECK_VERSION="v0.8.2"
+step "staticcheck ${STATICCHECK_VERSION} ./..."
+gobin="$(go env GOBIN)"
+if [[ -z "${gobin}" ]]; then
+  gopath="$(go env GOPATH)"
+  gobin="${gopath%%:*}/bin"
+fi
+staticcheck="${gobin}/staticcheck"
+if ! go version -m "${staticcheck}" 2>/dev/null |
+  awk -v want="${STATICCHECK_VERSION}" -v gover="$(go env GOVERSION)" '
+    NR == 1 && $NF == gover { go = 1 }
+    $1 == "mod" && $2 == "honnef.co/go/tools" && $3 == want { mod = 1 }
+    END { exit !(go && mod) }'; then
+  printf 'installing honnef.co/go/tools/cmd/staticcheck@%s into %s\n' "${STATICCHECK_VERSION}" "${gobin}" >&2
+  GOBIN="${gobin}" go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
+fi
+"${staticcheck}" ./...
 
 step "go test -race -count=1 -timeout 20m -v ./..."
 log="$(mktemp)"

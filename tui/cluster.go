@@ -38,7 +38,7 @@ func (k sortKey) String() string {
 // statusRank orders statuses worst first for the status sort.
 func statusRank(s hub.Status) int {
 	switch s {
-	case hub.StatusFailed:
+	case hub.StatusFailed, hub.StatusForbidden:
 		return 0
 	case hub.StatusStuck:
 		return 1

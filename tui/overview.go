@@ -188,13 +188,13 @@ func (v *overviewView) layout() {
 
 // counts sums a cluster's statuses into the overview's columns. SYNC is
 // in-sync plus repaired; DRIFT is drifted plus warn-only plus paused (drift
-// that is present and not being repaired); unknown and decommissioning
-// objects only count in OBJ.
+// that is present and not being repaired); FAIL is failed plus forbidden;
+// unknown and decommissioning objects only count in OBJ.
 func counts(c hub.ClusterStatus) (sync, drift, fixing, failed, stuck int) {
 	n := c.Counts
 	return n[hub.StatusInSync] + n[hub.StatusRepaired],
 		n[hub.StatusDrifted] + n[hub.StatusWarnOnly] + n[hub.StatusPaused],
-		n[hub.StatusRepairing], n[hub.StatusFailed], n[hub.StatusStuck]
+		n[hub.StatusRepairing], n[hub.StatusFailed] + n[hub.StatusForbidden], n[hub.StatusStuck]
 }
 
 // Overview cluster table columns.

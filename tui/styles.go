@@ -130,7 +130,7 @@ func (st *styles) status(s hub.Status) style {
 		return st.yellow
 	case hub.StatusPaused:
 		return st.magenta
-	case hub.StatusFailed, hub.StatusStuck:
+	case hub.StatusFailed, hub.StatusStuck, hub.StatusForbidden:
 		return st.errText
 	}
 	return st.grey

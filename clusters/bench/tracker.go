@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // Sample is one drift and what was seen of it. Times are zero until seen.
@@ -150,7 +151,7 @@ func (t *Tracker) Event(cluster string, kind hub.Kind, ev watch.Event, at time.T
 	asDesired := false
 	if ev.Type != watch.Deleted {
 		if content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
-			asDesired = hub.Classify(desired, &unstructured.Unstructured{Object: content}, t.managedBy).InSync()
+			asDesired = drift.Classify(desired, &unstructured.Unstructured{Object: content}, t.managedBy).InSync()
 		}
 	}
 

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
+	//lint:ignore SA1019 v1beta1 is deprecated in favour of v1beta2, which is tried first; it is kept only to read Cluster objects on management clusters that serve nothing newer (servedVersion, provisioned), and goes when Cluster API drops v1beta1.
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/secret"

@@ -1,4 +1,4 @@
-package hub
+package drift
 
 import (
 	"encoding/json"
@@ -7,16 +7,9 @@ import (
 	"strings"
 )
 
-// Field paths name one field of an object in the form users read, and in the
-// same form for drift and for managedFields, so the two can be matched:
-// dotted field names from the object root ("spec.replicas"), list items
-// keyed by their merge key in brackets ("spec.template.spec.containers[app]
-// .image", "...env[DEBUG]", "spec.ports[80/TCP]"; several key values joined
-// by "/" in key-name order), set items by value and atomic list items by
-// index.
-
-// FieldsV1Paths lists the paths a managedFields FieldsV1 document owns: every
-// leaf, and every list item itself (its "." entry).
+// FieldsV1Paths lists the field paths a managedFields FieldsV1 document owns
+// (see the package documentation for their form): every leaf, and every list
+// item itself (its "." entry), sorted.
 func FieldsV1Paths(raw []byte) ([]string, error) {
 	var tree map[string]any
 	if err := json.Unmarshal(raw, &tree); err != nil {
@@ -80,8 +73,9 @@ func joinField(prefix, name string) string {
 	return prefix + "." + name
 }
 
-// KeyString formats a list item's merge key: the values in key-name order,
-// joined by "/"; a lone "name" key is just the name.
+// KeyString formats a list item's merge key as field paths show it: the
+// values in key-name order, joined by "/"; a lone "name" key is just the
+// name.
 func KeyString(key map[string]any) string {
 	names := make([]string, 0, len(key))
 	for k := range key {
@@ -95,6 +89,8 @@ func KeyString(key map[string]any) string {
 	return strings.Join(parts, "/")
 }
 
+// scalarString formats a scalar JSON value; whole numbers without a
+// fraction.
 func scalarString(v any) string {
 	switch x := v.(type) {
 	case string:

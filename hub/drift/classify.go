@@ -1,4 +1,4 @@
-package hub
+package drift
 
 import (
 	"fmt"
@@ -8,88 +8,29 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
 )
 
-// DriftClass says how an object differs from its desired state.
-type DriftClass string
-
-// Drift classes.
-const (
-	// DriftNone: the object is in sync.
-	DriftNone DriftClass = "in-sync"
-	// DriftMissing: the object does not exist (deleted).
-	DriftMissing DriftClass = "missing"
-	// DriftModified: a field we manage differs.
-	DriftModified DriftClass = "modified"
-	// DriftAdded: someone added entries inside what we own (a ConfigMap data
-	// key, an env var, a container, a port).
-	DriftAdded DriftClass = "added"
-	// DriftUnlabelled: our managed-by label was removed.
-	DriftUnlabelled DriftClass = "unlabelled"
-	// DriftDeleting: the object has a deletionTimestamp; it is recreated
-	// once it is gone.
-	DriftDeleting DriftClass = "deleting"
-)
-
-// FieldDiff is one differing field.
-type FieldDiff struct {
-	// Path is the field path (see FieldsV1Paths for the form).
-	Path string
-	// Desired and Actual are the values as text; "<none>" when absent.
-	Desired string
-	Actual  string
-	// Added marks an entry someone else added inside what we own.
-	Added bool
-	// Pointer is the JSON pointer of an added entry in the live object,
-	// used to remove it.
-	Pointer string
-}
-
-// String formats the diff as "path: desired -> actual" or "+path=actual".
-func (f FieldDiff) String() string {
-	if f.Added {
-		return "+" + f.Path + "=" + f.Actual
-	}
-	return f.Path + ": " + f.Desired + " -> " + f.Actual
-}
-
-// Drift is the result of comparing desired with actual.
-type Drift struct {
-	Class  DriftClass
-	Fields []FieldDiff
-}
-
-// InSync reports whether there is no drift.
-func (d Drift) InSync() bool { return d.Class == DriftNone }
-
-// Summary is a one-line description, e.g. "modified spec.replicas: 3 -> 1".
-func (d Drift) Summary() string {
-	if len(d.Fields) == 0 {
-		return string(d.Class)
-	}
-	parts := make([]string, 0, len(d.Fields))
-	for _, f := range d.Fields {
-		parts = append(parts, f.String())
-	}
-	return string(d.Class) + " " + strings.Join(parts, ", ")
-}
-
+// none is the text of an absent value.
 const none = "<none>"
 
 // Classify compares the desired object with the live one (nil when it does
 // not exist). Only fields present in desired are compared; entries added by
 // others inside owned collections (ConfigMap data, container env, containers,
-// ports) are reported as added. Status, and labels or annotations we do not
-// set, are never drift. managedBy is the expected value of ManagedByLabel.
-func Classify(desired, actual *unstructured.Unstructured, managedBy string) Drift {
+// ports) are reported as added, with the JSON pointer that removes them.
+// Status, and labels or annotations we do not set, are never drift.
+// managedBy is the expected value of hub.ManagedByLabel (empty means
+// hub.DefaultManagedBy).
+func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.Drift {
 	if actual == nil {
-		return Drift{Class: DriftMissing}
+		return hub.Drift{Class: hub.DriftMissing}
 	}
 	if actual.GetDeletionTimestamp() != nil {
-		return Drift{Class: DriftDeleting}
+		return hub.Drift{Class: hub.DriftDeleting}
 	}
 	if managedBy == "" {
-		managedBy = DefaultManagedBy
+		managedBy = hub.DefaultManagedBy
 	}
 	c := comparer{}
 	for k, dv := range desired.Object {
@@ -106,27 +47,27 @@ func Classify(desired, actual *unstructured.Unstructured, managedBy string) Drif
 		c.pop()
 	}
 	sort.Slice(c.diffs, func(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path })
-	if v, ok := actual.GetLabels()[ManagedByLabel]; !ok || v != managedBy {
-		return Drift{Class: DriftUnlabelled, Fields: c.diffs}
+	if v, ok := actual.GetLabels()[hub.ManagedByLabel]; !ok || v != managedBy {
+		return hub.Drift{Class: hub.DriftUnlabelled, Fields: c.diffs}
 	}
 	if len(c.diffs) == 0 {
-		return Drift{Class: DriftNone}
+		return hub.Drift{Class: hub.DriftNone}
 	}
-	class := DriftAdded
+	class := hub.DriftAdded
 	for _, f := range c.diffs {
 		if !f.Added {
-			class = DriftModified
+			class = hub.DriftModified
 			break
 		}
 	}
-	return Drift{Class: class, Fields: c.diffs}
+	return hub.Drift{Class: class, Fields: c.diffs}
 }
 
 // comparer walks desired and actual objects. It keeps the current field path
 // and JSON pointer as segment stacks and only joins them when it records a
 // difference, so an in-sync comparison allocates little.
 type comparer struct {
-	diffs []FieldDiff
+	diffs []hub.FieldDiff
 	path  []string // "spec", ".replicas", "[app]", ...
 	ptr   []string // "/spec", "/replicas", "/0", ...
 }
@@ -152,16 +93,16 @@ func (c *comparer) field(k string) string {
 	return "." + k
 }
 
-func (c *comparer) add(f FieldDiff) { c.diffs = append(c.diffs, f) }
+func (c *comparer) add(f hub.FieldDiff) { c.diffs = append(c.diffs, f) }
 
 // differ records a modified field at the current path.
 func (c *comparer) differ(desired, actual string) {
-	c.add(FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
+	c.add(hub.FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
 }
 
 // added records an entry someone else added at the current path.
 func (c *comparer) added(actual string) {
-	c.add(FieldDiff{Path: c.pathString(), Desired: none, Actual: actual, Added: true, Pointer: c.ptrString()})
+	c.add(hub.FieldDiff{Path: c.pathString(), Desired: none, Actual: actual, Added: true, Pointer: c.ptrString()})
 }
 
 // metadata compares only the labels and annotations we set.
@@ -175,18 +116,12 @@ func (c *comparer) metadata(dv, av any) {
 			got, ok := have[k]
 			switch {
 			case !ok:
-				c.add(FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: none})
+				c.add(hub.FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: none})
 			case text(got) != text(v):
-				c.add(FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: text(got)})
+				c.add(hub.FieldDiff{Path: "metadata." + field + "." + k, Desired: text(v), Actual: text(got)})
 			}
 		}
 	}
-}
-
-// addedMap reports whether extra keys of the map at path are drift: data we
-// own whole.
-func addedMap(path []string) bool {
-	return len(path) == 1 && (path[0] == "data" || path[0] == "binaryData")
 }
 
 // compare compares one desired value with the actual one at the current
@@ -209,7 +144,7 @@ func (c *comparer) compare(dv, av any, present bool) {
 			c.compare(v, got, ok)
 			c.pop()
 		}
-		if addedMap(c.path) {
+		if len(c.path) == 1 && ownedMaps[c.path[0]] {
 			for k, v := range a {
 				if _, ok := d[k]; !ok {
 					c.push(c.field(k), "/"+escapePointer(k))
@@ -232,35 +167,6 @@ func (c *comparer) compare(dv, av any, present bool) {
 	}
 }
 
-// listKey returns the merge key of a list item in the list named last, or
-// "" for lists compared by index. added reports whether extra items are
-// drift.
-func listKey(last string, item map[string]any) (key string, added bool) {
-	switch last {
-	case "containers", "initContainers", "env":
-		return scalarString(item["name"]), true
-	case "ports":
-		if cp, ok := item["containerPort"]; ok {
-			return scalarString(cp) + "/" + scalarString(protocolOf(item)), true
-		}
-		if p, ok := item["port"]; ok {
-			return scalarString(p) + "/" + scalarString(protocolOf(item)), true
-		}
-	case "volumes", "volumeMounts", "envFrom":
-		if n, ok := item["name"]; ok {
-			return scalarString(n), false
-		}
-	}
-	return "", false
-}
-
-func protocolOf(item map[string]any) any {
-	if p, ok := item["protocol"]; ok {
-		return p
-	}
-	return "TCP"
-}
-
 // lastField returns the name of the field the current path ends in.
 func (c *comparer) lastField() string {
 	if len(c.path) == 0 {
@@ -269,22 +175,21 @@ func (c *comparer) lastField() string {
 	return strings.TrimPrefix(c.path[len(c.path)-1], ".")
 }
 
+// list compares a list: by merge key when the table has one for the list and
+// its first item carries it, else by index (an atomic list).
 func (c *comparer) list(d, a []any) {
-	last := c.lastField()
-	// Keyed lists: match items by merge key.
-	for _, items := range [][]any{d, a} {
+	if mk, ok := mergeKeys[c.lastField()]; ok {
+		items := d
 		if len(items) == 0 {
-			continue
+			items = a
 		}
-		if first, ok := items[0].(map[string]any); ok {
-			if k, _ := listKey(last, first); k != "" {
-				c.keyedList(last, d, a)
+		if len(items) > 0 {
+			if first, ok := items[0].(map[string]any); ok && mk.key(first) != "" {
+				c.keyedList(mk, d, a)
 				return
 			}
 		}
-		break
 	}
-	// Atomic lists: compare by index.
 	if len(d) != len(a) {
 		c.differ(text(d), text(a))
 		return
@@ -297,24 +202,20 @@ func (c *comparer) list(d, a []any) {
 	}
 }
 
-func (c *comparer) keyedList(last string, d, a []any) {
+// keyedList compares a list whose items are matched by the merge key mk.
+func (c *comparer) keyedList(mk mergeKey, d, a []any) {
 	type idx struct {
 		item map[string]any
 		i    int
 	}
 	actual := make(map[string]idx, len(a))
-	extra := false
 	for i, it := range a {
-		m, ok := it.(map[string]any)
-		if !ok {
-			continue
+		if m, ok := it.(map[string]any); ok {
+			actual[mk.key(m)] = idx{m, i}
 		}
-		k, add := listKey(last, m)
-		actual[k] = idx{m, i}
-		extra = extra || add
 	}
 	var seen map[string]bool
-	if extra {
+	if mk.added {
 		seen = make(map[string]bool, len(d))
 	}
 	for _, it := range d {
@@ -322,7 +223,7 @@ func (c *comparer) keyedList(last string, d, a []any) {
 		if !ok {
 			continue
 		}
-		k, _ := listKey(last, m)
+		k := mk.key(m)
 		if seen != nil {
 			seen[k] = true
 		}
@@ -340,24 +241,23 @@ func (c *comparer) keyedList(last string, d, a []any) {
 			c.compare(v, av, present)
 			c.pop()
 		}
-		// Owned collections we left empty: everything in them was added.
-		if last == "containers" || last == "initContainers" {
-			for _, f := range []string{"env", "ports"} {
-				if _, want := m[f]; want {
-					continue
-				}
-				items, _ := got.item[f].([]any)
-				if len(items) == 0 {
-					continue
-				}
-				c.push("."+f, "/"+f)
-				c.keyedList(f, nil, items)
-				c.pop()
+		// Owned collections we left out: everything in them was added.
+		for _, f := range mk.owned {
+			if _, want := m[f]; want {
+				continue
 			}
+			items, _ := got.item[f].([]any)
+			child, ok := mergeKeys[f]
+			if len(items) == 0 || !ok {
+				continue
+			}
+			c.push("."+f, "/"+escapePointer(f))
+			c.keyedList(child, nil, items)
+			c.pop()
 		}
 		c.pop()
 	}
-	if !extra {
+	if !mk.added {
 		return
 	}
 	for i, it := range a {
@@ -365,8 +265,8 @@ func (c *comparer) keyedList(last string, d, a []any) {
 		if !ok {
 			continue
 		}
-		k, add := listKey(last, m)
-		if seen[k] || !add {
+		k := mk.key(m)
+		if seen[k] {
 			continue
 		}
 		c.push("["+k+"]", "/"+strconv.Itoa(i))
@@ -396,6 +296,8 @@ func scalarEqual(path []string, d, a any) bool {
 	return d == a
 }
 
+// underResources reports whether path lies inside a resources field
+// (requests and limits hold quantities).
 func underResources(path []string) bool {
 	for _, p := range path {
 		if p == ".resources" {
@@ -458,6 +360,7 @@ func summary(m map[string]any) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
+// escapePointer escapes a JSON pointer segment (RFC 6901).
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

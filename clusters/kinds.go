@@ -1,0 +1,163 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// kindInfo is everything kind-specific the watch manager and the backend
+// need about one managed kind. Adding a kind means adding an entry to
+// kindTable (and the kind to hub.Kinds); nothing else switches on kinds.
+type kindInfo struct {
+	// gvk is the kind's apiVersion and kind, set on converted objects.
+	gvk schema.GroupVersionKind
+	// resource is the plural resource name, for messages ("deployments").
+	resource string
+	// informer returns the kind's shared informer from a factory.
+	informer func(f informers.SharedInformerFactory) cache.SharedIndexInformer
+	// client returns the kind's typed client in a namespace.
+	client func(c kubernetes.Interface, namespace string) kindClient
+	// progress reads the rollout progress of a typed object of the kind;
+	// nil for kinds without one.
+	progress func(obj runtime.Object) *hub.Progress
+}
+
+// kindTable holds one entry per managed kind. It is never written.
+var kindTable = map[hub.Kind]kindInfo{
+	hub.KindDeployment: {
+		gvk:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		resource: "deployments",
+		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Apps().V1().Deployments().Informer()
+		},
+		client: func(c kubernetes.Interface, ns string) kindClient {
+			return typedClient[*appsv1.Deployment]{c.AppsV1().Deployments(ns)}
+		},
+		progress: deploymentProgress,
+	},
+	hub.KindService: {
+		gvk:      corev1.SchemeGroupVersion.WithKind("Service"),
+		resource: "services",
+		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Services().Informer()
+		},
+		client: func(c kubernetes.Interface, ns string) kindClient {
+			return typedClient[*corev1.Service]{c.CoreV1().Services(ns)}
+		},
+	},
+	hub.KindConfigMap: {
+		gvk:      corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		resource: "configmaps",
+		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().ConfigMaps().Informer()
+		},
+		client: func(c kubernetes.Interface, ns string) kindClient {
+			return typedClient[*corev1.ConfigMap]{c.CoreV1().ConfigMaps(ns)}
+		},
+	},
+}
+
+// kindOf returns the table entry of a kind.
+func kindOf(k hub.Kind) (kindInfo, error) {
+	info, ok := kindTable[k]
+	if !ok {
+		return kindInfo{}, fmt.Errorf("unsupported kind %q", k)
+	}
+	return info, nil
+}
+
+// resourceOf returns the resource name of a kind, for messages.
+func resourceOf(k hub.Kind) string {
+	if info, ok := kindTable[k]; ok {
+		return info.resource
+	}
+	return string(k)
+}
+
+// toUnstructured converts a typed object of the kind to unstructured content
+// with its apiVersion and kind set. The result shares nothing with obj, so
+// obj may be a cached object.
+func (k kindInfo) toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(k.gvk)
+	return u, nil
+}
+
+// kindClient is a typed client of one kind in one namespace, with results
+// as runtime.Object.
+type kindClient interface {
+	get(ctx context.Context, name string) (runtime.Object, error)
+	patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (runtime.Object, error)
+	delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// typedInterface is the part of a client-go typed client driftwatch uses.
+type typedInterface[T runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// typedClient adapts a client-go typed client (protobuf on the wire) to
+// kindClient.
+type typedClient[T runtime.Object] struct{ c typedInterface[T] }
+
+func (t typedClient[T]) get(ctx context.Context, name string) (runtime.Object, error) {
+	obj, err := t.c.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (t typedClient[T]) patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (runtime.Object, error) {
+	obj, err := t.c.Patch(ctx, name, pt, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (t typedClient[T]) delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return t.c.Delete(ctx, name, opts)
+}
+
+// progressDeadlineExceeded is the reason of a Deployment's Progressing=False
+// condition once its rollout exceeded progressDeadlineSeconds.
+const progressDeadlineExceeded = "ProgressDeadlineExceeded"
+
+// deploymentProgress reads a Deployment's ready and desired replicas, and
+// whether its rollout exceeded its progress deadline.
+func deploymentProgress(obj runtime.Object) *hub.Progress {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok || d == nil {
+		return nil
+	}
+	p := &hub.Progress{Desired: 1, Ready: d.Status.ReadyReplicas}
+	if d.Spec.Replicas != nil {
+		p.Desired = *d.Spec.Replicas
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == progressDeadlineExceeded {
+			p.Stuck = progressDeadlineExceeded + ": " + c.Message
+		}
+	}
+	return p
+}

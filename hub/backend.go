@@ -1,0 +1,105 @@
+package hub
+
+import "context"
+
+// Backend is the contract between the reconcile loop and one cluster or
+// workspace (the seed's InfraBackend). Every call takes the NodeSpec, because
+// an external backend needs the object's namespace, name and kind to find
+// it. The loop never sees a backend's own representation of an object
+// (unstructured objects, labels, UIDs, managedFields, plans): it sees State,
+// Drift and RepairResult, and compares versions only for equality.
+//
+// A backend's event source is the Sink it was given: it calls Sink.Observe
+// when one of its objects changes and Sink.ClusterChanged when its
+// connection's health changes. Implementations must be safe for concurrent
+// use by several workers (never for the same NodeID at once: the workqueue
+// guarantees that).
+type Backend interface {
+	// ReadState reads the live state of spec's object. With fresh false it
+	// may answer from a watch cache; with fresh true it reads the source
+	// of truth (an apiserver GET, a refreshed plan). A missing object is
+	// State{Exists: false}, not an error.
+	ReadState(ctx context.Context, spec NodeSpec, fresh bool) (State, error)
+	// DetectDrift compares spec with a state ReadState returned and
+	// classifies the difference. It must not write.
+	DetectDrift(ctx context.Context, spec NodeSpec, st State) (Drift, error)
+	// Attribute says who changed the drifted fields, and when; nil when
+	// the backend cannot tell.
+	Attribute(ctx context.Context, spec NodeSpec, d Drift) (*Attribution, error)
+	// Repair makes the object match spec again (it also creates a missing
+	// one). st and d are what the loop read and classified; the backend
+	// re-reads whatever a guarded write needs. It returns the version its
+	// write produced, so the loop can tell its own echo from new drift.
+	Repair(ctx context.Context, spec NodeSpec, st State, d Drift) (RepairResult, error)
+	// Delete removes the object st describes (a decommission), with st's
+	// identity and version as preconditions, and never an object the
+	// backend does not own (st.Owned false). A missing object is not an
+	// error.
+	Delete(ctx context.Context, spec NodeSpec, st State) error
+}
+
+// Backends finds the backend of a cluster.
+type Backends interface {
+	// Backend returns the cluster's backend, or false when the cluster is
+	// not registered.
+	Backend(cluster string) (Backend, bool)
+}
+
+// State is what a backend read of one object found, in backend-neutral
+// terms.
+type State struct {
+	// Exists is false when the object does not exist (or is not visible
+	// to the backend's watch, such as an object that lost our label).
+	Exists bool
+	// Fresh is true when the read came from the source of truth rather
+	// than a watch cache.
+	Fresh bool
+	// Version is the backend's opaque version of the object (a Kubernetes
+	// resourceVersion). The loop only compares it for equality with the
+	// version one of its own writes returned.
+	Version string
+	// Owned is true when the object carries our ownership mark (the
+	// managed-by label).
+	Owned bool
+	// Deleting is true when deletion was requested but the object is not
+	// gone yet.
+	Deleting bool
+	// Finalizers are what holds a deletion, for messages.
+	Finalizers []string
+	// Progress is the rollout progress of kinds that have one
+	// (Deployments); nil otherwise.
+	Progress *Progress
+	// Live is the backend's own representation of the object, passed back
+	// to it in DetectDrift, Repair and Delete. The loop never reads it.
+	Live any
+}
+
+// Progress is the rollout progress of an object.
+type Progress struct {
+	// Ready and Desired count replicas.
+	Ready, Desired int32
+	// Stuck is non-empty (the reason) when the rollout exceeded its
+	// progress deadline.
+	Stuck string
+}
+
+// RepairResult is what a repair did.
+type RepairResult struct {
+	// Version is the object's version after the write (the expectation:
+	// a cached read of an older version is not evidence of drift).
+	Version string
+	// Class, when set, corrects the drift class the loop classified from a
+	// cached read: an object missing from a label-filtered cache may turn
+	// out to have existed without our label (DriftUnlabelled).
+	Class DriftClass
+	// Action names what was done ("apply", "remove+apply").
+	Action string
+	// Conflicts lists fields taken over from other managers.
+	Conflicts []Conflict
+}
+
+// Conflict is a field another manager owned that a repair took over.
+type Conflict struct {
+	Manager string
+	Field   string
+}

@@ -1,0 +1,441 @@
+package drift
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+func desiredDeployment() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "shop",
+			"labels":      map[string]any{hub.ManagedByLabel: "driftwatch", "app": "web"},
+			"annotations": map[string]any{hub.NodeIDAnnotation: "c1:shop/web:deployment"},
+		},
+		"spec": map[string]any{
+			"replicas": int64(3),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{
+					"containers": []any{map[string]any{
+						"name":      "app",
+						"image":     "nginx:1",
+						"args":      []any{"--port", "8080"},
+						"ports":     []any{map[string]any{"name": "http", "containerPort": int64(8080), "protocol": "TCP"}},
+						"env":       []any{map[string]any{"name": "MODE", "value": "prod"}},
+						"resources": map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "128Mi"}},
+					}},
+					"volumes": []any{map[string]any{"name": "data", "emptyDir": map[string]any{}}},
+				},
+			},
+		},
+	}}
+}
+
+// liveDeployment returns a copy of the desired object as the apiserver
+// would return it: with defaults, status, foreign labels and annotations, and
+// equal quantities spelled differently (500m as 0.5); mutate edits it.
+func liveDeployment(mutate func(m map[string]any)) *unstructured.Unstructured {
+	u := desiredDeployment().DeepCopy()
+	md := u.Object["metadata"].(map[string]any)
+	md["resourceVersion"] = "42"
+	md["uid"] = "0a1b"
+	md["labels"].(map[string]any)["team"] = "other"
+	md["annotations"].(map[string]any)["deployment.kubernetes.io/revision"] = "1"
+	md["finalizers"] = []any{"example.com/hold"}
+	spec := u.Object["spec"].(map[string]any)
+	spec["progressDeadlineSeconds"] = int64(600)
+	spec["replicas"] = float64(3) // numbers compare by value
+	c := container(u.Object)
+	c["imagePullPolicy"] = "IfNotPresent"
+	c["terminationMessagePath"] = "/dev/termination-log"
+	c["resources"] = map[string]any{"limits": map[string]any{"cpu": "0.5", "memory": "128Mi"}}
+	u.Object["status"] = map[string]any{"replicas": int64(1), "readyReplicas": int64(0)}
+	if mutate != nil {
+		mutate(u.Object)
+	}
+	return u
+}
+
+func podSpec(m map[string]any) map[string]any {
+	return m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+}
+
+func container(m map[string]any) map[string]any {
+	return podSpec(m)["containers"].([]any)[0].(map[string]any)
+}
+
+func labels(m map[string]any) map[string]any {
+	return m["metadata"].(map[string]any)["labels"].(map[string]any)
+}
+
+func desiredConfigMap() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+		"data":     map[string]any{"a": "1"},
+	}}
+}
+
+func liveConfigMap(mutate func(m map[string]any)) *unstructured.Unstructured {
+	u := desiredConfigMap().DeepCopy()
+	u.Object["metadata"].(map[string]any)["resourceVersion"] = "7"
+	if mutate != nil {
+		mutate(u.Object)
+	}
+	return u
+}
+
+func desiredService() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+		"spec": map[string]any{
+			"selector": map[string]any{"app": "web"},
+			"ports":    []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080)}},
+		},
+	}}
+}
+
+func liveService(mutate func(m map[string]any)) *unstructured.Unstructured {
+	u := desiredService().DeepCopy()
+	spec := u.Object["spec"].(map[string]any)
+	spec["clusterIP"] = "10.0.0.12"
+	spec["type"] = "ClusterIP"
+	spec["ports"].([]any)[0].(map[string]any)["protocol"] = "TCP"
+	if mutate != nil {
+		mutate(u.Object)
+	}
+	return u
+}
+
+// diff is the part of a hub.FieldDiff a test checks: its text and pointer.
+type diff struct {
+	text    string
+	pointer string
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name      string
+		desired   *unstructured.Unstructured
+		actual    *unstructured.Unstructured
+		managedBy string
+		class     hub.DriftClass
+		fields    []diff
+	}{
+		{name: "in sync with defaults, status, foreign labels and 500m as 0.5",
+			desired: desiredDeployment(), actual: liveDeployment(nil), class: hub.DriftNone},
+		{name: "status differs: not drift",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				m["status"] = map[string]any{"replicas": int64(7), "conditions": []any{map[string]any{"type": "Available"}}}
+			}), class: hub.DriftNone},
+		{name: "foreign label and annotation changed: not drift",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				labels(m)["team"] = "ops"
+				labels(m)["added-by-someone"] = "x"
+				m["metadata"].(map[string]any)["annotations"].(map[string]any)["note"] = "hi"
+			}), class: hub.DriftNone},
+		{name: "desired status is ignored",
+			desired: func() *unstructured.Unstructured {
+				u := desiredConfigMap()
+				u.Object["status"] = map[string]any{"x": "y"}
+				return u
+			}(), actual: liveConfigMap(nil), class: hub.DriftNone},
+		{name: "extra volume: matched by name, not drift",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				ps := podSpec(m)
+				ps["volumes"] = append(ps["volumes"].([]any), map[string]any{"name": "cache", "emptyDir": map[string]any{}})
+			}), class: hub.DriftNone},
+		{name: "missing", desired: desiredDeployment(), actual: nil, class: hub.DriftMissing},
+		{name: "deleting",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				m["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+				m["spec"].(map[string]any)["replicas"] = int64(1)
+			}), class: hub.DriftDeleting},
+		{name: "scaled",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(1) }),
+			class: hub.DriftModified, fields: []diff{{text: "spec.replicas: 3 -> 1"}}},
+		{name: "image changed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { container(m)["image"] = "evil:2" }),
+			class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].image: nginx:1 -> evil:2"}}},
+		{name: "quantity changed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				container(m)["resources"] = map[string]any{"limits": map[string]any{"cpu": "2", "memory": "0.125Gi"}}
+			}), class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].resources.limits.cpu: 500m -> 2"}}},
+		{name: "unparsable quantity compares as text",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				container(m)["resources"] = map[string]any{"limits": map[string]any{"cpu": "lots", "memory": "128Mi"}}
+			}), class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].resources.limits.cpu: 500m -> lots"}}},
+		{name: "field removed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { delete(container(m), "image") }),
+			class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].image: nginx:1 -> <none>"}}},
+		{name: "top-level field missing",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { delete(m, "spec") }),
+			class: hub.DriftModified, fields: []diff{{text: "spec: " + text(desiredDeployment().Object["spec"]) + " -> <none>"}}},
+		{name: "map replaced by a scalar",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				m["spec"].(map[string]any)["selector"] = "app=web"
+			}), class: hub.DriftModified, fields: []diff{{text: "spec.selector: {matchLabels: {app: web}} -> app=web"}}},
+		{name: "list replaced by a scalar",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { container(m)["args"] = "--port=8080" }),
+			class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].args: [--port, 8080] -> --port=8080"}}},
+		{name: "atomic list item changed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { container(m)["args"] = []any{"--port", "9090"} }),
+			class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].args[1]: 8080 -> 9090"}}},
+		{name: "atomic list grew",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				container(m)["args"] = []any{"--port", "8080", "--debug"}
+			}), class: hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].args: [--port, 8080] -> [--port, 8080, --debug]"}}},
+		{name: "our container removed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				podSpec(m)["containers"] = []any{map[string]any{"name": "other", "image": "x"}}
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "+spec.template.spec.containers[other]={image: x, name: other}", pointer: "/spec/template/spec/containers/0"},
+				{text: "spec.template.spec.containers[app]: " + text(container(desiredDeployment().Object)) + " -> <none>"},
+			}},
+		{name: "env var added",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				c := container(m)
+				c["env"] = append(c["env"].([]any), map[string]any{"name": "DEBUG", "value": "true"})
+			}), class: hub.DriftAdded, fields: []diff{{
+				text:    "+spec.template.spec.containers[app].env[DEBUG]={name: DEBUG, value: true}",
+				pointer: "/spec/template/spec/containers/0/env/1"}}},
+		{name: "container added",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				ps := podSpec(m)
+				ps["containers"] = append(ps["containers"].([]any), map[string]any{"name": "sidecar", "image": "x"})
+			}), class: hub.DriftAdded, fields: []diff{{
+				text:    "+spec.template.spec.containers[sidecar]={image: x, name: sidecar}",
+				pointer: "/spec/template/spec/containers/1"}}},
+		{name: "init container added to a list we left out is not compared",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				podSpec(m)["initContainers"] = []any{map[string]any{"name": "init", "image": "x"}}
+			}), class: hub.DriftNone},
+		{name: "port added (protocol defaults to TCP)",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				c := container(m)
+				c["ports"] = append(c["ports"].([]any), map[string]any{"containerPort": int64(9090)})
+			}), class: hub.DriftAdded, fields: []diff{{
+				text:    "+spec.template.spec.containers[app].ports[9090/TCP]={containerPort: 9090}",
+				pointer: "/spec/template/spec/containers/0/ports/1"}}},
+		{name: "UDP port with the same number is another port",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				c := container(m)
+				c["ports"] = []any{map[string]any{"containerPort": int64(8080), "protocol": "UDP", "name": "http"}}
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "+spec.template.spec.containers[app].ports[8080/UDP]={containerPort: 8080, name: http, protocol: UDP}",
+					pointer: "/spec/template/spec/containers/0/ports/0"},
+				{text: "spec.template.spec.containers[app].ports[8080/TCP]: {containerPort: 8080, name: http, protocol: TCP} -> <none>"},
+			}},
+		{name: "env and ports added to a container that declares none",
+			desired: func() *unstructured.Unstructured {
+				u := desiredDeployment()
+				c := container(u.Object)
+				delete(c, "env")
+				delete(c, "ports")
+				return u
+			}(), actual: liveDeployment(func(m map[string]any) {
+				container(m)["env"] = []any{map[string]any{"name": "MODE", "value": "prod"}, map[string]any{"name": "X", "value": "1"}}
+			}), class: hub.DriftAdded, fields: []diff{
+				{text: "+spec.template.spec.containers[app].env[MODE]={name: MODE, value: prod}", pointer: "/spec/template/spec/containers/0/env/0"},
+				{text: "+spec.template.spec.containers[app].env[X]={name: X, value: 1}", pointer: "/spec/template/spec/containers/0/env/1"},
+				{text: "+spec.template.spec.containers[app].ports[8080/TCP]={containerPort: 8080, name: http, protocol: TCP}", pointer: "/spec/template/spec/containers/0/ports/0"},
+			}},
+		{name: "env value edited and var added",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				container(m)["env"] = []any{map[string]any{"name": "MODE", "value": "dev"}, map[string]any{"name": "X", "value": "1"}}
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "spec.template.spec.containers[app].env[MODE].value: prod -> dev"},
+				{text: "+spec.template.spec.containers[app].env[X]={name: X, value: 1}", pointer: "/spec/template/spec/containers/0/env/1"},
+			}},
+		{name: "label value changed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { labels(m)["app"] = "other" }),
+			class: hub.DriftModified, fields: []diff{{text: "metadata.labels.app: web -> other"}}},
+		{name: "annotation removed",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
+				delete(m["metadata"].(map[string]any)["annotations"].(map[string]any), hub.NodeIDAnnotation)
+			}), class: hub.DriftModified, fields: []diff{{text: "metadata.annotations." + hub.NodeIDAnnotation + ": c1:shop/web:deployment -> <none>"}}},
+		{name: "unlabelled",
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { delete(labels(m), hub.ManagedByLabel) }),
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> <none>"}}},
+		{name: "unlabelled: no labels at all",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { delete(m["metadata"].(map[string]any), "labels") }),
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> <none>"}}},
+		{name: "labelled by another manager value",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { labels(m)[hub.ManagedByLabel] = "helm" }),
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> helm"}}},
+		{name: "custom managed-by value",
+			desired: func() *unstructured.Unstructured {
+				u := desiredConfigMap()
+				labels(u.Object)[hub.ManagedByLabel] = "dw-eu"
+				return u
+			}(), actual: liveConfigMap(func(m map[string]any) { labels(m)[hub.ManagedByLabel] = "dw-eu" }),
+			managedBy: "dw-eu", class: hub.DriftNone},
+		{name: "ConfigMap key added",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { m["data"] = map[string]any{"a": "1", "drift": "yes"} }),
+			class: hub.DriftAdded, fields: []diff{{text: "+data.drift=yes", pointer: "/data/drift"}}},
+		{name: "ConfigMap key added with a pointer to escape",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { m["data"] = map[string]any{"a": "1", "x/y~z": "1"} }),
+			class: hub.DriftAdded, fields: []diff{{text: "+data.x/y~z=1", pointer: "/data/x~1y~0z"}}},
+		{name: "ConfigMap binaryData added",
+			desired: func() *unstructured.Unstructured {
+				u := desiredConfigMap()
+				u.Object["binaryData"] = map[string]any{"b": "AAE="}
+				return u
+			}(), actual: liveConfigMap(func(m map[string]any) { m["binaryData"] = map[string]any{"b": "AAE=", "c": "AA=="} }),
+			class: hub.DriftAdded, fields: []diff{{text: "+binaryData.c=AA==", pointer: "/binaryData/c"}}},
+		{name: "ConfigMap value changed",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { m["data"] = map[string]any{"a": "2"} }),
+			class: hub.DriftModified, fields: []diff{{text: "data.a: 1 -> 2"}}},
+		{name: "ConfigMap data emptied",
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { delete(m, "data") }),
+			class: hub.DriftModified, fields: []diff{{text: "data: {a: 1} -> <none>"}}},
+		{name: "Service in sync with defaults",
+			desired: desiredService(), actual: liveService(nil), class: hub.DriftNone},
+		{name: "Service selector gains a key: not drift",
+			desired: desiredService(), actual: liveService(func(m map[string]any) {
+				m["spec"].(map[string]any)["selector"].(map[string]any)["tier"] = "x"
+			}), class: hub.DriftNone},
+		{name: "Service port added",
+			desired: desiredService(), actual: liveService(func(m map[string]any) {
+				spec := m["spec"].(map[string]any)
+				spec["ports"] = append(spec["ports"].([]any), map[string]any{"port": int64(443), "protocol": "TCP"})
+			}), class: hub.DriftAdded, fields: []diff{{text: "+spec.ports[443/TCP]={port: 443, protocol: TCP}", pointer: "/spec/ports/1"}}},
+		{name: "Service target port changed",
+			desired: desiredService(), actual: liveService(func(m map[string]any) {
+				m["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["targetPort"] = "http"
+			}), class: hub.DriftModified, fields: []diff{{text: "spec.ports[80/TCP].targetPort: 8080 -> http"}}},
+		{name: "bool, float and null values",
+			desired: &unstructured.Unstructured{Object: map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+				"spec":     map[string]any{"paused": false, "ratio": 0.5, "opt": nil, "n": int32(2)},
+			}},
+			actual: &unstructured.Unstructured{Object: map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+				"spec":     map[string]any{"paused": true, "ratio": 0.25, "opt": "x", "n": "2"},
+			}},
+			class: hub.DriftModified, fields: []diff{
+				{text: "spec.n: 2 -> 2"},
+				{text: "spec.opt: null -> x"},
+				{text: "spec.paused: false -> true"},
+				{text: "spec.ratio: 0.5 -> 0.25"},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Classify(tt.desired, tt.actual, tt.managedBy)
+			if d.Class != tt.class {
+				t.Fatalf("class = %s, want %s (fields %v)", d.Class, tt.class, d.Fields)
+			}
+			var got, want []string
+			for _, f := range d.Fields {
+				got = append(got, f.String()+" @"+f.Pointer)
+			}
+			for _, f := range tt.fields {
+				want = append(want, f.text+" @"+f.pointer)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("fields =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, f := range d.Fields {
+				if f.Added != (f.Pointer != "") {
+					t.Errorf("field %s: Added %v but pointer %q", f.Path, f.Added, f.Pointer)
+				}
+			}
+		})
+	}
+}
+
+// TestMergeKeys checks the merge key table against the keys managedFields
+// uses: the key of an item is the KeyString of its key fields, so drift
+// paths and managedFields paths match.
+func TestMergeKeys(t *testing.T) {
+	tests := []struct {
+		field string
+		item  map[string]any
+		want  string
+	}{
+		{"containers", map[string]any{"name": "app", "image": "x"}, "app"},
+		{"initContainers", map[string]any{"name": "init"}, "init"},
+		{"env", map[string]any{"name": "DEBUG", "value": "1"}, "DEBUG"},
+		{"ports", map[string]any{"containerPort": int64(8080), "protocol": "UDP"}, "8080/UDP"},
+		{"ports", map[string]any{"containerPort": float64(8080)}, "8080/TCP"},
+		{"ports", map[string]any{"port": int64(443), "targetPort": int64(8443)}, "443/TCP"},
+		{"ports", map[string]any{"name": "no-number"}, ""},
+		{"volumes", map[string]any{"name": "data"}, "data"},
+		{"volumeMounts", map[string]any{"name": "data", "mountPath": "/d"}, "data"},
+		{"envFrom", map[string]any{"prefix": "X_"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field+"/"+tt.want, func(t *testing.T) {
+			mk, ok := mergeKeys[tt.field]
+			if !ok {
+				t.Fatalf("no merge key for %s", tt.field)
+			}
+			got := mk.key(tt.item)
+			if got != tt.want {
+				t.Fatalf("key = %q, want %q", got, tt.want)
+			}
+			if got == "" {
+				return
+			}
+			// The same key as managedFields spells it.
+			for _, fields := range mk.alternatives {
+				if _, ok := tt.item[fields[0]]; !ok {
+					continue
+				}
+				key := map[string]any{}
+				for _, f := range fields {
+					if v, ok := tt.item[f]; ok {
+						key[f] = v
+					} else {
+						key[f] = mk.defaults[f]
+					}
+				}
+				if ks := KeyString(key); ks != got {
+					t.Fatalf("KeyString = %q, merge key %q", ks, got)
+				}
+				break
+			}
+		})
+	}
+	for field, mk := range mergeKeys {
+		for _, fields := range mk.alternatives {
+			if len(fields) == 0 || !slices.IsSorted(fields) {
+				t.Errorf("%s: key fields %v must be non-empty and in key-name order", field, fields)
+			}
+		}
+		for _, child := range mk.owned {
+			if _, ok := mergeKeys[child]; !ok {
+				t.Errorf("%s: owned list %s has no merge key", field, child)
+			}
+		}
+	}
+}
+
+func BenchmarkClassify(b *testing.B) {
+	desired := desiredDeployment()
+	actual := liveDeployment(func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(1) })
+	inSync := liveDeployment(nil)
+	b.Run("drifted", func(b *testing.B) {
+		for b.Loop() {
+			Classify(desired, actual, "driftwatch")
+		}
+	})
+	b.Run("in-sync", func(b *testing.B) {
+		for b.Loop() {
+			Classify(desired, inSync, "driftwatch")
+		}
+	})
+}

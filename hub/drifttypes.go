@@ -1,0 +1,67 @@
+package hub
+
+import "strings"
+
+// DriftClass says how an object differs from its desired state.
+type DriftClass string
+
+// Drift classes.
+const (
+	// DriftNone: the object is in sync.
+	DriftNone DriftClass = "in-sync"
+	// DriftMissing: the object does not exist (deleted).
+	DriftMissing DriftClass = "missing"
+	// DriftModified: a field we manage differs.
+	DriftModified DriftClass = "modified"
+	// DriftAdded: someone added entries inside what we own (a ConfigMap data
+	// key, an env var, a container, a port).
+	DriftAdded DriftClass = "added"
+	// DriftUnlabelled: our managed-by label was removed.
+	DriftUnlabelled DriftClass = "unlabelled"
+	// DriftDeleting: the object has a deletionTimestamp; it is recreated
+	// once it is gone.
+	DriftDeleting DriftClass = "deleting"
+)
+
+// FieldDiff is one differing field.
+type FieldDiff struct {
+	// Path is the field path (see FieldsV1Paths for the form).
+	Path string
+	// Desired and Actual are the values as text; "<none>" when absent.
+	Desired string
+	Actual  string
+	// Added marks an entry someone else added inside what we own.
+	Added bool
+	// Pointer is the JSON pointer of an added entry in the live object,
+	// used to remove it.
+	Pointer string
+}
+
+// String formats the diff as "path: desired -> actual" or "+path=actual".
+func (f FieldDiff) String() string {
+	if f.Added {
+		return "+" + f.Path + "=" + f.Actual
+	}
+	return f.Path + ": " + f.Desired + " -> " + f.Actual
+}
+
+// Drift is the result of comparing desired with actual.
+type Drift struct {
+	Class  DriftClass
+	Fields []FieldDiff
+}
+
+// InSync reports whether there is no drift.
+func (d Drift) InSync() bool { return d.Class == DriftNone }
+
+// Summary is a one-line description, e.g. "modified spec.replicas: 3 -> 1".
+func (d Drift) Summary() string {
+	if len(d.Fields) == 0 {
+		return string(d.Class)
+	}
+	parts := make([]string, 0, len(d.Fields))
+	for _, f := range d.Fields {
+		parts = append(parts, f.String())
+	}
+	return string(d.Class) + " " + strings.Join(parts, ", ")
+}

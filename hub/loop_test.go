@@ -1,0 +1,731 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The startup race seen in the bench: two goroutines of a watch manager
+// report health, and the older report (connecting) reaches the hub after the
+// newer one (synced, generation 1). Before the fix the hub overwrote the
+// health with the stale report, workers dropped every NodeID they met while
+// the cluster looked not ready, and nothing enqueued them again until the
+// 5-minute resync: the whole cluster stayed unreconciled.
+func TestStartupHealthReportsOutOfOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		specs := []NodeSpec{spec("c1", "a", "v1"), spec("c1", "b", "v1"), spec("c1", "c", "v1")}
+		f.h.SetDesired(specs)
+		// Newer report first, then the stale one.
+		f.ready("c1", 1, 2)
+		f.h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterConnecting, Seq: 1})
+		synctest.Wait()
+		for _, s := range specs {
+			if !b.exists(s.ID) {
+				t.Errorf("%s never created: the cluster was left unreconciled", s.ID)
+			}
+			if got := f.node(s.ID).Status; got != StatusInSync {
+				t.Errorf("%s: status %s, want in-sync", s.ID, got)
+			}
+		}
+		if got := testutil.ToFloat64(f.h.metrics.staleHealth.WithLabelValues("c1")); got != 1 {
+			t.Errorf("stale health reports counted %v, want 1", got)
+		}
+	})
+}
+
+// Even an unordered report (no Seq, e.g. from discovery) that makes the
+// cluster look not ready never loses work: NodeIDs met meanwhile are parked
+// and released when the cluster is ready again, with or without a new
+// generation.
+func TestNodeIDsParkedWhileClusterNotReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		f.ready("c1", 1, 0)
+		f.h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterConnecting})
+		f.h.SetDesired([]NodeSpec{s}) // enqueued while not ready
+		synctest.Wait()
+		if b.exists(s.ID) {
+			t.Fatal("applied while the cluster was not ready")
+		}
+		if got := f.node(s.ID).Status; got != StatusUnknown {
+			t.Fatalf("status %s while connecting, want unknown", got)
+		}
+		// Ready again, same generation (a report that only changed state).
+		f.ready("c1", 1, 0)
+		synctest.Wait()
+		if !b.exists(s.ID) {
+			t.Fatal("a parked NodeID was not released when the cluster became ready")
+		}
+	})
+}
+
+// Health arriving before the desired state, and desired state arriving
+// before any health, both end with every object created.
+func TestDesiredAndHealthInEitherOrder(t *testing.T) {
+	for _, healthFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("healthFirst=%v", healthFirst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				f := start(t, b, Options{})
+				s := spec("c1", "a", "v1")
+				if healthFirst {
+					f.ready("c1", 1, 1)
+					synctest.Wait()
+					f.h.SetDesired([]NodeSpec{s})
+				} else {
+					f.h.SetDesired([]NodeSpec{s})
+					synctest.Wait()
+					f.ready("c1", 1, 1)
+				}
+				synctest.Wait()
+				if !b.exists(s.ID) {
+					t.Fatal("not created")
+				}
+				if n := f.steps(s.ID, StepCreated); n != 1 {
+					t.Fatalf("created %d times, want 1", n)
+				}
+			})
+		})
+	}
+}
+
+// One drift, one repair: a second event reaches the worker before the
+// cache shows the repair (the stale cache still holds the drifted object).
+// Expectations make the second pass read fresh instead of repairing again,
+// and the attribution of the first pass is kept.
+func TestExpectationsOneRepairPerDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(false)
+		b.attrib = &Attribution{Manager: "drift-generator", Operation: "Update"}
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		b.put(s.ID, func(o *fakeObject) { o.content = "v1" })
+		b.catchUp(s.ID)
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+
+		// Someone edits it; the watch delivers the change.
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		b.catchUp(s.ID)
+		synctest.Wait()
+		if got := b.repairCount(s.ID); got != 1 {
+			t.Fatalf("repairs after the drift: %d, want 1", got)
+		}
+		// Another event arrives (e.g. a status update) while the cache
+		// still shows the drifted version.
+		f.h.Observe(Event{ID: s.ID, Type: EventUpdated, ObservedAt: time.Now()})
+		synctest.Wait()
+		if got := b.repairCount(s.ID); got != 1 {
+			t.Fatalf("repaired %d times from a stale cache, want 1", got)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")); got != 1 {
+			t.Errorf("stale cache reads %v, want 1", got)
+		}
+		// The cache catches up: the echo is counted, nothing else happens.
+		b.catchUp(s.ID)
+		synctest.Wait()
+		if got := b.repairCount(s.ID); got != 1 {
+			t.Fatalf("repairs after the echo: %d, want 1", got)
+		}
+		n := f.node(s.ID)
+		if got := f.steps(s.ID, StepApplied); got != 1 {
+			t.Errorf("timeline has %d %q entries, want 1", got, StepApplied)
+		}
+		if n.LastRepair == nil || n.LastRepair.Attribution == nil || n.LastRepair.Attribution.Manager != "drift-generator" {
+			t.Errorf("attribution lost: %+v", n.LastRepair)
+		}
+		if n.Status != StatusRepaired {
+			t.Errorf("status %s, want repaired", n.Status)
+		}
+	})
+}
+
+// A drift that re-occurs after our write (a newer version in the cache) is
+// real drift and is repaired again.
+func TestNewDriftAfterRepairIsRepaired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		for i := range 3 {
+			b.put(s.ID, func(o *fakeObject) { o.content = fmt.Sprintf("edit-%d", i) })
+			synctest.Wait()
+		}
+		if got := b.repairCount(s.ID); got != 4 { // create + 3 repairs
+			t.Fatalf("repair calls %d, want 4", got)
+		}
+	})
+}
+
+// ForgetCluster while a worker is inside a repair of one of its NodeIDs:
+// the worker finishes without touching status of a forgotten NodeID, and
+// nothing else of that cluster is reconciled.
+func TestForgetClusterMidPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		inRepair := make(chan struct{})
+		release := make(chan struct{})
+		var once sync.Once
+		b.onRepair = func(id NodeID) {
+			if id.Name() == "a" {
+				once.Do(func() {
+					close(inRepair)
+					<-release
+				})
+			}
+		}
+		f := start(t, b, Options{Workers: 1})
+		a, c := spec("c1", "a", "v1"), spec("c1", "c", "v1")
+		f.h.SetDesired([]NodeSpec{a, c, spec("c2", "x", "v1")})
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		<-inRepair
+		f.h.ForgetCluster("c1")
+		close(release)
+		synctest.Wait()
+		snap := f.h.Snapshot()
+		for _, n := range snap.Nodes {
+			if n.ID.Cluster == "c1" {
+				t.Errorf("forgotten cluster still shows %s", n.ID)
+			}
+		}
+		if _, ok := snap.Cluster("c1"); ok {
+			t.Error("forgotten cluster still in the snapshot")
+		}
+		if b.exists(c.ID) {
+			t.Error("a NodeID of the forgotten cluster was applied after ForgetCluster")
+		}
+		if !b.exists(spec("c2", "x", "v1").ID) {
+			t.Error("the other cluster was not reconciled")
+		}
+		// Its objects were never deleted.
+		if b.deleteCount(a.ID) != 0 {
+			t.Error("forgetting a cluster deleted an object")
+		}
+	})
+}
+
+// A panic in one pass is recovered, shown on the NodeID, counted, and the
+// worker goes on with the other NodeIDs; the NodeID is retried.
+func TestWorkerPanicRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var panicked sync.Once
+		b.onRead = func(id NodeID, _ bool) {
+			if id.Name() == "bad" {
+				fired := false
+				panicked.Do(func() { fired = true })
+				if fired {
+					panic("boom")
+				}
+			}
+		}
+		f := start(t, b, Options{Workers: 1})
+		bad, good := spec("c1", "bad", "v1"), spec("c1", "good", "v1")
+		f.h.SetDesired([]NodeSpec{bad, good})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if !b.exists(good.ID) {
+			t.Fatal("the worker died with the panic")
+		}
+		if got := testutil.ToFloat64(f.h.metrics.panics); got != 1 {
+			t.Errorf("panics counted %v, want 1", got)
+		}
+		if f.steps(bad.ID, StepPanic) != 1 {
+			t.Error("the panic is not on the NodeID's timeline")
+		}
+		time.Sleep(time.Second) // the rate-limited retry
+		synctest.Wait()
+		if !b.exists(bad.ID) {
+			t.Error("the panicked NodeID was not retried")
+		}
+		if got := f.node(bad.ID).Status; got != StatusInSync {
+			t.Errorf("status after retry %s, want in-sync", got)
+		}
+	})
+}
+
+// Another writer undoes every repair at once: after FightThreshold repairs
+// within the window, repairs back off 2s, 4s, ... and the status says with
+// whom it fights.
+func TestFightBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		b.attrib = &Attribution{Manager: "hpa"}
+		s := spec("c1", "a", "v1")
+		var mu sync.Mutex
+		var times []time.Time
+		fighting := true
+		b.onRepair = func(NodeID) {
+			mu.Lock()
+			times = append(times, time.Now())
+			mu.Unlock()
+		}
+		f := start(t, b, Options{Workers: 1, FightThreshold: 3, FightWindow: time.Minute})
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		// The other controller reverts each repair after 10ms.
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				mu.Lock()
+				on := fighting
+				mu.Unlock()
+				if on {
+					b.mu.Lock()
+					o := b.truth[s.ID]
+					drifted := o != nil && o.content == s.Hash
+					b.mu.Unlock()
+					if drifted {
+						b.put(s.ID, func(o *fakeObject) { o.content = "hpa" })
+					}
+				}
+			}
+		}()
+		time.Sleep(20 * time.Second)
+		n := f.node(s.ID)
+		if !strings.Contains(n.Reason, "fighting with hpa") && n.Status != StatusRepairing {
+			t.Errorf("status %s %q, want a fight with hpa", n.Status, n.Reason)
+		}
+		close(stop)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// create + 3 quick repairs, then spaced by at least 2s, 4s, 8s.
+		if len(times) < 6 || len(times) > 8 {
+			t.Fatalf("%d repairs in 20s of fighting, want 6-8: %v", len(times), times)
+		}
+		for i, want := range []time.Duration{2 * time.Second, 4 * time.Second} {
+			gap := times[4+i].Sub(times[3+i])
+			if gap < want {
+				t.Errorf("gap before repair %d: %s, want >= %s", 4+i, gap, want)
+			}
+		}
+	})
+}
+
+// A failed repair is retried with exponential backoff and shows as failed;
+// a permission error shows as forbidden and is retried slowly, not
+// hammered.
+func TestFailuresAndForbidden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var mu sync.Mutex
+		fails := map[string]int{"flaky": 2}
+		b.repErr = func(id NodeID) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if id.Name() == "denied" {
+				return fmt.Errorf("cluster %q: apply configmaps denied: %w", id.Cluster, ErrForbidden)
+			}
+			if fails[id.Name()] > 0 {
+				fails[id.Name()]--
+				return errors.New("apiserver hiccup")
+			}
+			return nil
+		}
+		f := start(t, b, Options{ForbiddenRetry: time.Minute})
+		flaky, denied := spec("c1", "flaky", "v1"), spec("c1", "denied", "v1")
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.h.SetDesired([]NodeSpec{flaky, denied})
+		synctest.Wait()
+		if got := f.node(flaky.ID).Status; got != StatusFailed {
+			t.Errorf("flaky: %s, want failed", got)
+		}
+		if got := f.node(denied.ID).Status; got != StatusForbidden {
+			t.Errorf("denied: %s, want forbidden", got)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := f.node(flaky.ID).Status; got != StatusInSync {
+			t.Errorf("flaky after retries: %s, want in-sync", got)
+		}
+		if got := f.steps(denied.ID, StepFailed); got != 1 {
+			t.Errorf("denied tried %d times in 2s, want 1 (slow retry)", got)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := f.steps(denied.ID, StepFailed); got != 2 {
+			t.Errorf("denied tried %d times after a minute, want 2", got)
+		}
+	})
+}
+
+// Warn-only and paused report drift without repairing; a manual repair
+// overrides both once; resuming a paused cluster repairs.
+func TestPoliciesPauseAndManualRepair(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		warn, paused := spec("c1", "warn", "v1"), spec("c2", "held", "v1")
+		warn.Policy = PolicyWarn
+		f.h.SetDesired([]NodeSpec{warn, paused})
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		f.h.PauseCluster("c2", true)
+		b.put(warn.ID, func(o *fakeObject) { o.content = "edited" })
+		b.put(paused.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if got := f.node(warn.ID).Status; got != StatusWarnOnly {
+			t.Errorf("warn: %s", got)
+		}
+		if got := f.node(paused.ID).Status; got != StatusPaused {
+			t.Errorf("paused: %s", got)
+		}
+		if b.repairCount(warn.ID) != 1 || b.repairCount(paused.ID) != 1 {
+			t.Fatal("repaired despite warn-only or pause")
+		}
+		if err := f.h.RepairNow(warn.ID); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if b.repairCount(warn.ID) != 2 {
+			t.Error("manual repair did not override warn-only")
+		}
+		if err := f.h.RepairNow(NewNodeID("c1", "shop", "nope", KindConfigMap)); !errors.Is(err, ErrUnknownNode) {
+			t.Errorf("RepairNow of an unknown NodeID: %v", err)
+		}
+		f.h.PauseCluster("c2", false)
+		synctest.Wait()
+		if b.repairCount(paused.ID) != 2 {
+			t.Error("resuming the cluster did not repair")
+		}
+		// An application switched to warn at runtime stops repairs.
+		f.h.SetApplicationPolicy("held", PolicyWarn)
+		b.put(paused.ID, func(o *fakeObject) { o.content = "again" })
+		synctest.Wait()
+		if b.repairCount(paused.ID) != 2 {
+			t.Error("runtime warn override ignored")
+		}
+		if snap := f.h.Snapshot(); snap.AppPolicies["held"] != PolicyWarn {
+			t.Errorf("snapshot overrides %v", snap.AppPolicies)
+		}
+		f.h.SetApplicationPolicy("held", "")
+		synctest.Wait()
+		if b.repairCount(paused.ID) != 3 {
+			t.Error("removing the override did not repair")
+		}
+	})
+}
+
+// The label-filtered watch reports a removed label as a delete. Repairing
+// at once, the backend tells unlabelled from deleted; not repairing
+// (warn-only), the loop confirms with a fresh read before reporting.
+func TestUnlabelledVersusDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var mu sync.Mutex
+		var records []Repair
+		f := start(t, b, Options{OnRecord: func(r Repair) {
+			mu.Lock()
+			records = append(records, r)
+			mu.Unlock()
+		}})
+		fix, warn, gone := spec("c1", "fix", "v1"), spec("c1", "warn", "v1"), spec("c1", "gone", "v1")
+		warn.Policy = PolicyWarn
+		f.h.SetDesired([]NodeSpec{fix, warn, gone})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.put(fix.ID, func(o *fakeObject) { o.owned = false })
+		b.put(warn.ID, func(o *fakeObject) { o.owned = false })
+		b.remove(gone.ID)
+		synctest.Wait()
+		if got := f.node(fix.ID).LastRepair.Drift.Class; got != DriftUnlabelled {
+			t.Errorf("fix: class %s, want unlabelled", got)
+		}
+		if got := f.node(gone.ID).LastRepair.Drift.Class; got != DriftMissing {
+			t.Errorf("gone: class %s, want missing", got)
+		}
+		w := f.node(warn.ID)
+		if w.Status != StatusWarnOnly || w.LastRepair.Drift.Class != DriftUnlabelled {
+			t.Errorf("warn: %s %s, want warn-only unlabelled", w.Status, w.LastRepair.Drift.Class)
+		}
+		if !b.exists(gone.ID) {
+			t.Error("deleted object not recreated")
+		}
+		if got := testutil.ToFloat64(f.h.metrics.drift.WithLabelValues("c1", "configmap", "unlabelled")); got != 2 {
+			t.Errorf("unlabelled drift counted %v, want 2", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(records) == 0 {
+			t.Error("OnRecord never called")
+		}
+	})
+}
+
+// Decommission: the object is deleted with the version just read and the
+// NodeID disappears; one held by a finalizer becomes stuck after the
+// timeout; one that lost our label is released, never deleted.
+func TestDecommission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{DecommissionTimeout: time.Minute})
+		keep, drop, held, foreign := spec("c1", "keep", "v1"), spec("c1", "drop", "v1"), spec("c1", "held", "v1"), spec("c1", "foreign", "v1")
+		f.h.SetDesired([]NodeSpec{keep, drop, held, foreign})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.put(held.ID, func(o *fakeObject) { o.stuck = "finalizer example.com/hold" })
+		b.mu.Lock()
+		b.truth[foreign.ID].owned = false // someone took it over; the cache still has it
+		b.mu.Unlock()
+		synctest.Wait()
+		_, removed := f.h.SetDesired([]NodeSpec{keep})
+		if len(removed) != 3 {
+			t.Fatalf("removed %v", removed)
+		}
+		synctest.Wait()
+		if b.exists(drop.ID) {
+			t.Error("decommissioned object not deleted")
+		}
+		if _, ok := f.h.Snapshot().Node(drop.ID); ok {
+			t.Error("pruned NodeID still shown")
+		}
+		if b.deleteCount(foreign.ID) != 0 || !b.exists(foreign.ID) {
+			t.Error("an object without our label was deleted")
+		}
+		if got := f.node(held.ID).Status; got != StatusDecommissioning {
+			t.Errorf("held: %s, want decommissioning", got)
+		}
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if n := f.node(held.ID); n.Status != StatusStuck || !strings.Contains(n.Reason, "not finished") {
+			t.Errorf("held after the timeout: %s %q, want stuck", n.Status, n.Reason)
+		}
+		// Wanted again: the decommission ends, nothing more is deleted.
+		f.h.SetDesired([]NodeSpec{keep, held})
+		synctest.Wait()
+		if b.deleteCount(held.ID) != 1 {
+			t.Errorf("held deleted %d times, want 1", b.deleteCount(held.ID))
+		}
+	})
+}
+
+// A cluster that becomes unreachable shows its NodeIDs as unknown (never
+// stale data as in sync); its next generation catches up with fresh reads.
+func TestUnreachableThenCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(false)
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.catchUp(s.ID)
+		synctest.Wait()
+		f.h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterUnreachable, LastError: "dial tcp: refused", Seq: 2})
+		if n := f.node(s.ID); n.Status != StatusUnknown || !strings.Contains(n.Reason, "refused") {
+			t.Errorf("while unreachable: %s %q", n.Status, n.Reason)
+		}
+		// Drift made during the outage; the cache has not seen it.
+		b.put(s.ID, func(o *fakeObject) { o.content = "outage" })
+		f.ready("c1", 2, 3)
+		synctest.Wait()
+		if got := b.repairCount(s.ID); got != 2 {
+			t.Errorf("repairs after catch-up %d, want 2 (create + the outage drift)", got)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !strings.Contains(strings.Join(b.calls, "\n"), "read a fresh=true") {
+			t.Error("the catch-up pass did not read fresh")
+		}
+	})
+}
+
+// Rollout progress: a stuck Deployment is reported stuck; deleting objects
+// are waited for.
+func TestStuckAndDeleting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		stuck, del := spec("c1", "stuck", "v1"), spec("c1", "del", "v1")
+		f.h.SetDesired([]NodeSpec{stuck, del})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.put(stuck.ID, func(o *fakeObject) { o.stuck = "ProgressDeadlineExceeded: no nodes" })
+		b.put(del.ID, func(o *fakeObject) { o.deleting = true })
+		synctest.Wait()
+		if n := f.node(stuck.ID); n.Status != StatusStuck || f.steps(stuck.ID, StepStuck) != 1 {
+			t.Errorf("stuck: %s, %d stuck steps", n.Status, f.steps(stuck.ID, StepStuck))
+		}
+		if n := f.node(del.ID); n.Status != StatusDrifted || n.LastRepair.Action != "wait-deletion" {
+			t.Errorf("deleting: %s %+v", n.Status, n.LastRepair)
+		}
+		b.remove(del.ID)
+		synctest.Wait()
+		if !b.exists(del.ID) {
+			t.Error("not recreated once gone")
+		}
+	})
+}
+
+// No backend registered yet for a ready cluster (its manager is being
+// replaced): the NodeID is retried shortly, not dropped.
+func TestNoBackendYet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		sw := &switchable{}
+		h := New(Options{Workers: 1, Resync: -1})
+		b.sink = h
+		h.SetBackends(sw)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = h.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		s := spec("c1", "a", "v1")
+		h.SetDesired([]NodeSpec{s})
+		h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterSynced, Generation: 1})
+		synctest.Wait()
+		sw.set(b)
+		time.Sleep(noBackendRetry)
+		synctest.Wait()
+		if !b.exists(s.ID) {
+			t.Error("NodeID dropped while its backend was missing")
+		}
+	})
+}
+
+type switchable struct {
+	mu sync.Mutex
+	b  Backend
+}
+
+func (s *switchable) set(b Backend) { s.mu.Lock(); s.b = b; s.mu.Unlock() }
+func (s *switchable) Backend(string) (Backend, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b, s.b != nil
+}
+
+// Subscribe never blocks, even racing with publishes; a slow subscriber
+// gets the latest snapshot.
+func TestSubscribeNeverBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{SnapshotInterval: time.Millisecond})
+		f.h.SetDesired([]NodeSpec{spec("c1", "a", "v1")})
+		f.ready("c1", 1, 1)
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				ch, cancel := f.h.Subscribe()
+				defer cancel()
+				defer cancel() // idempotent
+				select {
+				case <-ch:
+				case <-time.After(time.Second):
+					t.Error("no snapshot within a second")
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		ch, cancel := f.h.Subscribe()
+		defer cancel()
+		time.Sleep(10 * time.Millisecond) // the publisher's next turn
+		synctest.Wait()
+		var last *Snapshot
+		for len(ch) > 0 {
+			last = <-ch
+		}
+		if last == nil {
+			t.Fatal("no snapshot")
+		}
+		if n, ok := last.Node(spec("c1", "a", "v1").ID); !ok || n.Status != StatusInSync {
+			t.Errorf("latest snapshot: %+v", n)
+		}
+	})
+}
+
+// A removed cluster leaves the snapshot; its desired NodeIDs stay unknown.
+func TestClusterRemovedReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if _, ok := f.h.Health("c1"); !ok {
+			t.Fatal("no health")
+		}
+		f.h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterRemoved, Seq: 5})
+		if _, ok := f.h.Health("c1"); ok {
+			t.Error("health of a removed cluster")
+		}
+		if got := f.node(s.ID).Status; got != StatusUnknown {
+			t.Errorf("status %s, want unknown", got)
+		}
+		if got, ok := f.h.Desired(s.ID); !ok || got.ID != s.ID {
+			t.Error("desired state lost")
+		}
+	})
+}
+
+// Run refuses a second start and ends with every goroutine it started.
+func TestRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t, newFake(true), Options{})
+		synctest.Wait()
+		if !f.h.Running() {
+			t.Fatal("not running")
+		}
+		if err := f.h.Run(t.Context()); err == nil {
+			t.Error("second Run did not fail")
+		}
+		f.stop()
+		if f.h.Running() {
+			t.Error("still running after stop")
+		}
+	})
+}
+
+// The periodic resync is a safety net: it re-checks every NodeID and
+// repairs drift whose event was lost.
+func TestResyncSafetyNet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(false)
+		f := start(t, b, Options{Resync: time.Minute})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.catchUp(s.ID)
+		synctest.Wait()
+		// A change whose event is lost: the cache shows it, no event.
+		b.put(s.ID, func(o *fakeObject) { o.content = "lost" })
+		b.mu.Lock()
+		c := *b.truth[s.ID]
+		b.cache[s.ID] = &c
+		b.mu.Unlock()
+		time.Sleep(67 * time.Second)
+		synctest.Wait()
+		if got := b.repairCount(s.ID); got != 2 {
+			t.Errorf("repairs %d, want 2 (create + resync repair)", got)
+		}
+	})
+}

@@ -1,0 +1,503 @@
+package hub
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// statusWriter is the narrow interface through which the reconcile loop
+// records what users see. The loop decides; the store only remembers,
+// publishes snapshots and keeps the metrics that describe it.
+type statusWriter interface {
+	// track starts (or updates) showing a NodeID with its spec;
+	// decommissioning marks one whose application left the config.
+	track(spec *NodeSpec, decommissioning bool, now time.Time)
+	// untrack stops showing a NodeID (pruned, or its cluster forgotten).
+	untrack(id NodeID)
+	// forgetCluster drops a cluster and every NodeID on it.
+	forgetCluster(cluster string)
+	// setStatus sets a NodeID's status and reason.
+	setStatus(id NodeID, st Status, reason string, now time.Time)
+	// step appends a timeline entry.
+	step(id NodeID, s Step, detail string, at time.Time)
+	// drift stores the latest drift record of a NodeID.
+	drift(id NodeID, rep Repair)
+	// applied marks the latest drift record as repaired.
+	applied(id NodeID, rep Repair, latency time.Duration)
+	// verified marks the latest repair as verified.
+	verified(id NodeID, observedAt, now time.Time)
+	// failed records an error on the latest drift record.
+	failed(id NodeID, err string)
+	// progress records rollout progress.
+	progress(id NodeID, p *Progress)
+	// feed adds a line to the live feed.
+	feed(e FeedEntry)
+	// health records a cluster's health; paused its pause intent.
+	health(h ClusterHealth)
+	paused(cluster string, paused bool)
+	// appPolicies records the runtime policy overrides.
+	appPolicies(p map[string]Policy)
+}
+
+// store holds node and cluster status, timelines, the feed, snapshots and
+// subscriptions. It has its own lock: building a snapshot never holds up a
+// worker's decision, and the loop never reads its own decisions back from
+// here.
+type store struct {
+	opts Options
+
+	mu          sync.Mutex
+	nodes       map[NodeID]*nodeStatus
+	order       []NodeID // sorted by text, rebuilt lazily
+	orderDirty  bool
+	clusters    map[string]*clusterStatus
+	appPolicy   map[string]Policy
+	feedRing    []FeedEntry // newest at the end
+	subs        map[int]chan *Snapshot
+	nextSub     int
+	seq         uint64
+	latest      *Snapshot
+	dirty       chan struct{}
+	queueLength func() int
+	metrics     *metrics
+}
+
+type nodeStatus struct {
+	idText     string
+	spec       *NodeSpec
+	decom      bool
+	status     Status
+	reason     string
+	lastChange time.Time
+	repair     *Repair
+	timeline   []TimelineEntry
+	ready      int32
+	replicas   int32
+	repairs    int
+	repairedAt time.Time
+}
+
+type clusterStatus struct {
+	health  ClusterHealth
+	known   bool // a health report arrived
+	paused  bool
+	repairs []time.Duration // recent event-to-repaired times (ring)
+}
+
+var _ statusWriter = (*store)(nil)
+
+func newStore(opts Options, m *metrics, queueLength func() int) *store {
+	return &store{
+		opts:        opts,
+		nodes:       make(map[NodeID]*nodeStatus),
+		clusters:    make(map[string]*clusterStatus),
+		appPolicy:   make(map[string]Policy),
+		subs:        make(map[int]chan *Snapshot),
+		dirty:       make(chan struct{}, 1),
+		queueLength: queueLength,
+		metrics:     m,
+	}
+}
+
+func (s *store) clusterLocked(id string) *clusterStatus {
+	c := s.clusters[id]
+	if c == nil {
+		c = &clusterStatus{health: ClusterHealth{Cluster: id, State: ClusterConnecting}}
+		s.clusters[id] = c
+	}
+	return c
+}
+
+func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
+	s.mu.Lock()
+	n := s.nodes[spec.ID]
+	if n == nil {
+		n = &nodeStatus{idText: spec.ID.String(), status: StatusUnknown, lastChange: now}
+		s.nodes[spec.ID] = n
+		s.orderDirty = true
+	}
+	n.spec = spec
+	n.decom = decom
+	if decom {
+		setStatus(n, StatusDecommissioning, "application removed from the config", now)
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) untrack(id NodeID) {
+	s.mu.Lock()
+	if _, ok := s.nodes[id]; ok {
+		delete(s.nodes, id)
+		s.orderDirty = true
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) forgetCluster(cluster string) {
+	s.mu.Lock()
+	for id := range s.nodes {
+		if id.Cluster == cluster {
+			delete(s.nodes, id)
+			s.orderDirty = true
+		}
+	}
+	delete(s.clusters, cluster)
+	s.mu.Unlock()
+	s.metrics.forgetCluster(cluster)
+	s.markDirty()
+}
+
+// node returns a tracked NodeID's status; nil when it is not tracked (its
+// cluster was forgotten mid-pass): every writer tolerates that.
+func (s *store) nodeLocked(id NodeID) *nodeStatus { return s.nodes[id] }
+
+func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
+	if n.status != st {
+		n.lastChange = now
+	}
+	n.status = st
+	n.reason = reason
+}
+
+func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		setStatus(n, st, reason, now)
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		s.appendTimelineLocked(n, step, detail, at)
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+// appendTimelineLocked appends to a bounded timeline. Snapshots share the
+// slice, so it is copied, never appended to in place.
+func (s *store) appendTimelineLocked(n *nodeStatus, step Step, detail string, at time.Time) {
+	start := 0
+	if len(n.timeline)+1 > s.opts.TimelineLength {
+		start = len(n.timeline) + 1 - s.opts.TimelineLength
+	}
+	tl := make([]TimelineEntry, 0, len(n.timeline)-start+1)
+	tl = append(tl, n.timeline[start:]...)
+	n.timeline = append(tl, TimelineEntry{At: at, Step: step, Detail: detail})
+}
+
+func (s *store) drift(id NodeID, rep Repair) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		// A later pass over the same drift that cannot attribute it (the
+		// live object's managedFields already name us) never replaces a
+		// known attribution with "unknown".
+		if rep.Attribution == nil && n.repair != nil && n.repair.Attribution != nil &&
+			n.repair.VerifiedAt.IsZero() && n.repair.Drift.Summary() == rep.Drift.Summary() {
+			rep.Attribution = n.repair.Attribution
+		}
+		r := rep
+		n.repair = &r
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		if rep.Attribution == nil && n.repair != nil && n.repair.Attribution != nil {
+			rep.Attribution = n.repair.Attribution
+		}
+		r := rep
+		n.repair = &r
+		n.repairs++
+		c := s.clusterLocked(id.Cluster)
+		c.repairs = append(c.repairs, latency)
+		if len(c.repairs) > 100 {
+			c.repairs = c.repairs[len(c.repairs)-100:]
+		}
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) verified(id NodeID, observedAt, now time.Time) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		n.repairedAt = now
+		if n.repair != nil {
+			r := *n.repair
+			r.VerifiedAt = observedAt
+			if r.VerifiedAt.Before(r.AppliedAt) {
+				r.VerifiedAt = now
+			}
+			n.repair = &r
+		}
+	}
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) failed(id NodeID, err string) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil && n.repair != nil {
+		r := *n.repair
+		r.Err = err
+		n.repair = &r
+	}
+	s.mu.Unlock()
+}
+
+func (s *store) progress(id NodeID, p *Progress) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		if p == nil {
+			n.ready, n.replicas = 0, 0
+		} else {
+			n.ready, n.replicas = p.Ready, p.Desired
+		}
+	}
+	s.mu.Unlock()
+}
+
+// recentlyRepaired reports whether a NodeID's last verified repair is within
+// the repaired hold.
+func (s *store) recentlyRepaired(id NodeID, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodeLocked(id)
+	return n != nil && !n.repairedAt.IsZero() && now.Sub(n.repairedAt) < s.opts.RepairedHold
+}
+
+// statusOf returns a NodeID's current status (tests and the loop's stuck
+// transition).
+func (s *store) statusOf(id NodeID) (Status, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodeLocked(id)
+	if n == nil {
+		return "", false
+	}
+	return n.status, true
+}
+
+func (s *store) feed(e FeedEntry) {
+	s.mu.Lock()
+	if len(s.feedRing) >= s.opts.FeedLength {
+		copy(s.feedRing, s.feedRing[1:])
+		s.feedRing = s.feedRing[:len(s.feedRing)-1]
+	}
+	s.feedRing = append(s.feedRing, e)
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) health(h ClusterHealth) {
+	s.mu.Lock()
+	c := s.clusterLocked(h.Cluster)
+	c.health = h
+	c.known = true
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+// removeHealth drops a removed cluster's health (its NodeIDs stay when it
+// still has desired state: they show as unknown).
+func (s *store) removeHealth(cluster string) {
+	s.mu.Lock()
+	delete(s.clusters, cluster)
+	s.mu.Unlock()
+	s.metrics.forgetCluster(cluster)
+	s.markDirty()
+}
+
+func (s *store) paused(cluster string, paused bool) {
+	s.mu.Lock()
+	s.clusterLocked(cluster).paused = paused
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+func (s *store) appPolicies(p map[string]Policy) {
+	s.mu.Lock()
+	s.appPolicy = maps.Clone(p)
+	s.mu.Unlock()
+	s.markDirty()
+}
+
+// clusterHealth returns the last health a cluster reported.
+func (s *store) clusterHealth(cluster string) (ClusterHealth, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clusters[cluster]
+	if !ok || !c.known {
+		return ClusterHealth{}, false
+	}
+	return c.health, true
+}
+
+// markDirty asks the publisher for a new snapshot.
+func (s *store) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe registers a subscriber. The latest snapshot is handed over
+// under the lock with a non-blocking send, so a concurrent publish can never
+// fill the channel first and block the caller.
+func (s *store) subscribe() (<-chan *Snapshot, func()) {
+	ch := make(chan *Snapshot, 1)
+	s.mu.Lock()
+	id := s.nextSub
+	s.nextSub++
+	s.subs[id] = ch
+	if s.latest != nil {
+		ch <- s.latest // the channel is new and empty: never blocks
+	}
+	s.mu.Unlock()
+	s.markDirty()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.subs, id)
+			s.mu.Unlock()
+		})
+	}
+}
+
+// publish builds a snapshot and hands it to every subscriber, replacing one
+// it has not read yet: a slow subscriber only misses intermediate snapshots.
+func (s *store) publish(now time.Time) {
+	snap := s.snapshot(now)
+	s.mu.Lock()
+	s.latest = snap
+	for _, ch := range s.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- snap:
+		default:
+		}
+	}
+	s.mu.Unlock()
+}
+
+func (s *store) orderLocked() []NodeID {
+	if s.orderDirty || len(s.order) != len(s.nodes) {
+		s.order = s.order[:0]
+		for id := range s.nodes {
+			s.order = append(s.order, id)
+		}
+		slices.SortFunc(s.order, func(a, b NodeID) int {
+			return strings.Compare(s.nodes[a].idText, s.nodes[b].idText)
+		})
+		s.orderDirty = false
+	}
+	return s.order
+}
+
+// snapshot builds an immutable snapshot now.
+func (s *store) snapshot(now time.Time) *Snapshot {
+	depth := s.queueLength()
+	s.metrics.queueDepth.Set(float64(depth))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	order := s.orderLocked()
+	snap := &Snapshot{
+		HubID:       s.opts.ID,
+		Seq:         s.seq,
+		Taken:       now,
+		Policy:      s.opts.Policy,
+		Nodes:       make([]NodeStatus, 0, len(order)),
+		AppPolicies: maps.Clone(s.appPolicy),
+		QueueDepth:  depth,
+	}
+	counts := make(map[string]map[Status]int, len(s.clusters))
+	objects := make(map[string]int, len(s.clusters))
+	for _, id := range order {
+		n := s.nodes[id]
+		st, reason := n.status, n.reason
+		if st == StatusRepaired && now.Sub(n.repairedAt) >= s.opts.RepairedHold {
+			st = StatusInSync
+		}
+		if c := s.clusters[id.Cluster]; c == nil || !c.known || !usable(c.health.State) {
+			// Never show stale data as in sync.
+			st = StatusUnknown
+			reason = "cluster not connected"
+			if c != nil && c.known {
+				reason = "cluster " + string(c.health.State)
+				if c.health.LastError != "" {
+					reason += ": " + c.health.LastError
+				}
+			}
+		}
+		ns := NodeStatus{
+			ID: id, Status: st, Reason: reason, LastRepair: n.repair, Timeline: n.timeline,
+			ReadyReplicas: n.ready, DesiredReplicas: n.replicas, LastChange: n.lastChange, Repairs: n.repairs,
+			Spec: n.spec,
+		}
+		if n.spec != nil {
+			ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
+			if p, ok := s.appPolicy[n.spec.Application]; ok {
+				ns.Policy = p
+			}
+		}
+		snap.Nodes = append(snap.Nodes, ns)
+		if counts[id.Cluster] == nil {
+			counts[id.Cluster] = make(map[Status]int)
+		}
+		counts[id.Cluster][st]++
+		objects[id.Cluster]++
+	}
+	for id, c := range s.clusters {
+		if !c.known && objects[id] == 0 && !c.paused {
+			continue
+		}
+		cs := ClusterStatus{ClusterHealth: c.health, Paused: c.paused, Objects: objects[id], Counts: counts[id]}
+		if cs.Counts == nil {
+			cs.Counts = map[Status]int{}
+		}
+		if len(c.repairs) > 0 {
+			r := slices.Clone(c.repairs)
+			slices.Sort(r)
+			cs.MedianRepair = r[len(r)/2]
+		}
+		snap.Clusters = append(snap.Clusters, cs)
+		for _, st := range AllStatuses() {
+			s.metrics.objects.WithLabelValues(id, string(st)).Set(float64(cs.Counts[st]))
+		}
+	}
+	// Clusters with desired objects but no status entry yet.
+	for id, n := range objects {
+		if _, ok := s.clusters[id]; !ok {
+			snap.Clusters = append(snap.Clusters, ClusterStatus{
+				ClusterHealth: ClusterHealth{Cluster: id, State: ClusterConnecting},
+				Objects:       n, Counts: counts[id],
+			})
+		}
+	}
+	slices.SortFunc(snap.Clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
+	snap.Feed = make([]FeedEntry, len(s.feedRing))
+	for i := range s.feedRing {
+		snap.Feed[i] = s.feedRing[len(s.feedRing)-1-i]
+	}
+	return snap
+}
+
+// usable reports whether a cluster state lets the loop read and repair.
+func usable(st ClusterState) bool { return st == ClusterSynced || st == ClusterDegraded }
