@@ -258,6 +258,8 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	res.Version = acc.GetResourceVersion()
 	if !st.Fresh && !st.Exists && goneUID != "" && string(acc.GetUID()) == goneUID {
 		res.Class = hub.DriftUnlabelled
+		res.Fields = []hub.FieldDiff{{Path: "metadata.labels." + hub.ManagedByLabel,
+			Desired: m.cfg.ManagedBy, Actual: "<removed or changed>"}}
 	}
 	return res, nil
 }

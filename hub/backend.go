@@ -92,6 +92,8 @@ type RepairResult struct {
 	// cached read: an object missing from a label-filtered cache may turn
 	// out to have existed without our label (DriftUnlabelled).
 	Class DriftClass
+	// Fields are the differing fields of the corrected class.
+	Fields []FieldDiff
 	// Action names what was done ("apply", "remove+apply").
 	Action string
 	// Conflicts lists fields taken over from other managers.

@@ -25,7 +25,7 @@ const (
 
 // FieldDiff is one differing field.
 type FieldDiff struct {
-	// Path is the field path (see FieldsV1Paths for the form).
+	// Path is the field path (see drift.FieldsV1Paths for the form).
 	Path string
 	// Desired and Actual are the values as text; "<none>" when absent.
 	Desired string

@@ -273,7 +273,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		rep.Action = "apply"
 	}
 	if rr.Class != "" && rr.Class != d.Class {
-		rep.Drift = Drift{Class: rr.Class}
+		rep.Drift = Drift{Class: rr.Class, Fields: rr.Fields}
 	}
 	if countLater {
 		h.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(rep.Drift.Class)).Inc()

@@ -374,7 +374,7 @@ func TestMergeKeys(t *testing.T) {
 		{"ports", map[string]any{"port": int64(443), "targetPort": int64(8443)}, "443/TCP"},
 		{"ports", map[string]any{"name": "no-number"}, ""},
 		{"volumes", map[string]any{"name": "data"}, "data"},
-		{"volumeMounts", map[string]any{"name": "data", "mountPath": "/d"}, "data"},
+		{"volumeMounts", map[string]any{"name": "data", "mountPath": "/d"}, "/d"},
 		{"envFrom", map[string]any{"prefix": "X_"}, ""},
 	}
 	for _, tt := range tests {

@@ -33,7 +33,7 @@ var mergeKeys = map[string]mergeKey{
 		added:        true,
 	},
 	"volumes":      {alternatives: [][]string{{"name"}}},
-	"volumeMounts": {alternatives: [][]string{{"name"}}},
+	"volumeMounts": {alternatives: [][]string{{"mountPath"}}},
 	"envFrom":      {alternatives: [][]string{{"name"}}},
 }
 
