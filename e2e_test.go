@@ -309,7 +309,21 @@ func TestHubEndToEnd(t *testing.T) {
 			}
 		})
 	}
-	a.waitSnap(t, 20*time.Second, "all in sync after the drifts", allInSync(21))
+	s := a.waitSnap(t, 20*time.Second, "all in sync after the drifts", allInSync(21))
+	// One drift, one repair: the echoes of our own writes (and of the
+	// remove patch before an apply) never cause a second apply.
+	for _, d := range drifts {
+		n, _ := s.Node(d.id)
+		applied := 0
+		for _, e := range n.Timeline {
+			if e.Step == hub.StepApplied {
+				applied++
+			}
+		}
+		if applied != 1 {
+			t.Errorf("%s: %d %q entries in its timeline, want 1: %+v", d.id, applied, hub.StepApplied, n.Timeline)
+		}
+	}
 }
 
 // TestHubPoliciesPauseAndRecovery: warn-only reports without repairing; a

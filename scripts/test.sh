@@ -69,6 +69,15 @@ if grep -E '^\s*--- SKIP' "${log}"; then
   exit 1
 fi
 
+# The core is proved without any control plane: its packages must keep at
+# least 80% statement coverage from their own unit tests.
+step "core coverage without a control plane (go test -cover ./hub/..., at least 80% each)"
+cover="$(env -u DRIFTWATCH_BIN_DIR go test -count=1 -cover ./hub/...)"
+printf '%s\n' "${cover}"
+if ! awk '/coverage:/ { for (i = 1; i <= NF; i++) if ($i == "coverage:") { pct = $(i + 1); sub("%", "", pct); if (pct + 0 < 80) { print "below 80%: " $2; bad = 1 } } } END { exit bad }' <<<"${cover}"; then
+  exit 1
+fi
+
 step "fuzz FuzzNodeIDRoundTrip (5s)"
 go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 5s ./hub/
 
