@@ -55,6 +55,12 @@ type Options struct {
 	// RepairedHold is how long a repaired NodeID shows as repaired before
 	// it shows in sync. Default 1m.
 	RepairedHold time.Duration
+	// PruneLimit is the most objects one desired-state change may
+	// decommission at once without AllowPrune. Default 50.
+	PruneLimit int
+	// Intent keeps pauses, policy overrides, holds, pending decommissions
+	// and applied specs across restarts. Default: none (memory only).
+	Intent IntentStore
 	// ForbiddenRetry is how long a NodeID whose object the credentials may
 	// not read or write waits before it is tried again. Default 1m.
 	ForbiddenRetry time.Duration
@@ -120,6 +126,9 @@ func (o Options) withDefaults() Options {
 	if o.RepairedHold <= 0 {
 		o.RepairedHold = time.Minute
 	}
+	if o.PruneLimit <= 0 {
+		o.PruneLimit = 50
+	}
 	if o.ForbiddenRetry <= 0 {
 		o.ForbiddenRetry = time.Minute
 	}
@@ -153,7 +162,11 @@ type Hub struct {
 	loop      map[NodeID]*nodeLoop
 	clusters  map[string]*clusterLoop
 	appPolicy map[string]Policy
-	running   bool
+	holds     map[HoldTarget]Hold
+	// applied are the NodeIDs applied by this hub (now or, restored from
+	// the intent store, by an earlier run) with the hash of the spec.
+	applied map[NodeID]SpecRef
+	running bool
 }
 
 // decommission is a NodeID whose application left the config.
@@ -215,6 +228,8 @@ func New(opts Options) *Hub {
 		loop:      make(map[NodeID]*nodeLoop),
 		clusters:  make(map[string]*clusterLoop),
 		appPolicy: make(map[string]Policy),
+		holds:     make(map[HoldTarget]Hold),
+		applied:   make(map[NodeID]SpecRef),
 	}
 	h.status = newStore(opts, h.metrics, h.queue.Len)
 	return h
@@ -233,16 +248,79 @@ func (h *Hub) SetBackends(b Backends) {
 // ErrUnknownNode is returned for a NodeID the hub does not manage.
 var ErrUnknownNode = errors.New("unknown node id")
 
-// SetDesired replaces the whole desired state. NodeIDs that are new or whose
-// spec changed are enqueued; NodeIDs that left are pruned (decommissioned).
-// It returns the changed and removed NodeIDs.
-func (h *Hub) SetDesired(specs []NodeSpec) (changed, removed []NodeID) {
-	return h.setDesired(specs, func(NodeID) bool { return true })
+// DesiredOptions tune a desired-state change.
+type DesiredOptions struct {
+	// AllowPrune lets the change decommission every managed object of a
+	// cluster, or more than Options.PruneLimit objects at once.
+	AllowPrune bool
 }
 
-// SetDesiredCluster replaces the desired state of one cluster only.
+// ErrPruneRefused is wrapped by the error of a desired-state change that the
+// prune guard refused.
+var ErrPruneRefused = errors.New("prune refused")
+
+// PruneCount is how many objects a change would decommission on a cluster.
+type PruneCount struct {
+	Cluster  string
+	Removing int
+	Managed  int
+}
+
+// PruneRefusedError says why a desired-state change was refused as a whole:
+// it would decommission every managed object of a cluster that has some, or
+// more than the limit at once.
+type PruneRefusedError struct {
+	Total    int
+	Limit    int
+	Clusters []PruneCount
+}
+
+// Error lists the counts per cluster and how to confirm.
+func (e *PruneRefusedError) Error() string {
+	var parts []string
+	for _, c := range e.Clusters {
+		p := fmt.Sprintf("cluster %q: %d of %d managed objects", c.Cluster, c.Removing, c.Managed)
+		if c.Removing == c.Managed {
+			p += " (all of them)"
+		}
+		parts = append(parts, p)
+	}
+	return fmt.Sprintf("refusing to prune %d objects (limit %d, or every object of a cluster): %s; nothing was changed; "+
+		"if this is intended, confirm with `driftwatch reload --allow-prune` (or POST /api/v1/reload?allowPrune=true)",
+		e.Total, e.Limit, strings.Join(parts, "; "))
+}
+
+// Unwrap makes errors.Is(err, ErrPruneRefused) hold.
+func (e *PruneRefusedError) Unwrap() error { return ErrPruneRefused }
+
+// SetDesired replaces the whole desired state with no prune guard (tests,
+// tools). Anything acting on user input uses ReplaceDesired.
+func (h *Hub) SetDesired(specs []NodeSpec) (changed, removed []NodeID) {
+	changed, removed, _ = h.ReplaceDesired(specs, DesiredOptions{AllowPrune: true})
+	return changed, removed
+}
+
+// SetDesiredCluster replaces the desired state of one cluster with no prune
+// guard (tests, tools).
 func (h *Hub) SetDesiredCluster(cluster string, specs []NodeSpec) (changed, removed []NodeID) {
-	return h.setDesired(specs, func(id NodeID) bool { return id.Cluster == cluster })
+	changed, removed, _ = h.ReplaceDesiredCluster(cluster, specs, DesiredOptions{AllowPrune: true})
+	return changed, removed
+}
+
+// ReplaceDesired replaces the whole desired state. NodeIDs that are new or
+// whose spec changed are enqueued; NodeIDs that left, and NodeIDs an earlier
+// run applied that the new state no longer has (an application removed
+// while the hub was down), are decommissioned. Unless opts.AllowPrune, a
+// change that would decommission every managed object of a cluster, or more
+// than PruneLimit objects, is refused as a whole with a *PruneRefusedError
+// and changes nothing.
+func (h *Hub) ReplaceDesired(specs []NodeSpec, opts DesiredOptions) (changed, removed []NodeID, err error) {
+	return h.setDesired(specs, func(NodeID) bool { return true }, opts)
+}
+
+// ReplaceDesiredCluster is ReplaceDesired for one cluster's NodeIDs only.
+func (h *Hub) ReplaceDesiredCluster(cluster string, specs []NodeSpec, opts DesiredOptions) (changed, removed []NodeID, err error) {
+	return h.setDesired(specs, func(id NodeID) bool { return id.Cluster == cluster }, opts)
 }
 
 // ForgetCluster stops managing a cluster: its desired state, pending
@@ -258,24 +336,57 @@ func (h *Hub) ForgetCluster(cluster string) {
 			delete(h.loop, id)
 		}
 	}
+	var gone []NodeID
 	for id := range h.decom {
 		if id.Cluster == cluster {
 			delete(h.decom, id)
 			delete(h.loop, id)
+			gone = append(gone, id)
+		}
+	}
+	for id := range h.applied {
+		if id.Cluster == cluster {
+			delete(h.applied, id)
+			if !slices.Contains(gone, id) {
+				gone = append(gone, id)
+			}
 		}
 	}
 	delete(h.clusters, cluster)
 	h.status.forgetCluster(cluster)
 	h.mu.Unlock()
+	for _, id := range gone {
+		h.forgetApplied(id)
+	}
 }
 
-func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, removed []NodeID) {
+func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts DesiredOptions) (changed, removed []NodeID, err error) {
 	now := h.opts.Now()
-	h.mu.Lock()
 	next := make(map[NodeID]*NodeSpec, len(specs))
 	for i := range specs {
 		s := specs[i]
 		next[s.ID] = &s
+	}
+	h.mu.Lock()
+	// What leaves: desired NodeIDs in scope, plus what an earlier run
+	// applied and nothing wants any more.
+	leaving := make(map[NodeID]*NodeSpec)
+	for id, s := range h.desired {
+		if scope(id) && next[id] == nil {
+			leaving[id] = s
+		}
+	}
+	for id, ref := range h.applied {
+		if scope(id) && next[id] == nil && h.desired[id] == nil && h.decom[id] == nil {
+			rs := ref.Spec()
+			leaving[id] = &rs
+		}
+	}
+	if !opts.AllowPrune {
+		if refused := h.guardLocked(leaving, scope); refused != nil {
+			h.mu.Unlock()
+			return nil, nil, refused
+		}
 	}
 	for id, s := range next {
 		old, ok := h.desired[id]
@@ -289,18 +400,25 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, re
 		}
 		h.status.track(s, false, now)
 	}
-	for id, s := range h.desired {
-		if !scope(id) {
-			continue
+	records := make([]DecommissionRecord, 0, len(leaving))
+	for id, s := range leaving {
+		removed = append(removed, id)
+		delete(h.desired, id)
+		h.decom[id] = &decommission{spec: s, since: now}
+		if h.loop[id] == nil {
+			h.loop[id] = &nodeLoop{}
 		}
-		if _, ok := next[id]; !ok {
-			removed = append(removed, id)
-			delete(h.desired, id)
-			h.decom[id] = &decommission{spec: s, since: now}
-			h.status.track(s, true, now)
-		}
+		h.status.track(s, true, now)
+		records = append(records, DecommissionRecord{Ref: RefOf(*s), Since: now})
 	}
 	h.mu.Unlock()
+	if h.opts.Intent != nil {
+		for _, r := range records {
+			if err := h.opts.Intent.PutDecommission(r); err != nil {
+				h.log.Error("record decommission", "node", r.Ref.ID.String(), "err", err)
+			}
+		}
+	}
 	sortIDs(changed)
 	sortIDs(removed)
 	for _, id := range changed {
@@ -309,7 +427,43 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool) (changed, re
 	for _, id := range removed {
 		h.queue.Add(id)
 	}
-	return changed, removed
+	return changed, removed, nil
+}
+
+// guardLocked refuses a change that would decommission every managed object
+// of a cluster that has some, or more than PruneLimit objects at once.
+func (h *Hub) guardLocked(leaving map[NodeID]*NodeSpec, scope func(NodeID) bool) *PruneRefusedError {
+	if len(leaving) == 0 {
+		return nil
+	}
+	managed := make(map[string]int)
+	for id := range h.desired {
+		if scope(id) {
+			managed[id.Cluster]++
+		}
+	}
+	for id := range h.applied {
+		if scope(id) && h.desired[id] == nil && h.decom[id] == nil {
+			managed[id.Cluster]++
+		}
+	}
+	removing := make(map[string]int)
+	for id := range leaving {
+		removing[id.Cluster]++
+	}
+	e := &PruneRefusedError{Total: len(leaving), Limit: h.opts.PruneLimit}
+	all := false
+	for c, n := range removing {
+		e.Clusters = append(e.Clusters, PruneCount{Cluster: c, Removing: n, Managed: managed[c]})
+		if n == managed[c] {
+			all = true
+		}
+	}
+	if !all && len(leaving) <= h.opts.PruneLimit {
+		return nil
+	}
+	slices.SortFunc(e.Clusters, func(a, b PruneCount) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return e
 }
 
 func sortIDs(ids []NodeID) {
@@ -455,8 +609,10 @@ func (h *Hub) RepairNow(id NodeID) error {
 }
 
 // PauseCluster pauses or resumes repairs on one cluster. Resuming enqueues
-// every NodeID of the cluster.
-func (h *Hub) PauseCluster(cluster string, paused bool) {
+// every NodeID of the cluster. With an intent store the pause survives a
+// restart; an error means it could not be recorded (the pause still holds
+// in this run).
+func (h *Hub) PauseCluster(cluster string, paused bool) error {
 	h.mu.Lock()
 	cl := h.clusters[cluster]
 	if cl == nil {
@@ -472,11 +628,18 @@ func (h *Hub) PauseCluster(cluster string, paused bool) {
 			h.queue.Add(id)
 		}
 	}
+	if h.opts.Intent != nil {
+		if err := h.opts.Intent.SetPaused(cluster, paused); err != nil {
+			return fmt.Errorf("pause cluster %q: record: %w", cluster, err)
+		}
+	}
+	return nil
 }
 
 // SetApplicationPolicy overrides the policy of one application at runtime
 // ("" removes the override). Every NodeID of the application is enqueued.
-func (h *Hub) SetApplicationPolicy(app string, p Policy) {
+// With an intent store the override survives a restart.
+func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 	h.mu.Lock()
 	if p == "" {
 		delete(h.appPolicy, app)
@@ -493,6 +656,208 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) {
 	h.mu.Unlock()
 	for _, id := range ids {
 		h.queue.Add(id)
+	}
+	if h.opts.Intent != nil {
+		if err := h.opts.Intent.SetPolicy(app, p); err != nil {
+			return fmt.Errorf("policy of application %q: record: %w", app, err)
+		}
+	}
+	return nil
+}
+
+// Hold stops repairs (and prunes) of a NodeID, an application or a cluster
+// for ttl, with a reason: drift is still detected and shown as held. A hold
+// on the same target is replaced. It expires by itself; with an intent
+// store it survives a restart.
+func (h *Hub) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
+	if err := t.Valid(); err != nil {
+		return Hold{}, err
+	}
+	if ttl <= 0 {
+		return Hold{}, fmt.Errorf("hold %s: the duration must be positive", t)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return Hold{}, fmt.Errorf("hold %s: a reason is required", t)
+	}
+	now := h.opts.Now()
+	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
+	h.mu.Lock()
+	h.holds[t] = hd
+	h.status.setHolds(h.holdsLocked())
+	h.mu.Unlock()
+	if h.opts.Intent != nil {
+		if err := h.opts.Intent.PutHold(hd); err != nil {
+			return hd, fmt.Errorf("hold %s: record: %w", t, err)
+		}
+	}
+	return hd, nil
+}
+
+// ReleaseHold ends a hold early and re-checks what it covered.
+func (h *Hub) ReleaseHold(t HoldTarget) error {
+	h.mu.Lock()
+	_, ok := h.holds[t]
+	delete(h.holds, t)
+	h.status.setHolds(h.holdsLocked())
+	ids := h.heldIDsLocked(t)
+	h.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("release %s: no such hold", t)
+	}
+	for _, id := range ids {
+		h.queue.Add(id)
+	}
+	if h.opts.Intent != nil {
+		if err := h.opts.Intent.DeleteHold(t); err != nil {
+			return fmt.Errorf("release %s: record: %w", t, err)
+		}
+	}
+	return nil
+}
+
+func (h *Hub) holdsLocked() []Hold {
+	out := make([]Hold, 0, len(h.holds))
+	for _, hd := range h.holds {
+		out = append(out, hd)
+	}
+	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	return out
+}
+
+// heldIDsLocked lists the NodeIDs a hold target covers.
+func (h *Hub) heldIDsLocked(t HoldTarget) []NodeID {
+	var ids []NodeID
+	for id, s := range h.desired {
+		if covers(t, id, s.Application) {
+			ids = append(ids, id)
+		}
+	}
+	for id, d := range h.decom {
+		if covers(t, id, d.spec.Application) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func covers(t HoldTarget, id NodeID, app string) bool {
+	switch t.Scope {
+	case HoldNode:
+		return t.Name == id.String()
+	case HoldApplication:
+		return t.Name == app
+	case HoldCluster:
+		return t.Name == id.Cluster
+	}
+	return false
+}
+
+// holdForLocked returns the active hold covering a NodeID, if any; expired
+// holds are dropped and returned for deletion from the intent store.
+func (h *Hub) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []HoldTarget) {
+	var expired []HoldTarget
+	var found *Hold
+	for _, t := range []HoldTarget{{HoldNode, id.String()}, {HoldApplication, app}, {HoldCluster, id.Cluster}} {
+		hd, ok := h.holds[t]
+		if !ok {
+			continue
+		}
+		if !hd.Active(now) {
+			delete(h.holds, t)
+			expired = append(expired, t)
+			continue
+		}
+		if found == nil || hd.Until.After(found.Until) {
+			c := hd
+			found = &c
+		}
+	}
+	if len(expired) > 0 {
+		h.status.setHolds(h.holdsLocked())
+	}
+	return found, expired
+}
+
+// LoadIntent restores what the intent store remembers: pauses, policy
+// overrides, holds, pending decommissions and the specs an earlier run
+// applied. Call it once, before the first ReplaceDesired and Run: the first
+// ReplaceDesired then decommissions (guarded) what was applied before and is
+// no longer wanted.
+func (h *Hub) LoadIntent() error {
+	if h.opts.Intent == nil {
+		return nil
+	}
+	in, err := h.opts.Intent.Load()
+	if err != nil {
+		return fmt.Errorf("load intent: %w", err)
+	}
+	now := h.opts.Now()
+	h.mu.Lock()
+	for c, p := range in.Paused {
+		if !p {
+			continue
+		}
+		cl := h.clusters[c]
+		if cl == nil {
+			cl = &clusterLoop{state: ClusterConnecting}
+			h.clusters[c] = cl
+		}
+		cl.paused = true
+		h.status.paused(c, true)
+	}
+	for app, p := range in.Policies {
+		h.appPolicy[app] = p
+	}
+	h.status.appPolicies(h.appPolicy)
+	for _, hd := range in.Holds {
+		if hd.Active(now) {
+			h.holds[hd.Target] = hd
+		}
+	}
+	h.status.setHolds(h.holdsLocked())
+	for id, ref := range in.Applied {
+		h.applied[id] = ref
+	}
+	for _, d := range in.Decommissions {
+		s := d.Ref.Spec()
+		h.decom[s.ID] = &decommission{spec: &s, since: d.Since}
+		if h.loop[s.ID] == nil {
+			h.loop[s.ID] = &nodeLoop{}
+		}
+		h.status.track(&s, true, now)
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// noteApplied records that spec is what the object now carries.
+func (h *Hub) noteApplied(spec *NodeSpec) {
+	ref := RefOf(*spec)
+	h.mu.Lock()
+	old, ok := h.applied[spec.ID]
+	if ok && old == ref {
+		h.mu.Unlock()
+		return
+	}
+	h.applied[spec.ID] = ref
+	h.mu.Unlock()
+	if h.opts.Intent != nil {
+		if err := h.opts.Intent.PutApplied(ref); err != nil {
+			h.log.Error("record applied spec", "node", spec.ID.String(), "err", err)
+		}
+	}
+}
+
+// forgetApplied drops the records of a NodeID that is gone.
+func (h *Hub) forgetApplied(id NodeID) {
+	if h.opts.Intent == nil {
+		return
+	}
+	if err := h.opts.Intent.DeleteApplied(id); err != nil {
+		h.log.Error("forget applied spec", "node", id.String(), "err", err)
+	}
+	if err := h.opts.Intent.DeleteDecommission(id); err != nil {
+		h.log.Error("forget decommission", "node", id.String(), "err", err)
 	}
 }
 

@@ -27,6 +27,7 @@ type pass struct {
 	manual     bool
 	fresh      bool
 	paused     bool
+	held       *Hold
 	policy     Policy
 }
 
@@ -90,14 +91,25 @@ func (h *Hub) begin(id NodeID) (pass, Result, bool) {
 		id: id, spec: spec, dec: dec, observedAt: n.pendingAt, manual: n.manual, fresh: n.fresh,
 		paused: cl.paused,
 	}
-	if spec != nil {
-		p.policy = spec.Policy
-		if ap, ok := h.appPolicy[spec.Application]; ok {
-			p.policy = ap
-		}
+	of := spec
+	if of == nil {
+		of = dec.spec
 	}
+	p.policy = of.Policy
+	if ap, ok := h.appPolicy[of.Application]; ok {
+		p.policy = ap
+	}
+	held, expired := h.holdForLocked(id, of.Application, h.opts.Now())
+	p.held = held
 	n.pendingAt, n.manual, n.fresh = time.Time{}, false, false
 	h.mu.Unlock()
+	if h.opts.Intent != nil {
+		for _, t := range expired {
+			if err := h.opts.Intent.DeleteHold(t); err != nil {
+				h.log.Error("delete expired hold", "hold", t.String(), "err", err)
+			}
+		}
+	}
 
 	var backend Backend
 	ok := false
@@ -199,11 +211,11 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	// Decide before asking who changed it: a repair that happens now
 	// needs no confirmation of a delete the watch reported.
 	wait, fighting := time.Duration(0), false
-	if !p.manual && !p.paused && p.policy != PolicyWarn && d.Class != DriftDeleting && !d.InSync() {
+	if !p.manual && !p.paused && p.held == nil && p.policy != PolicyWarn && d.Class != DriftDeleting && !d.InSync() {
 		wait, fighting = h.fight(p.id)
 	}
 	repairNow := d.Class != DriftDeleting && !d.InSync() && !fighting &&
-		(p.manual || (!p.paused && p.policy != PolicyWarn))
+		(p.manual || (!p.paused && p.held == nil && p.policy != PolicyWarn))
 	if d.Class == DriftMissing && !st.Fresh && !repairNow {
 		// A label-filtered watch reports a removed label as a delete:
 		// confirm before reporting it.
@@ -247,6 +259,11 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		rep.Action = "paused"
 		h.record(p, rep, StatusPaused, "repairs paused on this cluster", StepPaused)
 		return Result{}, nil
+	case p.held != nil:
+		rep.Action = "held"
+		h.record(p, rep, StatusHeld, heldReason(*p.held), StepHeld)
+		// Look again when the hold expires.
+		return Result{RequeueAfter: p.held.Until.Sub(h.opts.Now()) + time.Millisecond}, nil
 	case p.policy == PolicyWarn:
 		rep.Action = "warn"
 		h.record(p, rep, StatusWarnOnly, "warn-only: reported, not repaired", StepWarned)
@@ -295,6 +312,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		n.verifying = true
 	}
 	h.mu.Unlock()
+	h.noteApplied(p.spec)
 	detail := rep.Action
 	if len(rr.Conflicts) > 0 {
 		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(rr.Conflicts), rr.Conflicts[0].Manager)
@@ -357,6 +375,7 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 		n.expect = rr.Version
 	}
 	h.mu.Unlock()
+	h.noteApplied(p.spec)
 	h.status.step(p.id, StepCreated, "first apply", now)
 	h.status.setStatus(p.id, StatusInSync, "", now)
 	return Result{}, nil
@@ -379,6 +398,9 @@ func (h *Hub) inSync(p pass, st State) {
 	}
 	n.backoffTill = time.Time{}
 	h.mu.Unlock()
+	if st.Exists {
+		h.noteApplied(p.spec)
+	}
 
 	h.status.progress(p.id, st.Progress)
 	switch {
@@ -424,7 +446,13 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 		}
 		return Result{}, nil
 	case p.paused:
-		h.status.setStatus(p.id, StatusPaused, "prune held: repairs paused on this cluster", now)
+		h.status.setStatus(p.id, StatusPaused, "would prune: held while repairs are paused on this cluster", now)
+		return Result{}, nil
+	case p.held != nil:
+		h.status.setStatus(p.id, StatusHeld, "would prune: "+heldReason(*p.held), now)
+		return Result{RequeueAfter: p.held.Until.Sub(now) + time.Millisecond}, nil
+	case p.policy == PolicyWarn:
+		h.status.setStatus(p.id, StatusWarnOnly, "would prune: warn-only never deletes", now)
 		return Result{}, nil
 	}
 	if !st.Deleting {
@@ -468,9 +496,16 @@ func (h *Hub) endDecommission(p pass) bool {
 	}
 	delete(h.decom, p.id)
 	delete(h.loop, p.id)
+	delete(h.applied, p.id)
 	h.status.untrack(p.id)
 	h.mu.Unlock()
+	h.forgetApplied(p.id)
 	return true
+}
+
+// heldReason describes a hold for a status reason.
+func heldReason(hd Hold) string {
+	return fmt.Sprintf("held until %s (%s): %s", hd.Until.Format("15:04:05"), hd.Target, hd.Reason)
 }
 
 // fail records a failed pass; the handler retries it.

@@ -24,12 +24,15 @@ const (
 	// StatusForbidden: the backend's credentials may not read or write this
 	// object (an RBAC denial); retried slowly.
 	StatusForbidden Status = "forbidden"
+	// StatusHeld: drift is present and a hold stops its repair until the
+	// hold expires.
+	StatusHeld Status = "held"
 )
 
 // Problem reports whether the status needs attention.
 func (s Status) Problem() bool {
 	switch s {
-	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden:
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld:
 		return true
 	}
 	return false
@@ -53,6 +56,7 @@ const (
 	StepCreated    Step = "created"
 	StepPanic      Step = "reconcile panicked"
 	StepReleased   Step = "released"
+	StepHeld       Step = "held"
 )
 
 // TimelineEntry is one timestamped step in a NodeID's history.
@@ -184,6 +188,8 @@ type Snapshot struct {
 	AppPolicies map[string]Policy
 	// QueueDepth is the reconcile queue length.
 	QueueDepth int
+	// Holds are the active holds, sorted by target.
+	Holds []Hold `json:",omitempty"`
 }
 
 // Node returns the status of one NodeID.
@@ -217,5 +223,5 @@ func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
 // AllStatuses lists every node status in display order.
 func AllStatuses() []Status {
 	return []Status{StatusInSync, StatusRepaired, StatusRepairing, StatusDrifted, StatusWarnOnly,
-		StatusPaused, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusUnknown}
+		StatusPaused, StatusHeld, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusUnknown}
 }

@@ -55,6 +55,7 @@ type store struct {
 	orderDirty  bool
 	clusters    map[string]*clusterStatus
 	appPolicy   map[string]Policy
+	holds       []Hold
 	feedRing    []FeedEntry // newest at the end
 	subs        map[int]chan *Snapshot
 	nextSub     int
@@ -327,6 +328,14 @@ func (s *store) paused(cluster string, paused bool) {
 	s.markDirty()
 }
 
+// setHolds records the holds (sorted, owned by the store from now on).
+func (s *store) setHolds(h []Hold) {
+	s.mu.Lock()
+	s.holds = h
+	s.mu.Unlock()
+	s.markDirty()
+}
+
 func (s *store) appPolicies(p map[string]Policy) {
 	s.mu.Lock()
 	s.appPolicy = maps.Clone(p)
@@ -426,6 +435,11 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		Nodes:       make([]NodeStatus, 0, len(order)),
 		AppPolicies: maps.Clone(s.appPolicy),
 		QueueDepth:  depth,
+	}
+	for _, hd := range s.holds {
+		if hd.Active(now) {
+			snap.Holds = append(snap.Holds, hd)
+		}
 	}
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))

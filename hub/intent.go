@@ -1,0 +1,125 @@
+package hub
+
+import (
+	"fmt"
+	"time"
+)
+
+// HoldScope names what a hold covers.
+type HoldScope string
+
+// Hold scopes.
+const (
+	HoldNode        HoldScope = "node"
+	HoldApplication HoldScope = "application"
+	HoldCluster     HoldScope = "cluster"
+)
+
+// HoldTarget is what a hold covers: a NodeID (its text form), an
+// application id or a cluster id.
+type HoldTarget struct {
+	Scope HoldScope
+	Name  string
+}
+
+// String formats the target as "scope/name".
+func (t HoldTarget) String() string { return string(t.Scope) + "/" + t.Name }
+
+// Valid reports whether the target names a known scope and something in it.
+func (t HoldTarget) Valid() error {
+	switch t.Scope {
+	case HoldNode:
+		if _, err := ParseNodeID(t.Name); err != nil {
+			return fmt.Errorf("hold target %s: %w", t, err)
+		}
+	case HoldApplication, HoldCluster:
+		if t.Name == "" {
+			return fmt.Errorf("hold target %s: empty name", t)
+		}
+	default:
+		return fmt.Errorf("hold target %s: scope must be node, application or cluster", t)
+	}
+	return nil
+}
+
+// Hold stops repairs of what it covers until it expires: drift is still
+// detected and shown. It is what an engineer uses during an incident
+// instead of a pause they might forget to lift.
+type Hold struct {
+	Target HoldTarget
+	Reason string
+	Since  time.Time
+	Until  time.Time
+}
+
+// Active reports whether the hold still holds at now.
+func (h Hold) Active(now time.Time) bool { return now.Before(h.Until) }
+
+// SpecRef is what the hub remembers of an applied object: enough to find it
+// again (and to delete it) without its desired body.
+type SpecRef struct {
+	ID          NodeID
+	Namespace   string
+	Name        string
+	Kind        Kind
+	Application string
+	// Hash is the content hash of the spec last applied.
+	Hash string
+}
+
+// RefOf returns the reference of a spec.
+func RefOf(s NodeSpec) SpecRef {
+	return SpecRef{ID: s.ID, Namespace: s.Namespace, Name: s.Name, Kind: s.Kind, Application: s.Application, Hash: s.Hash}
+}
+
+// Spec returns a spec that locates the referenced object (no desired body:
+// enough to read and delete it).
+func (r SpecRef) Spec() NodeSpec {
+	return NodeSpec{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+}
+
+// DecommissionRecord is a pending decommission.
+type DecommissionRecord struct {
+	Ref   SpecRef
+	Since time.Time
+}
+
+// Intent is what on-call engineers told the hub and what it applied: it must
+// survive a restart.
+type Intent struct {
+	// Paused clusters.
+	Paused map[string]bool
+	// Policies are runtime policy overrides by application.
+	Policies map[string]Policy
+	// Holds, expired ones included until they are deleted.
+	Holds []Hold
+	// Decommissions pending.
+	Decommissions []DecommissionRecord
+	// Applied are the NodeIDs the hub applied, with the spec hash.
+	Applied map[NodeID]SpecRef
+}
+
+// IntentStore keeps Intent durably. Every write is durable when it returns.
+// Implementations must be safe for concurrent use.
+type IntentStore interface {
+	// Load reads everything stored.
+	Load() (Intent, error)
+	// SetPaused records a cluster's pause (false deletes it).
+	SetPaused(cluster string, paused bool) error
+	// SetPolicy records an application's policy override ("" deletes it).
+	SetPolicy(app string, p Policy) error
+	// PutHold records a hold, replacing one on the same target.
+	PutHold(h Hold) error
+	// DeleteHold deletes the hold on a target (none is not an error).
+	DeleteHold(t HoldTarget) error
+	// PutDecommission records a pending decommission.
+	PutDecommission(d DecommissionRecord) error
+	// DeleteDecommission deletes a decommission record.
+	DeleteDecommission(id NodeID) error
+	// PutApplied records an applied spec.
+	PutApplied(r SpecRef) error
+	// DeleteApplied deletes an applied record.
+	DeleteApplied(id NodeID) error
+	// Close releases the store.
+	Close() error
+}

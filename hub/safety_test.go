@@ -1,0 +1,411 @@
+package hub
+
+import (
+	"errors"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// memIntent is an in-memory IntentStore (the bbolt one is tested in
+// hub/intent).
+type memIntent struct {
+	mu sync.Mutex
+	in Intent
+}
+
+func newMemIntent() *memIntent {
+	return &memIntent{in: Intent{Paused: map[string]bool{}, Policies: map[string]Policy{}, Applied: map[NodeID]SpecRef{}}}
+}
+
+func (m *memIntent) Load() (Intent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.in
+	out.Paused = maps.Clone(m.in.Paused)
+	out.Policies = maps.Clone(m.in.Policies)
+	out.Applied = maps.Clone(m.in.Applied)
+	out.Holds = append([]Hold(nil), m.in.Holds...)
+	out.Decommissions = append([]DecommissionRecord(nil), m.in.Decommissions...)
+	return out, nil
+}
+func (m *memIntent) SetPaused(c string, p bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p {
+		m.in.Paused[c] = true
+	} else {
+		delete(m.in.Paused, c)
+	}
+	return nil
+}
+func (m *memIntent) SetPolicy(app string, p Policy) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == "" {
+		delete(m.in.Policies, app)
+	} else {
+		m.in.Policies[app] = p
+	}
+	return nil
+}
+func (m *memIntent) PutHold(h Hold) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.in.Holds = append(m.in.Holds, h)
+	return nil
+}
+func (m *memIntent) DeleteHold(t HoldTarget) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.in.Holds[:0]
+	for _, h := range m.in.Holds {
+		if h.Target != t {
+			out = append(out, h)
+		}
+	}
+	m.in.Holds = out
+	return nil
+}
+func (m *memIntent) PutDecommission(d DecommissionRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.in.Decommissions = append(m.in.Decommissions, d)
+	return nil
+}
+func (m *memIntent) DeleteDecommission(id NodeID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.in.Decommissions[:0]
+	for _, d := range m.in.Decommissions {
+		if d.Ref.ID != id {
+			out = append(out, d)
+		}
+	}
+	m.in.Decommissions = out
+	return nil
+}
+func (m *memIntent) PutApplied(r SpecRef) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.in.Applied[r.ID] = r
+	return nil
+}
+func (m *memIntent) DeleteApplied(id NodeID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.in.Applied, id)
+	return nil
+}
+func (m *memIntent) Close() error { return nil }
+
+func appSpecs(cluster string, apps ...string) []NodeSpec {
+	var out []NodeSpec
+	for _, a := range apps {
+		out = append(out, spec(cluster, a, "v1"))
+	}
+	return out
+}
+
+// The prune guard: emptying a cluster, or removing more than the limit, is
+// refused as a whole and changes nothing; removing one application of
+// several goes through; AllowPrune confirms.
+func TestPruneGuard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{PruneLimit: 2})
+		all := append(appSpecs("c1", "a", "b", "c"), appSpecs("c2", "x", "y", "z", "w")...)
+		if _, _, err := f.h.ReplaceDesired(all, DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+
+		// Every object of c1 (3 of 3): refused, even below the limit for c2.
+		_, _, err := f.h.ReplaceDesired(appSpecs("c2", "x", "y", "z", "w"), DesiredOptions{})
+		var pr *PruneRefusedError
+		if !errors.As(err, &pr) || !errors.Is(err, ErrPruneRefused) {
+			t.Fatalf("emptying c1: %v, want a prune refusal", err)
+		}
+		for _, want := range []string{`cluster "c1": 3 of 3`, "all of them", "--allow-prune", "nothing was changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %q does not say %q", err, want)
+			}
+		}
+		// More than the limit on c2 (3 of 4): refused.
+		if _, _, err := f.h.ReplaceDesired(append(appSpecs("c1", "a", "b", "c"), appSpecs("c2", "x")...), DesiredOptions{}); !errors.Is(err, ErrPruneRefused) {
+			t.Fatalf("removing 3 > limit 2: %v", err)
+		}
+		synctest.Wait()
+		for _, s := range all {
+			if !b.exists(s.ID) {
+				t.Fatalf("%s deleted by a refused change", s.ID)
+			}
+			if _, ok := f.h.Desired(s.ID); !ok {
+				t.Fatalf("%s left the desired state of a refused change", s.ID)
+			}
+		}
+		// One application of several: fine.
+		_, removed, err := f.h.ReplaceDesired(append(appSpecs("c1", "a", "b"), appSpecs("c2", "x", "y", "z", "w")...), DesiredOptions{})
+		if err != nil || len(removed) != 1 {
+			t.Fatalf("removing one application: %v %v", removed, err)
+		}
+		synctest.Wait()
+		if b.exists(spec("c1", "c", "v1").ID) {
+			t.Error("removed application not pruned")
+		}
+		// Confirmed: everything of c1 goes.
+		if _, _, err := f.h.ReplaceDesired(appSpecs("c2", "x", "y", "z", "w"), DesiredOptions{AllowPrune: true}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if b.exists(spec("c1", "a", "v1").ID) {
+			t.Error("confirmed prune did not delete")
+		}
+	})
+}
+
+// Warn-only never deletes, a paused cluster never deletes, a hold never
+// deletes: each reports "would prune".
+func TestWouldPrune(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		warn := spec("c1", "warn", "v1")
+		warn.Policy = PolicyWarn
+		keep := appSpecs("c1", "keep")
+		held, paused := spec("c1", "held", "v1"), spec("c2", "paused", "v1")
+		f.h.SetDesired(append(keep, warn, held, paused, spec("c2", "other", "v1")))
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		if err := f.h.PauseCluster("c2", true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Hold(HoldTarget{HoldNode, held.ID.String()}, time.Hour, "incident 42"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.h.ReplaceDesired(append(keep, spec("c2", "other", "v1")), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		for _, s := range []NodeSpec{warn, held, paused} {
+			if !b.exists(s.ID) || b.deleteCount(s.ID) != 0 {
+				t.Errorf("%s deleted", s.ID)
+			}
+			if n := f.node(s.ID); !strings.Contains(n.Reason, "would prune") {
+				t.Errorf("%s: %s %q, want would prune", s.ID, n.Status, n.Reason)
+			}
+		}
+		if got := f.node(held.ID).Status; got != StatusHeld {
+			t.Errorf("held: %s", got)
+		}
+		// The hold expires: the prune goes through.
+		time.Sleep(time.Hour + time.Second)
+		synctest.Wait()
+		if b.exists(held.ID) {
+			t.Error("prune did not resume after the hold expired")
+		}
+	})
+}
+
+// A hold stops repairs of what it covers, shows the drift as held, expires
+// by itself (then the drift is repaired), and can be released early.
+func TestHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		a, c := spec("c1", "a", "v1"), spec("c2", "c", "v1")
+		f.h.SetDesired([]NodeSpec{a, c})
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		if _, err := f.h.Hold(HoldTarget{HoldApplication, "a"}, 10*time.Minute, "investigating"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Hold(HoldTarget{HoldCluster, "c2"}, time.Hour, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []struct {
+			t      HoldTarget
+			ttl    time.Duration
+			reason string
+		}{
+			{HoldTarget{"team", "x"}, time.Minute, "r"},
+			{HoldTarget{HoldNode, "not-a-node-id"}, time.Minute, "r"},
+			{HoldTarget{HoldCluster, "c1"}, 0, "r"},
+			{HoldTarget{HoldCluster, "c1"}, time.Minute, " "},
+		} {
+			if _, err := f.h.Hold(bad.t, bad.ttl, bad.reason); err == nil {
+				t.Errorf("hold %+v accepted", bad)
+			}
+		}
+		if got := len(f.h.Snapshot().Holds); got != 2 {
+			t.Fatalf("snapshot holds %d, want 2", got)
+		}
+		b.put(a.ID, func(o *fakeObject) { o.content = "edited" })
+		b.put(c.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if n := f.node(a.ID); n.Status != StatusHeld || !strings.Contains(n.Reason, "investigating") || n.LastRepair == nil {
+			t.Errorf("held node: %s %q %+v", n.Status, n.Reason, n.LastRepair)
+		}
+		if b.repairCount(a.ID) != 1 || b.repairCount(c.ID) != 1 {
+			t.Fatal("repaired despite a hold")
+		}
+		if err := f.h.ReleaseHold(HoldTarget{HoldCluster, "c2"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.ReleaseHold(HoldTarget{HoldCluster, "c2"}); err == nil {
+			t.Error("releasing a missing hold succeeded")
+		}
+		synctest.Wait()
+		if b.repairCount(c.ID) != 2 {
+			t.Error("releasing the hold did not repair")
+		}
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		if b.repairCount(a.ID) != 2 {
+			t.Error("the drift was not repaired when the hold expired")
+		}
+		if got := len(f.h.Snapshot().Holds); got != 0 {
+			t.Errorf("expired holds still shown: %d", got)
+		}
+		// A manual repair overrides a hold once.
+		if _, err := f.h.Hold(HoldTarget{HoldNode, a.ID.String()}, time.Hour, "again"); err != nil {
+			t.Fatal(err)
+		}
+		b.put(a.ID, func(o *fakeObject) { o.content = "edited-2" })
+		synctest.Wait()
+		if err := f.h.RepairNow(a.ID); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if b.repairCount(a.ID) != 3 {
+			t.Error("a manual repair did not override the hold")
+		}
+	})
+}
+
+// Pauses, policy overrides, holds, pending decommissions and applied specs
+// survive a restart; an application removed while the hub was down is
+// decommissioned at start, through the same guard.
+func TestIntentSurvivesRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		f := start(t, b, Options{Intent: store})
+		if err := f.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		specs := append(appSpecs("c1", "a", "b", "c"), appSpecs("c2", "x")...)
+		if _, _, err := f.h.ReplaceDesired(specs, DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		if err := f.h.PauseCluster("c2", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.SetApplicationPolicy("b", PolicyWarn); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Hold(HoldTarget{HoldApplication, "a"}, time.Hour, "incident"); err != nil {
+			t.Fatal(err)
+		}
+		f.stop()
+
+		// Restart with application "c" removed from the config.
+		g := start(t, b, Options{Intent: store})
+		if err := g.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		_, removed, err := g.h.ReplaceDesired(append(appSpecs("c1", "a", "b"), appSpecs("c2", "x")...), DesiredOptions{})
+		if err != nil || len(removed) != 1 || removed[0] != spec("c1", "c", "v1").ID {
+			t.Fatalf("removed while down: %v %v", removed, err)
+		}
+		g.ready("c1", 1, 1)
+		g.ready("c2", 2, 1)
+		synctest.Wait()
+		snap := g.h.Snapshot()
+		if c, _ := snap.Cluster("c2"); !c.Paused {
+			t.Error("pause forgotten")
+		}
+		if snap.AppPolicies["b"] != PolicyWarn {
+			t.Error("warn override forgotten")
+		}
+		if len(snap.Holds) != 1 || snap.Holds[0].Reason != "incident" {
+			t.Errorf("holds after restart: %+v", snap.Holds)
+		}
+		if b.exists(spec("c1", "c", "v1").ID) {
+			t.Error("application removed while down was not decommissioned")
+		}
+		b.put(spec("c2", "x", "v1").ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if b.repairCount(spec("c2", "x", "v1").ID) != 1 {
+			t.Error("a paused cluster was repaired after a restart")
+		}
+		// Emptying a cluster at start is refused like a reload.
+		g.stop()
+		h := start(t, b, Options{Intent: store})
+		if err := h.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.h.ReplaceDesired(appSpecs("c1", "a", "b"), DesiredOptions{}); !errors.Is(err, ErrPruneRefused) {
+			t.Fatalf("start without c2's only application: %v, want refused", err)
+		}
+	})
+}
+
+// A decommission pending when the hub stops resumes after a restart.
+func TestDecommissionResumesAfterRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		f := start(t, b, Options{Intent: store})
+		if err := f.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		f.h.SetDesired(appSpecs("c1", "a", "b"))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.h.PauseCluster("c1", true) // hold the prune
+		if _, _, err := f.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		f.stop()
+		if len(store.in.Decommissions) != 1 {
+			t.Fatalf("decommission not recorded: %+v", store.in.Decommissions)
+		}
+		g := start(t, b, Options{Intent: store})
+		if err := g.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		g.ready("c1", 1, 1)
+		synctest.Wait()
+		if !b.exists(spec("c1", "b", "v1").ID) {
+			t.Fatal("pruned while paused")
+		}
+		if err := g.h.PauseCluster("c1", false); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if b.exists(spec("c1", "b", "v1").ID) {
+			t.Error("pending decommission did not resume after the restart")
+		}
+		if len(store.in.Decommissions) != 0 {
+			t.Errorf("finished decommission still recorded: %+v", store.in.Decommissions)
+		}
+		if _, ok := store.in.Applied[spec("c1", "b", "v1").ID]; ok {
+			t.Error("pruned NodeID still recorded as applied")
+		}
+	})
+}
