@@ -105,3 +105,11 @@ type Conflict struct {
 	Manager string
 	Field   string
 }
+
+// OwnedLister is implemented by backends that can list every object on
+// their cluster that carries this hub's ownership marks (the managed-by label
+// and the hub-id annotation). The hub compares that list with what it wants
+// and knows to find orphans: objects it owns but has no record of.
+type OwnedLister interface {
+	ListOwned(ctx context.Context) ([]SpecRef, error)
+}

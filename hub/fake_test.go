@@ -19,6 +19,7 @@ type fakeObject struct {
 	id       int // identity (a UID)
 	added    bool
 	stuck    string
+	foreign  bool // carries another hub's id
 }
 
 // fakeBackend is an in-memory Backend with a watch cache that lags behind
@@ -250,6 +251,19 @@ func (b *fakeBackend) Delete(_ context.Context, spec NodeSpec, st State) error {
 		b.catchUp(spec.ID)
 	}
 	return nil
+}
+
+// ListOwned lists the objects carrying our marks (owned, of this hub).
+func (b *fakeBackend) ListOwned(context.Context) ([]SpecRef, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []SpecRef
+	for id, o := range b.truth {
+		if o.owned && !o.foreign {
+			out = append(out, SpecRef{ID: id, Namespace: id.Namespace(), Name: id.Name(), Kind: id.Kind})
+		}
+	}
+	return out, nil
 }
 
 func (b *fakeBackend) repairCount(id NodeID) int {

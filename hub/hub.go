@@ -61,6 +61,10 @@ type Options struct {
 	// Intent keeps pauses, policy overrides, holds, pending decommissions
 	// and applied specs across restarts. Default: none (memory only).
 	Intent IntentStore
+	// PruneOrphans prunes orphans (objects carrying our label and this
+	// hub's id that the hub has no record of), through the prune limit.
+	// Default false: orphans are only reported.
+	PruneOrphans bool
 	// ForbiddenRetry is how long a NodeID whose object the credentials may
 	// not read or write waits before it is tried again. Default 1m.
 	ForbiddenRetry time.Duration
@@ -166,6 +170,12 @@ type Hub struct {
 	// applied are the NodeIDs applied by this hub (now or, restored from
 	// the intent store, by an earlier run) with the hash of the spec.
 	applied map[NodeID]SpecRef
+	// orphans are the objects found carrying our marks that nothing
+	// wants or remembers, by cluster.
+	orphans map[string]map[NodeID]SpecRef
+	// scans are clusters waiting for an orphan scan.
+	scans   map[string]bool
+	scanNow chan struct{}
 	running bool
 }
 
@@ -230,6 +240,9 @@ func New(opts Options) *Hub {
 		appPolicy: make(map[string]Policy),
 		holds:     make(map[HoldTarget]Hold),
 		applied:   make(map[NodeID]SpecRef),
+		orphans:   make(map[string]map[NodeID]SpecRef),
+		scans:     make(map[string]bool),
+		scanNow:   make(chan struct{}, 1),
 	}
 	h.status = newStore(opts, h.metrics, h.queue.Len)
 	return h
@@ -353,6 +366,8 @@ func (h *Hub) ForgetCluster(cluster string) {
 		}
 	}
 	delete(h.clusters, cluster)
+	delete(h.orphans, cluster)
+	delete(h.scans, cluster)
 	h.status.forgetCluster(cluster)
 	h.mu.Unlock()
 	for _, id := range gone {
@@ -551,6 +566,11 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 			}
 		}
 		clear(cl.parked)
+		h.scans[ch.Cluster] = true
+		select {
+		case h.scanNow <- struct{}{}:
+		default:
+		}
 	}
 	if cl.ready && !wasReady {
 		for id := range cl.parked {
@@ -890,6 +910,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if h.opts.Resync > 0 {
 		wg.Go(func() { h.resyncLoop(ctx) })
 	}
+	wg.Go(func() { h.orphanLoop(ctx) })
 	<-ctx.Done()
 	h.queue.ShutDown()
 	grace := time.AfterFunc(h.opts.ShutdownGrace, cancelWork)
@@ -911,6 +932,7 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		h.EnqueueAll()
+		h.requestScanAll()
 	}
 }
 
@@ -1019,4 +1041,131 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// requestScanAll asks for an orphan scan of every ready cluster.
+func (h *Hub) requestScanAll() {
+	h.mu.Lock()
+	for c, cl := range h.clusters {
+		if cl.ready {
+			h.scans[c] = true
+		}
+	}
+	h.mu.Unlock()
+	select {
+	case h.scanNow <- struct{}{}:
+	default:
+	}
+}
+
+// orphanLoop scans clusters for orphans when asked: after each sync
+// generation and at each resync.
+func (h *Hub) orphanLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.scanNow:
+		}
+		h.mu.Lock()
+		clusters := make([]string, 0, len(h.scans))
+		for c := range h.scans {
+			clusters = append(clusters, c)
+		}
+		clear(h.scans)
+		backends := h.backends
+		h.mu.Unlock()
+		slices.Sort(clusters)
+		for _, c := range clusters {
+			if ctx.Err() != nil {
+				return
+			}
+			if backends == nil {
+				continue
+			}
+			be, ok := backends.Backend(c)
+			if !ok {
+				continue
+			}
+			lister, ok := be.(OwnedLister)
+			if !ok {
+				continue
+			}
+			callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+			refs, err := lister.ListOwned(callCtx)
+			cancel()
+			if err != nil {
+				h.log.Warn("orphan scan", "cluster", c, "err", err)
+				continue
+			}
+			h.ScanOrphans(c, refs)
+		}
+	}
+}
+
+// ScanOrphans takes the objects a cluster's backend found carrying our
+// marks: those the hub neither wants, decommissions nor remembers applying
+// are orphans. They are shown as such; with PruneOrphans they are
+// decommissioned, unless there are more than PruneLimit of them (then they
+// are only shown, and the refusal is logged). It returns the orphans.
+func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
+	now := h.opts.Now()
+	h.mu.Lock()
+	if h.clusters[cluster] == nil {
+		h.mu.Unlock()
+		return nil // forgotten meanwhile
+	}
+	found := make(map[NodeID]SpecRef)
+	for _, r := range refs {
+		if r.ID.Cluster != cluster || h.desired[r.ID] != nil || h.decom[r.ID] != nil {
+			continue
+		}
+		if _, ok := h.applied[r.ID]; ok {
+			continue
+		}
+		found[r.ID] = r
+	}
+	h.orphans[cluster] = found
+	ids := make([]NodeID, 0, len(found))
+	for id := range found {
+		ids = append(ids, id)
+	}
+	sortIDs(ids)
+	var records []DecommissionRecord
+	pruning := false
+	if h.opts.PruneOrphans && len(found) > 0 {
+		if len(found) > h.opts.PruneLimit {
+			h.log.Error("orphans not pruned: more than the prune limit", "cluster", cluster,
+				"orphans", len(found), "limit", h.opts.PruneLimit)
+		} else {
+			pruning = true
+			for _, id := range ids {
+				s := found[id].Spec()
+				h.decom[id] = &decommission{spec: &s, since: now}
+				if h.loop[id] == nil {
+					h.loop[id] = &nodeLoop{}
+				}
+				h.status.track(&s, true, now)
+				records = append(records, DecommissionRecord{Ref: found[id], Since: now})
+			}
+			delete(h.orphans, cluster)
+		}
+	}
+	if !pruning {
+		h.status.setOrphans(cluster, found, now)
+	} else {
+		h.status.setOrphans(cluster, nil, now)
+	}
+	h.mu.Unlock()
+	if h.opts.Intent != nil {
+		for _, r := range records {
+			if err := h.opts.Intent.PutDecommission(r); err != nil {
+				h.log.Error("record decommission", "node", r.Ref.ID.String(), "err", err)
+			}
+		}
+	}
+	for _, r := range records {
+		h.queue.Add(r.Ref.ID)
+	}
+	return ids
 }

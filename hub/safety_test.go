@@ -409,3 +409,61 @@ func TestDecommissionResumesAfterRestart(t *testing.T) {
 		}
 	})
 }
+
+// Objects carrying our marks that nothing wants or remembers are orphans:
+// shown, never pruned by default; pruned with PruneOrphans within the
+// limit; another hub's objects are never ours.
+func TestOrphans(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prune  bool
+		limit  int
+		pruned bool
+	}{
+		{"shown only", false, 50, false},
+		{"pruned", true, 50, true},
+		{"over the limit", true, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				strays := []NodeID{spec("c1", "stray1", "v1").ID, spec("c1", "stray2", "v1").ID}
+				for _, id := range strays {
+					b.put(id, func(o *fakeObject) { o.content = "old" })
+				}
+				other := spec("c1", "other-hub", "v1").ID
+				b.put(other, func(o *fakeObject) { o.foreign = true })
+				f := start(t, b, Options{PruneOrphans: tc.prune, PruneLimit: tc.limit})
+				f.h.SetDesired(appSpecs("c1", "a"))
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				for _, id := range strays {
+					if b.exists(id) == tc.pruned {
+						t.Errorf("%s exists=%v, want pruned=%v", id, b.exists(id), tc.pruned)
+					}
+					n, ok := f.h.Snapshot().Node(id)
+					if !tc.pruned && (!ok || n.Status != StatusOrphan) {
+						t.Errorf("%s: %+v, want shown as orphan", id, n)
+					}
+					if tc.pruned && ok {
+						t.Errorf("%s still shown after pruning", id)
+					}
+				}
+				if !b.exists(other) {
+					t.Error("another hub's object was deleted")
+				}
+				if _, ok := f.h.Snapshot().Node(other); ok {
+					t.Error("another hub's object shown as ours")
+				}
+				// Wanted again: no longer an orphan.
+				if !tc.pruned {
+					f.h.SetDesired(append(appSpecs("c1", "a"), spec("c1", "stray1", "v1")))
+					synctest.Wait()
+					if n := f.node(strays[0]); n.Status == StatusOrphan {
+						t.Errorf("a desired object still shows as orphan")
+					}
+				}
+			})
+		})
+	}
+}

@@ -27,12 +27,16 @@ const (
 	// StatusHeld: drift is present and a hold stops its repair until the
 	// hold expires.
 	StatusHeld Status = "held"
+	// StatusOrphan: an object carrying our label and this hub's id that
+	// the hub has no record of (state file lost, or an older run). Pruned
+	// only with Options.PruneOrphans.
+	StatusOrphan Status = "orphan"
 )
 
 // Problem reports whether the status needs attention.
 func (s Status) Problem() bool {
 	switch s {
-	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld:
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld, StatusOrphan:
 		return true
 	}
 	return false
@@ -223,5 +227,5 @@ func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
 // AllStatuses lists every node status in display order.
 func AllStatuses() []Status {
 	return []Status{StatusInSync, StatusRepaired, StatusRepairing, StatusDrifted, StatusWarnOnly,
-		StatusPaused, StatusHeld, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusUnknown}
+		StatusPaused, StatusHeld, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusOrphan, StatusUnknown}
 }

@@ -70,6 +70,7 @@ type nodeStatus struct {
 	idText     string
 	spec       *NodeSpec
 	decom      bool
+	orphan     bool
 	status     Status
 	reason     string
 	lastChange time.Time
@@ -122,6 +123,10 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 	}
 	n.spec = spec
 	n.decom = decom
+	if n.orphan {
+		n.orphan = false
+		setStatus(n, StatusUnknown, "", now)
+	}
 	if decom {
 		setStatus(n, StatusDecommissioning, "application removed from the config", now)
 	}
@@ -150,6 +155,31 @@ func (s *store) forgetCluster(cluster string) {
 	delete(s.clusters, cluster)
 	s.mu.Unlock()
 	s.metrics.forgetCluster(cluster)
+	s.markDirty()
+}
+
+// setOrphans replaces a cluster's orphans.
+func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.Time) {
+	s.mu.Lock()
+	for id, n := range s.nodes {
+		if id.Cluster == cluster && n.orphan {
+			if _, ok := orphans[id]; !ok {
+				delete(s.nodes, id)
+				s.orderDirty = true
+			}
+		}
+	}
+	for id, r := range orphans {
+		if n := s.nodes[id]; n != nil {
+			continue // tracked as desired or decommissioning
+		}
+		spec := r.Spec()
+		n := &nodeStatus{idText: id.String(), spec: &spec, orphan: true, lastChange: now}
+		setStatus(n, StatusOrphan, "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans", now)
+		s.nodes[id] = n
+		s.orderDirty = true
+	}
+	s.mu.Unlock()
 	s.markDirty()
 }
 
