@@ -116,7 +116,7 @@ func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, 
 		Exists:     true,
 		Fresh:      fresh,
 		Version:    live.GetResourceVersion(),
-		Owned:      live.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy,
+		Owned:      m.owns(live),
 		Deleting:   live.GetDeletionTimestamp() != nil,
 		Finalizers: live.GetFinalizers(),
 		Live:       live,
@@ -434,6 +434,14 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 	if err != nil {
 		return err
 	}
+	if !m.owns(live) {
+		return m.callError("delete", spec, fmt.Errorf("refusing: %s names another hub (%q)",
+			hub.HubAnnotation, live.GetAnnotations()[hub.HubAnnotation]))
+	}
+	if got := live.GetAnnotations()[hub.NodeIDAnnotation]; got != spec.ID.String() {
+		return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q, not %q",
+			hub.NodeIDAnnotation, got, spec.ID.String()))
+	}
 	kind, err := kindOf(spec.Kind)
 	if err != nil {
 		return m.callError("delete", spec, err)
@@ -455,6 +463,50 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 		return m.callError("delete", spec, err)
 	}
 	return nil
+}
+
+// owns reports whether a live object carries this cluster's ownership marks:
+// our managed-by label, and no hub annotation naming another hub.
+func (m *Manager) owns(obj metav1.Object) bool {
+	return obj.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy && !hub.OwnedByOther(obj.GetAnnotations(), m.cfg.HubID)
+}
+
+var _ hub.OwnedLister = (*Manager)(nil)
+
+// ListOwned lists, from the synced watch caches, every object that carries
+// our label and this hub's id annotation (objects without the annotation,
+// or of another hub, are not listed). Without a hub id it lists nothing.
+func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
+	if m.cfg.HubID == "" {
+		return nil, nil
+	}
+	m.mu.Lock()
+	type src struct {
+		kind hub.Kind
+		inf  cache.SharedIndexInformer
+	}
+	var infs []src
+	for key, st := range m.informers {
+		if st.synced {
+			infs = append(infs, src{key.kind, st.informer})
+		}
+	}
+	m.mu.Unlock()
+	var out []hub.SpecRef
+	for _, s := range infs {
+		for _, item := range s.inf.GetIndexer().List() {
+			acc, err := meta.Accessor(item)
+			if err != nil {
+				continue
+			}
+			if acc.GetAnnotations()[hub.HubAnnotation] != m.cfg.HubID || !m.owns(acc) {
+				continue
+			}
+			id := NodeIDFor(m.cfg.ID, s.kind, acc)
+			out = append(out, hub.SpecRef{ID: id, Namespace: acc.GetNamespace(), Name: acc.GetName(), Kind: s.kind})
+		}
+	}
+	return out, nil
 }
 
 // cacheKey is the informer cache key of a namespaced object.

@@ -20,6 +20,10 @@ type ClusterConfig struct {
 	// ManagedBy is the value of the managed-by label the informers filter
 	// on; empty means hub.DefaultManagedBy.
 	ManagedBy string
+	// HubID is the id of the hub that manages the cluster: objects whose
+	// driftwatch.io/hub annotation names another hub are never deleted and
+	// never listed as ours.
+	HubID string
 	// QPS and Burst configure the client's rate limit; zero means 50 and
 	// 100 (never client-go's 5/10, which makes 200 repairs take 38 s).
 	QPS   float32

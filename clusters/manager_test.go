@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,7 +286,9 @@ func TestBackend(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	lc := set.Clusters[0]
 	sink := newRecordingSink()
-	r := runRegistry(t, sink, clusterConfig(lc, "apps"))
+	cc := clusterConfig(lc, "apps")
+	cc.HubID = "hub-a"
+	r := runRegistry(t, sink, cc)
 	sink.waitFor(t, 30*time.Second, "synced", func() bool { return sink.state(lc.Name) == hub.ClusterSynced })
 	be, ok := r.Backend(lc.Name)
 	if !ok {
@@ -295,6 +298,10 @@ func TestBackend(t *testing.T) {
 	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
 	dep := deployment("apps", "api", labelled(nil))
 	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	dep.Annotations = map[string]string{
+		hub.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment).String(),
+		hub.HubAnnotation:    "hub-a",
+	}
 	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
 	if err != nil {
 		t.Fatal(err)
@@ -521,6 +528,43 @@ func TestBackend(t *testing.T) {
 		}
 		if _, err := c.CoreV1().ConfigMaps("apps").Get(ctx, "foreign", metav1.GetOptions{}); err != nil {
 			t.Fatalf("the unowned object is gone: %v", err)
+		}
+
+		// An object of another hub (same label, other hub id) is never
+		// deleted, and is not listed as ours; ours is.
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-hub", Namespace: "apps", Labels: labelled(nil),
+			Annotations: map[string]string{hub.HubAnnotation: "hub-b",
+				hub.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "other-hub", hub.KindConfigMap).String()}}}
+		if _, err := c.CoreV1().ConfigMaps("apps").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ospec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "other-hub", hub.KindConfigMap), Namespace: "apps", Name: "other-hub", Kind: hub.KindConfigMap}
+		ost, err := be.ReadState(ctx, ospec, true)
+		if err != nil || !ost.Exists || ost.Owned {
+			t.Fatalf("another hub's object: %+v, %v (want not owned)", ost, err)
+		}
+		ost.Owned = true // even if the loop got it wrong
+		if err := be.Delete(ctx, ospec, ost); err == nil || !strings.Contains(err.Error(), "another hub") {
+			t.Fatalf("deleting another hub's object: %v", err)
+		}
+		sink.waitFor(t, 10*time.Second, "the other hub's object in the cache", func() bool {
+			for _, ev := range sink.events {
+				if ev.ID == ospec.ID {
+					return true
+				}
+			}
+			return false
+		})
+		owned, err := be.(hub.OwnedLister).ListOwned(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range owned {
+			ids = append(ids, r.ID.String())
+		}
+		if !slices.Contains(ids, spec.ID.String()) || slices.Contains(ids, ospec.ID.String()) {
+			t.Fatalf("ListOwned = %v, want ours (%s) and not the other hub's", ids, spec.ID)
 		}
 
 		// A change after the read fails the resourceVersion precondition.
