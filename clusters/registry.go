@@ -78,7 +78,7 @@ func NewRegistry(sink hub.Sink, opts RegistryOptions) *Registry {
 	return &Registry{sink: sink, log: opts.Logger, opts: opts, entries: make(map[string]*entry)}
 }
 
-// ErrRegistryClosed is returned by Add after Run has returned.
+// ErrRegistryClosed is returned by Add and Update after Run has returned.
 var ErrRegistryClosed = errors.New("cluster registry is closed")
 
 // Run starts every cluster added so far (and later ones as they are added),
@@ -158,6 +158,10 @@ func (r *Registry) Update(cfg ClusterConfig) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrRegistryClosed
+	}
 	e, ok := r.entries[cfg.ID]
 	same := ok && reflect.DeepEqual(e.cfg, cfg)
 	r.mu.Unlock()
