@@ -1,0 +1,318 @@
+package intent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// The records as stored: the file format, with explicit JSON names, so that
+// it changes only with the schema version.
+type (
+	// holdRecord is a hub.Hold.
+	holdRecord struct {
+		Scope  hub.HoldScope `json:"scope"`
+		Name   string        `json:"name"`
+		Reason string        `json:"reason,omitempty"`
+		Since  time.Time     `json:"since"`
+		Until  time.Time     `json:"until"`
+	}
+	// refRecord is a hub.SpecRef.
+	refRecord struct {
+		ID          hub.NodeID `json:"id"`
+		Namespace   string     `json:"namespace,omitempty"`
+		Name        string     `json:"name"`
+		Kind        hub.Kind   `json:"kind"`
+		Application string     `json:"application,omitempty"`
+		Hash        string     `json:"hash,omitempty"`
+	}
+	// decommissionRecord is a hub.DecommissionRecord.
+	decommissionRecord struct {
+		Ref   refRecord `json:"ref"`
+		Since time.Time `json:"since"`
+	}
+)
+
+// toRef converts a hub.SpecRef to its stored form.
+func toRef(r hub.SpecRef) refRecord {
+	return refRecord{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+}
+
+// ref converts the stored form back to a hub.SpecRef.
+func (r refRecord) ref() hub.SpecRef {
+	return hub.SpecRef{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+}
+
+// decode decodes one JSON value strictly: no unknown field, nothing after it.
+func decode(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// put stores v as JSON under key in bucket.
+func put(tx *bolt.Tx, bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(bucket)).Put([]byte(key), data)
+}
+
+// del deletes key from bucket (a missing key is not an error).
+func del(tx *bolt.Tx, bucket, key string) error {
+	return tx.Bucket([]byte(bucket)).Delete([]byte(key))
+}
+
+// SetPaused records a cluster's pause; false deletes it.
+func (s *Store) SetPaused(cluster string, paused bool) error {
+	what := fmt.Sprintf("set paused %q", cluster)
+	if cluster == "" {
+		return fmt.Errorf("state file %s: %s: empty cluster", s.path, what)
+	}
+	return s.update(what, func(tx *bolt.Tx) error {
+		if !paused {
+			return del(tx, bucketPaused, cluster)
+		}
+		return put(tx, bucketPaused, cluster, true)
+	})
+}
+
+// SetPolicy records an application's policy override; "" deletes it.
+func (s *Store) SetPolicy(app string, p hub.Policy) error {
+	what := fmt.Sprintf("set policy %q", app)
+	if app == "" {
+		return fmt.Errorf("state file %s: %s: empty application", s.path, what)
+	}
+	return s.update(what, func(tx *bolt.Tx) error {
+		if p == "" {
+			return del(tx, bucketPolicies, app)
+		}
+		return put(tx, bucketPolicies, app, p)
+	})
+}
+
+// PutHold records a hold, replacing one on the same target. The target must
+// be valid (hub.HoldTarget.Valid).
+func (s *Store) PutHold(h hub.Hold) error {
+	what := "put hold " + h.Target.String()
+	if err := h.Target.Valid(); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	rec := holdRecord{Scope: h.Target.Scope, Name: h.Target.Name, Reason: h.Reason, Since: h.Since, Until: h.Until}
+	return s.update(what, func(tx *bolt.Tx) error {
+		return put(tx, bucketHolds, h.Target.String(), rec)
+	})
+}
+
+// DeleteHold deletes the hold on a target; none is not an error, an invalid
+// target is.
+func (s *Store) DeleteHold(t hub.HoldTarget) error {
+	what := "delete hold " + t.String()
+	if err := t.Valid(); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	return s.update(what, func(tx *bolt.Tx) error {
+		return del(tx, bucketHolds, t.String())
+	})
+}
+
+// PutDecommission records a pending decommission, replacing one of the same
+// NodeID.
+func (s *Store) PutDecommission(d hub.DecommissionRecord) error {
+	what := "put decommission " + d.Ref.ID.String()
+	if err := validID(d.Ref.ID); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	rec := decommissionRecord{Ref: toRef(d.Ref), Since: d.Since}
+	return s.update(what, func(tx *bolt.Tx) error {
+		return put(tx, bucketDecommissions, d.Ref.ID.String(), rec)
+	})
+}
+
+// DeleteDecommission deletes a decommission record; none is not an error.
+func (s *Store) DeleteDecommission(id hub.NodeID) error {
+	what := "delete decommission " + id.String()
+	if err := validID(id); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	return s.update(what, func(tx *bolt.Tx) error {
+		return del(tx, bucketDecommissions, id.String())
+	})
+}
+
+// PutApplied records an applied spec, replacing one of the same NodeID.
+func (s *Store) PutApplied(r hub.SpecRef) error {
+	what := "put applied " + r.ID.String()
+	if err := validID(r.ID); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	rec := toRef(r)
+	return s.update(what, func(tx *bolt.Tx) error {
+		return put(tx, bucketApplied, r.ID.String(), rec)
+	})
+}
+
+// DeleteApplied deletes an applied record; none is not an error.
+func (s *Store) DeleteApplied(id hub.NodeID) error {
+	what := "delete applied " + id.String()
+	if err := validID(id); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	return s.update(what, func(tx *bolt.Tx) error {
+		return del(tx, bucketApplied, id.String())
+	})
+}
+
+// validID reports a NodeID whose text form would not parse back.
+func validID(id hub.NodeID) error {
+	if !id.Valid() {
+		return fmt.Errorf("%w %q", hub.ErrInvalidNodeID, id.String())
+	}
+	return nil
+}
+
+// Load reads everything stored, in one read transaction. The maps are never
+// nil; Holds are ordered by target ("scope/name") and Decommissions by
+// NodeID text. A record that does not decode, or whose key does not match
+// it, is an error wrapping ErrCorrupt that names its bucket and key.
+func (s *Store) Load() (hub.Intent, error) {
+	in := hub.Intent{
+		Paused:   make(map[string]bool),
+		Policies: make(map[string]hub.Policy),
+		Applied:  make(map[hub.NodeID]hub.SpecRef),
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		return loadAll(tx, &in)
+	})
+	var re *recordError
+	switch {
+	case err == nil:
+		return in, nil
+	case errors.As(err, &re):
+		return hub.Intent{}, corrupt(s.path, err)
+	case errors.Is(err, ErrCorrupt):
+		return hub.Intent{}, err
+	default:
+		return hub.Intent{}, fmt.Errorf("state file %s: load: %w", s.path, err)
+	}
+}
+
+// recordError is a record that does not decode.
+type recordError struct {
+	bucket, key string
+	err         error
+}
+
+// Error names the bucket and key.
+func (e *recordError) Error() string {
+	return fmt.Sprintf("bucket %s key %q: %v", e.bucket, e.key, e.err)
+}
+
+// Unwrap returns the decoding error.
+func (e *recordError) Unwrap() error { return e.err }
+
+// each decodes every record of a bucket with fn, wrapping its errors with
+// the bucket and key.
+func each(tx *bolt.Tx, bucket string, fn func(key string, val []byte) error) error {
+	b := tx.Bucket([]byte(bucket))
+	if b == nil {
+		return &recordError{bucket: bucket, err: errors.New("no bucket")}
+	}
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			return &recordError{bucket: bucket, key: string(k), err: errors.New("nested bucket, want a record")}
+		}
+		if err := fn(string(k), v); err != nil {
+			return &recordError{bucket: bucket, key: string(k), err: err}
+		}
+		return nil
+	})
+}
+
+// loadAll reads every bucket into in.
+func loadAll(tx *bolt.Tx, in *hub.Intent) error {
+	if err := each(tx, bucketPaused, func(k string, v []byte) error {
+		var paused bool
+		if err := decode(v, &paused); err != nil {
+			return err
+		}
+		if paused {
+			in.Paused[k] = true
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := each(tx, bucketPolicies, func(k string, v []byte) error {
+		var p hub.Policy
+		if err := decode(v, &p); err != nil {
+			return err
+		}
+		in.Policies[k] = p
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := each(tx, bucketHolds, func(k string, v []byte) error {
+		var r holdRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		t := hub.HoldTarget{Scope: r.Scope, Name: r.Name}
+		if err := t.Valid(); err != nil {
+			return err
+		}
+		if t.String() != k {
+			return fmt.Errorf("record is for %s", t)
+		}
+		in.Holds = append(in.Holds, hub.Hold{Target: t, Reason: r.Reason, Since: r.Since, Until: r.Until})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := each(tx, bucketDecommissions, func(k string, v []byte) error {
+		id, err := hub.ParseNodeID(k)
+		if err != nil {
+			return err
+		}
+		var r decommissionRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.Ref.ID != id {
+			return fmt.Errorf("record is for %s", r.Ref.ID)
+		}
+		in.Decommissions = append(in.Decommissions, hub.DecommissionRecord{Ref: r.Ref.ref(), Since: r.Since})
+		return nil
+	}); err != nil {
+		return err
+	}
+	return each(tx, bucketApplied, func(k string, v []byte) error {
+		id, err := hub.ParseNodeID(k)
+		if err != nil {
+			return err
+		}
+		var r refRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.ID != id {
+			return fmt.Errorf("record is for %s", r.ID)
+		}
+		in.Applied[id] = r.ref()
+		return nil
+	})
+}

@@ -1,0 +1,602 @@
+package intent
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// t0 returns a fixed time in UTC, so that JSON round trips compare equal.
+func t0() time.Time { return time.Date(2026, 3, 14, 15, 9, 26, 535000000, time.UTC) }
+
+func openT(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(path, Options{Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ref(cluster, ns, name string, kind hub.Kind) hub.SpecRef {
+	return hub.SpecRef{
+		ID:        hub.NewNodeID(cluster, ns, name, kind),
+		Namespace: ns, Name: name, Kind: kind,
+		Application: "shop", Hash: "sha256:" + name,
+	}
+}
+
+func load(t *testing.T, s *Store) hub.Intent {
+	t.Helper()
+	in, err := s.Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return in
+}
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	s := openT(t, path)
+
+	colon := ref("prod-eu", "acme:eu", "api", hub.KindDeployment) // a resource with a colon
+	svc := ref("prod-us", "shop", "front", hub.KindService)
+	cm := ref("prod-us", "", "cluster-wide", hub.KindConfigMap)
+	holds := []hub.Hold{
+		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "incident 42", Since: t0(), Until: t0().Add(time.Hour)},
+		{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-eu"}, Since: t0(), Until: t0().Add(2 * time.Hour)},
+		{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: colon.ID.String()}, Reason: "debugging", Since: t0(), Until: t0().Add(-time.Minute)},
+	}
+	want := hub.Intent{
+		Paused:        map[string]bool{"prod-eu": true, "staging": true},
+		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
+		Holds:         holds, // already in target order
+		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second)}},
+		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, svc.ID: svc, cm.ID: cm},
+	}
+	sortDecommissions(want.Decommissions)
+
+	for c := range want.Paused {
+		must(t, s.SetPaused(c, true))
+	}
+	for a, p := range want.Policies {
+		must(t, s.SetPolicy(a, p))
+	}
+	for i := len(holds) - 1; i >= 0; i-- {
+		must(t, s.PutHold(holds[i]))
+	}
+	for _, d := range want.Decommissions {
+		must(t, s.PutDecommission(d))
+	}
+	for _, r := range want.Applied {
+		must(t, s.PutApplied(r))
+	}
+	// Put replaces.
+	must(t, s.PutHold(hub.Hold{Target: holds[0].Target, Reason: "old", Since: t0(), Until: t0()}))
+	must(t, s.PutHold(holds[0]))
+
+	if got := load(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load before reopen:\n got %+v\nwant %+v", got, want)
+	}
+	must(t, s.Close())
+
+	s = openT(t, path)
+	if got := load(t, s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load after reopen:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func sortDecommissions(ds []hub.DecommissionRecord) {
+	for i := range ds {
+		for j := i + 1; j < len(ds); j++ {
+			if ds[j].Ref.ID.String() < ds[i].Ref.ID.String() {
+				ds[i], ds[j] = ds[j], ds[i]
+			}
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEmptyStore(t *testing.T) {
+	s := openT(t, filepath.Join(t.TempDir(), "hub.db"))
+	got := load(t, s)
+	if got.Paused == nil || got.Policies == nil || got.Applied == nil {
+		t.Errorf("Load of an empty store has nil maps: %+v", got)
+	}
+	if len(got.Paused)+len(got.Policies)+len(got.Applied)+len(got.Holds)+len(got.Decommissions) != 0 {
+		t.Errorf("Load of an empty store = %+v", got)
+	}
+	if s.Path() == "" {
+		t.Error("Path is empty")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	a := ref("prod", "shop", "api", hub.KindDeployment)
+	b := ref("prod", "shop", "db", hub.KindService)
+	hold := hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod"}, Since: t0(), Until: t0().Add(time.Hour)}
+	tests := []struct {
+		name  string
+		del   func(*Store) error
+		check func(*testing.T, hub.Intent)
+	}{
+		{"unpause", func(s *Store) error { return s.SetPaused("prod", false) }, func(t *testing.T, in hub.Intent) {
+			if len(in.Paused) != 1 || !in.Paused["dev"] {
+				t.Errorf("Paused = %v, want only dev", in.Paused)
+			}
+		}},
+		{"policy", func(s *Store) error { return s.SetPolicy("shop", "") }, func(t *testing.T, in hub.Intent) {
+			if len(in.Policies) != 1 || in.Policies["web"] != hub.PolicyWarn {
+				t.Errorf("Policies = %v, want only web", in.Policies)
+			}
+		}},
+		{"hold", func(s *Store) error { return s.DeleteHold(hold.Target) }, func(t *testing.T, in hub.Intent) {
+			if len(in.Holds) != 0 {
+				t.Errorf("Holds = %v, want none", in.Holds)
+			}
+		}},
+		{"decommission", func(s *Store) error { return s.DeleteDecommission(a.ID) }, func(t *testing.T, in hub.Intent) {
+			if len(in.Decommissions) != 1 || in.Decommissions[0].Ref.ID != b.ID {
+				t.Errorf("Decommissions = %v, want only %s", in.Decommissions, b.ID)
+			}
+		}},
+		{"applied", func(s *Store) error { return s.DeleteApplied(b.ID) }, func(t *testing.T, in hub.Intent) {
+			if _, ok := in.Applied[a.ID]; len(in.Applied) != 1 || !ok {
+				t.Errorf("Applied = %v, want only %s", in.Applied, a.ID)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hub.db")
+			s := openT(t, path)
+			must(t, s.SetPaused("prod", true))
+			must(t, s.SetPaused("dev", true))
+			must(t, s.SetPolicy("shop", hub.PolicyWarn))
+			must(t, s.SetPolicy("web", hub.PolicyWarn))
+			must(t, s.PutHold(hold))
+			for _, r := range []hub.SpecRef{a, b} {
+				must(t, s.PutDecommission(hub.DecommissionRecord{Ref: r, Since: t0()}))
+				must(t, s.PutApplied(r))
+			}
+			must(t, tt.del(s))
+			must(t, tt.del(s)) // deleting what is not there is not an error
+			must(t, s.Close())
+			tt.check(t, load(t, openT(t, path)))
+		})
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	s := openT(t, filepath.Join(t.TempDir(), "hub.db"))
+	bad := hub.NodeID{Cluster: "prod", Kind: hub.KindService} // no resource
+	tests := []struct {
+		name string
+		op   func() error
+	}{
+		{"pause empty cluster", func() error { return s.SetPaused("", true) }},
+		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn) }},
+		{"hold bad scope", func() error { return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}) }},
+		{"hold bad node", func() error {
+			return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: "nonsense"}})
+		}},
+		{"delete hold empty name", func() error { return s.DeleteHold(hub.HoldTarget{Scope: hub.HoldCluster}) }},
+		{"decommission", func() error { return s.PutDecommission(hub.DecommissionRecord{Ref: hub.SpecRef{ID: bad}}) }},
+		{"delete decommission", func() error { return s.DeleteDecommission(bad) }},
+		{"applied", func() error { return s.PutApplied(hub.SpecRef{ID: bad}) }},
+		{"delete applied", func() error { return s.DeleteApplied(hub.NodeID{}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), s.Path()) {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+	got := load(t, s)
+	if len(got.Paused)+len(got.Policies)+len(got.Applied)+len(got.Holds)+len(got.Decommissions) != 0 {
+		t.Errorf("invalid writes stored something: %+v", got)
+	}
+}
+
+func TestConcurrentWriters(t *testing.T) {
+	s := openT(t, filepath.Join(t.TempDir(), "hub.db"))
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*3)
+	for w := range writers {
+		wg.Go(func() {
+			cluster := fmt.Sprintf("c%d", w)
+			for i := range each {
+				r := ref(cluster, "ns", fmt.Sprintf("obj%d", i), hub.KindConfigMap)
+				errs <- s.PutApplied(r)
+				errs <- s.SetPaused(cluster, i%2 == 0)
+				if _, err := s.Load(); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := load(t, s)
+	if len(got.Applied) != writers*each {
+		t.Errorf("Applied has %d records, want %d", len(got.Applied), writers*each)
+	}
+	if len(got.Paused) != 0 { // each writer's last SetPaused is false
+		t.Errorf("Paused = %v, want none", got.Paused)
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	s, err := Open(path, Options{})
+	must(t, err)
+	if _, err := os.Stat(path + ".owner"); err != nil {
+		t.Fatalf("owner sidecar while open: %v", err)
+	}
+	must(t, s.Close())
+	must(t, s.Close())
+	if _, err := os.Stat(path + ".owner"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("owner sidecar after Close: %v, want it removed", err)
+	}
+	if err := s.SetPaused("prod", true); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("SetPaused after Close = %v, want an error naming the file", err)
+	}
+	if _, err := s.Load(); err == nil {
+		t.Error("Load after Close: no error")
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "driftwatch")
+	path := filepath.Join(dir, "hub.db")
+	openT(t, path)
+	for _, c := range []struct {
+		path string
+		want fs.FileMode
+	}{
+		{dir, fs.ModeDir | 0o700},
+		{filepath.Dir(dir), fs.ModeDir | 0o700},
+		{path, 0o600},
+		{path + ".owner", 0o600},
+	} {
+		st, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode() != c.want {
+			t.Errorf("%s: mode %v, want %v", c.path, st.Mode(), c.want)
+		}
+	}
+}
+
+func TestOwnerSidecar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	s, err := Open(path, Options{Now: func() time.Time { return t0() }})
+	must(t, err)
+	defer s.Close()
+	b, err := os.ReadFile(path + ".owner")
+	must(t, err)
+	host, _ := os.Hostname()
+	want := fmt.Sprintf("pid %d on %s since 2026-03-14T15:09:26Z\n", os.Getpid(), host)
+	if string(b) != want {
+		t.Errorf("owner sidecar = %q, want %q", b, want)
+	}
+}
+
+func TestOwnerSidecarErrors(t *testing.T) {
+	t.Run("cannot write", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "hub.db")
+		must(t, os.MkdirAll(filepath.Join(path+".owner", "x"), 0o700)) // a folder cannot be renamed over
+		if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "owner file") {
+			t.Fatalf("Open = %v, want an owner file error", err)
+		}
+		must(t, os.RemoveAll(path+".owner"))
+		openT(t, path) // the failed Open released the file
+	})
+	t.Run("cannot remove", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "hub.db")
+		s, err := Open(path, Options{})
+		must(t, err)
+		must(t, os.Remove(path+".owner"))
+		must(t, os.MkdirAll(filepath.Join(path+".owner", "x"), 0o700))
+		if err := s.Close(); err == nil || !strings.Contains(err.Error(), "remove owner") {
+			t.Fatalf("Close = %v, want a remove owner error", err)
+		}
+		must(t, os.RemoveAll(path+".owner"))
+		openT(t, path) // the file was closed all the same
+	})
+}
+
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	openT(t, path)
+
+	start := time.Now()
+	_, err := Open(path, Options{Timeout: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("second Open took %v with a 100ms timeout", d)
+	}
+	for _, want := range []string{path, "pid " + strconv.Itoa(os.Getpid()), "locked by another driftwatch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+
+	// Without a readable sidecar the error still says it is locked.
+	must(t, os.WriteFile(path+".owner", nil, 0o600))
+	_, err = Open(path, Options{Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "owner unknown") {
+		t.Errorf("Open with an empty sidecar = %v, want ErrLocked, owner unknown", err)
+	}
+	must(t, os.Remove(path+".owner"))
+	_, err = Open(path, Options{Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "owner unknown") {
+		t.Errorf("Open without a sidecar = %v, want ErrLocked, owner unknown", err)
+	}
+}
+
+// helperEnv makes the test binary hold a store open, as another driftwatch.
+const helperEnv = "DRIFTWATCH_INTENT_TEST_HOLD"
+
+func TestHelperHold(t *testing.T) {
+	path := os.Getenv(helperEnv)
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	_ = s.Close()
+	os.Exit(0)
+}
+
+func TestLockedByOtherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperHold$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+
+	_, err = Open(path, Options{Timeout: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open = %v, want ErrLocked", err)
+	}
+	if want := "pid " + strconv.Itoa(cmd.Process.Pid) + " "; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name the helper's pid", err)
+	}
+
+	_ = stdin.Close()
+	must(t, cmd.Wait())
+	openT(t, path) // released when the other process closed it
+}
+
+// writeBolt creates a bbolt file directly, as another program or an older
+// driftwatch would.
+func writeBolt(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(fn))
+	must(t, db.Close())
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	s := openT(t, path)
+	must(t, s.Close())
+	writeBolt(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyVersion), []byte("7"))
+	})
+	before, err := os.ReadFile(path)
+	must(t, err)
+
+	_, err = Open(path, Options{})
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open = %v, want ErrNewerSchema", err)
+	}
+	for _, want := range []string{path, "schema version 7", "knows up to 1", "written by a newer driftwatch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	after, err := os.ReadFile(path)
+	must(t, err)
+	if string(before) != string(after) {
+		t.Error("refusing a newer file changed it")
+	}
+	if _, err := os.Stat(path + ".owner"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("owner sidecar after a refused Open: %v", err)
+	}
+}
+
+func TestMigrateV0(t *testing.T) {
+	a := ref("prod", "shop", "api", hub.KindDeployment)
+	tests := []struct {
+		name   string
+		fill   func(tx *bolt.Tx) error
+		wantIn hub.Intent
+	}{
+		{"no buckets", func(*bolt.Tx) error { return nil }, hub.Intent{}},
+		{"some buckets", func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket([]byte(bucketApplied))
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(a.ID.String()), []byte(`{"id":"prod:shop/api:deployment","namespace":"shop","name":"api","kind":"deployment","application":"shop","hash":"sha256:api"}`)); err != nil {
+				return err
+			}
+			p, err := tx.CreateBucket([]byte(bucketPaused))
+			if err != nil {
+				return err
+			}
+			return p.Put([]byte("prod"), []byte("true"))
+		}, hub.Intent{Paused: map[string]bool{"prod": true}, Applied: map[hub.NodeID]hub.SpecRef{a.ID: a}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hub.db")
+			writeBolt(t, path, tt.fill)
+			s := openT(t, path)
+			got := load(t, s)
+			if len(got.Paused) != len(tt.wantIn.Paused) || len(got.Applied) != len(tt.wantIn.Applied) ||
+				(len(tt.wantIn.Applied) > 0 && !reflect.DeepEqual(got.Applied, tt.wantIn.Applied)) {
+				t.Errorf("Load after migration = %+v, want %+v", got, tt.wantIn)
+			}
+			must(t, s.Close())
+			if v := readVersion(t, path); v != "1" {
+				t.Errorf("schema version after migration = %q, want 1", v)
+			}
+		})
+	}
+}
+
+func readVersion(t *testing.T, path string) string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	must(t, err)
+	defer db.Close()
+	var v string
+	must(t, db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(bucketMeta)); b != nil {
+			v = string(b.Get([]byte(keyVersion)))
+		}
+		return nil
+	}))
+	return v
+}
+
+func TestMigrationFramework(t *testing.T) {
+	mark := func(key string) migration {
+		return func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucketMeta)).Put([]byte(key), []byte("done")) }
+	}
+	fail := func(*bolt.Tx) error { return errors.New("boom") }
+
+	if n := len(migrations()); n != 1 {
+		t.Fatalf("len(migrations()) = %d, want 1 (schema version 1)", n)
+	}
+
+	t.Run("steps from the file's version", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "hub.db")
+		s := openT(t, path) // version 1
+		must(t, s.upgrade([]migration{0: fail, 1: mark("step1"), 2: mark("step2")}))
+		must(t, s.upgrade([]migration{0: fail, 1: fail, 2: fail})) // up to date: nothing runs
+		must(t, s.Close())
+		if v := readVersion(t, path); v != "3" {
+			t.Errorf("version = %q, want 3", v)
+		}
+		db, err := bolt.Open(path, 0o600, nil)
+		must(t, err)
+		defer db.Close()
+		must(t, db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte(bucketMeta))
+			if b.Get([]byte("step1")) == nil || b.Get([]byte("step2")) == nil {
+				t.Error("a step did not run")
+			}
+			return nil
+		}))
+	})
+	t.Run("a failing step changes nothing", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "hub.db")
+		s := openT(t, path)
+		err := s.upgrade([]migration{0: fail, 1: mark("step1"), 2: fail})
+		if err == nil || !strings.Contains(err.Error(), "migrate schema version 2 to 3: boom") {
+			t.Fatalf("upgrade = %v, want the step's error", err)
+		}
+		must(t, s.Close())
+		if v := readVersion(t, path); v != "1" {
+			t.Errorf("version = %q, want 1", v)
+		}
+	})
+}
+
+func TestDefaultPath(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name   string
+		getenv func(string) string
+		hubID  string
+		want   string
+	}{
+		{"xdg", env("XDG_STATE_HOME", "/state", "HOME", "/home/u"), "prod-hub", "/state/driftwatch/prod-hub.db"},
+		{"home", env("HOME", "/home/u"), "prod-hub", "/home/u/.local/state/driftwatch/prod-hub.db"},
+		{"relative xdg ignored", env("XDG_STATE_HOME", "state", "HOME", "/home/u"), "h", "/home/u/.local/state/driftwatch/h.db"},
+		{"no home", env(), "h", ""},
+		{"relative home", env("HOME", "home"), "h", ""},
+		{"empty id", env("HOME", "/home/u"), "", ""},
+		{"dot", env("HOME", "/home/u"), ".", ""},
+		{"dotdot", env("HOME", "/home/u"), "..", ""},
+		{"slash", env("HOME", "/home/u"), "../etc/x", ""},
+		{"backslash", env("HOME", "/home/u"), `a\b`, ""},
+		{"nul", env("HOME", "/home/u"), "a\x00b", ""},
+		{"dots inside", env("HOME", "/home/u"), "a..b", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultPath(tt.getenv, tt.hubID); got != tt.want {
+				t.Errorf("DefaultPath(%q) = %q, want %q", tt.hubID, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenEmptyPath(t *testing.T) {
+	if _, err := Open("", Options{}); err == nil {
+		t.Error("Open(\"\") succeeded")
+	}
+}
