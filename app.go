@@ -25,6 +25,9 @@ type app struct {
 	reg      *clusters.Registry
 	path     string
 	loadOpts config.LoadOptions
+	// intent is the hub's durable state (nil: memory only); Close closes
+	// it.
+	intent hub.IntentStore
 
 	// desiredMu serialises every writer of the desired state (reloads and
 	// Cluster API discovery), so a reload can never compute its desired
@@ -46,12 +49,31 @@ type appOptions struct {
 	hubOpts hub.Options
 	// disableWatch turns the informers off (the bench's poll baseline).
 	disableWatch bool
+	// stateFile is where the hub keeps its intent (pauses, overrides,
+	// holds, pending decommissions, what it applied); "" keeps it in
+	// memory only. Commands resolve it with stateFileFor.
+	stateFile string
+	// allowPrune lets the initial desired state decommission every managed
+	// object of a cluster, or more than the prune limit (--allow-prune).
+	allowPrune bool
 }
 
-// newApp builds the hub and the registry for a loaded config.
-func newApp(cfg *config.Config, opts appOptions) *app {
+// newApp builds the hub and the registry for a loaded config: it opens the
+// state file, restores the hub's intent from it and sets the initial
+// desired state. A desired state the prune guard refuses (unless
+// opts.allowPrune) is an error wrapping hub.ErrPruneRefused, and nothing
+// runs. Call Close once the app has stopped.
+func newApp(cfg *config.Config, opts appOptions) (*app, error) {
 	if opts.log == nil {
 		opts.log = slog.New(slog.DiscardHandler)
+	}
+	var store hub.IntentStore
+	if opts.stateFile != "" {
+		s, err := openState(opts.stateFile)
+		if err != nil {
+			return nil, err
+		}
+		store = s
 	}
 	ho := opts.hubOpts
 	ho.ID = cfg.Hub.ID
@@ -64,18 +86,42 @@ func newApp(cfg *config.Config, opts appOptions) *app {
 		ho.Resync = cfg.Hub.Resync
 	}
 	ho.DecommissionTimeout = cfg.Hub.DecommissionTimeout
+	if ho.PruneLimit == 0 {
+		ho.PruneLimit = cfg.Hub.PruneLimit
+	}
+	ho.PruneOrphans = ho.PruneOrphans || cfg.Hub.PruneOrphans
+	ho.Intent = store
 	ho.Logger = opts.log.With("component", "hub")
 	h := hub.New(ho)
-	reg := clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.log.With("component", "clusters"), Health: opts.health})
-	h.SetBackends(reg)
-	a := &app{log: opts.log, hub: h, reg: reg, path: cfg.Path, loadOpts: opts.loadOpts, cfg: cfg, found: make(map[string]discovered)}
+	a := &app{log: opts.log, hub: h, path: cfg.Path, loadOpts: opts.loadOpts, intent: store, cfg: cfg, found: make(map[string]discovered)}
+	if err := h.LoadIntent(); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.allowPrune}); err != nil {
+		_ = a.Close()
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
+	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.log.With("component", "clusters"), Health: opts.health})
+	h.SetBackends(a.reg)
 	for _, cc := range clusterConfigs(cfg, opts.disableWatch) {
-		if err := reg.Add(cc); err != nil {
+		if err := a.reg.Add(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
 		}
 	}
-	h.SetDesired(config.Compile(cfg))
-	return a
+	return a, nil
+}
+
+// Close releases the state file. Call it once Run has returned (or when
+// Run never ran).
+func (a *app) Close() error {
+	if a.intent == nil {
+		return nil
+	}
+	if err := a.intent.Close(); err != nil {
+		return fmt.Errorf("close the state file: %w", err)
+	}
+	return nil
 }
 
 // clusterConfigs turns the config's clusters into watch-manager configs.
@@ -85,7 +131,7 @@ func clusterConfigs(cfg *config.Config, disableWatch bool) []clusters.ClusterCon
 		out = append(out, clusters.ClusterConfig{
 			ID: c.ID, Kubeconfig: c.Kubeconfig, Context: c.Context,
 			Namespaces: cfg.Namespaces(c.ID), ManagedBy: cfg.Hub.ManagedBy,
-			QPS: c.QPS, Burst: c.Burst, Labels: c.Labels, Source: "config",
+			HubID: cfg.Hub.ID, QPS: c.QPS, Burst: c.Burst, Labels: c.Labels, Source: "config",
 			DisableWatch: disableWatch,
 		})
 	}
@@ -109,9 +155,14 @@ func (a *app) Run(ctx context.Context) error {
 }
 
 // Reload re-reads the config file. An invalid file changes nothing and
-// returns every error; a valid one updates the clusters and the desired
-// state: what changed is enqueued, what was removed is pruned.
-func (a *app) Reload() error {
+// returns every error. A valid one goes to the hub's prune guard first: a
+// change that would decommission every managed object of a cluster, or more
+// than the prune limit, is refused (unless allowPrune) with an error
+// wrapping hub.ErrPruneRefused, and the old config and desired state keep
+// running. Once the hub took it, the clusters are updated: what changed is
+// enqueued, what was removed is pruned. Settings read at start (workers,
+// pruneLimit, stateFile, ...) keep their old values until a restart.
+func (a *app) Reload(allowPrune bool) error {
 	cfg, err := config.Load(a.path, a.loadOpts)
 	if err != nil {
 		a.hub.RecordReload("rejected")
@@ -121,50 +172,88 @@ func (a *app) Reload() error {
 	defer a.desiredMu.Unlock()
 	a.mu.Lock()
 	old := a.cfg
-	a.cfg = cfg
 	a.mu.Unlock()
 	next := clusterConfigs(cfg, false)
 	keep := make(map[string]bool, len(next))
 	for _, cc := range next {
 		keep[cc.ID] = true
 	}
-	// A cluster removed from the config is no longer managed: it is
-	// forgotten first (its desired state dropped, never pruned), so no
-	// worker can start deleting its objects, then deregistered.
+	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
+	// A cluster removed from the config is no longer managed, never
+	// pruned: until the hub took the change it keeps its current desired
+	// state, then it is forgotten (its desired state dropped) and
+	// deregistered.
+	var gone []string
 	for _, c := range old.Clusters {
 		if !keep[c.ID] {
-			a.hub.ForgetCluster(c.ID)
-			a.reg.Remove(c.ID)
-			a.hub.ForgetCluster(c.ID) // a report sent while it stopped
+			gone = append(gone, c.ID)
+			specs = append(specs, config.CompileCluster(old, c.Info())...)
 		}
+	}
+	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune})
+	if err != nil {
+		a.hub.RecordReload("rejected")
+		return fmt.Errorf("reload %s: %w", a.path, err)
+	}
+	a.mu.Lock()
+	a.cfg = cfg
+	a.mu.Unlock()
+	for _, id := range gone {
+		a.hub.ForgetCluster(id)
+		a.reg.Remove(id)
+		a.hub.ForgetCluster(id) // a report sent while it stopped
 	}
 	for _, cc := range next {
 		if err := a.reg.Update(cc); err != nil {
 			a.log.Error("update cluster", "cluster", cc.ID, "err", err)
 		}
 	}
-	changed, removed := a.hub.SetDesired(append(config.Compile(cfg), a.discoveredSpecs(cfg)...))
+	if old.Hub.PruneLimit != cfg.Hub.PruneLimit || old.Hub.StateFile != cfg.Hub.StateFile {
+		a.log.Warn("hub.pruneLimit and hub.stateFile changes take effect at the next start", "path", a.path)
+	}
 	a.hub.RecordReload("applied")
-	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed))
+	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed), "allowPrune", allowPrune)
 	return nil
 }
 
-// reloadOnSIGHUP reloads the config at every SIGHUP until ctx ends; a
-// rejected reload is logged with every error and changes nothing.
-func (a *app) reloadOnSIGHUP(ctx context.Context) {
+// reloadOnSIGHUP subscribes to SIGHUP at once (so a SIGHUP right after
+// start reloads instead of ending the process) and returns the loop that
+// reloads the config at every SIGHUP until ctx ends, never allowing a
+// guarded prune; a rejected reload is logged with every error and changes
+// nothing. Run the returned function in a goroutine the caller waits for.
+func (a *app) reloadOnSIGHUP(ctx context.Context) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if err := a.Reload(); err != nil {
-				a.log.Error("config reload rejected", "err", err)
+	return func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := a.Reload(false); err != nil {
+					a.log.Error("config reload rejected", "err", err)
+				}
 			}
 		}
 	}
+}
+
+// allowPruneUsage documents the --allow-prune flag of the commands that
+// start a hub.
+const allowPruneUsage = "confirm an initial desired state that decommissions every managed object of a cluster, or more than hub.pruneLimit objects (e.g. applications removed while the hub was down)"
+
+// startError turns newApp's error into the command's (cmd prefixes it
+// unless empty): a refused prune says how to confirm at start; every error
+// exits 1.
+func startError(cmd string, err error) error {
+	if cmd != "" {
+		err = fmt.Errorf("%s: %w", cmd, err)
+	}
+	if errors.Is(err, hub.ErrPruneRefused) {
+		err = fmt.Errorf("%w\n(at start: if this is intended, run the command again with --allow-prune)", err)
+	}
+	return &exitError{code: 1, err: err}
 }
 
 // ready reports whether the loop runs and every configured cluster has been

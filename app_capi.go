@@ -25,7 +25,9 @@ type capiHandler struct {
 }
 
 // ClusterUp registers (or re-registers, e.g. with rotated credentials) a
-// discovered cluster and applies the applications that select it.
+// discovered cluster and applies the applications that select it, through
+// the prune guard: a change that would decommission every managed object
+// of the cluster, or more than the prune limit, is refused and logged.
 func (c capiHandler) ClusterUp(d capi.Discovered) {
 	a := c.a
 	a.desiredMu.Lock()
@@ -49,13 +51,24 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		return
 	}
 	info := c.source.Info(d.ID, d.Labels)
+	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, config.CompileCluster(cfg, info), hub.DesiredOptions{}); err != nil {
+		// The new labels would prune too much: keep the desired state
+		// (and the labels that made it) of the last discovery; a reload
+		// with --allow-prune applies the new ones.
+		a.log.Error("discovered cluster: desired state change refused, keeping the previous one", "cluster", d.ID, "err", err)
+		a.mu.Lock()
+		if prev, ok := a.found[d.ID]; ok {
+			d.Labels = prev.found.Labels
+			info = c.source.Info(d.ID, d.Labels)
+		}
+		a.mu.Unlock()
+	}
 	a.mu.Lock()
 	a.found[d.ID] = discovered{source: c.source, found: d}
 	a.mu.Unlock()
-	a.hub.SetDesiredCluster(d.ID, config.CompileCluster(cfg, info))
 	cc := clusters.ClusterConfig{
 		ID: d.ID, KubeconfigData: d.Kubeconfig, Namespaces: cfg.NamespacesFor(info),
-		ManagedBy: cfg.Hub.ManagedBy, QPS: cfg.Hub.QPS, Burst: cfg.Hub.Burst,
+		ManagedBy: cfg.Hub.ManagedBy, HubID: cfg.Hub.ID, QPS: cfg.Hub.QPS, Burst: cfg.Hub.Burst,
 		Source: d.Source, Phase: d.Phase, Labels: maps.Clone(info.Labels),
 	}
 	if err := a.reg.Update(cc); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -220,6 +221,8 @@ type bencher struct {
 	current atomic.Pointer[bench.Tracker]
 	// workers is the hub's effective worker count (from the config).
 	workers int
+	// hubs counts the hubs started: each gets a fresh state file in dir.
+	hubs int
 }
 
 func (b *bencher) progress(format string, a ...any) {
@@ -414,20 +417,28 @@ type runningHub struct {
 	err  error
 }
 
-// startHub builds a fresh app for w and runs it until stopped.
-func (b *bencher) startHub(ctx context.Context, w *workload, hubOpts hub.Options, disableWatch bool) *runningHub {
-	r := &runningHub{app: newApp(w.cfg, appOptions{log: b.log, hubOpts: hubOpts, disableWatch: disableWatch})}
+// startHub builds a fresh app for w, with a fresh state file in the
+// bench's folder (never the user's), and runs it until stopped.
+func (b *bencher) startHub(ctx context.Context, w *workload, hubOpts hub.Options, disableWatch bool) (*runningHub, error) {
+	b.hubs++
+	a, err := newApp(w.cfg, appOptions{log: b.log, hubOpts: hubOpts, disableWatch: disableWatch,
+		stateFile: filepath.Join(b.dir, fmt.Sprintf("state-%d.db", b.hubs))})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := &runningHub{app: a}
 	runCtx, stop := context.WithCancel(ctx)
 	r.stop = stop
 	r.wg.Go(func() { r.err = r.app.Run(runCtx) })
-	return r
+	return r, nil
 }
 
-// Stop stops the app and waits for every goroutine it started.
+// Stop stops the app, waits for every goroutine it started and closes its
+// state file.
 func (r *runningHub) Stop() error {
 	r.stop()
 	r.wg.Wait()
-	return r.err
+	return errors.Join(r.err, r.app.Close())
 }
 
 // waitInSync waits until the hub shows every one of its want objects in sync.
@@ -557,7 +568,10 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 		b.progress("%s: a fresh hub (watches on)", mode)
 	}
 	began := time.Now()
-	rh := b.startHub(ctx, w, hubOpts, disableWatch)
+	rh, err := b.startHub(ctx, w, hubOpts, disableWatch)
+	if err != nil {
+		return r, err
+	}
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -685,7 +699,10 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	}
 	b.progress("scale: starting a fresh hub on %d existing objects", total)
 	began = time.Now()
-	rh := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
+	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
+	if err != nil {
+		return nil, err
+	}
 	defer func() { _ = rh.Stop() }()
 	if err := b.waitInSync(ctx, rh.app.hub, total, b.syncLimit(o.objects)); err != nil {
 		return nil, fmt.Errorf("scale run: %w", err)

@@ -72,6 +72,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
+	warnManagesNothing(stderr, cfg)
 	if *output == "yaml" {
 		return printObjects(stdout, config.Compile(cfg))
 	}
@@ -85,7 +86,28 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 			fmt.Fprintf(stderr, "driftwatch: warning: clusterAPI source %q: kubeconfig %s does not exist\n", src.Name, src.Kubeconfig)
 		}
 	}
-	return printPlan(stdout, cfg)
+	stateFile, err := stateFileFor(cfg, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: warning: %v\n", err)
+	}
+	return printPlan(stdout, cfg, stateFile)
+}
+
+// warnManagesNothing warns loudly about a valid config that would manage
+// nothing on a cluster: a hub running it would decommission everything it
+// applied there before (the prune guard refuses that without
+// --allow-prune, but the file is most likely a mistake).
+func warnManagesNothing(w io.Writer, cfg *config.Config) {
+	const consequence = "a running hub given this file would prune every object it manages there (refused without --allow-prune)"
+	if len(cfg.Applications) == 0 {
+		fmt.Fprintf(w, "driftwatch: WARNING: no applications: this config manages nothing on any cluster; %s\n", consequence)
+		return
+	}
+	for _, cl := range cfg.Clusters {
+		if len(cfg.AppsFor(cl.Info())) == 0 {
+			fmt.Fprintf(w, "driftwatch: WARNING: cluster %q: no application targets it: this config manages nothing there; %s\n", cl.ID, consequence)
+		}
+	}
 }
 
 // printObjects writes the compiled objects as multi-document YAML, each
@@ -109,7 +131,9 @@ func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 
 // printPlan writes the hub settings, then per cluster what it will manage,
 // then the Cluster API sources whose clusters are discovered at runtime.
-func printPlan(w io.Writer, cfg *config.Config) error {
+// stateFile is the resolved state file ("" for none, or when there is no
+// default path).
+func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	var b strings.Builder
 	h := cfg.Hub
 	tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
@@ -120,6 +144,17 @@ func printPlan(w io.Writer, cfg *config.Config) error {
 	fmt.Fprintf(tw, "  workers:\t%d\n", h.Workers)
 	fmt.Fprintf(tw, "  qps/burst:\t%g/%d\n", h.QPS, h.Burst)
 	fmt.Fprintf(tw, "  decommissionTimeout:\t%s\n", h.DecommissionTimeout)
+	fmt.Fprintf(tw, "  pruneLimit:\t%d\n", h.PruneLimit)
+	switch {
+	case stateFile == "" && h.StateFile == config.StateFileNone:
+		fmt.Fprintf(tw, "  stateFile:\t%s\n", "none (pauses, holds and what was applied are forgotten at exit)")
+	case stateFile == "":
+		fmt.Fprintf(tw, "  stateFile:\t%s\n", "(no default path: set hub.stateFile)")
+	case h.StateFile == "":
+		fmt.Fprintf(tw, "  stateFile:\t%s (default)\n", stateFile)
+	default:
+		fmt.Fprintf(tw, "  stateFile:\t%s\n", stateFile)
+	}
 	tw.Flush()
 
 	total := 0

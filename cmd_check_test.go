@@ -55,6 +55,8 @@ applications:
 				"hub example-hub",
 				"managedBy:           driftwatch",
 				"resync:              5m0s",
+				"pruneLimit:          50\n",
+				"stateFile:           /home/ops/.local/state/driftwatch/example-hub.db (default)\n",
 				"cluster prod-eu\n",
 				"kubeconfig: /home/ops/.kube/prod-eu.yaml",
 				"context:    prod-eu",
@@ -275,5 +277,124 @@ func TestCheckYAMLObjects(t *testing.T) {
 	}
 	if !slices.IsSorted(ids) {
 		t.Errorf("documents not sorted by NodeID: %v", ids)
+	}
+}
+
+// TestCheckWarnsManagesNothing: a valid config that would manage nothing on
+// a cluster passes (exit 0) with a loud warning on stderr for each such
+// cluster, in both output formats.
+func TestCheckWarnsManagesNothing(t *testing.T) {
+	dir := t.TempDir()
+	noApps := filepath.Join(dir, "no-apps.yaml")
+	unused := filepath.Join(dir, "unused.yaml")
+	fine := filepath.Join(dir, "fine.yaml")
+	files := map[string]string{
+		noApps: "clusters:\n  - id: prod-eu\n    kubeconfig: /dev/null\napplications: []\n",
+		unused: `clusters:
+  - id: prod-eu
+    kubeconfig: /dev/null
+    labels: {env: prod}
+  - id: staging
+    kubeconfig: /dev/null
+    labels: {env: staging}
+applications:
+  - id: web
+    namespace: web
+    selector: env=prod
+    image: nginx
+`,
+		fine: "clusters:\n  - id: prod-eu\n    kubeconfig: /dev/null\napplications:\n  - {id: web, namespace: web, clusters: [prod-eu], image: nginx}\n",
+	}
+	for name, src := range files {
+		if err := os.WriteFile(name, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string // stderr lines
+	}{
+		{"no applications", []string{"check", "-f", noApps}, []string{
+			"driftwatch: WARNING: no applications: this config manages nothing on any cluster; " +
+				"a running hub given this file would prune every object it manages there (refused without --allow-prune)",
+		}},
+		{"no applications yaml", []string{"check", "-f", noApps, "-o", "yaml"}, []string{
+			"driftwatch: WARNING: no applications: this config manages nothing on any cluster; " +
+				"a running hub given this file would prune every object it manages there (refused without --allow-prune)",
+		}},
+		{"cluster not targeted", []string{"check", "-f", unused}, []string{
+			`driftwatch: WARNING: cluster "staging": no application targets it: this config manages nothing there; ` +
+				"a running hub given this file would prune every object it manages there (refused without --allow-prune)",
+		}},
+		{"every cluster targeted", []string{"check", "-f", fine}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, testEnv, &stdout, &stderr)
+			if code := exitCode(err, &stderr); code != 0 {
+				t.Fatalf("exit code = %d, want 0: %s", code, &stderr)
+			}
+			var got []string
+			if s := strings.TrimSuffix(stderr.String(), "\n"); s != "" {
+				got = strings.Split(s, "\n")
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("stderr lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if !slices.Contains(tt.args, "yaml") && !strings.Contains(stdout.String(), "cluster prod-eu\n") {
+				t.Errorf("the plan was not printed:\n%s", &stdout)
+			}
+		})
+	}
+}
+
+// TestCheckStateFile: the plan shows the state file the hub would use: the
+// configured one, the default under XDG_STATE_HOME or HOME, none; with no
+// default folder check warns (and still exits 0).
+func TestCheckStateFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, hubSection string) string {
+		p := filepath.Join(dir, name)
+		src := hubSection + "clusters:\n  - id: a\n    kubeconfig: /dev/null\napplications:\n  - {id: web, namespace: web, clusters: [a], image: nginx}\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := write("plain.yaml", "hub: {id: edge}\n")
+	tests := []struct {
+		name    string
+		path    string
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{"default under XDG_STATE_HOME", plain, map[string]string{"XDG_STATE_HOME": "/var/state", "HOME": "/home/ops"},
+			"stateFile:           /var/state/driftwatch/edge.db (default)\n", ""},
+		{"default under HOME", plain, map[string]string{"HOME": "/home/ops"},
+			"stateFile:           /home/ops/.local/state/driftwatch/edge.db (default)\n", ""},
+		{"configured", write("set.yaml", "hub: {id: edge, stateFile: state/edge.db, pruneLimit: 7}\n"), nil,
+			"stateFile:           " + filepath.Join(dir, "state/edge.db") + "\n", ""},
+		{"none", write("none.yaml", "hub: {stateFile: none}\n"), nil,
+			"stateFile:           none (pauses, holds and what was applied are forgotten at exit)\n", ""},
+		{"no default folder", plain, nil, "stateFile:           (no default path: set hub.stateFile)\n",
+			"driftwatch: warning: hub.stateFile: no default state file (neither XDG_STATE_HOME nor HOME is an absolute folder)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), []string{"check", "-f", tt.path}, func(k string) string { return tt.env[k] }, &stdout, &stderr)
+			if code := exitCode(err, &stderr); code != 0 {
+				t.Fatalf("exit code = %d: %s", code, &stderr)
+			}
+			if !strings.Contains(stdout.String(), tt.want) {
+				t.Errorf("plan lacks %q:\n%s", tt.want, &stdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) || (tt.wantErr == "") != (stderr.Len() == 0) {
+				t.Errorf("stderr = %q, want %q", &stderr, tt.wantErr)
+			}
+		})
 	}
 }

@@ -193,7 +193,12 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("demo config: %w", err)
 	}
 	progress("config written to %s; starting the hub", cfgPath)
-	a := newApp(cfg, appOptions{log: log})
+	// The demo's state stays in its own folder, never the user's.
+	a, err := newApp(cfg, appOptions{log: log, stateFile: filepath.Join(dir, "state.db")})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer a.Close()
 	clients := make(map[string]kubernetes.Interface, len(set.Clusters))
 	for _, lc := range set.Clusters {
 		rc := lc.RESTConfig()

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,11 +17,13 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters/localcluster"
 	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // syncBuffer is a goroutine-safe writer.
@@ -77,10 +81,18 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}
+	// The hub's state file goes to the default path under XDG_STATE_HOME.
+	stateHome := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return stateHome
+		}
+		return ""
+	}
 	var wg conc.WaitGroup
 	var runErr error
 	wg.Go(func() {
-		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, func(string) string { return "" }, out, errOut)
+		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
 	var base string
 	deadline := time.Now().Add(20 * time.Second)
@@ -162,6 +174,64 @@ func TestServe(t *testing.T) {
 	if code != 200 || !strings.Contains(snap, `"c1:srv/web:deployment"`) {
 		t.Fatalf("snapshot = %d %.200s", code, snap)
 	}
+
+	// A reload that would prune every object of c1 is refused, over the
+	// API (`driftwatch reload`) and on SIGHUP alike, and changes nothing;
+	// --allow-prune confirms it.
+	head, _, _ := strings.Cut(string(good), "applications:\n")
+	noApps := []byte(head + "applications: []\n")
+	if err := os.WriteFile(path, noApps, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rOut, rErr strings.Builder
+	err = run(t.Context(), []string{"reload", "--server", base}, getenv, &rOut, &rErr)
+	if code := exitCode(err, &rErr); code != 1 || !strings.Contains(rErr.String(), "reload refused") ||
+		!strings.Contains(rErr.String(), `cluster "c1": 3 of 3 managed objects (all of them)`) || !strings.Contains(rErr.String(), "--allow-prune") {
+		t.Fatalf("refused reload: exit %d\nstdout: %s\nstderr: %s", code, &rOut, &rErr)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP("refused reloads counted", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return metricValue(body, `driftwatch_config_reloads_total{outcome="rejected"}`) == 3
+	})
+	if _, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a refused reload deleted the deployment: %v", err)
+	}
+	if code, snap := httpGet(t, base+"/api/v1/snapshot"); code != 200 || strings.Contains(snap, "decommissioning") {
+		t.Fatalf("after refused reloads the snapshot shows decommissions: %d %.300s", code, snap)
+	}
+	rOut.Reset()
+	rErr.Reset()
+	if err := run(t.Context(), []string{"reload", "--allow-prune", "--server", base}, getenv, &rOut, &rErr); err != nil {
+		t.Fatalf("reload --allow-prune: %v\n%s", err, &rErr)
+	}
+	if !strings.Contains(rOut.String(), "config reloaded") {
+		t.Fatalf("reload --allow-prune printed %q", &rOut)
+	}
+	waitHTTP("web pruned after the confirmed reload", func() bool {
+		_, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{})
+		_, body := httpGet(t, base+"/api/v1/snapshot")
+		var snap hub.Snapshot
+		return apierrors.IsNotFound(err) && json.Unmarshal([]byte(body), &snap) == nil && len(snap.Nodes) == 0 // every decommission done
+	})
+	if entries, err := os.ReadDir(filepath.Join(stateHome, "driftwatch")); err != nil || len(entries) == 0 {
+		t.Fatalf("no state file under XDG_STATE_HOME: %v %v", entries, err)
+	}
+	// Back to the good config: web is applied again (and recorded).
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"reload", "--server", base}, getenv, &rOut, &rErr); err != nil {
+		t.Fatalf("reload: %v\n%s", err, &rErr)
+	}
+	waitHTTP("web applied again", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return metricValue(body, `driftwatch_managed_objects{cluster="c1",status="in-sync"}`)+
+			metricValue(body, `driftwatch_managed_objects{cluster="c1",status="repaired"}`) == 3
+	})
+
 	// Structured logs: every stderr line is JSON.
 	for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
 		if line != "" && !strings.HasPrefix(line, "{") {
@@ -181,5 +251,21 @@ func TestServe(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before+2 {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after serve returned, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+
+	// The state file remembers what the hub applied: a restart with a
+	// config that no longer selects web would prune all of c1, so it is
+	// refused (exit 1, saying how to confirm) and deletes nothing.
+	if err := os.WriteFile(path, noApps, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sOut, sErr strings.Builder
+	err = run(t.Context(), []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, getenv, &sOut, &sErr)
+	if code := exitCode(err, &sErr); code != 1 || !strings.Contains(sErr.String(), "refusing to prune 3 objects") ||
+		!strings.Contains(sErr.String(), "run the command again with --allow-prune") || strings.Contains(sOut.String(), "listening") {
+		t.Fatalf("refused start: exit %d\nstdout: %s\nstderr: %s", code, &sOut, &sErr)
+	}
+	if _, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a refused start deleted the deployment: %v", err)
 	}
 }

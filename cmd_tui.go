@@ -57,6 +57,7 @@ func runTUI(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "config file (required)")
 	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
+	allowPrune := fs.Bool("allow-prune", false, allowPruneUsage)
 	logFile := fs.String("log-file", defaultLogFile(getenv), "log file (nothing is written to the terminal while the UI runs)")
 	if err := fs.Parse(args); err != nil {
 		return usageError("%v", err)
@@ -77,18 +78,27 @@ func runTUI(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer closer.Close()
-	a := newApp(cfg, appOptions{log: log, loadOpts: config.LoadOptions{Getenv: getenv}})
+	stateFile, err := stateFileFor(cfg, getenv)
+	if err != nil {
+		return startError("", err)
+	}
+	a, err := newApp(cfg, appOptions{log: log, loadOpts: config.LoadOptions{Getenv: getenv},
+		stateFile: stateFile, allowPrune: *allowPrune})
+	if err != nil {
+		return startError("", err)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	wg.Go(func() { a.reloadOnSIGHUP(runCtx) })
+	wg.Go(a.reloadOnSIGHUP(runCtx))
 	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
 	stop()
 	wg.Wait()
+	closeErr := a.Close()
 	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", *logFile)
-	return errors.Join(uiErr, appErr)
+	return errors.Join(uiErr, appErr, closeErr)
 }
 
 // runAttach is `driftwatch attach URL`: the terminal UI over a headless

@@ -95,6 +95,7 @@ func (a *testApp) stop() {
 	a.unsub()
 	a.cancel()
 	a.wg.Wait()
+	_ = a.Close()
 }
 
 func startApp(t *testing.T, path string, mutate func(*appOptions)) *testApp {
@@ -107,7 +108,10 @@ func startApp(t *testing.T, path string, mutate func(*appOptions)) *testApp {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	a := newApp(cfg, opts)
+	a, err := newApp(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	wg := &conc.WaitGroup{}
 	wg.Go(func() { _ = a.Run(ctx) })
@@ -435,7 +439,7 @@ func TestHubPoliciesPauseAndRecovery(t *testing.T) {
 	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = a.Reload()
+	err = a.Reload(false)
 	if err == nil || !strings.Contains(err.Error(), "replicas") || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("invalid reload error = %v", err)
 	}
@@ -456,7 +460,7 @@ func TestHubPoliciesPauseAndRecovery(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Reload(); err != nil {
+	if err := a.Reload(false); err != nil {
 		t.Fatal(err)
 	}
 	held := hub.NewNodeID("c2", "ops", "worker", hub.KindConfigMap)

@@ -65,12 +65,16 @@ const usage = `driftwatch keeps Kubernetes objects true across many clusters.
 Usage:
   driftwatch -f FILE [--readonly]   run the hub and the terminal UI (logs go to a file)
   driftwatch serve -f FILE          run the hub headless: HTTP API, /metrics, JSON logs
+  driftwatch reload                 ask a running hub (serve) to reload its config (--allow-prune, --server URL)
   driftwatch attach URL             terminal UI over a headless hub (e.g. http://127.0.0.1:7070)
   driftwatch demo [--headless]      three local clusters with live drift and repair
   driftwatch check -f FILE          validate a config and print its plan (-o yaml: the objects)
   driftwatch bench                  measure drift detection and repair on local clusters (vs a raw watch and polling)
   driftwatch version                print the version
   driftwatch help                   show this help
+
+A start or reload that would decommission every managed object of a cluster,
+or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.
 `
 
 // run is the whole program: it parses args and runs one subcommand until ctx
@@ -90,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "reload":
+		return runReload(ctx, args[1:], getenv, stdout, stderr)
 	case "check":
 		return runCheck(ctx, args[1:], getenv, stdout, stderr)
 	case "bench":

@@ -104,11 +104,20 @@ func (b appBuilder) meta(id hub.NodeID) metav1.ObjectMeta {
 		annotations = map[string]string{}
 	}
 	annotations[hub.NodeIDAnnotation] = id.String()
+	annotations[hub.HubAnnotation] = b.hubID()
 	if a.Tenancy != "" {
 		labels[hub.TenancyLabel] = TenancyLabelValue(a.Tenancy)
 		annotations[hub.TenancyLabel] = a.Tenancy
 	}
 	return metav1.ObjectMeta{Name: a.ID, Namespace: a.Namespace, Labels: labels, Annotations: annotations}
+}
+
+// hubID is the id of the hub that owns the objects.
+func (b appBuilder) hubID() string {
+	if b.cfg.Hub.ID == "" {
+		return DefaultHubID
+	}
+	return b.cfg.Hub.ID
 }
 
 // spec wraps a typed object into a NodeSpec.

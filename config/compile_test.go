@@ -82,6 +82,9 @@ func TestCompileInvariants(t *testing.T) {
 			if got := o.GetAnnotations()[hub.NodeIDAnnotation]; got != s.ID.String() {
 				t.Errorf("node-id annotation = %q, want %q", got, s.ID)
 			}
+			if got := o.GetAnnotations()[hub.HubAnnotation]; got != cfg.Hub.ID {
+				t.Errorf("hub annotation = %q, want the hub id %q", got, cfg.Hub.ID)
+			}
 			if id, err := hub.ParseNodeID(s.ID.String()); err != nil || id != s.ID {
 				t.Errorf("NodeID %v does not round-trip: %v, %v", s.ID, id, err)
 			}
@@ -239,7 +242,7 @@ func TestCompileShapes(t *testing.T) {
 		},
 		{
 			name:  "tenancy, labels, annotations",
-			hub:   "hub: {managedBy: fleet}\n",
+			hub:   "hub: {id: fleet-hub, managedBy: fleet}\n",
 			app:   "    tenancy: \"acme:eu\"\n    labels: {team: core}\n    annotations: {example.com/owner: me}\n    port: 8080\n",
 			kinds: []hub.Kind{hub.KindDeployment, hub.KindService},
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
@@ -251,7 +254,7 @@ func TestCompileShapes(t *testing.T) {
 					if got := s.Object.GetLabels(); !maps.Equal(got, wantLabels) {
 						t.Errorf("%s labels = %v, want %v", kind, got, wantLabels)
 					}
-					wantAnn := map[string]string{hub.NodeIDAnnotation: s.ID.String(), hub.TenancyLabel: "acme:eu", "example.com/owner": "me"}
+					wantAnn := map[string]string{hub.NodeIDAnnotation: s.ID.String(), hub.HubAnnotation: "fleet-hub", hub.TenancyLabel: "acme:eu", "example.com/owner": "me"}
 					if got := s.Object.GetAnnotations(); !maps.Equal(got, wantAnn) {
 						t.Errorf("%s annotations = %v, want %v", kind, got, wantAnn)
 					}

@@ -29,6 +29,11 @@ const (
 	DefaultWorkers = 4
 	// DefaultDecommissionTimeout is the default Hub.DecommissionTimeout.
 	DefaultDecommissionTimeout = 2 * time.Minute
+	// DefaultPruneLimit is the default Hub.PruneLimit.
+	DefaultPruneLimit = 50
+	// StateFileNone as Hub.StateFile keeps no durable state: pauses,
+	// overrides, holds and what the hub applied are forgotten at exit.
+	StateFileNone = "none"
 	// DefaultProgressDeadline is Kubernetes' default Deployment progress
 	// deadline, used when an application sets none.
 	DefaultProgressDeadline = 600 * time.Second
@@ -75,6 +80,21 @@ type Hub struct {
 	// DecommissionTimeout is how long pruning an object may take before it
 	// is reported stuck; default 2m.
 	DecommissionTimeout time.Duration
+	// PruneLimit is the most objects one config change may decommission at
+	// once without --allow-prune (a change that would decommission every
+	// object of a cluster is refused too); default 50, at least 1.
+	PruneLimit int
+	// PruneOrphans prunes orphans: objects carrying the managed-by label
+	// and this hub's id that the hub has no record of (its state file was
+	// lost, or an older run applied them). Default false: they are only
+	// shown. Never more than PruneLimit at once.
+	PruneOrphans bool
+	// StateFile is where the hub keeps what must survive a restart
+	// (pauses, policy overrides, holds, pending decommissions, what it
+	// applied): an absolute path with `~` and environment variables
+	// expanded like Cluster.Kubeconfig; "" means the default path for the
+	// hub id; StateFileNone keeps nothing.
+	StateFile string
 }
 
 // Cluster is one cluster named in the file (a `clusters:` entry).

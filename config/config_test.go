@@ -215,7 +215,7 @@ applications:
 `)
 	wantHub := Hub{
 		ID: "driftwatch", ManagedBy: "driftwatch", Resync: 5 * time.Minute, Policy: hub.PolicyRepair,
-		QPS: 50, Burst: 100, Workers: 4, DecommissionTimeout: 2 * time.Minute,
+		QPS: 50, Burst: 100, Workers: 4, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
 	}
 	if cfg.Hub != wantHub {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, wantHub)
@@ -243,12 +243,14 @@ func TestHubSettings(t *testing.T) {
   burst: 30
   workers: 8
   decommissionTimeout: 1m30s
+  pruneLimit: 200
+  stateFile: ~/state/hub.db
 clusters:
   - id: a
     kubeconfig: /k
 `)
 	want := Hub{ID: "my-hub", ManagedBy: "drift-hub", Resync: 90 * time.Second, Policy: hub.PolicyWarn,
-		QPS: 20, Burst: 30, Workers: 8, DecommissionTimeout: 90 * time.Second}
+		QPS: 20, Burst: 30, Workers: 8, DecommissionTimeout: 90 * time.Second, PruneLimit: 200, StateFile: "/home/ops/state/hub.db"}
 	if cfg.Hub != want {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, want)
 	}
@@ -271,6 +273,33 @@ func TestKubeconfigExpansion(t *testing.T) {
 			cfg := mustParse(t, "clusters:\n  - id: a\n    kubeconfig: \""+tt.in+"\"\n")
 			if got := cfg.Clusters[0].Kubeconfig; got != tt.want {
 				t.Errorf("Kubeconfig = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStateFile: hub.stateFile is expanded like a kubeconfig path, except
+// for the word none, which turns durable state off.
+func TestStateFile(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"", ""},
+		{"none", StateFileNone},
+		{"~/.local/state/dw.db", "/home/ops/.local/state/dw.db"},
+		{"${KUBE_DIR}/${CLUSTER}.db", "/etc/kube/prod-eu.db"},
+		{"state/hub.db", "/srv/driftwatch/state/hub.db"},
+		{"/var/lib/driftwatch/hub.db", "/var/lib/driftwatch/hub.db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			src := "clusters:\n  - id: a\n    kubeconfig: /k\n"
+			if tt.in != "" {
+				src = "hub:\n  stateFile: \"" + tt.in + "\"\n" + src
+			}
+			cfg := mustParse(t, src)
+			if got := cfg.Hub.StateFile; got != tt.want {
+				t.Errorf("StateFile = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -25,7 +25,7 @@ import (
 func topFields() []string { return []string{"hub", "clusters", "clusterAPI", "applications"} }
 
 func hubFields() []string {
-	return []string{"id", "managedBy", "resync", "policy", "qps", "burst", "workers", "decommissionTimeout"}
+	return []string{"id", "managedBy", "resync", "policy", "qps", "burst", "workers", "decommissionTimeout", "pruneLimit", "pruneOrphans", "stateFile"}
 }
 
 func clusterFields() []string {
@@ -160,6 +160,7 @@ func (d *decoder) hub(c child) {
 	*h = Hub{
 		ID: DefaultHubID, ManagedBy: hub.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
 		QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers, DecommissionTimeout: DefaultDecommissionTimeout,
+		PruneLimit: DefaultPruneLimit,
 	}
 	o := d.object(c.node, c.field, c.pos, hubFields()...)
 	if o == nil {
@@ -198,6 +199,39 @@ func (d *decoder) hub(c child) {
 	if v, ok := d.duration(o.get("decommissionTimeout")); ok {
 		h.DecommissionTimeout = v
 	}
+	if v, ok := d.int(o.get("pruneLimit"), 1, math.MaxInt32); ok {
+		h.PruneLimit = int(v)
+	}
+	if v, ok := d.boolean(o.get("pruneOrphans")); ok {
+		h.PruneOrphans = v
+	}
+	h.StateFile = d.stateFile(o.get("stateFile"))
+}
+
+// stateFile reads hub.stateFile: StateFileNone as is, any other path
+// expanded like a kubeconfig path; "" when it is absent or invalid
+// (reported).
+func (d *decoder) stateFile(c child) string {
+	if c.node == nil {
+		return ""
+	}
+	s, ok := d.str(c)
+	if !ok {
+		return ""
+	}
+	switch {
+	case strings.TrimSpace(s) == "":
+		d.errorf(c.pos, c.field, "must not be empty (leave it out for the default path, or set %s to keep no state)", StateFileNone)
+		return ""
+	case s == StateFileNone:
+		return s
+	}
+	p, err := d.expandPath(s)
+	if err != nil {
+		d.errorf(c.pos, c.field, "%v", err)
+		return ""
+	}
+	return p
 }
 
 func (d *decoder) clusterList(c child) {
@@ -909,8 +943,8 @@ func validResourceName(name string) bool {
 	return false
 }
 
-// expandPath expands `~` and ${VAR} in a kubeconfig path and makes it
-// absolute relative to the config file's folder.
+// expandPath expands `~` and ${VAR} in a kubeconfig or state file path and
+// makes it absolute relative to the config file's folder.
 func (d *decoder) expandPath(p string) (string, error) {
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):

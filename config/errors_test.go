@@ -394,6 +394,29 @@ applications:
     selector: "source in (capi"
     image: nginx
 `},
+		{name: "hub-safety", src: `hub:
+  pruneLimit: 0
+  stateFile: ""
+  prunelimit: 5
+clusters:
+  - id: a
+    kubeconfig: /k
+    stateFile: /tmp/x
+`},
+		{name: "hub-safety-types", src: `hub:
+  pruneLimit: many
+  stateFile: ~other/state.db
+clusters:
+  - id: a
+    kubeconfig: /k
+`},
+		{name: "hub-state-env", src: `hub:
+  stateFile: ${STATE_DIR}/hub.db
+  pruneLimit: -3
+clusters:
+  - id: a
+    kubeconfig: /k
+`},
 		{name: "not-a-list-clusterapi", src: "clusterAPI: {name: mgmt}\napplications:\n  - {id: x, namespace: ns, selector: env=prod, image: nginx}\n"},
 	}
 	for _, tt := range tests {

@@ -403,6 +403,19 @@ func (w *walker) str(c child) (string, bool) {
 	return s, ok
 }
 
+// boolean reads a true/false field.
+func (w *walker) boolean(c child) (bool, bool) {
+	if c.node == nil {
+		return false, false
+	}
+	v, ok := c.node.(*ast.BoolNode)
+	if !ok {
+		w.errorf(c.pos, c.field, "want true or false, got %s", describe(c.node))
+		return false, false
+	}
+	return v.Value, true
+}
+
 // int reads an integer field and checks it against [lo, hi].
 func (w *walker) int(c child, lo, hi int64) (int64, bool) {
 	if c.node == nil {

@@ -403,13 +403,17 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 			return nil, nil, refused
 		}
 	}
+	var revived []NodeID
 	for id, s := range next {
 		old, ok := h.desired[id]
 		if !ok || old.Hash != s.Hash || old.Policy != s.Policy {
 			changed = append(changed, id)
 		}
 		h.desired[id] = s
-		delete(h.decom, id)
+		if h.decom[id] != nil {
+			revived = append(revived, id)
+			delete(h.decom, id)
+		}
 		if h.loop[id] == nil {
 			h.loop[id] = &nodeLoop{}
 		}
@@ -428,6 +432,13 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	}
 	h.mu.Unlock()
 	if h.opts.Intent != nil {
+		// Wanted again: a pending decommission ends and is forgotten, so
+		// a restart never resumes it.
+		for _, id := range revived {
+			if err := h.opts.Intent.DeleteDecommission(id); err != nil {
+				h.log.Error("forget decommission", "node", id.String(), "err", err)
+			}
+		}
 		for _, r := range records {
 			if err := h.opts.Intent.PutDecommission(r); err != nil {
 				h.log.Error("record decommission", "node", r.Ref.ID.String(), "err", err)

@@ -410,6 +410,35 @@ func TestDecommissionResumesAfterRestart(t *testing.T) {
 	})
 }
 
+// A decommission that ends because the NodeID is wanted again is forgotten
+// by the intent store too: a restart never resumes it unguarded.
+func TestRevivedDecommissionForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		f := start(t, b, Options{Intent: store})
+		if err := f.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		f.h.SetDesired(appSpecs("c1", "a", "b"))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if err := f.h.PauseCluster("c1", true); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.h.ReplaceDesired(appSpecs("c1", "a", "b"), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if len(store.in.Decommissions) != 0 {
+			t.Errorf("decommission of a NodeID wanted again still recorded: %+v", store.in.Decommissions)
+		}
+	})
+}
+
 // Objects carrying our marks that nothing wants or remembers are orphans:
 // shown, never pruned by default; pruned with PruneOrphans within the
 // limit; another hub's objects are never ours.

@@ -50,9 +50,9 @@ func statusRank(s hub.Status) int {
 		return 4
 	case hub.StatusWarnOnly:
 		return 5
-	case hub.StatusPaused:
+	case hub.StatusPaused, hub.StatusHeld:
 		return 6
-	case hub.StatusDecommissioning:
+	case hub.StatusDecommissioning, hub.StatusOrphan:
 		return 7
 	case hub.StatusRepaired:
 		return 8

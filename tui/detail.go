@@ -28,6 +28,7 @@ type detailView struct {
 	found         bool
 	cluster       hub.ClusterStatus
 	override      hub.Policy // the application's runtime policy override
+	holds         []hub.Hold // holds covering the NodeID (active when received)
 	hasSnapshot   bool
 	off           int
 	lineCount     int // lines of the last render, to bound scrolling
@@ -56,8 +57,17 @@ func (v *detailView) setSnapshot(s *hub.Snapshot) {
 	v.node, v.found = s.Node(v.id)
 	v.cluster, _ = s.Cluster(v.id.Cluster)
 	v.override = ""
+	v.holds = v.holds[:0]
 	if v.found {
 		v.override = s.AppPolicies[v.node.Application]
+	}
+	for _, hd := range s.Holds {
+		switch t := hd.Target; {
+		case t.Scope == hub.HoldNode && t.Name == v.id.String(),
+			t.Scope == hub.HoldApplication && v.found && t.Name == v.node.Application,
+			t.Scope == hub.HoldCluster && t.Name == v.id.Cluster:
+			v.holds = append(v.holds, hd)
+		}
 	}
 }
 
@@ -150,6 +160,14 @@ func (v *detailView) lines() []string {
 	add(v.field("status", status+v.st.dim.render(" · cluster ")+cl))
 	if n.Reason != "" {
 		add(v.wrapped("reason", n.Reason, style{})...)
+	}
+	for _, hd := range v.holds {
+		if !hd.Active(now) {
+			continue
+		}
+		left := shortDuration(max(hd.Until.Sub(now).Round(time.Minute), time.Minute))
+		head := v.st.magenta.render(string(hd.Target.Scope)+" "+hd.Target.Name) + v.st.dim.render(" · "+left+" left · ")
+		add(v.field("hold", head+oneLine(hd.Reason)))
 	}
 	app := n.Application
 	if app == "" {

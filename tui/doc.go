@@ -1,7 +1,7 @@
 // Package tui is driftwatch's terminal UI (bubbletea v2): an overview of every
 // cluster with a live feed of drift and repairs, a per-cluster drill-down, a
 // per-NodeID detail with the desired-versus-actual diff, attribution and
-// timeline, and actions (repair now, pause a cluster, warn-only). It renders
+// timeline, and actions (repair now, pause a cluster, warn-only, holds). It renders
 // hub snapshots received through a small Source interface, in process or
 // attached to a headless hub over HTTP.
 //
@@ -25,15 +25,21 @@
 // Esc goes back (after clearing an applied filter), q goes back and quits on
 // the overview, ctrl+c quits anywhere. r (repair now), p (pause or resume
 // the cluster) and w (toggle warn-only for the node's application) ask for
-// y/n first and are refused in read-only mode.
+// y/n first and are refused in read-only mode. h holds repairs of the
+// selection (the node in the cluster and detail views and the feed, the
+// cluster on the overview's table): it asks for a duration (30m offered)
+// and a reason (required), and the hold expires by itself; H releases the
+// hold over the selection (the node's own, else its application's, else
+// its cluster's) after y/n. Held nodes show as held (magenta, counted in
+// DRIFT); the detail view shows the holds over its node.
 //
 // # Layout
 //
 // Every frame fills the window exactly: a header (where you are, global
 // totals), the screen, a line for key hints or the prompt, and the status
-// bar (hub, clusters up, repair mode, last message, snapshot age). Lines are
-// cut with an ellipsis, never wrapped by the terminal; narrow windows hide
-// the least important columns first. Only visible rows are rendered, so a
+// bar (hub, clusters up, repair mode, active holds, last message, snapshot
+// age). Lines are cut with an ellipsis, never wrapped by the terminal;
+// narrow windows hide the least important columns first. Only visible rows are rendered, so a
 // cluster with tens of thousands of NodeIDs costs about as much as a small
 // one. With Options.NoColor the output holds no ANSI styles at all.
 //

@@ -70,6 +70,16 @@ func (f *fakeSource) SetApplicationPolicy(app string, p hub.Policy) error {
 	return f.record(fmt.Sprintf("policy %s %q", app, p))
 }
 
+func (f *fakeSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
+	err := f.record(fmt.Sprintf("hold %s %s %q", t, ttl, reason))
+	if err != nil {
+		return hub.Hold{}, err
+	}
+	return hub.Hold{Target: t, Reason: reason, Since: fixedNow, Until: fixedNow.Add(ttl)}, nil
+}
+
+func (f *fakeSource) ReleaseHold(t hub.HoldTarget) error { return f.record("release " + t.String()) }
+
 func (f *fakeSource) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

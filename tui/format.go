@@ -168,3 +168,24 @@ func clamp(v, lo, hi int) int {
 	}
 	return v
 }
+
+// shortDuration formats a duration a person typed or reads: "30m", "2h",
+// "1h30m", "45s" (time.Duration's form without zero units).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// plural formats a count and its noun: "1 hold", "2 holds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -81,6 +81,7 @@ func TestGoldenViews(t *testing.T) {
 		{"help", []string{"?"}},
 		{"confirm", []string{"enter", "r"}},
 		{"filter", []string{"enter", "/", "ord"}},
+		{"hold_prompt", []string{"enter", "h", "enter"}},
 	}
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		for _, s := range screens {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -32,7 +33,27 @@ func TestHubSource(t *testing.T) {
 	if err := src.SetApplicationPolicy("inventory", hub.PolicyWarn); err != nil {
 		t.Fatal(err)
 	}
+	hold := hub.HoldTarget{Scope: hub.HoldNode, Name: id.String()}
+	if hd, err := src.Hold(hold, 30*time.Minute, "incident 42"); err != nil || hd.Until != fixedNow.Add(30*time.Minute) {
+		t.Fatalf("Hold = %+v, %v", hd, err)
+	}
+	if _, err := src.Hold(hold, 30*time.Minute, ""); err == nil {
+		t.Error("a hold without a reason was placed")
+	}
+	app := hub.HoldTarget{Scope: hub.HoldApplication, Name: "inventory"}
+	if _, err := src.Hold(app, time.Hour, "freeze"); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.ReleaseHold(app); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.ReleaseHold(app); err == nil {
+		t.Error("releasing a released hold succeeded")
+	}
 	snap := h.Snapshot()
+	if len(snap.Holds) != 1 || snap.Holds[0].Target != hold {
+		t.Errorf("snapshot holds = %+v, want the node's", snap.Holds)
+	}
 	if c, _ := snap.Cluster("prod-eu"); !c.Paused {
 		t.Error("cluster not paused")
 	}
@@ -45,7 +66,7 @@ func TestHubSource(t *testing.T) {
 	m.Update(snapshotMsg{snap: snap})
 	press(t, m, "enter", "enter")
 	out := m.View().Content
-	for _, want := range []string{"hub-test", "1/1 clusters up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override"} {
+	for _, want := range []string{"hub-test", "1/1 clusters up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override", "1 hold", "node prod-eu:casehub/inventory:deployment · 30m left · incident 42"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("screen lacks %q:\n%s", want, out)
 		}

@@ -10,7 +10,7 @@ type keyMap struct {
 	Enter, Back, Quit, ForceQuit, Tab     key.Binding
 	Help, Command, Filter                 key.Binding
 	Sort, Reverse, Problems               key.Binding
-	Repair, Pause, Warn                   key.Binding
+	Repair, Pause, Warn, Hold, Release    key.Binding
 	Yes, No                               key.Binding
 	// Commands typed after ":" (documentation only: never matched).
 	CmdCluster, CmdNode, CmdQuit key.Binding
@@ -42,6 +42,8 @@ func defaultKeys() keyMap {
 		Repair:    b("r", "repair now", "r"),
 		Pause:     b("p", "pause/resume cluster", "p"),
 		Warn:      b("w", "toggle warn-only (app)", "w"),
+		Hold:      b("h", "hold repairs (ttl, reason)", "h"),
+		Release:   b("H", "release the hold", "H"),
 		Yes:       b("y", "confirm", "y", "Y"),
 		No:        b("n/esc", "cancel", "n", "N", "esc"),
 

@@ -577,3 +577,115 @@ func TestFeedKeepsSelection(t *testing.T) {
 		t.Errorf("selected = %q at row %d, want %q at row 3", got, m.overview.feedCur, before)
 	}
 }
+
+// withHolds returns the fixture with active holds on an application and a
+// cluster, and an expired one.
+func withHolds() *hub.Snapshot {
+	s := fixture()
+	s.Holds = []hub.Hold{
+		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "inventory"}, Reason: "release freeze", Since: ago(5 * time.Minute), Until: fixedNow.Add(25 * time.Minute)},
+		{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-us"}, Reason: "node pool upgrade", Since: ago(time.Hour), Until: fixedNow.Add(2 * time.Hour)},
+		{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "staging"}, Reason: "over", Since: ago(time.Hour), Until: ago(time.Minute)},
+	}
+	return s
+}
+
+func TestHoldKeys(t *testing.T) {
+	const inv = "prod-eu:casehub/inventory:deployment"
+	tests := []struct {
+		name     string
+		opts     Options
+		srcErr   error
+		steps    []step
+		calls    []string
+		status   string
+		prompt   string // the prompt line after the steps ("" none)
+		question string // pending confirmation after the steps
+	}{
+		{name: "h on a node asks for the duration", steps: []step{keys("enter", "h")},
+			prompt: "Hold repairs of node " + inv + " for: 30m"},
+		{name: "then for the reason", steps: []step{keys("enter", "h", "enter")},
+			prompt: "Reason for holding node " + inv + " (30m): "},
+		{name: "h places the hold", steps: []step{keys("enter", "h", "enter"), text("incident 42"), keys("enter")},
+			calls:  []string{"hold node/" + inv + ` 30m0s "incident 42"`},
+			status: "repairs of node " + inv + " held for 30m (until 12:30); H releases it"},
+		{name: "h on the overview holds the cluster", steps: []step{keys("h", "ctrl+u"), text("2h"), keys("enter"), text("upgrade"), keys("enter")},
+			calls: []string{`hold cluster/prod-eu 2h0m0s "upgrade"`}, status: "held for 2h (until 14:00)"},
+		{name: "h in the detail view", steps: []step{keys("enter", "end", "enter", "h", "backspace", "backspace", "backspace"), text("1h30m"), keys("enter"), text("x"), keys("enter")},
+			calls: []string{`hold node/prod-eu:legacy/billing:service 1h30m0s "x"`}},
+		{name: "h on a feed entry holds its node", steps: []step{keys("tab", "h", "enter"), text("y"), keys("enter")},
+			calls: []string{`hold node/prod-eu:casehub/orders:deployment 30m0s "y"`}},
+		{name: "a reason is required", steps: []step{keys("enter", "h", "enter", "space", "enter")},
+			status: "a reason is required", prompt: "Reason for holding node " + inv},
+		{name: "a bad duration is refused", steps: []step{keys("enter", "h", "ctrl+u"), text("soon"), keys("enter")},
+			status: `hold duration "soon": want a positive duration`, prompt: "Hold repairs of node " + inv + " for: soon"},
+		{name: "esc cancels", steps: []step{keys("enter", "h", "enter", "esc")}, status: "cancelled"},
+		{name: "errors are shown", srcErr: errors.New("hub unreachable"), steps: []step{keys("enter", "h", "enter"), text("z"), keys("enter")},
+			calls: []string{"hold node/" + inv + ` 30m0s "z"`}, status: "error: hub unreachable"},
+		{name: "H releases the application hold over a node", steps: []step{{snap: withHolds()}, keys("enter", "H")},
+			question: "Release the hold on application inventory (release freeze, 25m left)?"},
+		{name: "H then y", steps: []step{{snap: withHolds()}, keys("enter", "H", "y")},
+			calls: []string{"release application/inventory"}, status: "hold on application inventory released: repairs resume"},
+		{name: "H on a held cluster", steps: []step{{snap: withHolds()}, keys("down", "H", "y")},
+			calls: []string{"release cluster/prod-us"}},
+		{name: "H without an active hold", steps: []step{{snap: withHolds()}, keys("down", "down", "H")},
+			status: "no active hold on cluster staging"},
+		{name: "read-only: h", opts: Options{ReadOnly: true}, steps: []step{keys("enter", "h")}, status: ReadOnlyMessage},
+		{name: "read-only: H", opts: Options{ReadOnly: true}, steps: []step{{snap: withHolds()}, keys("enter", "H", "y")}, status: ReadOnlyMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, src := newFixtureModel(t, 160, 24, tt.opts)
+			src.err = tt.srcErr
+			run(t, m, tt.steps)
+			if got := src.Calls(); !slices.Equal(got, tt.calls) {
+				t.Errorf("calls = %q, want %q", got, tt.calls)
+			}
+			if !strings.Contains(m.StatusMessage(), tt.status) {
+				t.Errorf("status = %q, want it to contain %q", m.StatusMessage(), tt.status)
+			}
+			prompt := ""
+			if m.hold != nil {
+				prompt = m.promptLine()
+			}
+			if !strings.HasPrefix(prompt, tt.prompt) || (tt.prompt == "") != (prompt == "") {
+				t.Errorf("prompt = %q, want %q", prompt, tt.prompt)
+			}
+			q := ""
+			if m.confirm != nil {
+				q = m.confirm.question
+			}
+			if q != tt.question {
+				t.Errorf("pending question = %q, want %q", q, tt.question)
+			}
+		})
+	}
+}
+
+// TestHeldStatus: holds show in the status bar; held counts as drift on
+// the overview, sorts with paused and is magenta like it.
+func TestHeldStatus(t *testing.T) {
+	m, _ := newFixtureModel(t, 160, 24, Options{})
+	if out := m.View().Content; strings.Contains(out, "holds") || strings.Contains(out, "1 hold") {
+		t.Errorf("status bar mentions holds when there are none:\n%s", out)
+	}
+	m.Update(snapshotMsg{snap: withHolds()})
+	if out := m.View().Content; !strings.Contains(out, "mode repair │ 2 holds") {
+		t.Errorf("status bar lacks the 2 active holds:\n%s", out)
+	}
+	press(t, m, "enter", "enter")
+	if out := m.View().Content; !strings.Contains(out, "hold        application inventory · 25m left · release freeze") {
+		t.Errorf("the detail view lacks the hold over its node:\n%s", out)
+	}
+	c := hub.ClusterStatus{Counts: map[hub.Status]int{hub.StatusHeld: 2, hub.StatusDrifted: 1, hub.StatusForbidden: 3, hub.StatusFailed: 1}}
+	if _, drift, _, failed, _ := counts(c); drift != 3 || failed != 4 {
+		t.Errorf("counts: drift %d (want 3), failed %d (want 4)", drift, failed)
+	}
+	if statusRank(hub.StatusHeld) != statusRank(hub.StatusPaused) || statusRank(hub.StatusForbidden) != statusRank(hub.StatusFailed) {
+		t.Error("held must sort with paused, forbidden with failed")
+	}
+	st := newStyles(false)
+	if st.status(hub.StatusHeld) != st.magenta || st.status(hub.StatusForbidden) != st.status(hub.StatusFailed) {
+		t.Error("held must be magenta, forbidden styled like failed")
+	}
+}

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -21,6 +23,11 @@ type Source interface {
 	// SetApplicationPolicy overrides an application's policy at runtime; ""
 	// clears the override.
 	SetApplicationPolicy(app string, p hub.Policy) error
+	// Hold stops repairs of a NodeID, an application or a cluster for ttl,
+	// with a reason (drift is still shown); it returns the hold placed.
+	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
+	// ReleaseHold ends the hold on a target early.
+	ReleaseHold(t hub.HoldTarget) error
 }
 
 // HubSource adapts an in-process *hub.Hub to Source.
@@ -33,11 +40,15 @@ func (s hubSource) Subscribe() (<-chan *hub.Snapshot, func()) { return s.h.Subsc
 func (s hubSource) RepairNow(id hub.NodeID) error { return s.h.RepairNow(id) }
 
 func (s hubSource) PauseCluster(cluster string, paused bool) error {
-	s.h.PauseCluster(cluster, paused)
-	return nil
+	return s.h.PauseCluster(cluster, paused)
 }
 
 func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {
-	s.h.SetApplicationPolicy(app, p)
-	return nil
+	return s.h.SetApplicationPolicy(app, p)
 }
+
+func (s hubSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
+	return s.h.Hold(t, ttl, reason)
+}
+
+func (s hubSource) ReleaseHold(t hub.HoldTarget) error { return s.h.ReleaseHold(t) }

@@ -126,9 +126,9 @@ func (st *styles) status(s hub.Status) style {
 		return st.green
 	case hub.StatusRepairing:
 		return st.cyan
-	case hub.StatusDrifted, hub.StatusWarnOnly:
+	case hub.StatusDrifted, hub.StatusWarnOnly, hub.StatusOrphan:
 		return st.yellow
-	case hub.StatusPaused:
+	case hub.StatusPaused, hub.StatusHeld:
 		return st.magenta
 	case hub.StatusFailed, hub.StatusStuck, hub.StatusForbidden:
 		return st.errText

@@ -100,8 +100,21 @@ type Model struct {
 	command   bool
 	cmdInput  lineInput
 	confirm   *pendingAction
+	hold      *holdForm
 	status    string
 	statusErr bool
+}
+
+// DefaultHoldTTL is the duration a hold prompt offers.
+const DefaultHoldTTL = 30 * time.Minute
+
+// holdForm asks for a hold's duration, then its reason (required); enter
+// on the reason places the hold, esc cancels.
+type holdForm struct {
+	target hub.HoldTarget
+	ttl    time.Duration
+	reason bool // asking for the reason (the duration is set)
+	input  lineInput
 }
 
 // pendingAction is an action waiting for y/n.
@@ -293,6 +306,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStatus(msg.text, false)
 	case tea.PasteMsg:
 		switch {
+		case m.hold != nil:
+			m.hold.input.insert(oneLine(msg.Content))
 		case m.command:
 			m.cmdInput.insert(oneLine(msg.Content))
 		case m.top() == ScreenCluster && m.cluster.filtering:
@@ -345,6 +360,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.setStatus("cancelled", false)
 		return nil
+	}
+	if m.hold != nil {
+		return m.updateHold(k)
 	}
 	if m.command {
 		switch m.cmdInput.update(k) {
@@ -413,6 +431,12 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Warn):
 		m.askWarn()
+		return nil
+	case key.Matches(k, m.keys.Hold):
+		m.askHold()
+		return nil
+	case key.Matches(k, m.keys.Release):
+		m.askRelease()
 		return nil
 	}
 	switch m.top() {
@@ -654,6 +678,154 @@ func (m *Model) askWarn() {
 	}
 }
 
+// holdTarget is what h holds on the current screen: the node in the
+// detail, the cluster view or the overview's feed; else the overview's
+// cluster.
+func (m *Model) holdTarget() (hub.HoldTarget, bool) {
+	if id, ok := m.targetNode(); ok {
+		return hub.HoldTarget{Scope: hub.HoldNode, Name: id.String()}, true
+	}
+	if m.top() == ScreenOverview {
+		if c, ok := m.overview.SelectedCluster(); ok {
+			return hub.HoldTarget{Scope: hub.HoldCluster, Name: c}, true
+		}
+	}
+	return hub.HoldTarget{}, false
+}
+
+// holdLabel names a hold target for prompts: "node x", "cluster y".
+func holdLabel(t hub.HoldTarget) string { return string(t.Scope) + " " + t.Name }
+
+// askHold opens the hold prompt: the duration (DefaultHoldTTL offered),
+// then the reason.
+func (m *Model) askHold() {
+	if m.opts.ReadOnly {
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	}
+	t, ok := m.holdTarget()
+	if !ok {
+		m.setStatus("select a node or a cluster first", true)
+		return
+	}
+	m.hold = &holdForm{target: t}
+	m.hold.input.reset("Hold repairs of "+holdLabel(t)+" for: ", shortDuration(DefaultHoldTTL))
+}
+
+// updateHold feeds a key to the hold prompt.
+func (m *Model) updateHold(k tea.KeyPressMsg) tea.Cmd {
+	f := m.hold
+	switch f.input.update(k) {
+	case inputCancel:
+		m.hold = nil
+		m.setStatus("cancelled", false)
+		return nil
+	case inputDone:
+	default:
+		return nil
+	}
+	text := strings.TrimSpace(f.input.String())
+	if !f.reason {
+		ttl, err := time.ParseDuration(text)
+		if err != nil || ttl <= 0 {
+			m.setStatus(fmt.Sprintf("hold duration %q: want a positive duration such as 30m, 2h or 1h30m", text), true)
+			return nil
+		}
+		f.ttl, f.reason = ttl, true
+		f.input.reset("Reason for holding "+holdLabel(f.target)+" ("+shortDuration(ttl)+"): ", "")
+		m.setStatus("", false)
+		return nil
+	}
+	if text == "" {
+		m.setStatus("a reason is required: say why repairs must wait (esc cancels)", true)
+		return nil
+	}
+	m.hold = nil
+	src, t, ttl, loc := m.src, f.target, f.ttl, m.opts.Now().Location()
+	m.setStatus("holding "+holdLabel(t)+"…", false)
+	return func() tea.Msg {
+		hd, err := src.Hold(t, ttl, text)
+		if err != nil {
+			return actionDoneMsg{err: err}
+		}
+		return actionDoneMsg{text: "repairs of " + holdLabel(t) + " held for " + shortDuration(ttl) +
+			" (until " + hd.Until.In(loc).Format("15:04") + "); H releases it"}
+	}
+}
+
+// activeHolds counts the holds of the snapshot still active now.
+func (m *Model) activeHolds() int {
+	if m.snap == nil {
+		return 0
+	}
+	n := 0
+	now := m.opts.Now()
+	for _, hd := range m.snap.Holds {
+		if hd.Active(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// holdOn returns the active hold that H releases for the selection: the
+// hold on the node itself, else on its application, else on its cluster;
+// on the overview's cluster table, the cluster's.
+func (m *Model) holdOn() (hub.Hold, bool) {
+	if m.snap == nil {
+		return hub.Hold{}, false
+	}
+	var targets []hub.HoldTarget
+	if id, ok := m.targetNode(); ok {
+		targets = append(targets, hub.HoldTarget{Scope: hub.HoldNode, Name: id.String()})
+		if n, ok := m.snap.Node(id); ok && n.Application != "" {
+			targets = append(targets, hub.HoldTarget{Scope: hub.HoldApplication, Name: n.Application})
+		}
+		targets = append(targets, hub.HoldTarget{Scope: hub.HoldCluster, Name: id.Cluster})
+	} else if t, ok := m.holdTarget(); ok {
+		targets = append(targets, t)
+	}
+	now := m.opts.Now()
+	for _, t := range targets {
+		for _, hd := range m.snap.Holds {
+			if hd.Target == t && hd.Active(now) {
+				return hd, true
+			}
+		}
+	}
+	return hub.Hold{}, false
+}
+
+// askRelease asks to release the hold on the selection.
+func (m *Model) askRelease() {
+	if m.opts.ReadOnly {
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	}
+	t, ok := m.holdTarget()
+	if !ok {
+		m.setStatus("select a node or a cluster first", true)
+		return
+	}
+	hd, ok := m.holdOn()
+	if !ok {
+		m.setStatus("no active hold on "+holdLabel(t), true)
+		return
+	}
+	src, target := m.src, hd.Target
+	left := shortDuration(max(hd.Until.Sub(m.opts.Now()).Round(time.Minute), time.Minute))
+	m.confirm = &pendingAction{
+		question: "Release the hold on " + holdLabel(target) + " (" + hd.Reason + ", " + left + " left)?",
+		started:  "releasing the hold on " + holdLabel(target) + "…",
+		run: func() (string, error) {
+			if err := src.ReleaseHold(target); err != nil {
+				return "", err
+			}
+			return "hold on " + holdLabel(target) + " released: repairs resume", nil
+		},
+	}
+}
+
 // View renders the UI in the alternate screen.
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
@@ -758,6 +930,8 @@ func (m *Model) promptLine() string {
 	switch {
 	case m.confirm != nil:
 		return truncate(m.st.prompt.render(m.confirm.question+" [y/N]"), m.width)
+	case m.hold != nil:
+		return m.hold.input.view(m.st, m.width)
 	case m.command:
 		return m.cmdInput.view(m.st, m.width)
 	case !m.showHelp && m.top() == ScreenCluster && m.cluster.filtering:
@@ -781,6 +955,7 @@ func (m *Model) shortHelp() []key.Binding {
 		return b
 	}
 	repair, pause, warn := short(k.Repair, "repair"), short(k.Pause, "pause"), short(k.Warn, "warn-only")
+	hold := short(k.Hold, "hold")
 	back := short(k.Back, "back")
 	scroll := key.NewBinding(key.WithKeys("up"), key.WithHelp("↑/↓", "scroll"))
 	b := []key.Binding{short(k.Help, "help")}
@@ -789,14 +964,14 @@ func (m *Model) shortHelp() []key.Binding {
 		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc/?", "close help")), scroll}
 	case ScreenCluster:
 		b = append(b, k.Enter, k.Filter, short(k.Sort, "sort"), short(k.Problems, "problems"))
-		b = append(b, actions(repair, pause, warn)...)
+		b = append(b, actions(repair, pause, warn, hold)...)
 		return append(b, back, short(k.Command, "cmd"))
 	case ScreenDetail:
-		b = append(b, actions(repair, warn, pause)...)
+		b = append(b, actions(repair, warn, pause, hold)...)
 		return append(b, scroll, back, short(k.Command, "cmd"))
 	}
 	b = append(b, k.Enter, short(k.Tab, "feed/clusters"))
-	b = append(b, actions(pause)...)
+	b = append(b, actions(pause, hold)...)
 	for _, e := range m.opts.Extra {
 		b = append(b, e.Binding)
 	}
@@ -825,6 +1000,9 @@ func (m *Model) statusLine() string {
 		mode += " READONLY"
 	}
 	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + strconv.Itoa(total) + " clusters up │ " + mode
+	if n := m.activeHolds(); n > 0 {
+		left += " │ " + plural(n, "hold")
+	}
 	if m.status != "" {
 		msg := m.status
 		if m.statusErr {

@@ -2,8 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +114,195 @@ func TestReadOnlyAndNotReady(t *testing.T) {
 	}
 	if _, err := NewClient("localhost:1"); err == nil {
 		t.Fatal("want an address error")
+	}
+}
+
+func TestHolds(t *testing.T) {
+	h := startHub(t)
+	srv := httptest.NewServer(Handler(h, Options{}))
+	defer srv.Close()
+	c, _ := NewClient(srv.URL)
+	node := hub.HoldTarget{Scope: hub.HoldNode, Name: "c1:ns/web:deployment"}
+
+	hd, err := c.Hold(node, 30*time.Minute, "incident 42: hands off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hd.Target != node || hd.Reason != "incident 42: hands off" || hd.Until.Sub(hd.Since) != 30*time.Minute {
+		t.Fatalf("hold = %+v", hd)
+	}
+	app := hub.HoldTarget{Scope: hub.HoldApplication, Name: "web"}
+	if _, err := c.Hold(app, time.Hour, "release freeze"); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := c.Holds(t.Context())
+	if err != nil || len(hs) != 2 || hs[0].Target != app || hs[1].Target != node {
+		t.Fatalf("Holds = %+v, %v", hs, err)
+	}
+	if got := h.Snapshot().Holds; len(got) != 2 {
+		t.Fatalf("snapshot holds = %+v", got)
+	}
+
+	// The raw API: the documented body, 201 with the hold.
+	resp, err := http.Post(srv.URL+"/api/v1/holds", "application/json",
+		strings.NewReader(`{"scope":"cluster","name":"c1","ttl":"15m","reason":"node pool upgrade"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got hub.Hold
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || got.Target != (hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}) {
+		t.Fatalf("POST /api/v1/holds = %d %+v", resp.StatusCode, got)
+	}
+
+	for _, tt := range []struct{ body, want string }{
+		{`{"scope":"node","name":"c1:ns/web:deployment","ttl":"30m"}`, "reason is required"},
+		{`{"scope":"node","name":"c1:ns/web:deployment","reason":"x"}`, "ttl is required"},
+		{`{"scope":"node","name":"c1:ns/web:deployment","ttl":"soon","reason":"x"}`, "want a Go duration"},
+		{`{"scope":"node","name":"c1:ns/web:deployment","ttl":"-5m","reason":"x"}`, "must be positive"},
+		{`{"scope":"namespace","name":"ns","ttl":"30m","reason":"x"}`, "scope must be node, application or cluster"},
+		{`{"scope":"node","name":"web","ttl":"30m","reason":"x"}`, "hold target node/web"},
+		{`{"scope":`, "hold body"},
+	} {
+		resp, err := http.Post(srv.URL+"/api/v1/holds", "application/json", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), tt.want) {
+			t.Errorf("POST %s = %d %s, want 400 with %q", tt.body, resp.StatusCode, b, tt.want)
+		}
+	}
+
+	if err := c.ReleaseHold(node); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *Error
+	if err := c.ReleaseHold(node); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("second release = %v, want a 404", err)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/holds/cluster/c1", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE /api/v1/holds/cluster/c1 = %v, %v", resp, err)
+	}
+	req, _ = http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/holds/pod/x", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("DELETE /api/v1/holds/pod/x = %v, %v", resp, err)
+	}
+	if hs, err := c.Holds(t.Context()); err != nil || len(hs) != 1 || hs[0].Target != app {
+		t.Fatalf("Holds after the releases = %+v, %v", hs, err)
+	}
+
+	ro := httptest.NewServer(Handler(h, Options{ReadOnly: true}))
+	defer ro.Close()
+	rc, _ := NewClient(ro.URL)
+	if _, err := rc.Hold(node, time.Minute, "x"); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
+		t.Fatalf("read-only hold = %v", err)
+	}
+	if err := rc.ReleaseHold(app); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
+		t.Fatalf("read-only release = %v", err)
+	}
+	if hs, err := rc.Holds(t.Context()); err != nil || len(hs) != 1 {
+		t.Fatalf("read-only Holds = %+v, %v", hs, err)
+	}
+}
+
+func TestReload(t *testing.T) {
+	h := startHub(t)
+	var calls []bool
+	var answer error
+	srv := httptest.NewServer(Handler(h, Options{Reload: func(allowPrune bool) error {
+		calls = append(calls, allowPrune)
+		return answer
+	}}))
+	defer srv.Close()
+	c, _ := NewClient(srv.URL)
+
+	if err := c.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	answer = &hub.PruneRefusedError{Total: 3, Limit: 50, Clusters: []hub.PruneCount{{Cluster: "c1", Removing: 3, Managed: 3}}}
+	err := c.Reload(false)
+	var apiErr *Error
+	if !errors.Is(err, hub.ErrPruneRefused) || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusConflict ||
+		!strings.Contains(err.Error(), `cluster "c1": 3 of 3 managed objects (all of them)`) || !strings.Contains(err.Error(), "--allow-prune") {
+		t.Fatalf("refused reload = %v", err)
+	}
+	answer = nil
+	if err := c.Reload(true); err != nil {
+		t.Fatal(err)
+	}
+	answer = errors.New("reload dw.yaml: config rejected, still running the previous one:\ndw.yaml:3:12: hub.workers: want an integer")
+	err = c.Reload(false)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity || errors.Is(err, hub.ErrPruneRefused) ||
+		!strings.Contains(err.Error(), "hub.workers") {
+		t.Fatalf("invalid reload = %v", err)
+	}
+	if want := []bool{false, false, true, false}; !slices.Equal(calls, want) {
+		t.Fatalf("allowPrune per call = %v, want %v", calls, want)
+	}
+	resp, err := http.Post(srv.URL+"/api/v1/reload?allowPrune=maybe", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || len(calls) != 4 {
+		t.Fatalf("allowPrune=maybe = %d (calls %v)", resp.StatusCode, calls)
+	}
+
+	none := httptest.NewServer(Handler(h, Options{}))
+	defer none.Close()
+	nc, _ := NewClient(none.URL)
+	if err := nc.Reload(false); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("reload without a callback = %v", err)
+	}
+	ro := httptest.NewServer(Handler(h, Options{ReadOnly: true, Reload: func(bool) error { t.Error("read-only reload ran"); return nil }}))
+	defer ro.Close()
+	rc, _ := NewClient(ro.URL)
+	if err := rc.Reload(true); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
+		t.Fatalf("read-only reload = %v", err)
+	}
+}
+
+// failingIntent is an intent store whose writes fail (a full disk).
+type failingIntent struct{}
+
+var errDiskFull = errors.New("write state: no space left on device")
+
+func (failingIntent) Load() (hub.Intent, error)                    { return hub.Intent{}, nil }
+func (failingIntent) SetPaused(string, bool) error                 { return errDiskFull }
+func (failingIntent) SetPolicy(string, hub.Policy) error           { return errDiskFull }
+func (failingIntent) PutHold(hub.Hold) error                       { return errDiskFull }
+func (failingIntent) DeleteHold(hub.HoldTarget) error              { return errDiskFull }
+func (failingIntent) PutDecommission(hub.DecommissionRecord) error { return errDiskFull }
+func (failingIntent) DeleteDecommission(hub.NodeID) error          { return errDiskFull }
+func (failingIntent) PutApplied(hub.SpecRef) error                 { return errDiskFull }
+func (failingIntent) DeleteApplied(hub.NodeID) error               { return errDiskFull }
+func (failingIntent) Close() error                                 { return nil }
+
+// TestDurableWriteFailure: an action the hub could not record durably
+// answers 500 with the error.
+func TestDurableWriteFailure(t *testing.T) {
+	h := hub.New(hub.Options{ID: "api-test", Intent: failingIntent{}})
+	srv := httptest.NewServer(Handler(h, Options{}))
+	defer srv.Close()
+	c, _ := NewClient(srv.URL)
+	target := hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}
+	for name, call := range map[string]func() error{
+		"pause":   func() error { return c.PauseCluster("c1", true) },
+		"resume":  func() error { return c.PauseCluster("c1", false) },
+		"policy":  func() error { return c.SetApplicationPolicy("web", hub.PolicyWarn) },
+		"hold":    func() error { _, err := c.Hold(target, time.Hour, "x"); return err },
+		"release": func() error { return c.ReleaseHold(target) },
+	} {
+		err := call()
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusInternalServerError || !strings.Contains(err.Error(), "no space left") {
+			t.Errorf("%s = %v, want a 500 with the write error", name, err)
+		}
 	}
 }

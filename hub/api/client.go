@@ -116,7 +116,28 @@ func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot) error {
 	}
 }
 
-func (c *Client) post(path string, body any) error {
+// Error is an error answer of the hub: its HTTP status and message. A 409
+// Conflict (a reload the prune guard refused) unwraps to
+// hub.ErrPruneRefused.
+type Error struct {
+	StatusCode int
+	Message    string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, hub.ErrPruneRefused) hold for a 409.
+func (e *Error) Unwrap() error {
+	if e.StatusCode == http.StatusConflict {
+		return hub.ErrPruneRefused
+	}
+	return nil
+}
+
+// do sends a request with a JSON body (nil: none) and decodes a JSON answer
+// into out (nil: ignored). Errors name the hub; an error answer is an
+// *Error.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -125,13 +146,13 @@ func (c *Client) post(path string, body any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("hub %s: %w", c.base, err)
@@ -143,9 +164,21 @@ func (c *Client) post(path string, body any) error {
 		if e.Error == "" {
 			e.Error = resp.Status
 		}
-		return fmt.Errorf("hub %s: %s", c.base, e.Error)
+		return fmt.Errorf("hub %s: %w", c.base, &Error{StatusCode: resp.StatusCode, Message: e.Error})
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("hub %s: decode answer: %w", c.base, err)
+		}
 	}
 	return nil
+}
+
+// post sends an action, bounded by 10 seconds.
+func (c *Client) post(path string, body any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.do(ctx, http.MethodPost, path, body, nil)
 }
 
 // RepairNow asks the hub to repair one NodeID now.
@@ -165,4 +198,43 @@ func (c *Client) PauseCluster(cluster string, paused bool) error {
 // SetApplicationPolicy sets ("" clears) an application's runtime policy.
 func (c *Client) SetApplicationPolicy(app string, p hub.Policy) error {
 	return c.post("/api/v1/applications/"+url.PathEscape(app)+"/policy", PolicyRequest{Policy: p})
+}
+
+// Hold stops repairs of a NodeID, an application or a cluster for ttl, with
+// a reason, and returns the hold the hub placed.
+func (c *Client) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var hd hub.Hold
+	err := c.do(ctx, http.MethodPost, "/api/v1/holds", HoldRequest{Scope: t.Scope, Name: t.Name, TTL: ttl.String(), Reason: reason}, &hd)
+	return hd, err
+}
+
+// ReleaseHold ends the hold on a target.
+func (c *Client) ReleaseHold(t hub.HoldTarget) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.do(ctx, http.MethodDelete, "/api/v1/holds/"+url.PathEscape(string(t.Scope))+"/"+url.PathEscape(t.Name), nil, nil)
+}
+
+// Holds lists the active holds.
+func (c *Client) Holds(ctx context.Context) ([]hub.Hold, error) {
+	var hs []hub.Hold
+	err := c.do(ctx, http.MethodGet, "/api/v1/holds", nil, &hs)
+	return hs, err
+}
+
+// Reload asks the hub to reload its config file. Unless allowPrune, a
+// change that would decommission every managed object of a cluster or more
+// than the hub's prune limit is refused: the error then wraps
+// hub.ErrPruneRefused and says what would have been pruned. It waits at
+// most a minute for the hub.
+func (c *Client) Reload(allowPrune bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path := "/api/v1/reload"
+	if allowPrune {
+		path += "?allowPrune=true"
+	}
+	return c.do(ctx, http.MethodPost, path, nil, nil)
 }
