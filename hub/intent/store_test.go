@@ -373,25 +373,22 @@ func TestLocked(t *testing.T) {
 // helperEnv makes the test binary hold a store open, as another driftwatch.
 const helperEnv = "DRIFTWATCH_INTENT_TEST_HOLD"
 
-func TestHelperHold(t *testing.T) {
-	path := os.Getenv(helperEnv)
-	if path == "" {
-		t.Skip("helper process only")
-	}
-	s, err := Open(path, Options{})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	_ = s.Close()
-	os.Exit(0)
-}
-
+// TestLockedByOtherProcess re-runs the test binary as another driftwatch
+// that holds the store open (the child mode at the top of this test).
 func TestLockedByOtherProcess(t *testing.T) {
+	if path := os.Getenv(helperEnv); path != "" {
+		s, err := Open(path, Options{})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		_ = s.Close()
+		os.Exit(0)
+	}
 	path := filepath.Join(t.TempDir(), "hub.db")
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperHold$")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestLockedByOtherProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+path)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
