@@ -292,14 +292,19 @@ func TestDurableWriteFailure(t *testing.T) {
 	defer srv.Close()
 	c, _ := NewClient(srv.URL)
 	target := hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}
-	for name, call := range map[string]func() error{
-		"pause":   func() error { return c.PauseCluster("c1", true) },
-		"resume":  func() error { return c.PauseCluster("c1", false) },
-		"policy":  func() error { return c.SetApplicationPolicy("web", hub.PolicyWarn) },
-		"hold":    func() error { _, err := c.Hold(target, time.Hour, "x"); return err },
-		"release": func() error { return c.ReleaseHold(target) },
+	// In order: the release needs the hold made before it.
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"pause", func() error { return c.PauseCluster("c1", true) }},
+		{"resume", func() error { return c.PauseCluster("c1", false) }},
+		{"policy", func() error { return c.SetApplicationPolicy("web", hub.PolicyWarn) }},
+		{"hold", func() error { _, err := c.Hold(target, time.Hour, "x"); return err }},
+		{"release", func() error { return c.ReleaseHold(target) }},
 	} {
-		err := call()
+		name := tc.name
+		err := tc.call()
 		var apiErr *Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusInternalServerError || !strings.Contains(err.Error(), "no space left") {
 			t.Errorf("%s = %v, want a 500 with the write error", name, err)
