@@ -65,17 +65,20 @@ type SpecRef struct {
 	Application string
 	// Hash is the content hash of the spec last applied.
 	Hash string
+	// Policy is the spec's policy: a warn-only object removed while the
+	// hub was down is still never deleted.
+	Policy Policy
 }
 
 // RefOf returns the reference of a spec.
 func RefOf(s NodeSpec) SpecRef {
-	return SpecRef{ID: s.ID, Namespace: s.Namespace, Name: s.Name, Kind: s.Kind, Application: s.Application, Hash: s.Hash}
+	return SpecRef{ID: s.ID, Namespace: s.Namespace, Name: s.Name, Kind: s.Kind, Application: s.Application, Hash: s.Hash, Policy: s.Policy}
 }
 
 // Spec returns a spec that locates the referenced object (no desired body:
 // enough to read and delete it).
 func (r SpecRef) Spec() NodeSpec {
-	return NodeSpec{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+	return NodeSpec{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash, Policy: r.Policy}
 }
 
 // DecommissionRecord is a pending decommission.

@@ -361,6 +361,41 @@ func TestIntentSurvivesRestart(t *testing.T) {
 	})
 }
 
+// A warn-only application removed while the hub was down is reported as
+// "would prune" after the restart, never deleted: the policy is remembered
+// with what was applied.
+func TestWarnRemovedWhileDownNeverDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		f := start(t, b, Options{Intent: store})
+		if err := f.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		warn := spec("c1", "w", "v1")
+		warn.Policy = PolicyWarn
+		f.h.SetDesired(append(appSpecs("c1", "a"), warn))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.stop()
+		g := start(t, b, Options{Intent: store})
+		if err := g.h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		g.ready("c1", 1, 1)
+		synctest.Wait()
+		if !b.exists(warn.ID) {
+			t.Fatal("a warn-only object removed while the hub was down was deleted")
+		}
+		if n := g.node(warn.ID); !strings.Contains(n.Reason, "would prune") {
+			t.Errorf("%s %q, want would prune", n.Status, n.Reason)
+		}
+	})
+}
+
 // A decommission pending when the hub stops resumes after a restart.
 func TestDecommissionResumesAfterRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

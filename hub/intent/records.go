@@ -31,6 +31,7 @@ type (
 		Kind        hub.Kind   `json:"kind"`
 		Application string     `json:"application,omitempty"`
 		Hash        string     `json:"hash,omitempty"`
+		Policy      hub.Policy `json:"policy,omitempty"`
 	}
 	// decommissionRecord is a hub.DecommissionRecord.
 	decommissionRecord struct {
@@ -41,12 +42,12 @@ type (
 
 // toRef converts a hub.SpecRef to its stored form.
 func toRef(r hub.SpecRef) refRecord {
-	return refRecord{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+	return refRecord{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash, Policy: r.Policy}
 }
 
 // ref converts the stored form back to a hub.SpecRef.
 func (r refRecord) ref() hub.SpecRef {
-	return hub.SpecRef{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash}
+	return hub.SpecRef{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Kind: r.Kind, Application: r.Application, Hash: r.Hash, Policy: r.Policy}
 }
 
 // decode decodes one JSON value strictly: no unknown field, nothing after it.
