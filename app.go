@@ -180,17 +180,15 @@ func (a *app) Reload(allowPrune bool) error {
 	}
 	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
 	// A cluster removed from the config is no longer managed, never
-	// pruned: until the hub took the change it keeps its current desired
-	// state, then it is forgotten (its desired state dropped) and
-	// deregistered.
+	// pruned: the hub forgets it in the same guarded change (nothing is
+	// forgotten if the guard refuses), then it is deregistered.
 	var gone []string
 	for _, c := range old.Clusters {
 		if !keep[c.ID] {
 			gone = append(gone, c.ID)
-			specs = append(specs, config.CompileCluster(old, c.Info())...)
 		}
 	}
-	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune})
+	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Forget: gone})
 	if err != nil {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: %w", a.path, err)
@@ -199,7 +197,6 @@ func (a *app) Reload(allowPrune bool) error {
 	a.cfg = cfg
 	a.mu.Unlock()
 	for _, id := range gone {
-		a.hub.ForgetCluster(id)
 		a.reg.Remove(id)
 		a.hub.ForgetCluster(id) // a report sent while it stopped
 	}

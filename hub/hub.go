@@ -266,6 +266,11 @@ type DesiredOptions struct {
 	// AllowPrune lets the change decommission every managed object of a
 	// cluster, or more than Options.PruneLimit objects at once.
 	AllowPrune bool
+	// Forget lists clusters the change stops managing (removed from the
+	// config): their NodeIDs are dropped, never decommissioned, and do not
+	// count for the prune guard. Nothing is forgotten when the guard
+	// refuses the change.
+	Forget []string
 }
 
 // ErrPruneRefused is wrapped by the error of a desired-state change that the
@@ -343,34 +348,49 @@ func (h *Hub) ReplaceDesiredCluster(cluster string, specs []NodeSpec, opts Desir
 // NodeIDs finds it gone and stops.
 func (h *Hub) ForgetCluster(cluster string) {
 	h.mu.Lock()
+	gone := h.forgetClusterLocked(cluster)
+	h.mu.Unlock()
+	h.forgetRecords(gone)
+}
+
+// forgetClusterLocked drops a cluster's desired state, decommissions,
+// applied records and status; it returns the NodeIDs whose durable records
+// must be deleted (after the lock is released).
+func (h *Hub) forgetClusterLocked(cluster string) []NodeID {
+	gone := make(map[NodeID]struct{})
 	for id := range h.desired {
 		if id.Cluster == cluster {
 			delete(h.desired, id)
 			delete(h.loop, id)
 		}
 	}
-	var gone []NodeID
 	for id := range h.decom {
 		if id.Cluster == cluster {
 			delete(h.decom, id)
 			delete(h.loop, id)
-			gone = append(gone, id)
+			gone[id] = struct{}{}
 		}
 	}
 	for id := range h.applied {
 		if id.Cluster == cluster {
 			delete(h.applied, id)
-			if !slices.Contains(gone, id) {
-				gone = append(gone, id)
-			}
+			gone[id] = struct{}{}
 		}
 	}
 	delete(h.clusters, cluster)
 	delete(h.orphans, cluster)
 	delete(h.scans, cluster)
 	h.status.forgetCluster(cluster)
-	h.mu.Unlock()
-	for _, id := range gone {
+	ids := make([]NodeID, 0, len(gone))
+	for id := range gone {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// forgetRecords deletes the durable records of forgotten NodeIDs.
+func (h *Hub) forgetRecords(ids []NodeID) {
+	for _, id := range ids {
 		h.forgetApplied(id)
 	}
 }
@@ -381,6 +401,10 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	for i := range specs {
 		s := specs[i]
 		next[s.ID] = &s
+	}
+	if len(opts.Forget) > 0 {
+		inner := scope
+		scope = func(id NodeID) bool { return inner(id) && !slices.Contains(opts.Forget, id.Cluster) }
 	}
 	h.mu.Lock()
 	// What leaves: desired NodeIDs in scope, plus what an earlier run
@@ -402,6 +426,10 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 			h.mu.Unlock()
 			return nil, nil, refused
 		}
+	}
+	var forgotten []NodeID
+	for _, c := range opts.Forget {
+		forgotten = append(forgotten, h.forgetClusterLocked(c)...)
 	}
 	var revived []NodeID
 	for id, s := range next {
@@ -431,6 +459,7 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 		records = append(records, DecommissionRecord{Ref: RefOf(*s), Since: now})
 	}
 	h.mu.Unlock()
+	h.forgetRecords(forgotten)
 	if h.opts.Intent != nil {
 		// Wanted again: a pending decommission ends and is forgotten, so
 		// a restart never resumes it.

@@ -102,6 +102,17 @@ func (m *memIntent) DeleteApplied(id NodeID) error {
 }
 func (m *memIntent) Close() error { return nil }
 
+// startWithIntent runs a hub over b with an intent store and restores it,
+// as the app does at every start.
+func startWithIntent(t *testing.T, b *fakeBackend, store IntentStore) *fixture {
+	t.Helper()
+	f := start(t, b, Options{Intent: store})
+	if err := f.h.LoadIntent(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func appSpecs(cluster string, apps ...string) []NodeSpec {
 	var out []NodeSpec
 	for _, a := range apps {
@@ -297,10 +308,7 @@ func TestIntentSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemIntent()
 		b := newFake(true)
-		f := start(t, b, Options{Intent: store})
-		if err := f.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		f := startWithIntent(t, b, store)
 		specs := append(appSpecs("c1", "a", "b", "c"), appSpecs("c2", "x")...)
 		if _, _, err := f.h.ReplaceDesired(specs, DesiredOptions{}); err != nil {
 			t.Fatal(err)
@@ -320,10 +328,7 @@ func TestIntentSurvivesRestart(t *testing.T) {
 		f.stop()
 
 		// Restart with application "c" removed from the config.
-		g := start(t, b, Options{Intent: store})
-		if err := g.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		g := startWithIntent(t, b, store)
 		_, removed, err := g.h.ReplaceDesired(append(appSpecs("c1", "a", "b"), appSpecs("c2", "x")...), DesiredOptions{})
 		if err != nil || len(removed) != 1 || removed[0] != spec("c1", "c", "v1").ID {
 			t.Fatalf("removed while down: %v %v", removed, err)
@@ -351,10 +356,7 @@ func TestIntentSurvivesRestart(t *testing.T) {
 		}
 		// Emptying a cluster at start is refused like a reload.
 		g.stop()
-		h := start(t, b, Options{Intent: store})
-		if err := h.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		h := startWithIntent(t, b, store)
 		if _, _, err := h.h.ReplaceDesired(appSpecs("c1", "a", "b"), DesiredOptions{}); !errors.Is(err, ErrPruneRefused) {
 			t.Fatalf("start without c2's only application: %v, want refused", err)
 		}
@@ -368,20 +370,14 @@ func TestWarnRemovedWhileDownNeverDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemIntent()
 		b := newFake(true)
-		f := start(t, b, Options{Intent: store})
-		if err := f.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		f := startWithIntent(t, b, store)
 		warn := spec("c1", "w", "v1")
 		warn.Policy = PolicyWarn
 		f.h.SetDesired(append(appSpecs("c1", "a"), warn))
 		f.ready("c1", 1, 1)
 		synctest.Wait()
 		f.stop()
-		g := start(t, b, Options{Intent: store})
-		if err := g.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		g := startWithIntent(t, b, store)
 		if _, _, err := g.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -401,10 +397,7 @@ func TestDecommissionResumesAfterRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemIntent()
 		b := newFake(true)
-		f := start(t, b, Options{Intent: store})
-		if err := f.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		f := startWithIntent(t, b, store)
 		f.h.SetDesired(appSpecs("c1", "a", "b"))
 		f.ready("c1", 1, 1)
 		synctest.Wait()
@@ -417,10 +410,7 @@ func TestDecommissionResumesAfterRestart(t *testing.T) {
 		if len(store.in.Decommissions) != 1 {
 			t.Fatalf("decommission not recorded: %+v", store.in.Decommissions)
 		}
-		g := start(t, b, Options{Intent: store})
-		if err := g.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		g := startWithIntent(t, b, store)
 		if _, _, err := g.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -451,10 +441,7 @@ func TestRevivedDecommissionForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemIntent()
 		b := newFake(true)
-		f := start(t, b, Options{Intent: store})
-		if err := f.h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
+		f := startWithIntent(t, b, store)
 		f.h.SetDesired(appSpecs("c1", "a", "b"))
 		f.ready("c1", 1, 1)
 		synctest.Wait()
@@ -530,4 +517,41 @@ func TestOrphans(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A change that stops managing a cluster (DesiredOptions.Forget) drops its
+// NodeIDs without deleting anything and without counting for the guard;
+// when the guard refuses the change, nothing is forgotten.
+func TestForgetClustersInOneChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		f.h.SetDesired(append(appSpecs("c1", "a", "b"), appSpecs("c2", "x")...))
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		x := spec("c2", "x", "v1").ID
+		// Refused (c1 emptied): c2 is not forgotten either.
+		if _, _, err := f.h.ReplaceDesired(nil, DesiredOptions{Forget: []string{"c2"}}); !errors.Is(err, ErrPruneRefused) {
+			t.Fatalf("emptying c1 while forgetting c2: %v, want refused", err)
+		}
+		if _, ok := f.h.Desired(x); !ok {
+			t.Fatal("a refused change forgot c2")
+		}
+		// Accepted: c2 forgotten, its object untouched, nothing pruned.
+		_, removed, err := f.h.ReplaceDesired(appSpecs("c1", "a", "b"), DesiredOptions{Forget: []string{"c2"}})
+		if err != nil || len(removed) != 0 {
+			t.Fatalf("forgetting c2: removed %v, %v", removed, err)
+		}
+		synctest.Wait()
+		if _, ok := f.h.Desired(x); ok {
+			t.Error("c2 still managed")
+		}
+		if _, ok := f.h.Snapshot().Cluster("c2"); ok {
+			t.Error("c2 still in the snapshot")
+		}
+		if !b.exists(x) || b.deleteCount(x) != 0 {
+			t.Error("forgetting a cluster deleted its object")
+		}
+	})
 }
