@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -589,13 +588,9 @@ func TestNoBackendYet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newFake(true)
 		sw := &switchable{}
-		h := New(Options{Workers: 1, Resync: -1})
-		b.sink = h
-		h.SetBackends(sw)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = h.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		f := start(t, b, Options{Workers: 1})
+		f.h.SetBackends(sw)
+		h := f.h
 		s := spec("c1", "a", "v1")
 		h.SetDesired([]NodeSpec{s})
 		h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterSynced, Generation: 1})
