@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -70,6 +71,9 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		ID: d.ID, KubeconfigData: d.Kubeconfig, Namespaces: cfg.NamespacesFor(info),
 		ManagedBy: cfg.Hub.ManagedBy, HubID: cfg.Hub.ID, QPS: cfg.Hub.QPS, Burst: cfg.Hub.Burst,
 		Source: d.Source, Phase: d.Phase, Labels: maps.Clone(info.Labels),
+		// The secret is checked again when the manager connects, and
+		// client-go enforces the exec allowlist before running a plugin.
+		KubeconfigPolicy: kubeconfigPolicy(c.source),
 	}
 	if err := a.reg.Update(cc); err != nil {
 		a.log.Error("register discovered cluster", "cluster", d.ID, "err", err)
@@ -100,6 +104,7 @@ func (a *app) runDiscovery(ctx context.Context, src config.ClusterAPISource) {
 		d, err := capi.New(capi.Source{
 			Name: src.Name, Kubeconfig: src.Kubeconfig, Context: src.Context, Namespaces: src.Namespaces,
 			Selector: src.Selector, Labels: src.Labels, IDTemplate: src.IDTemplate,
+			KubeconfigPolicy: kubeconfigPolicy(src),
 		}, capiHandler{a: a, source: src}, log)
 		if err != nil {
 			log.Error("cluster API source", "err", err)
@@ -118,6 +123,17 @@ func (a *app) runDiscovery(ctx context.Context, src config.ClusterAPISource) {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// kubeconfigPolicy is what the kubeconfig secrets of a source's clusters
+// may use: exec plugins only from the source's execAllowlist, insecure TLS
+// only with allowInsecureSkipTLSVerify, never file references.
+func kubeconfigPolicy(src config.ClusterAPISource) clusters.KubeconfigPolicy {
+	return clusters.KubeconfigPolicy{
+		Origin:                     fmt.Sprintf("clusterAPI source %q", src.Name),
+		ExecAllowlist:              src.ExecAllowlist,
+		AllowInsecureSkipTLSVerify: src.AllowInsecureSkipTLSVerify,
 	}
 }
 

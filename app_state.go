@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/intent"
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // errNoStatePath is returned when hub.stateFile is unset and there is no
@@ -29,8 +32,13 @@ func stateFileFor(cfg *config.Config, getenv func(string) string) (string, error
 }
 
 // openState opens the hub's state file (see package intent: it is locked
-// while open, and a corrupt file is an error, never reset).
+// while open, and a corrupt file is an error, never reset). Its folder is
+// made private first (mode 0700, not a symbolic link; see package
+// safefile), since other private files of the hub may live there too.
 func openState(path string) (hub.IntentStore, error) {
+	if err := safefile.MkdirPrivate(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
+	}
 	s, err := intent.Open(path, intent.Options{})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/driftwatch/driftwatch/clusters/capi"
@@ -167,6 +170,134 @@ applications:
 	if len(stacks) > baseline {
 		t.Fatalf("%d informer/manager goroutines after the clusters were deleted, %d before they were added:\n%s",
 			len(stacks), baseline, strings.Join(stacks, "\n\n"))
+	}
+}
+
+// TestClusterAPIUnsafeKubeconfig: of two discovered clusters, one's
+// kubeconfig secret carries an exec plugin (/bin/sh creating a marker file).
+// It is refused: the cluster shows in the snapshot as unreachable with an
+// error naming the secret and the reason, and the command never runs. The
+// other cluster is managed and repaired all along. Fixing the secret makes
+// the refused cluster managed too.
+func TestClusterAPIUnsafeKubeconfig(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 3, Names: []string{"mgmt", "w1", "w2"}})
+	mgmt, w1, w2 := set.Clusters[0], set.Clusters[1], set.Clusters[2]
+	ctx := t.Context()
+	if err := capi.InstallCRDs(ctx, mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
+	if _, err := mk.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(mgmt.RESTConfig())
+	cfgText := fmt.Sprintf(`hub:
+  id: capi-unsafe
+clusterAPI:
+  - name: mgmt
+    kubeconfig: %s
+    namespaces: [fleet]
+    labels: {source: capi}
+applications:
+  - id: edge
+    namespace: edge
+    selector: source=capi
+    image: registry.example/edge:1
+`, mgmt.Kubeconfig)
+	path := filepath.Join(t.TempDir(), "capi.yaml")
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+
+	readKubeconfig := func(lc *localcluster.Cluster) []byte {
+		t.Helper()
+		kc, err := os.ReadFile(lc.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kc
+	}
+	// w2's kubeconfig with an exec plugin instead of its token.
+	marker := filepath.Join(t.TempDir(), "exec-plugin-ran")
+	evil, err := clientcmd.Load(readKubeconfig(w2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range evil.AuthInfos {
+		*u = clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			Command: "/bin/sh", Args: []string{"-c", "touch " + marker},
+			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}}
+	}
+	evilData, err := clientcmd.Write(*evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putCAPISecret(t, mk, "fleet", "good", readKubeconfig(w1))
+	putCAPISecret(t, mk, "fleet", "evil", evilData)
+	for _, name := range []string{"good", "evil"} {
+		createProvisionedCluster(t, dyn, "fleet", name)
+	}
+
+	goodDep := hub.NewNodeID("fleet-good", "edge", "edge", hub.KindDeployment)
+	evilDep := hub.NewNodeID("fleet-evil", "edge", "edge", hub.KindDeployment)
+	const wantErr = `kubeconfig secret fleet/evil-kubeconfig: exec plugin "/bin/sh" is not allowed (clusterAPI source "mgmt" has no execAllowlist)`
+	a.waitSnap(t, 60*time.Second, "good managed, evil refused with a clear error", func(s *hub.Snapshot) bool {
+		n, ok := s.Node(goodDep)
+		if !ok || n.Status != hub.StatusInSync {
+			return false
+		}
+		cs, ok := s.Cluster("fleet-evil")
+		return ok && cs.State == hub.ClusterUnreachable && strings.Contains(cs.LastError, wantErr) && cs.Source == "capi:mgmt/fleet"
+	})
+	if _, ok := a.reg.Config("fleet-evil"); ok {
+		t.Fatal("the refused cluster was registered")
+	}
+	if _, ok := a.hub.Snapshot().Node(evilDep); ok {
+		t.Fatal("the refused cluster has desired state")
+	}
+	var tt testTransports
+	defer tt.closeAll()
+	t0 := time.Now()
+	if err := tt.client(w1).AppsV1().Deployments("edge").Delete(ctx, "edge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, 20*time.Second, "delete on the good cluster repaired", repairedAfter(goodDep, t0))
+	if cs, _ := a.hub.Snapshot().Cluster("fleet-evil"); !strings.Contains(cs.LastError, wantErr) {
+		t.Fatalf("fleet-evil = %+v, want the refusal still shown", cs)
+	}
+
+	// Fixed secret: the cluster is managed.
+	putCAPISecret(t, mk, "fleet", "evil", readKubeconfig(w2))
+	a.waitSnap(t, 60*time.Second, "the fixed cluster managed", func(s *hub.Snapshot) bool {
+		n, ok := s.Node(evilDep)
+		cs, _ := s.Cluster("fleet-evil")
+		return ok && n.Status == hub.StatusInSync && cs.State == hub.ClusterSynced
+	})
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the exec plugin of a refused kubeconfig ran (marker stat: %v)", err)
+	}
+}
+
+// createProvisionedCluster creates a Cluster object with its control plane
+// initialized.
+func createProvisionedCluster(t *testing.T, dyn dynamic.Interface, ns, name string) {
+	t.Helper()
+	gvr := clusterv1.GroupVersion.WithResource("clusters")
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterv1.GroupVersion.String(), "kind": "Cluster",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"clusterNetwork": map[string]any{"serviceDomain": "cluster.local"}},
+	}}
+	created, err := dyn.Resource(gvr).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(created.Object, true, "status", "initialization", "controlPlaneInitialized")
+	_ = unstructured.SetNestedField(created.Object, "Provisioned", "status", "phase")
+	if _, err := dyn.Resource(gvr).Namespace(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -94,6 +94,17 @@ applications:
 			wantOut:  []string{"# prod-eu:casehub/billing:configmap\napiVersion: v1\n", "kind: Deployment", "driftwatch.io/node-id: staging:web/web:service"},
 		},
 		{
+			name:     "yaml shows secretEnv as secretKeyRef",
+			args:     []string{"check", "-f", exampleConfig, "-o", "yaml"},
+			wantCode: 0,
+			wantOut: []string{"        - name: DB_PASSWORD\n" +
+				"          valueFrom:\n" +
+				"            secretKeyRef:\n" +
+				"              key: password\n" +
+				"              name: billing-db\n" +
+				"        - name: DB_HOST\n"},
+		},
+		{
 			name:     "invalid config",
 			args:     []string{"check", "-f", bad},
 			wantCode: 1,

@@ -24,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/localcluster"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/tui"
 )
 
 //go:embed scripts/build-binaries.sh
@@ -108,6 +109,10 @@ applications:
     nodeSelector: {disk: none}
 `
 
+// demoStopGrace is how long each of the demo's control-plane processes gets
+// to exit before it is killed: the demo ends within about two seconds.
+const demoStopGrace = 300 * time.Millisecond
+
 type demoOptions struct {
 	headless     bool
 	interval     time.Duration
@@ -144,6 +149,9 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	// A hangup ends the demo and its clusters, as q and Ctrl-C do.
+	ctx, stopHangup := tui.NotifyHangup(ctx)
+	defer stopHangup()
 	dir := o.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "driftwatch-demo-"); err != nil {
@@ -174,7 +182,9 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	names := demoClusterNames()
 	set, err := localcluster.Start(ctx, localcluster.Options{
 		Count: len(names), Names: names, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Full: true, Nodes: 2,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		// Disposable: they go with the demo, within its exit budget.
+		StopGrace: demoStopGrace,
+		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		return fmt.Errorf("demo: start local clusters: %w", err)
@@ -248,6 +258,10 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	stop()
 	wg.Wait()
+	if errors.Is(uiErr, tui.ErrHangup) {
+		log.Warn("terminal gone: stopping the demo", "cause", uiErr.Error())
+		uiErr = nil
+	}
 	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 		return uiErr
 	}

@@ -51,8 +51,16 @@ func openLog(path string) (*slog.Logger, io.Closer, error) {
 }
 
 // runTUI is the default command, `driftwatch -f FILE`: the hub and the
-// terminal UI in one process. SIGHUP reloads the config.
+// terminal UI in one process. The hub lives exactly as long as the UI: q,
+// SIGINT, SIGTERM and a terminal hangup (SIGHUP, the end of the terminal's
+// input, a failed write to it) stop both, within a bounded time, so no
+// invisible hub is left writing to clusters. `:reload` in the UI reloads the
+// config (SIGHUP reloads only in `serve`, the daemon convention).
 func runTUI(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// A hangup before the UI is up (while the state file opens) also ends
+	// the program; tui.Run watches for it from then on.
+	ctx, stopHangup := tui.NotifyHangup(ctx)
+	defer stopHangup()
 	fs := flag.NewFlagSet("driftwatch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "config file (required)")
@@ -92,13 +100,39 @@ func runTUI(ctx context.Context, args []string, getenv func(string) string, stdo
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	wg.Go(a.reloadOnSIGHUP(runCtx))
-	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
+	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != "",
+		Reload: a.reloadFromUI})
 	stop()
+	uiErr = uiEnded(log, uiErr)
 	wg.Wait()
 	closeErr := a.Close()
+	log.Info("stopped")
 	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", *logFile)
 	return errors.Join(uiErr, appErr, closeErr)
+}
+
+// uiEnded logs why the terminal UI ended when the terminal went away, and
+// returns the error the command ends with: a hangup ends the program as q
+// does.
+func uiEnded(log *slog.Logger, err error) error {
+	if errors.Is(err, tui.ErrHangup) {
+		log.Warn("terminal gone: stopping", "cause", err.Error())
+		return nil
+	}
+	if err == nil {
+		log.Info("terminal UI ended: stopping")
+	}
+	return err
+}
+
+// reloadFromUI is the UI's :reload: it reloads the config file, never
+// allowing a guarded prune, and logs a rejection with every error.
+func (a *app) reloadFromUI() (string, error) {
+	if err := a.Reload(false); err != nil {
+		a.log.Error("config reload rejected", "err", err)
+		return "", fmt.Errorf("%w (details in the log)", err)
+	}
+	return "config reloaded from " + a.path, nil
 }
 
 // runAttach is `driftwatch attach URL`: the terminal UI over a headless
@@ -120,7 +154,17 @@ func runAttach(ctx context.Context, args []string, getenv func(string) string, s
 	if _, err := c.Snapshot(ctx); err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
-	return tui.Run(ctx, c, tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != ""})
+	reload := func() (string, error) {
+		if err := c.Reload(false); err != nil {
+			return "", err
+		}
+		return "the hub reloaded its config", nil
+	}
+	err = tui.Run(ctx, c, tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != "", Reload: reload})
+	if errors.Is(err, tui.ErrHangup) {
+		return nil // the terminal went away: end as q does
+	}
+	return err
 }
 
 // runDemoTUI runs the terminal UI for the demo until the user quits; `g`

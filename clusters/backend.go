@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -235,7 +236,17 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	// Taken before the apply: the watch may deliver the applied object's
 	// add event, which drops the record, before the apply call returns.
 	goneUID := m.takeGone(key)
+	applyCtx := ctx
 	if hasAddedEntries(d) {
+		// A remove-then-apply pair either completes or is not started:
+		// never begin it once the caller gave up, and once the removal
+		// went through, finish with the apply even if the caller is
+		// cancelled meanwhile (a hub shutting down), bounded by
+		// pairGrace.
+		if err := ctx.Err(); err != nil {
+			m.restoreGone(key, goneUID)
+			return res, m.callError("apply", spec, err)
+		}
 		removed, err := m.removeAdded(ctx, c, kind, spec)
 		if err != nil {
 			m.restoreGone(key, goneUID)
@@ -243,9 +254,12 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 		}
 		if removed {
 			res.Action = actionRemoveApply
+			var cancel context.CancelFunc
+			applyCtx, cancel = pairContext(ctx)
+			defer cancel()
 		}
 	}
-	out, conflicts, err := m.apply(ctx, c, kind, spec)
+	out, conflicts, err := m.apply(applyCtx, c, kind, spec)
 	res.Conflicts = conflicts
 	if err != nil {
 		m.restoreGone(key, goneUID)
@@ -262,6 +276,19 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 			Desired: m.cfg.ManagedBy, Actual: "<removed or changed>"}}
 	}
 	return res, nil
+}
+
+// pairGrace bounds the apply that completes a remove-then-apply pair after
+// the caller's context has ended (cancelled, or past its deadline).
+const pairGrace = time.Second
+
+// pairContext returns the context of the apply that completes a
+// remove-then-apply pair: ctx's deadline and values, but not its
+// cancellation; once ctx ends, the apply has pairGrace left.
+func pairContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	pc, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(pairGrace, cancel) })
+	return pc, func() { stop(); cancel() }
 }
 
 // hasAddedEntries reports whether d lists entries that must be removed

@@ -9,9 +9,14 @@ type ClusterConfig struct {
 	// ID is the cluster id, the first part of every NodeID on it.
 	ID string
 	// Kubeconfig is the path of the kubeconfig file. KubeconfigData, when
-	// set, is used instead (e.g. a Cluster API kubeconfig secret).
+	// set, is used instead (e.g. a Cluster API kubeconfig secret); it is
+	// untrusted: RESTConfig reads it with ParseUntrustedKubeconfig under
+	// KubeconfigPolicy (its current context only; Context is ignored).
 	Kubeconfig     string
 	KubeconfigData []byte
+	// KubeconfigPolicy says what KubeconfigData may use; the zero value is
+	// the strictest (no exec plugin, no file reference, TLS verified).
+	KubeconfigPolicy KubeconfigPolicy
 	// Context is the kubeconfig context; empty means its current context.
 	Context string
 	// Namespaces are the managed namespaces: one informer per namespace and

@@ -122,29 +122,28 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 // RESTConfig builds the client configuration of a cluster from its
 // kubeconfig, with the configured rate limit and protobuf for built-in kinds.
 func RESTConfig(cfg ClusterConfig) (*rest.Config, error) {
-	var cc clientcmd.ClientConfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
-	source := cfg.Kubeconfig
+	var rc *rest.Config
 	switch {
 	case len(cfg.KubeconfigData) > 0:
-		raw, err := clientcmd.Load(cfg.KubeconfigData)
-		if err != nil {
+		// Inline data comes from outside the hub's configuration (a
+		// Cluster API secret): never trusted.
+		var err error
+		if rc, err = ParseUntrustedKubeconfig(cfg.KubeconfigData, cfg.KubeconfigPolicy); err != nil {
 			return nil, fmt.Errorf("cluster %q: kubeconfig data: %w", cfg.ID, err)
 		}
-		source = "(inline kubeconfig)"
-		cc = clientcmd.NewNonInteractiveClientConfig(*raw, cfg.Context, overrides, nil)
 	case cfg.Kubeconfig != "":
-		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, overrides)
+		var err error
+		if rc, err = cc.ClientConfig(); err != nil {
+			if cfg.Context != "" && strings.Contains(err.Error(), "context") {
+				return nil, fmt.Errorf("cluster %q: kubeconfig %s: context %q: %w", cfg.ID, cfg.Kubeconfig, cfg.Context, err)
+			}
+			return nil, fmt.Errorf("cluster %q: kubeconfig %s: %w", cfg.ID, cfg.Kubeconfig, err)
+		}
 	default:
 		return nil, fmt.Errorf("cluster %q: no kubeconfig given", cfg.ID)
-	}
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		if cfg.Context != "" && strings.Contains(err.Error(), "context") {
-			return nil, fmt.Errorf("cluster %q: kubeconfig %s: context %q: %w", cfg.ID, source, cfg.Context, err)
-		}
-		return nil, fmt.Errorf("cluster %q: kubeconfig %s: %w", cfg.ID, source, err)
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS = cfg.QPS

@@ -157,6 +157,18 @@ func (b appBuilder) deployment() hub.NodeSpec {
 	if a.Port != 0 {
 		ctr.Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: a.Port, Protocol: corev1.ProtocolTCP}}
 	}
+	// Secret references come first, sorted, then plain values, sorted: a
+	// plain value can then use a secret one, as in $(DB_PASSWORD), since
+	// Kubernetes expands only variables defined earlier in the list.
+	for _, name := range slices.Sorted(maps.Keys(a.SecretEnv)) {
+		ref := a.SecretEnv[name]
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+				Key:                  ref.Key,
+			},
+		}})
+	}
 	for _, name := range slices.Sorted(maps.Keys(a.Env)) {
 		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name, Value: a.Env[name]})
 	}

@@ -241,6 +241,23 @@ func TestCompileShapes(t *testing.T) {
 			},
 		},
 		{
+			name: "secret env: secretKeyRef entries first, then plain ones, each sorted",
+			app: "    secretEnv: {DB_PASSWORD: db-credentials/password, API_TOKEN: api.tokens/token-v2}\n" +
+				"    env: {MODE: production, DATABASE_URL: \"postgres://app:$(DB_PASSWORD)@db/app\"}\n",
+			kinds: []hub.Kind{hub.KindDeployment},
+			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
+				want := []any{
+					map[string]any{"name": "API_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "api.tokens", "key": "token-v2"}}},
+					map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "db-credentials", "key": "password"}}},
+					map[string]any{"name": "DATABASE_URL", "value": "postgres://app:$(DB_PASSWORD)@db/app"},
+					map[string]any{"name": "MODE", "value": "production"},
+				}
+				if got := container(t, objs[hub.KindDeployment])["env"]; !reflect.DeepEqual(got, want) {
+					t.Errorf("env =\n%v\nwant\n%v", got, want)
+				}
+			},
+		},
+		{
 			name:  "tenancy, labels, annotations",
 			hub:   "hub: {id: fleet-hub, managedBy: fleet}\n",
 			app:   "    tenancy: \"acme:eu\"\n    labels: {team: core}\n    annotations: {example.com/owner: me}\n    port: 8080\n",

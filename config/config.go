@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -156,6 +157,15 @@ type ClusterAPISource struct {
 	// Policy is the effective default policy of the discovered clusters
 	// (the source's override, or the hub's).
 	Policy hub.Policy
+	// ExecAllowlist are the exec credential plugins that the kubeconfig
+	// secrets of discovered clusters may run, in client-go's allowlist form
+	// (`execAllowlist: [{command: /usr/local/bin/aws-iam-authenticator}]`):
+	// an absolute path or a command name looked up in PATH. Nil (the
+	// default) denies every exec plugin.
+	ExecAllowlist []clientcmdapi.AllowlistEntry
+	// AllowInsecureSkipTLSVerify accepts kubeconfig secrets that set
+	// insecure-skip-tls-verify. Default false: such a kubeconfig is refused.
+	AllowInsecureSkipTLSVerify bool
 }
 
 // Info returns the ClusterInfo of a cluster discovered by the source: id,
@@ -204,8 +214,14 @@ type Application struct {
 	Replicas int32
 	// Port is the container port; 0 means none.
 	Port int32
-	// Env holds the container's environment variables.
+	// Env holds the container's environment variables, in plain text.
 	Env map[string]string
+	// SecretEnv holds the container's environment variables read from
+	// Secrets in the application's namespace, by variable name (the
+	// `secretEnv:` entries NAME: secret/key). They compile to
+	// valueFrom.secretKeyRef, so their values never appear in the config,
+	// the desired objects or the hub. No name is in both Env and SecretEnv.
+	SecretEnv map[string]SecretKeyRef
 	// Config is the data of the application's ConfigMap; no ConfigMap is
 	// made when it is empty.
 	Config map[string]string
@@ -227,6 +243,17 @@ type Application struct {
 	// NodeSelector constrains the pods to matching nodes.
 	NodeSelector map[string]string
 }
+
+// SecretKeyRef names one key of a Secret in the application's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name, a DNS subdomain.
+	Name string
+	// Key is the key in the Secret's data.
+	Key string
+}
+
+// String returns the reference as written in the config: name/key.
+func (r SecretKeyRef) String() string { return r.Name + "/" + r.Key }
 
 // Service is an application's Service.
 type Service struct {

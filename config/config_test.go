@@ -367,6 +367,43 @@ applications:
 	}
 }
 
+func TestSecretEnv(t *testing.T) {
+	cfg := mustParse(t, `clusters:
+  - id: a
+    kubeconfig: /k
+applications:
+  - id: x
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    env: {MODE: production}
+    secretEnv:
+      DB_PASSWORD: db-credentials/password
+      API.TOKEN: api.tokens.v2/.token_2-b
+  - id: y
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    secretEnv: {}
+`)
+	want := map[string]SecretKeyRef{
+		"DB_PASSWORD": {Name: "db-credentials", Key: "password"},
+		"API.TOKEN":   {Name: "api.tokens.v2", Key: ".token_2-b"},
+	}
+	if got := cfg.Applications[0].SecretEnv; !reflect.DeepEqual(got, want) {
+		t.Errorf("SecretEnv = %v, want %v", got, want)
+	}
+	if got, want := cfg.Applications[0].Env, map[string]string{"MODE": "production"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Env = %v, want %v", got, want)
+	}
+	if got := want["DB_PASSWORD"].String(); got != "db-credentials/password" {
+		t.Errorf("String() = %q", got)
+	}
+	if got := cfg.Applications[1].SecretEnv; len(got) != 0 {
+		t.Errorf("empty secretEnv = %v", got)
+	}
+}
+
 func TestAliasesAndMergeKeys(t *testing.T) {
 	cfg := mustParse(t, `clusters:
   - id: a

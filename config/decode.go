@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -33,11 +34,14 @@ func clusterFields() []string {
 }
 
 func sourceFields() []string {
-	return []string{"name", "kubeconfig", "context", "namespaces", "selector", "labels", "idTemplate", "policy"}
+	return []string{"name", "kubeconfig", "context", "namespaces", "selector", "labels", "idTemplate", "policy",
+		"execAllowlist", "allowInsecureSkipTLSVerify"}
 }
 
+func execAllowlistFields() []string { return []string{"command"} }
+
 func appFields() []string {
-	return []string{"id", "tenancy", "namespace", "clusters", "selector", "image", "replicas", "port", "env", "config",
+	return []string{"id", "tenancy", "namespace", "clusters", "selector", "image", "replicas", "port", "env", "secretEnv", "config",
 		"service", "resources", "labels", "annotations", "policy", "progressDeadlineSeconds", "nodeSelector"}
 }
 
@@ -406,8 +410,60 @@ func (d *decoder) source(it item) {
 	if p, ok := d.policy(o.get("policy")); ok {
 		s.Policy = p
 	}
+	s.ExecAllowlist = d.execAllowlist(o.get("execAllowlist"))
+	if v, ok := d.boolean(o.get("allowInsecureSkipTLSVerify")); ok {
+		s.AllowInsecureSkipTLSVerify = v
+	}
 	d.cfg.ClusterAPI = append(d.cfg.ClusterAPI, s)
 	d.sources = append(d.sources, src)
+}
+
+// execAllowlist reads a source's execAllowlist: entries {command: ...} whose
+// command is an absolute path or a bare name looked up in PATH, normalised
+// (client-go refuses an allowlist entry that filepath.Clean changes), and
+// not repeated. Nil when absent or empty (reported), or when no entry is
+// valid.
+func (d *decoder) execAllowlist(c child) []clientcmdapi.AllowlistEntry {
+	if c.set && c.node == nil {
+		d.errorf(c.pos, c.field, "must not be empty (leave it out to deny every exec plugin)")
+		return nil
+	}
+	items, ok := d.list(c)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		d.errorf(c.pos, c.field, "must not be empty (leave it out to deny every exec plugin)")
+		return nil
+	}
+	var out []clientcmdapi.AllowlistEntry
+	for _, it := range items {
+		o := d.object(it.node, it.field, it.pos, execAllowlistFields()...)
+		if o == nil {
+			continue
+		}
+		cmd := o.get("command")
+		if !o.required(cmd) {
+			continue
+		}
+		v, ok := d.str(cmd)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.TrimSpace(v) == "":
+			d.errorf(cmd.pos, cmd.field, "must not be empty")
+		case filepath.Clean(v) != v:
+			d.errorf(cmd.pos, cmd.field, "%q is not a normalised path: write %q", v, filepath.Clean(v))
+		case !filepath.IsAbs(v) && strings.ContainsRune(v, filepath.Separator):
+			d.errorf(cmd.pos, cmd.field, "%q is a relative path: want an absolute path or a command name looked up in PATH", v)
+		case slices.ContainsFunc(out, func(e clientcmdapi.AllowlistEntry) bool { return e.Command == v }):
+			d.errorf(cmd.pos, cmd.field, "command %q is listed twice", v)
+		default:
+			out = append(out, clientcmdapi.AllowlistEntry{Command: v})
+		}
+	}
+	return out
 }
 
 // idTemplate checks a source's id template: it must parse, and render a
@@ -559,7 +615,9 @@ func (d *decoder) app(it item) {
 	if v, ok := d.int(o.get("port"), 1, 65535); ok {
 		a.Port = int32(v)
 	}
-	a.Env = d.env(o.get("env"))
+	var envAt map[string]pos
+	a.Env, envAt = d.env(o.get("env"))
+	a.SecretEnv = d.secretEnv(o.get("secretEnv"), envAt)
 	a.Config = d.configData(o.get("config"))
 	a.Service = d.service(o.get("service"), a)
 	if a.Service != nil && a.ID != "" && (a.ID[0] < 'a' || a.ID[0] > 'z') {
@@ -797,21 +855,88 @@ func (d *decoder) annotations(c child) map[string]string {
 	return out
 }
 
-// env reads environment variables.
-func (d *decoder) env(c child) map[string]string {
+// env reads environment variables, and where each name is (for secretEnv's
+// check).
+func (d *decoder) env(c child) (map[string]string, map[string]pos) {
 	kvs, ok := d.strMap(c)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := make(map[string]string, len(kvs))
+	at := make(map[string]pos, len(kvs))
 	for _, e := range kvs {
-		if errs := validation.IsEnvVarName(e.key); len(errs) > 0 {
-			d.errorf(e.keyPos, e.field, "invalid environment variable name %q: %s", e.key, kmsg(errs))
+		at[e.key] = e.keyPos
+		if !d.envVarName(e) {
 			continue
 		}
 		out[e.key] = e.value
 	}
+	return out, at
+}
+
+// envVarName checks the name of an env or secretEnv entry.
+func (d *decoder) envVarName(e kv) bool {
+	if errs := validation.IsEnvVarName(e.key); len(errs) > 0 {
+		d.errorf(e.keyPos, e.field, "invalid environment variable name %q: %s", e.key, kmsg(errs))
+		return false
+	}
+	return true
+}
+
+// secretEnv reads environment variables set from Secrets: NAME: secret/key.
+// envAt holds the positions of the env names, none of which may appear
+// here.
+func (d *decoder) secretEnv(c child, envAt map[string]pos) map[string]SecretKeyRef {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]SecretKeyRef, len(kvs))
+	for _, e := range kvs {
+		if !d.envVarName(e) {
+			continue
+		}
+		if p, dup := envAt[e.key]; dup {
+			d.errorf(e.keyPos, e.field, "%q is also set in env (line %d): set it in env or secretEnv, not both", e.key, p.line)
+			continue
+		}
+		if ref, ok := d.secretKeyRef(e); ok {
+			out[e.key] = ref
+		}
+	}
 	return out
+}
+
+// secretKeyRef parses the value of a secretEnv entry, secret/key.
+func (d *decoder) secretKeyRef(e kv) (SecretKeyRef, bool) {
+	const want = "want <secret>/<key>, the name of a Secret in the application's namespace and a key in its data, e.g. db-credentials/password"
+	name, key, found := strings.Cut(e.value, "/")
+	switch {
+	case strings.TrimSpace(e.value) == "":
+		d.errorf(e.valuePos, e.field, "must not be empty: %s", want)
+		return SecretKeyRef{}, false
+	case !found:
+		d.errorf(e.valuePos, e.field, "invalid secret reference %q: no '/': %s", e.value, want)
+		return SecretKeyRef{}, false
+	case name == "":
+		d.errorf(e.valuePos, e.field, "invalid secret reference %q: the Secret name before '/' is empty: %s", e.value, want)
+		return SecretKeyRef{}, false
+	case key == "":
+		d.errorf(e.valuePos, e.field, "invalid secret reference %q: the key after '/' is empty: %s", e.value, want)
+		return SecretKeyRef{}, false
+	}
+	good := true
+	if errs := content.IsDNS1123Subdomain(name); len(errs) > 0 {
+		d.errorf(e.valuePos, e.field, "invalid secret reference %q: invalid Secret name %q: %s", e.value, name, kmsg(errs))
+		good = false
+	}
+	if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
+		// Secret keys follow the ConfigMap key rules; say which it is.
+		msg := strings.ReplaceAll(kmsg(errs), "config key", "Secret key")
+		d.errorf(e.valuePos, e.field, "invalid secret reference %q: invalid key %q: %s", e.value, key, msg)
+		good = false
+	}
+	return SecretKeyRef{Name: name, Key: key}, good
 }
 
 // configData reads the data of the application's ConfigMap.

@@ -271,6 +271,39 @@ applications:
     env: {1BAD: x, "A=B": y, GOOD: z}
     config: {"a/b": x, ok.key: y}
 `},
+		{name: "secret-env", src: `clusters:
+  - id: a
+    kubeconfig: k
+applications:
+  - id: x
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    env: {MODE: prod, DB_PASSWORD: hunter2}
+    secretEnv:
+      DB_PASSWORD: db/password
+      1BAD: db/password
+      NO_SLASH: db-password
+      EMPTY:
+      NO_NAME: /password
+      NO_KEY: "db/"
+      BAD_NAME: Db_Creds/password
+      BAD_KEY: db/pass:word
+      TWO_SLASHES: db/pass/word
+      BOTH_BAD: -db/..
+      GOOD: db-credentials.v1/password_2
+  - id: y
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    secretEnv: [DB_PASSWORD]
+  - id: z
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    secretEnv: {TOKEN: {secret: api, key: token}}
+    secretenv: {}
+`},
 		{name: "service", src: `clusters:
   - id: a
     kubeconfig: k

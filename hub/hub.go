@@ -41,8 +41,9 @@ type Options struct {
 	FeedLength int
 	// CallTimeout bounds each API call of a reconcile. Default 30s.
 	CallTimeout time.Duration
-	// ShutdownGrace bounds how long in-flight repairs may finish after the
-	// context ends. Default 10s.
+	// ShutdownGrace bounds how long calls in flight may finish after the
+	// context ends; then they are cancelled. No new pass and no new write
+	// starts once the context has ended. Default 500ms.
 	ShutdownGrace time.Duration
 	// FailureBackoff bounds the exponential backoff of failed repairs.
 	// Defaults 100ms and 1m.
@@ -113,7 +114,7 @@ func (o Options) withDefaults() Options {
 		o.CallTimeout = 30 * time.Second
 	}
 	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = 10 * time.Second
+		o.ShutdownGrace = 500 * time.Millisecond
 	}
 	if o.FailureBaseDelay <= 0 {
 		o.FailureBaseDelay = 100 * time.Millisecond
@@ -1018,6 +1019,11 @@ func (h *Hub) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer h.queue.Done(id)
+	if h.stopping() {
+		// The queue hands out what it still holds after ShutDown; a hub
+		// that is stopping starts no new pass.
+		return false
+	}
 	h.reconcileHandler(ctx, id)
 	return true
 }

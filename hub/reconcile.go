@@ -55,12 +55,24 @@ func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
 	} else {
 		res, err = h.sync(callCtx, p)
 	}
+	if errors.Is(err, errStopping) {
+		return Result{}, nil // the queue is shut down: nothing to retry
+	}
 	if err != nil {
 		h.fail(p, err)
 		return Result{}, err
 	}
 	return res, nil
 }
+
+// errStopping ends a pass that was about to write while the hub stops: no
+// write starts once the hub's context has ended.
+var errStopping = errors.New("hub is stopping: write not started")
+
+// stopping reports whether Run's context has ended: workers take no more
+// NodeIDs and passes start no more writes (writes already in flight get
+// ShutdownGrace to finish).
+func (h *Hub) stopping() bool { return h.queue.ShuttingDown() }
 
 // begin takes a NodeID's pending work, or parks it while its cluster is not
 // ready. The readiness check and the parking happen under the same lock as
@@ -278,6 +290,9 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		return Result{RequeueAfter: wait}, nil
 	}
 
+	if h.stopping() {
+		return Result{}, errStopping
+	}
 	h.record(p, rep, StatusRepairing, "", StepClassified)
 	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
 	if err != nil {
@@ -364,6 +379,9 @@ func (h *Hub) fight(id NodeID) (time.Duration, bool) {
 // create applies an object the hub has never seen on its cluster: the first
 // apply, not a drift.
 func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, error) {
+	if h.stopping() {
+		return Result{}, errStopping
+	}
 	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
 	if err != nil {
 		return Result{}, fmt.Errorf("create: %w", err)
@@ -458,6 +476,9 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 	if !st.Deleting {
 		if !h.stillDecommissioning(p) {
 			return Result{}, nil // wanted again, or its cluster forgotten
+		}
+		if h.stopping() {
+			return Result{}, errStopping
 		}
 		if err := p.backend.Delete(ctx, spec, st); err != nil {
 			return Result{}, fmt.Errorf("prune: %w", err)

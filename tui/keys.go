@@ -13,7 +13,7 @@ type keyMap struct {
 	Repair, Pause, Warn, Hold, Release    key.Binding
 	Yes, No                               key.Binding
 	// Commands typed after ":" (documentation only: never matched).
-	CmdCluster, CmdNode, CmdQuit key.Binding
+	CmdCluster, CmdNode, CmdReload, CmdQuit key.Binding
 }
 
 func defaultKeys() keyMap {
@@ -49,6 +49,7 @@ func defaultKeys() keyMap {
 
 		CmdCluster: b(":cluster <id>", "open a cluster", ":cluster"),
 		CmdNode:    b(":node <nodeid>", "open a node", ":node"),
+		CmdReload:  b(":reload", "reload the config", ":reload"),
 		CmdQuit:    b(":q", "quit", ":q"),
 	}
 }

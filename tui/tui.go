@@ -45,6 +45,10 @@ type Options struct {
 	Extra []ExtraKey
 	// Now is the clock for ages. Default time.Now.
 	Now func() time.Time
+	// Reload re-reads the hub's config (the ":reload" command); it returns
+	// a status message. Nil: the command says reload is not available.
+	// It is an action: disabled in read-only mode.
+	Reload func() (string, error)
 }
 
 // Screen names what the UI shows.
@@ -177,17 +181,29 @@ func New(src Source, opts Options) *Model {
 }
 
 // Run runs the UI over src in the alternate screen until the user quits or
-// ctx is done (then it returns nil). progOpts are appended to the program's
-// options (tests pass input, output and a colour profile).
+// ctx is done (then it returns nil), or the terminal hangs up: SIGHUP, the
+// end of its input or a failed write end the UI with an error wrapping
+// ErrHangup. progOpts are appended to the program's options (tests pass
+// input, output and a colour profile; their own input and output are not
+// watched for a hangup).
 func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramOption) error {
+	ctx, hangup := context.WithCancelCause(ctx)
+	defer hangup(nil)
+	stopSignals := notifyHangup(ctx, hangup)
+	defer stopSignals()
 	m := New(src, opts)
 	defer m.Close()
-	po := []tea.ProgramOption{tea.WithContext(ctx)}
+	po, release := terminalOptions(hangup)
+	defer release()
+	po = append(po, tea.WithContext(ctx))
 	if opts.NoColor {
 		po = append(po, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	po = append(po, progOpts...)
 	_, err := tea.NewProgram(m, po...).Run()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrHangup) {
+		return cause // a hangup seen here or by the caller's NotifyHangup
+	}
 	if err != nil {
 		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 			return nil
@@ -504,6 +520,20 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.helpView.off = 0
 	case "overview", "o", "home":
 		m.stack = []Screen{ScreenOverview}
+	case "reload":
+		switch {
+		case m.opts.ReadOnly:
+			m.setStatus(ReadOnlyMessage, true)
+		case m.opts.Reload == nil:
+			m.setStatus("reload is not available here", true)
+		default:
+			m.setStatus("reloading the config...", false)
+			reload := m.opts.Reload
+			return func() tea.Msg {
+				text, err := reload()
+				return actionDoneMsg{text, err}
+			}
+		}
 	case "cluster", "cl", "c":
 		switch {
 		case arg == "":
@@ -536,7 +566,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 			m.openNode(id)
 		}
 	default:
-		m.setStatus(fmt.Sprintf("unknown command %q: try :cluster <id>, :node <nodeid>, :q", f[0]), true)
+		m.setStatus(fmt.Sprintf("unknown command %q: try :cluster <id>, :node <nodeid>, :reload, :q", f[0]), true)
 	}
 	return nil
 }

@@ -4,6 +4,15 @@
 // cluster with its kubeconfig so the hub can manage it, each deleted one so
 // the hub can let it go, and each rotated kubeconfig so the hub reconnects
 // with the new credentials.
+//
+// Kubeconfig secrets are untrusted input: each is checked with
+// clusters.ParseUntrustedKubeconfig under the source's KubeconfigPolicy, and
+// a refused one is reported as that cluster's error. Only secrets of type
+// cluster.x-k8s.io/secret with the cluster-name label are listed and
+// watched, and before they enter the informer cache everything but their
+// metadata is dropped, except the "value" key of <name>-kubeconfig secrets:
+// the Cluster API CA, etcd and service-account keys stored in the same kind
+// of secret are never kept in memory.
 package capi
 
 import (
@@ -21,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,7 +39,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	//lint:ignore SA1019 v1beta1 is deprecated in favour of v1beta2, which is tried first; it is kept only to read Cluster objects on management clusters that serve nothing newer (servedVersion, provisioned), and goes when Cluster API drops v1beta1.
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
@@ -56,7 +65,15 @@ type Source struct {
 	// IDTemplate makes the cluster id from .Namespace and .Name (Go
 	// template). Default "{{.Namespace}}-{{.Name}}".
 	IDTemplate string
+	// KubeconfigPolicy says what the kubeconfig secrets may use (exec
+	// plugins, insecure TLS); the zero value is the strictest. Its Origin
+	// defaults to `clusterAPI source "<Name>"`.
+	KubeconfigPolicy clusters.KubeconfigPolicy
 }
+
+// secretType is the type of the secrets Cluster API writes (kubeconfig, CA,
+// etcd, service-account keys); listing is narrowed to it by field selector.
+const secretType = "cluster.x-k8s.io/secret"
 
 // Discovered is a cluster found on a management cluster.
 type Discovered struct {
@@ -70,10 +87,13 @@ type Discovered struct {
 	Phase string
 	// Labels are the Cluster object's labels with the source's on top.
 	Labels map[string]string
-	// Kubeconfig is the content of the <name>-kubeconfig secret.
+	// Kubeconfig is the content of the <name>-kubeconfig secret, accepted
+	// by clusters.ParseUntrustedKubeconfig under the source's policy (pass
+	// the same policy to clusters.ClusterConfig.KubeconfigPolicy).
 	Kubeconfig []byte
 	// Err is set when the cluster is provisioned but cannot be used (the
-	// secret is missing or invalid); Kubeconfig is then empty.
+	// secret is missing, invalid or refused by the policy); Kubeconfig is
+	// then empty. It names the secret and the reason.
 	Err error
 }
 
@@ -95,6 +115,10 @@ type Discoverer struct {
 
 	mu    sync.Mutex
 	known map[string]Discovered // by Cluster key namespace/name
+
+	// secretsSynced, when set (tests), receives the secrets informers'
+	// stores once they have synced.
+	secretsSynced func(stores []cache.Store)
 }
 
 // New returns a discoverer for src.
@@ -104,6 +128,9 @@ func New(src Source, h Handler, log *slog.Logger) (*Discoverer, error) {
 	}
 	if src.IDTemplate == "" {
 		src.IDTemplate = "{{.Namespace}}-{{.Name}}"
+	}
+	if src.KubeconfigPolicy.Origin == "" {
+		src.KubeconfigPolicy.Origin = fmt.Sprintf("clusterAPI source %q", src.Name)
 	}
 	tmpl, err := template.New("id").Option("missingkey=error").Parse(src.IDTemplate)
 	if err != nil {
@@ -159,8 +186,10 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			obj = t.Obj
 		}
 		if s, ok := obj.(*corev1.Secret); ok {
-			if name := s.Labels["cluster.x-k8s.io/cluster-name"]; name != "" {
-				queue.Add(s.Namespace + "/" + name)
+			// The field selector cannot match a name suffix: the other
+			// Cluster API secrets (CA, etcd, ...) arrive too, data-less.
+			if cluster, ok := kubeconfigSecretCluster(s.Name); ok {
+				queue.Add(s.Namespace + "/" + cluster)
 			}
 			return
 		}
@@ -184,7 +213,11 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			return err
 		}
 		f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "cluster.x-k8s.io/cluster-name" }))
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.LabelSelector = clusterv1.ClusterNameLabel
+				o.FieldSelector = fields.OneTermEqualSelector("type", secretType).String()
+			}),
+			informers.WithTransform(stripSecret))
 		si := f.Core().V1().Secrets().Informer()
 		if _, err := si.AddEventHandler(handler); err != nil {
 			return err
@@ -210,6 +243,13 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
+	}
+	if d.secretsSynced != nil {
+		var stores []cache.Store
+		for _, l := range byNS {
+			stores = append(stores, l.secrets)
+		}
+		d.secretsSynced(stores)
 	}
 	lookup := func(key string) (*unstructured.Unstructured, *corev1.Secret, error) {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
@@ -332,8 +372,8 @@ func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, se
 		disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s has no %q key", id, ns, secretName, secret.KubeconfigDataName)
 	default:
 		data := sec.Data[secret.KubeconfigDataName]
-		if _, err := clientcmd.Load(data); err != nil {
-			disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s: invalid kubeconfig: %w", id, ns, secretName, err)
+		if _, err := clusters.ParseUntrustedKubeconfig(data, d.src.KubeconfigPolicy); err != nil {
+			disc.Err = fmt.Errorf("cluster %q: kubeconfig secret %s/%s: %w", id, ns, secretName, err)
 		} else {
 			disc.Kubeconfig = data
 		}
@@ -346,6 +386,41 @@ func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, se
 	d.mu.Unlock()
 	d.log.Info("cluster up", "cluster", id, "phase", phase, "err", disc.Err)
 	d.handler.ClusterUp(disc)
+}
+
+// kubeconfigSecretCluster returns the Cluster name of a <name>-kubeconfig
+// secret name.
+func kubeconfigSecretCluster(secretName string) (string, bool) {
+	suffix := secret.Name("", secret.Kubeconfig) // "-kubeconfig"
+	cluster, ok := strings.CutSuffix(secretName, suffix)
+	return cluster, ok && cluster != ""
+}
+
+// stripSecret is the secrets informers' transform: it runs before an object
+// enters the cache and keeps the secret's identity, labels and type, plus,
+// for a <name>-kubeconfig secret, its "value" key; every other key, the
+// annotations (kubectl's last-applied annotation holds the whole secret)
+// and managedFields are dropped, so CA and etcd keys never stay in memory.
+func stripSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil // e.g. cache.DeletedFinalStateUnknown
+	}
+	out := &corev1.Secret{
+		TypeMeta: s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+			Generation: s.Generation, CreationTimestamp: s.CreationTimestamp, DeletionTimestamp: s.DeletionTimestamp,
+			Labels: s.Labels,
+		},
+		Type: s.Type,
+	}
+	if _, ok := kubeconfigSecretCluster(s.Name); ok {
+		if v, ok := s.Data[secret.KubeconfigDataName]; ok {
+			out.Data = map[string][]byte{secret.KubeconfigDataName: v}
+		}
+	}
+	return out, nil
 }
 
 func same(a, b Discovered) bool {

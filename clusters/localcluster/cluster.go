@@ -453,7 +453,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	if err := c.waitAPIServer(ctx, p); err != nil {
-		p.stop(stopGrace)
+		p.stop(c.opts.StopGrace)
 		return err
 	}
 	return nil
@@ -560,11 +560,11 @@ func (c *Cluster) stopProcesses() {
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(func() { p.stop(stopGrace) })
+		wg.Go(func() { p.stop(c.opts.StopGrace) })
 	}
 	wg.Wait()
 	if etcd != nil {
-		etcd.stop(stopGrace)
+		etcd.stop(c.opts.StopGrace)
 	}
 }
 
@@ -595,7 +595,7 @@ func (c *Cluster) StopAPIServer() error {
 		return nil
 	}
 	c.log.Info("stopping kube-apiserver")
-	p.stop(stopGrace)
+	p.stop(c.opts.StopGrace)
 	return nil
 }
 
@@ -624,7 +624,7 @@ func (c *Cluster) restartAPIServerLocked(ctx context.Context, restart bool) erro
 			}
 			return nil
 		}
-		p.stop(stopGrace)
+		p.stop(c.opts.StopGrace)
 	}
 	c.mu.Lock()
 	delete(c.procs, binAPIServer)

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options configures Start. The zero value of every field except BinDir is a
@@ -77,6 +78,11 @@ type Options struct {
 	Users []string
 	// Logger receives progress messages. Default: discard.
 	Logger *slog.Logger
+	// StopGrace is how long each component gets to exit after SIGTERM
+	// before it is killed. Default 5s. Disposable clusters (the demo's,
+	// whose etcd data the next Start discards anyway) use a short one so
+	// they go as fast as the program that started them.
+	StopGrace time.Duration
 }
 
 // dnsLabel is what cluster and user names must look like.
@@ -86,6 +92,9 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 func (o Options) withDefaults() (Options, error) {
 	if o.BinDir == "" {
 		return o, errors.New("localcluster: Options.BinDir is required (the folder scripts/build-binaries.sh prints)")
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = defaultStopGrace
 	}
 	if o.Count < 0 || o.Nodes < 0 {
 		return o, errors.New("localcluster: Count and Nodes must not be negative")

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// stopGrace is how long a component gets to exit after SIGTERM before its
+// defaultStopGrace is how long a component gets to exit after SIGTERM before its
 // process group is killed.
-const stopGrace = 5 * time.Second
+const defaultStopGrace = 5 * time.Second
 
 // process is one running component. Its owner (the Cluster) must call stop,
 // which waits for the goroutine that reaps it.

@@ -241,6 +241,7 @@ func (c *comparer) keyedList(mk mergeKey, d, a []any) {
 			c.compare(v, av, present)
 			c.pop()
 		}
+		c.oneOfAdded(mk.oneOf, m, got.item)
 		// Owned collections we left out: everything in them was added.
 		for _, f := range mk.owned {
 			if _, want := m[f]; want {
@@ -272,6 +273,44 @@ func (c *comparer) keyedList(mk mergeKey, d, a []any) {
 		c.push("["+k+"]", "/"+strconv.Itoa(i))
 		c.added(summary(m))
 		c.pop()
+	}
+}
+
+// oneOfAdded records the members of each one-of group that the live item
+// has and the desired item leaves out, at the current path (the item's).
+// A group inside a map field is only looked at when both items have that
+// map (otherwise the map itself differs or was added), and the pointer of
+// its added member is the map's: the apiserver refuses an empty valueFrom
+// as it refuses two sources in one, so the repair removes the whole map
+// and the apply puts ours back.
+func (c *comparer) oneOfAdded(groups []oneOf, desired, actual map[string]any) {
+	for _, g := range groups {
+		d, a := desired, actual
+		if g.in != "" {
+			d, _ = desired[g.in].(map[string]any)
+			a, _ = actual[g.in].(map[string]any)
+			if d == nil || a == nil {
+				continue
+			}
+			c.push("."+g.in, "/"+escapePointer(g.in))
+		}
+		for _, f := range g.fields {
+			if _, want := d[f]; want {
+				continue
+			}
+			if v, ok := a[f]; ok {
+				ptr := "/" + escapePointer(f)
+				if g.in != "" {
+					ptr = ""
+				}
+				c.push("."+f, ptr)
+				c.added(text(v))
+				c.pop()
+			}
+		}
+		if g.in != "" {
+			c.pop()
+		}
 	}
 }
 

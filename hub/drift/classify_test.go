@@ -117,6 +117,24 @@ func liveService(mutate func(m map[string]any)) *unstructured.Unstructured {
 	return u
 }
 
+// secretEnv is the env entry of a variable read from a Secret, as config
+// compiles secretEnv.
+func secretEnv(name, secret, key string) map[string]any {
+	return map[string]any{"name": name, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": secret, "key": key}}}
+}
+
+// withEnv returns the desired Deployment with the given env entries.
+func withEnv(env ...any) *unstructured.Unstructured {
+	u := desiredDeployment()
+	container(u.Object)["env"] = env
+	return u
+}
+
+// liveEnv returns the live Deployment with the given env entries.
+func liveEnv(env ...any) *unstructured.Unstructured {
+	return liveDeployment(func(m map[string]any) { container(m)["env"] = env })
+}
+
 // diff is the part of a hub.FieldDiff a test checks: its text and pointer.
 type diff struct {
 	text    string
@@ -256,6 +274,70 @@ func TestClassify(t *testing.T) {
 			}), class: hub.DriftModified, fields: []diff{
 				{text: "spec.template.spec.containers[app].env[MODE].value: prod -> dev"},
 				{text: "+spec.template.spec.containers[app].env[X]={name: X, value: 1}", pointer: "/spec/template/spec/containers/0/env/1"},
+			}},
+		{name: "secretKeyRef in sync",
+			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("DB_PASSWORD", "db", "password")),
+			actual:  liveEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("DB_PASSWORD", "db", "password")),
+			class:   hub.DriftNone},
+		{name: "secretKeyRef key changed",
+			desired: withEnv(secretEnv("DB_PASSWORD", "db", "password")),
+			actual:  liveEnv(secretEnv("DB_PASSWORD", "db", "root-password")),
+			class:   hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].env[DB_PASSWORD].valueFrom.secretKeyRef.key: password -> root-password"}}},
+		{name: "secretKeyRef Secret changed",
+			desired: withEnv(secretEnv("DB_PASSWORD", "db", "password")),
+			actual:  liveEnv(secretEnv("DB_PASSWORD", "other-db", "password")),
+			class:   hub.DriftModified, fields: []diff{{text: "spec.template.spec.containers[app].env[DB_PASSWORD].valueFrom.secretKeyRef.name: db -> other-db"}}},
+		{name: "secretKeyRef replaced by a plain value: the value is removed before the repair",
+			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("DB_PASSWORD", "db", "password")),
+			actual:  liveEnv(map[string]any{"name": "MODE", "value": "prod"}, map[string]any{"name": "DB_PASSWORD", "value": "hunter2"}),
+			class:   hub.DriftModified, fields: []diff{
+				{text: "spec.template.spec.containers[app].env[DB_PASSWORD].valueFrom: {secretKeyRef: {key: password, name: db}} -> <none>"},
+				{text: "+spec.template.spec.containers[app].env[DB_PASSWORD].value=hunter2", pointer: "/spec/template/spec/containers/0/env/1/value"},
+			}},
+		{name: "secretKeyRef replaced by a configMapKeyRef: the whole valueFrom is removed before the repair",
+			desired: withEnv(secretEnv("DB_PASSWORD", "db", "password")),
+			actual: liveEnv(map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{
+				"configMapKeyRef": map[string]any{"name": "db", "key": "password"}}}),
+			class: hub.DriftModified, fields: []diff{
+				{text: "spec.template.spec.containers[app].env[DB_PASSWORD].valueFrom.secretKeyRef: {key: password, name: db} -> <none>"},
+				{text: "+spec.template.spec.containers[app].env[DB_PASSWORD].valueFrom.configMapKeyRef={key: password, name: db}",
+					pointer: "/spec/template/spec/containers/0/env/0/valueFrom"},
+			}},
+		{name: "plain value replaced by a secretKeyRef",
+			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}),
+			actual:  liveEnv(secretEnv("MODE", "s", "k")),
+			class:   hub.DriftModified, fields: []diff{
+				{text: "spec.template.spec.containers[app].env[MODE].value: prod -> <none>"},
+				{text: "+spec.template.spec.containers[app].env[MODE].valueFrom={secretKeyRef: {key: k, name: s}}", pointer: "/spec/template/spec/containers/0/env/0/valueFrom"},
+			}},
+		{name: "empty value (left out of the object) set from a Secret",
+			desired: withEnv(map[string]any{"name": "EMPTY"}),
+			actual:  liveEnv(secretEnv("EMPTY", "s", "k")),
+			class:   hub.DriftAdded, fields: []diff{
+				{text: "+spec.template.spec.containers[app].env[EMPTY].valueFrom={secretKeyRef: {key: k, name: s}}", pointer: "/spec/template/spec/containers/0/env/0/valueFrom"},
+			}},
+		{name: "empty value given a value",
+			desired: withEnv(map[string]any{"name": "EMPTY"}),
+			actual:  liveEnv(map[string]any{"name": "EMPTY", "value": "x"}),
+			class:   hub.DriftAdded, fields: []diff{
+				{text: "+spec.template.spec.containers[app].env[EMPTY].value=x", pointer: "/spec/template/spec/containers/0/env/0/value"},
+			}},
+		{name: "secretKeyRef made optional: a field we do not set is not compared",
+			desired: withEnv(secretEnv("DB_PASSWORD", "db", "password")),
+			actual: liveEnv(map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{
+				"secretKeyRef": map[string]any{"name": "db", "key": "password", "optional": true}}}),
+			class: hub.DriftNone},
+		{name: "secret env var removed",
+			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("DB_PASSWORD", "db", "password")),
+			actual:  liveEnv(map[string]any{"name": "MODE", "value": "prod"}),
+			class:   hub.DriftModified, fields: []diff{
+				{text: "spec.template.spec.containers[app].env[DB_PASSWORD]: {name: DB_PASSWORD, valueFrom: {secretKeyRef: {key: password, name: db}}} -> <none>"},
+			}},
+		{name: "secret env var added by someone",
+			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}),
+			actual:  liveEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("STOLEN", "other-app", "token")),
+			class:   hub.DriftAdded, fields: []diff{
+				{text: "+spec.template.spec.containers[app].env[STOLEN]={name: STOLEN, valueFrom: {secretKeyRef: {key: token, name: other-app}}}", pointer: "/spec/template/spec/containers/0/env/1"},
 			}},
 		{name: "label value changed",
 			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { labels(m)["app"] = "other" }),
@@ -419,6 +501,11 @@ func TestMergeKeys(t *testing.T) {
 		for _, child := range mk.owned {
 			if _, ok := mergeKeys[child]; !ok {
 				t.Errorf("%s: owned list %s has no merge key", field, child)
+			}
+		}
+		for _, g := range mk.oneOf {
+			if len(g.fields) < 2 || !slices.IsSorted(g.fields) {
+				t.Errorf("%s: one-of group %v must have two fields or more, in name order", field, g.fields)
 			}
 		}
 	}

@@ -18,6 +18,21 @@ type mergeKey struct {
 	// owned lists the child list fields of an item that we own whole: when
 	// the desired item leaves one out, every live entry in it was added.
 	owned []string
+	// oneOf are groups of an item's fields of which the apiserver accepts
+	// at most one (an env var's value or valueFrom). A member the desired
+	// item leaves out but the live one has was added by someone else: it is
+	// reported with its pointer so the repair removes it before applying,
+	// since applying our member next to it would be refused.
+	oneOf []oneOf
+}
+
+// oneOf is a group of mutually exclusive fields of a list item.
+type oneOf struct {
+	// in is the item's map field holding the group; "" means the item
+	// itself.
+	in string
+	// fields are the members, in name order.
+	fields []string
 }
 
 // mergeKeys is the one table of list merge keys, by the list's field name
@@ -26,7 +41,10 @@ type mergeKey struct {
 var mergeKeys = map[string]mergeKey{
 	"containers":     {alternatives: [][]string{{"name"}}, added: true, owned: []string{"env", "ports"}},
 	"initContainers": {alternatives: [][]string{{"name"}}, added: true, owned: []string{"env", "ports"}},
-	"env":            {alternatives: [][]string{{"name"}}, added: true},
+	"env": {alternatives: [][]string{{"name"}}, added: true, oneOf: []oneOf{
+		{fields: []string{"value", "valueFrom"}},
+		{in: "valueFrom", fields: []string{"configMapKeyRef", "fieldRef", "fileKeyRef", "resourceFieldRef", "secretKeyRef"}},
+	}},
 	"ports": {
 		alternatives: [][]string{{"containerPort", "protocol"}, {"port", "protocol"}},
 		defaults:     map[string]any{"protocol": "TCP"},

@@ -45,6 +45,15 @@
 // sidecar's content when it is readable. The lock is per open file, so a
 // second Open of the same path in the same process is refused too.
 //
+// # Private files
+//
+// The state file (mode 0600), its folder (0700) and the owner sidecar are
+// opened through package internal/safefile: an existing file or folder open
+// to group or others is tightened, and a symbolic link at the state file's
+// path, as its folder or as the sidecar is refused with an error naming it,
+// never followed (bbolt opens the file through Options.OpenFile with
+// O_NOFOLLOW). Such an error wraps neither ErrCorrupt nor ErrLocked.
+//
 // # Corruption
 //
 // A file that bbolt cannot open, that is truncated, or that fails bbolt's

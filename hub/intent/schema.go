@@ -199,8 +199,13 @@ func readBoltMeta(r io.ReaderAt, off int64) (m boltMeta, ok bool) {
 // the file locked until the process exits. It reads the newest valid meta
 // page and checks that the file holds every page below its high-water mark.
 // It only ever refuses a file: what it cannot judge (no valid meta page, an
-// unreadable file) is left to bbolt.
+// unreadable file, a symbolic link) is left to bbolt and the private open
+// it goes through, which refuses a link with a clear error; so a link is
+// never followed here either.
 func preflight(path string) error {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil

@@ -3,7 +3,6 @@ package intent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // Errors wrapped by Open and the store's methods, for errors.Is.
@@ -55,9 +55,11 @@ type Store struct {
 var _ hub.IntentStore = (*Store)(nil)
 
 // Open opens the state file at path, creating it (mode 0600) and its folder
-// (mode 0700) when missing, and migrates an older schema. An existing file's
-// and folder's modes are left as they are. See the package documentation for
-// the errors it returns.
+// (mode 0700) when missing, and migrates an older schema. The file and its
+// folder are private (see package safefile): an existing file or folder
+// open to group or others is tightened to 0600 or 0700, and a symbolic link
+// at the path or as the folder is refused, never followed. See the package
+// documentation for the errors it returns.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("state file: empty path")
@@ -68,8 +70,8 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("state file %s: create folder: %w", path, err)
+	if err := safefile.MkdirPrivate(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
 	if err := preflight(path); err != nil {
 		return nil, err
@@ -90,10 +92,13 @@ func Open(path string, opts Options) (*Store, error) {
 func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(path, &err)
-	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, OpenFile: openPrivate})
+	var oerr *openError
 	switch {
 	case err == nil:
 		return db, nil
+	case errors.As(err, &oerr):
+		return nil, fmt.Errorf("state file %s: %w", path, oerr.err)
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("state file %s: %w (%s)", path, ErrLocked, readOwner(path+".owner"))
 	case errors.Is(err, fs.ErrPermission):
@@ -102,6 +107,28 @@ func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 		return nil, corrupt(path, err)
 	}
 }
+
+// openPrivate is bbolt's OpenFile: it opens the state file with
+// safefile.OpenPrivate (O_NOFOLLOW, mode 0600) instead of os.OpenFile. Its
+// errors are marked as openError, so that openBolt does not mistake them
+// for a corrupt file.
+func openPrivate(name string, flag int, _ os.FileMode) (*os.File, error) {
+	f, err := safefile.OpenPrivate(name, flag)
+	if err != nil {
+		return nil, &openError{err: err}
+	}
+	return f, nil
+}
+
+// openError is an error of opening the state file (a symbolic link at its
+// path, say), not of reading it.
+type openError struct{ err error }
+
+// Error returns the open error's text.
+func (e *openError) Error() string { return e.err.Error() }
+
+// Unwrap returns the open error.
+func (e *openError) Unwrap() error { return e.err }
 
 // maxCheckErrors bounds how many page errors an error message lists.
 const maxCheckErrors = 3
@@ -195,44 +222,29 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// writeOwner writes the owner sidecar atomically (a temporary file renamed
-// over it, mode 0600).
+// writeOwner writes the owner sidecar atomically and privately (see
+// safefile.WritePrivate: mode 0600, a symbolic link at path is refused).
 func writeOwner(path string, start time.Time) error {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown host"
 	}
 	line := fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, start.UTC().Format(time.RFC3339))
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("owner file %s: %w", path, err)
-	}
-	_, err = f.WriteString(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
+	if err := safefile.WritePrivate(path, []byte(line)); err != nil {
 		return fmt.Errorf("owner file %s: %w", path, err)
 	}
 	return nil
 }
 
-// maxOwner bounds how much of an owner sidecar is read.
+// maxOwner bounds how much of an owner sidecar goes into a message.
 const maxOwner = 512
 
-// readOwner returns the owner sidecar's content for an error message.
+// readOwner returns the owner sidecar's content for an error message. The
+// sidecar is read with safefile.ReadPrivate, so a symbolic link or a file
+// others could have written is never quoted.
 func readOwner(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "owner unknown"
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxOwner))
-	line := strings.TrimSpace(string(b))
+	b, err := safefile.ReadPrivate(path)
+	line := strings.TrimSpace(string(b[:min(len(b), maxOwner)]))
 	if err != nil || line == "" {
 		return "owner unknown"
 	}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+)
+
+// tuiChildEnv, set to a config path, makes TestTUIEndsWithItsTerminal run
+// `driftwatch -f PATH` in this process: the child on the pseudo-terminal.
+const tuiChildEnv = "DRIFTWATCH_TUI_CHILD"
+
+// hangupExitBudget is how long the TUI mode may take to exit once its
+// terminal is gone (the issue's bar).
+const hangupExitBudget = 2 * time.Second
+
+// TestTUIEndsWithItsTerminal starts the TUI mode (`driftwatch -f FILE`, hub
+// and UI in one process) on a pseudo-terminal, checks that the hub repairs,
+// closes the terminal and checks that the process exits within two seconds
+// and repairs nothing afterwards. Two ways a terminal goes:
+//   - sighup: the terminal is the process's controlling terminal (as in a
+//     tmux pane or an SSH session), so closing it sends SIGHUP;
+//   - input-eio: the terminal is only the process's stdin/stdout, so no
+//     signal comes and the end of the input (EIO) must end it.
+func TestTUIEndsWithItsTerminal(t *testing.T) {
+	if path := os.Getenv(tuiChildEnv); path != "" {
+		// Child mode: exactly what main does.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := run(ctx, []string{"-f", path, "--log-file", os.Getenv("DRIFTWATCH_TUI_LOG")}, os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(exitCode(err, os.Stderr))
+	}
+
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	admin := kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig())
+	for _, tc := range []struct {
+		name        string
+		controlling bool
+	}{
+		{"sighup", true},
+		{"input-eio", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := "hup-" + tc.name
+			path := e2eConfig(t, set, ns, "", "api", "worker")
+			dir := t.TempDir()
+			logPath := filepath.Join(dir, "tui.log")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTUIEndsWithItsTerminal$", "-test.timeout=5m")
+			cmd.Env = append(os.Environ(), tuiChildEnv+"="+path, "DRIFTWATCH_TUI_LOG="+logPath,
+				"XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+			ptmx, tty := openPTY(t)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+			if tc.controlling {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_ = tty.Close() // the child holds it now
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				_, _ = io.Copy(io.Discard, ptmx) // a terminal nobody reads blocks its writer
+			}()
+			exited := make(chan struct{}) // closed once waitErr is set
+			var waitErr error
+			go func() {
+				waitErr = cmd.Wait()
+				close(exited)
+			}()
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					_ = ptmx.Close()
+				}
+				select {
+				case <-exited:
+				case <-time.After(10 * time.Second):
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+				<-drained
+				if t.Failed() {
+					t.Logf("child log:\n%s", tail(logPath))
+				}
+			})
+
+			// The hub is live: it creates the ConfigMap, then repairs a
+			// delete.
+			ctx := t.Context()
+			waitConfigMap(t, admin, ns, "web", exited)
+			if err := admin.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitConfigMap(t, admin, ns, "web", exited)
+
+			// The terminal goes away.
+			closed = true
+			t0 := time.Now()
+			if err := ptmx.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+				t.Logf("exited %v after the terminal closed: %v", time.Since(t0).Round(time.Millisecond), waitErr)
+				if waitErr != nil {
+					t.Errorf("exit status after a hangup: %v (want 0, as q)", waitErr)
+				}
+			case <-time.After(hangupExitBudget):
+				t.Fatalf("still running %v after its terminal closed", hangupExitBudget)
+			}
+
+			// Nothing repairs any more.
+			if err := admin.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if _, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("configmap after the hub exited: %v (want not found: something still repairs)", err)
+			}
+			log, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(log), "terminal gone") {
+				t.Errorf("the log does not say the terminal went away:\n%s", tail(logPath))
+			}
+		})
+	}
+}
+
+// openPTY opens a pseudo-terminal of 120x32. The pty library leaves the
+// master in blocking mode, where Close neither interrupts a pending Read nor
+// closes the descriptor until that Read returns (so the terminal would never
+// hang up): the master returned here is a non-blocking duplicate the
+// runtime's poller owns.
+func openPTY(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	m, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 32, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(m.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Close()
+	syscall.CloseOnExec(fd) // or the child would hold its own terminal's master open
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty
+}
+
+// waitConfigMap waits up to a minute for a ConfigMap to exist; the child
+// must keep running meanwhile.
+func waitConfigMap(t *testing.T, c kubernetes.Interface, ns, name string, exited <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsNotFound(err) && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+			t.Fatal("the TUI exited early")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("configmap %s/%s never appeared", ns, name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
