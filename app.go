@@ -139,11 +139,19 @@ func clusterConfigs(cfg *config.Config, disableWatch bool) []clusters.ClusterCon
 }
 
 // Run runs the hub and the registry until ctx ends, and waits for both.
+// The registry stops after the hub: stopping a cluster's watch manager
+// closes its connections, which would cut a call the hub still lets finish
+// (the second half of a remove-then-apply pair).
 func (a *app) Run(ctx context.Context) error {
 	var wg conc.WaitGroup
 	var hubErr, regErr error
-	wg.Go(func() { hubErr = a.hub.Run(ctx) })
-	wg.Go(func() { regErr = a.reg.Run(ctx) })
+	regCtx, stopReg := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReg()
+	wg.Go(func() {
+		defer stopReg()
+		hubErr = a.hub.Run(ctx)
+	})
+	wg.Go(func() { regErr = a.reg.Run(regCtx) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.mu.Unlock()

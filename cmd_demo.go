@@ -24,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/localcluster"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/safefile"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -164,12 +165,12 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if o.headless {
 		log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	} else {
-		f, err := os.Create(filepath.Join(dir, "driftwatch.log"))
+		w, err := safefile.NewRotatingWriter(filepath.Join(dir, "driftwatch.log"), logMaxBytes, logKeep)
 		if err != nil {
-			return err
+			return fmt.Errorf("demo: log file: %w", err)
 		}
-		defer f.Close()
-		log = slog.New(slog.NewJSONHandler(f, nil))
+		defer w.Close()
+		log = slog.New(slog.NewJSONHandler(w, nil))
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "demo: "+format+"\n", a...) }

@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +27,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/localcluster"
 	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/api"
 )
 
 // syncBuffer is a goroutine-safe writer.
@@ -46,7 +50,20 @@ func (s *syncBuffer) String() string {
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	return httpGetAuth(t, url, "")
+}
+
+// httpGetAuth is httpGet with a bearer token ("" sends none).
+func httpGetAuth(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -71,9 +88,24 @@ func metricValue(body, prefix string) float64 {
 	return sum
 }
 
+// serveAddrs parses serve's first two stdout lines: the API's and the
+// probes' base URLs ("" until printed).
+func serveAddrs(out string) (api, probes string) {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "listening on "); ok {
+			api = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "probes and metrics on "); ok {
+			probes = strings.TrimSpace(v)
+		}
+	}
+	return api, probes
+}
+
 // TestServe runs `driftwatch serve` against a real cluster: /healthz,
-// /readyz and /metrics answer, the counters move after a repair, and a
-// cancelled context (SIGTERM) ends it with exit 0 and no goroutine left.
+// /readyz and /metrics answer on the probe listener, the counters move
+// after a repair, and a cancelled context (SIGTERM) ends it with exit 0 and
+// no goroutine left.
 func TestServe(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	path := e2eConfig(t, set, "srv", "", "api", "worker")
@@ -92,22 +124,25 @@ func TestServe(t *testing.T) {
 	var wg conc.WaitGroup
 	var runErr error
 	wg.Go(func() {
-		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, getenv, out, errOut)
+		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
-	var base string
+	var base, probes string
 	deadline := time.Now().Add(20 * time.Second)
-	for base == "" && time.Now().Before(deadline) {
-		if s := out.String(); strings.HasPrefix(s, "listening on ") {
-			base = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(s, "\n", 2)[0], "listening on "))
-		}
+	for probes == "" && time.Now().Before(deadline) {
+		base, probes = serveAddrs(out.String())
 		time.Sleep(20 * time.Millisecond)
 	}
-	if base == "" {
+	if probes == "" {
 		cancel()
 		wg.Wait()
 		t.Fatalf("serve did not start: %v\n%s", runErr, errOut.String())
 	}
-	if code, _ := httpGet(t, base+"/healthz"); code != 200 {
+	// The first start made an operator token in the default token file.
+	token, err := api.ReadToken(filepath.Join(stateHome, "driftwatch", "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := httpGet(t, probes+"/healthz"); code != 200 {
 		t.Fatalf("/healthz = %d", code)
 	}
 	waitHTTP := func(what string, cond func() bool) {
@@ -120,19 +155,19 @@ func TestServe(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitHTTP("/readyz", func() bool { code, _ := httpGet(t, base+"/readyz"); return code == 200 })
+	waitHTTP("/readyz", func() bool { code, _ := httpGet(t, probes+"/readyz"); return code == 200 })
 	waitHTTP("objects created", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_managed_objects{cluster="c1",status="in-sync"}`) == 3
 	})
-	_, body := httpGet(t, base+"/metrics")
+	_, body := httpGet(t, probes+"/metrics")
 	repairsBefore := metricValue(body, `driftwatch_repairs_total{cluster="c1",outcome="success"}`)
 	c := kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig())
 	if err := c.AppsV1().Deployments("srv").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitHTTP("repair counted", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_repairs_total{cluster="c1",outcome="success"}`) > repairsBefore &&
 			metricValue(body, `driftwatch_drift_detected_total{class="missing",cluster="c1",kind="deployment"}`) >= 1 &&
 			metricValue(body, `driftwatch_event_to_repaired_seconds_count`) >= 1 &&
@@ -152,7 +187,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHTTP("rejected reload counted", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_config_reloads_total{outcome="rejected"}`) == 1 &&
 			metricValue(body, `driftwatch_managed_objects{cluster="c1",status="in-sync"}`)+
 				metricValue(body, `driftwatch_managed_objects{cluster="c1",status="repaired"}`) == 3
@@ -164,15 +199,20 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHTTP("applied reload counted", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_config_reloads_total{outcome="applied"}`) == 1
 	})
 	if !strings.Contains(errOut.String(), "config reload rejected") || !strings.Contains(errOut.String(), "workers") {
 		t.Fatalf("the rejected reload's errors were not logged:\n%s", errOut.String())
 	}
-	code, snap := httpGet(t, base+"/api/v1/snapshot")
-	if code != 200 || !strings.Contains(snap, `"c1:srv/web:deployment"`) {
-		t.Fatalf("snapshot = %d %.200s", code, snap)
+	client, err := api.NewClientWithOptions(base, api.ClientOptions{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.CloseIdleConnections()
+	snap, err := client.Snapshot(t.Context())
+	if _, ok := snap.Node(hub.NewNodeID("c1", "srv", "web", hub.KindDeployment)); err != nil || !ok {
+		t.Fatalf("snapshot = %v, %v", snap, err)
 	}
 
 	// A reload that would prune every object of c1 is refused, over the
@@ -193,14 +233,14 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHTTP("refused reloads counted", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_config_reloads_total{outcome="rejected"}`) == 3
 	})
 	if _, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a refused reload deleted the deployment: %v", err)
 	}
-	if code, snap := httpGet(t, base+"/api/v1/snapshot"); code != 200 || strings.Contains(snap, "decommissioning") {
-		t.Fatalf("after refused reloads the snapshot shows decommissions: %d %.300s", code, snap)
+	if snap, err := client.Snapshot(t.Context()); err != nil || slices.ContainsFunc(snap.Nodes, func(n hub.NodeStatus) bool { return n.Status == hub.StatusDecommissioning }) {
+		t.Fatalf("after refused reloads the snapshot shows decommissions: %v", err)
 	}
 	rOut.Reset()
 	rErr.Reset()
@@ -212,9 +252,8 @@ func TestServe(t *testing.T) {
 	}
 	waitHTTP("web pruned after the confirmed reload", func() bool {
 		_, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{})
-		_, body := httpGet(t, base+"/api/v1/snapshot")
-		var snap hub.Snapshot
-		return apierrors.IsNotFound(err) && json.Unmarshal([]byte(body), &snap) == nil && len(snap.Nodes) == 0 // every decommission done
+		snap, snapErr := client.Snapshot(t.Context())
+		return apierrors.IsNotFound(err) && snapErr == nil && len(snap.Nodes) == 0 // every decommission done
 	})
 	if entries, err := os.ReadDir(filepath.Join(stateHome, "driftwatch")); err != nil || len(entries) == 0 {
 		t.Fatalf("no state file under XDG_STATE_HOME: %v %v", entries, err)
@@ -227,7 +266,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("reload: %v\n%s", err, &rErr)
 	}
 	waitHTTP("web applied again", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+		_, body := httpGet(t, probes+"/metrics")
 		return metricValue(body, `driftwatch_managed_objects{cluster="c1",status="in-sync"}`)+
 			metricValue(body, `driftwatch_managed_objects{cluster="c1",status="repaired"}`) == 3
 	})
@@ -260,12 +299,113 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sOut, sErr strings.Builder
-	err = run(t.Context(), []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, getenv, &sOut, &sErr)
+	err = run(t.Context(), []string{"serve", "-f", path, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, &sOut, &sErr)
 	if code := exitCode(err, &sErr); code != 1 || !strings.Contains(sErr.String(), "refusing to prune 3 objects") ||
 		!strings.Contains(sErr.String(), "run the command again with --allow-prune") || strings.Contains(sOut.String(), "listening") {
 		t.Fatalf("refused start: exit %d\nstdout: %s\nstderr: %s", code, &sOut, &sErr)
 	}
 	if _, err := c.AppsV1().Deployments("srv").Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a refused start deleted the deployment: %v", err)
+	}
+}
+
+// TestParseServeListen: the API may listen beyond loopback only with TLS
+// or --insecure-listen; the TLS flags go together.
+func TestParseServeListen(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{}, ""},
+		{[]string{"--listen", "127.0.0.1:0"}, ""},
+		{[]string{"--listen", "127.9.9.9:7070"}, ""},
+		{[]string{"--listen", "[::1]:7070"}, ""},
+		{[]string{"--listen", "localhost:7070"}, ""},
+		{[]string{"--listen", ":7070"}, "--listen :7070 is not a loopback address"},
+		{[]string{"--listen", "0.0.0.0:7070"}, "not a loopback address"},
+		{[]string{"--listen", "[::]:7070"}, "not a loopback address"},
+		{[]string{"--listen", "10.1.2.3:7070"}, "not a loopback address"},
+		{[]string{"--listen", "hub.example:7070"}, "not a loopback address"},
+		{[]string{"--listen", "0.0.0.0:7070", "--insecure-listen"}, ""},
+		{[]string{"--listen", "0.0.0.0:7070", "--tls-cert-file", "c", "--tls-key-file", "k"}, ""},
+		{[]string{"--tls-cert-file", "c"}, "--tls-cert-file and --tls-key-file go together"},
+		{[]string{"--tls-key-file", "k"}, "go together"},
+		{[]string{"--listen", "7070"}, "missing port"},
+	} {
+		_, err := parseServe(append([]string{"-f", "x.yaml"}, tt.args...), io.Discard)
+		var ee *exitError
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ee) || ee.code != 2):
+			t.Errorf("%v: %v, want exit 2 with %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+// TestCertReloader drives the reloader with a fake clock: files are
+// checked at most once per interval, a changed pair is loaded, a broken one
+// is logged and the current pair kept until the files change again.
+func TestCertReloader(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	install := func(serial int64) {
+		c, k := ca.issue(t, serial)
+		writeAtomic(t, keyFile, k)
+		writeAtomic(t, certFile, c)
+	}
+	install(1)
+	var logs syncBuffer
+	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	serial := func() int64 {
+		t.Helper()
+		c, err := r.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.SerialNumber.Int64()
+	}
+	for _, step := range []struct {
+		name    string
+		change  func()
+		advance time.Duration
+		want    int64
+		wantLog string
+	}{
+		{name: "first pair", want: 1},
+		{name: "new pair, not checked yet", change: func() { install(2) }, advance: r.interval / 2, want: 1},
+		{name: "new pair after the interval", advance: r.interval, want: 2, wantLog: "TLS certificate reloaded"},
+		{name: "broken certificate", change: func() { writeAtomic(t, certFile, []byte("garbage")) }, advance: r.interval, want: 2,
+			wantLog: "TLS certificate reload failed; keeping the current pair"},
+		{name: "key missing", change: func() { _ = os.Remove(keyFile) }, advance: r.interval, want: 2, wantLog: "TLS certificate check failed"},
+		{name: "fixed", change: func() { install(3) }, advance: r.interval, want: 3},
+	} {
+		if step.change != nil {
+			step.change()
+		}
+		now = now.Add(step.advance)
+		if got := serial(); got != step.want {
+			t.Fatalf("%s: serial %d, want %d", step.name, got, step.want)
+		}
+		if !strings.Contains(logs.String(), step.wantLog) {
+			t.Fatalf("%s: log lacks %q:\n%s", step.name, step.wantLog, logs.String())
+		}
+	}
+	if _, err := newCertReloader(certFile, filepath.Join(dir, "none.key"), slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("a missing key was accepted at start")
+	}
+	writeAtomic(t, keyFile, []byte("garbage"))
+	if _, err := newCertReloader(certFile, keyFile, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), certFile) {
+		t.Fatalf("a broken pair at start = %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/safefile"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -35,19 +36,25 @@ func defaultLogFile(getenv func(string) string) string {
 	return filepath.Join(dir, "driftwatch", "driftwatch.log")
 }
 
+// Log rotation of the TUI modes: the file is rotated at logMaxBytes, and
+// logKeep rotated files are kept.
+const (
+	logMaxBytes = 10 << 20
+	logKeep     = 3
+)
+
 // openLog opens the log file for a TUI session (nothing may write to the
-// terminal while the TUI runs) and routes klog into it.
+// terminal while the TUI runs) and routes klog into it. The file is private
+// (0600 in a 0700 folder), never followed through a symbolic link, and
+// rotated by size.
 func openLog(path string) (*slog.Logger, io.Closer, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, fmt.Errorf("log file: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	w, err := safefile.NewRotatingWriter(path, logMaxBytes, logKeep)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log file: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(f, nil))
+	log := slog.New(slog.NewJSONHandler(w, nil))
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	return log, f, nil
+	return log, w, nil
 }
 
 // runTUI is the default command, `driftwatch -f FILE`: the hub and the
@@ -141,13 +148,18 @@ func runAttach(ctx context.Context, args []string, getenv func(string) string, s
 	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
+	cf := addClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError("attach: %v", err)
 	}
 	if fs.NArg() != 1 {
 		return usageError("attach: want one hub address, e.g. driftwatch attach http://127.0.0.1:7070")
 	}
-	c, err := api.NewClient(fs.Arg(0))
+	opts, err := cf.options(getenv)
+	if err != nil {
+		return usageError("attach: %v", err)
+	}
+	c, err := api.NewClientWithOptions(fs.Arg(0), opts)
 	if err != nil {
 		return usageError("attach: %v", err)
 	}

@@ -41,7 +41,7 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 	if path := os.Getenv(killChildEnv); path != "" {
 		// Child mode: the hub, exactly as `driftwatch serve` runs it.
 		ctx, stop := signal.NotifyContext(t.Context(), syscall.SIGTERM)
-		err := run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0"}, os.Getenv, os.Stdout, os.Stderr)
+		err := run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, os.Getenv, os.Stdout, os.Stderr)
 		stop()
 		if code := exitCode(err, os.Stderr); code != 0 {
 			os.Exit(code)
@@ -173,7 +173,7 @@ func startKillChild(t *testing.T, dir, name, path string) *killChild {
 	}
 	defer errOut.Close()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestKillDuringPruneThenRestart$", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), killChildEnv+"="+path, "XDG_STATE_HOME="+dir) // serve's default token file goes there
 	cmd.Stdout, cmd.Stderr = out, errOut
 	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	if err := cmd.Start(); err != nil {

@@ -38,6 +38,9 @@ const hangupExitBudget = 2 * time.Second
 //     tmux pane or an SSH session), so closing it sends SIGHUP;
 //   - input-eio: the terminal is only the process's stdin/stdout, so no
 //     signal comes and the end of the input (EIO) must end it.
+//
+// And SIGTERM ends it within two seconds while its only cluster is
+// unreachable with calls hanging on it.
 func TestTUIEndsWithItsTerminal(t *testing.T) {
 	if path := os.Getenv(tuiChildEnv); path != "" {
 		// Child mode: exactly what main does.
@@ -52,9 +55,13 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		controlling bool
+		// sigterm: the terminal stays; the cluster is frozen (calls hang)
+		// and the process gets SIGTERM.
+		sigterm bool
 	}{
-		{"sighup", true},
-		{"input-eio", false},
+		{"sighup", true, false},
+		{"input-eio", false, false},
+		{"sigterm-unreachable", true, true}, // last: it freezes the shared apiserver
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := "hup-" + tc.name
@@ -110,20 +117,40 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 			}
 			waitConfigMap(t, admin, ns, "web", exited)
 
-			// The terminal goes away.
-			closed = true
+			var end string
+			if tc.sigterm {
+				thaw, err := set.Clusters[0].FreezeAPIServer()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer thaw()
+				waitLog(t, logPath, `"state":"unreachable"`, 30*time.Second)
+				end = "SIGTERM"
+			} else {
+				end = "the terminal closed"
+			}
 			t0 := time.Now()
-			if err := ptmx.Close(); err != nil {
-				t.Fatal(err)
+			if tc.sigterm {
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				closed = true
+				if err := ptmx.Close(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			select {
 			case <-exited:
-				t.Logf("exited %v after the terminal closed: %v", time.Since(t0).Round(time.Millisecond), waitErr)
+				t.Logf("exited %v after %s: %v", time.Since(t0).Round(time.Millisecond), end, waitErr)
 				if waitErr != nil {
-					t.Errorf("exit status after a hangup: %v (want 0, as q)", waitErr)
+					t.Errorf("exit status: %v (want 0, as q)", waitErr)
 				}
 			case <-time.After(hangupExitBudget):
-				t.Fatalf("still running %v after its terminal closed", hangupExitBudget)
+				t.Fatalf("still running %v after %s", hangupExitBudget, end)
+			}
+			if tc.sigterm {
+				return // the apiserver is frozen: nothing to check on it
 			}
 
 			// Nothing repairs any more.
@@ -169,6 +196,22 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 		t.Fatal(err)
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty
+}
+
+// waitLog waits until the log file holds s.
+func waitLog(t *testing.T, path, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %s:\n%s", s, tail(path))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitConfigMap waits up to a minute for a ConfigMap to exist; the child

@@ -2,6 +2,8 @@ package clusters
 
 import (
 	"time"
+
+	"k8s.io/client-go/transport"
 )
 
 // ClusterConfig says how to reach one cluster and what to watch on it.
@@ -43,6 +45,10 @@ type ClusterConfig struct {
 	// Watch, when false, starts no informers: Read always GETs. The poll
 	// baseline of the benchmark uses it. Defaults to true via Enabled.
 	DisableWatch bool
+	// WrapTransport, if set, wraps the cluster's HTTP transport
+	// (client-go's rest.Config.WrapTransport): a proxy or audit hook, and
+	// tests that hold or observe calls.
+	WrapTransport transport.WrapperFunc
 }
 
 // HealthOptions tune the /readyz probe of every cluster. Zero values take

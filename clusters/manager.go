@@ -157,6 +157,9 @@ func RESTConfig(cfg ClusterConfig) (*rest.Config, error) {
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	rc.UserAgent = "driftwatch"
+	if cfg.WrapTransport != nil {
+		rc.Wrap(cfg.WrapTransport)
+	}
 	return rc, nil
 }
 

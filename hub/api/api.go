@@ -1,7 +1,10 @@
-// Package api serves a hub over HTTP: health and readiness probes,
-// Prometheus metrics, JSON snapshots, a server-sent-events stream of
-// snapshots for attached terminal UIs, the UI's actions (repair now, pause a
-// cluster, warn-only per application, holds) and config reloads.
+// Package api serves a hub over HTTP. Handler is the API: JSON snapshots,
+// a server-sent-events stream of snapshots for attached terminal UIs, the
+// UI's actions (repair now, pause a cluster, warn-only per application,
+// holds) and config reloads, each behind a bearer token with a role (see
+// LoadTokens). ProbeHandler serves health and readiness probes and
+// Prometheus metrics, without tokens, for a listener of their own. Client
+// is the API's client.
 package api
 
 import (
@@ -18,6 +21,14 @@ import (
 
 // Options configure the handler.
 type Options struct {
+	// Tokens authenticate every request (see LoadTokens). Nil disables
+	// authentication: every request is then an operator named "local".
+	// Only tests of other code and in-process uses leave it nil; serve
+	// always sets it.
+	Tokens *Tokens
+	// MaxBodyBytes caps the body of every write; a larger one answers 413.
+	// Default 64 KiB.
+	MaxBodyBytes int64
 	// ReadOnly rejects every action with 403.
 	ReadOnly bool
 	// Ready reports whether the hub is ready (all clusters attempted and
@@ -28,49 +39,100 @@ type Options struct {
 	// error wrapping hub.ErrPruneRefused answers 409 Conflict, any other
 	// error means the config was rejected (422). Nil: reloads answer 501.
 	Reload func(allowPrune bool) error
-	// Logger receives request errors. Default: discard.
+	// Logger receives request errors and a line per write. Default:
+	// discard.
 	Logger *slog.Logger
+	// MaxStreams caps the open watch streams; past it GET /api/v1/watch
+	// answers 503 with Retry-After. Default 64.
+	MaxStreams int
+	// streams is the watch stream of a Server (NewServer sets it); nil
+	// gives Handler a stream of its own.
+	streams *streamer
 }
 
-// Handler returns the HTTP handler of h:
+// defaultMaxBodyBytes is Options.MaxBodyBytes' default.
+const defaultMaxBodyBytes = 64 << 10
+
+// reloadWriteTimeout is how long a reload may take to answer, past the
+// server's write timeout (the client waits a minute).
+const reloadWriteTimeout = 2 * time.Minute
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	return o
+}
+
+// Handler returns the HTTP API of h (probes and metrics are served by
+// ProbeHandler, on a listener of their own):
 //
-//	GET  /healthz                           liveness
-//	GET  /readyz                            readiness
-//	GET  /metrics                           Prometheus metrics
-//	GET  /api/v1/snapshot                   the latest snapshot (JSON)
-//	GET  /api/v1/watch                      snapshots as server-sent events
-//	GET  /api/v1/nodes/{id}                 one NodeID's status and desired object
-//	POST /api/v1/nodes/{id}/repair          repair now
-//	POST /api/v1/clusters/{id}/pause        pause repairs on a cluster
-//	POST /api/v1/clusters/{id}/resume       resume repairs
-//	POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|""}
-//	GET  /api/v1/holds                      the active holds
-//	POST /api/v1/holds                      body {"scope","name","ttl","reason"}: 201 and the hold
-//	DELETE /api/v1/holds/{scope}/{name...}  release a hold: 204, 404 when none
-//	POST /api/v1/reload[?allowPrune=true]   reload the config: 200, 409 prune refused, 422 invalid
+//	role      route
+//	viewer    GET  /api/v1/snapshot                   the latest snapshot (JSON)
+//	viewer    GET  /api/v1/watch                      snapshots as server-sent events
+//	viewer    GET  /api/v1/nodes/{id}                 one NodeID's status and desired object
+//	operator  POST /api/v1/nodes/{id}/repair          repair now (404 unknown NodeID)
+//	operator  POST /api/v1/clusters/{id}/pause        pause repairs on a cluster (404 unknown cluster)
+//	operator  POST /api/v1/clusters/{id}/resume       resume repairs (404 unknown cluster)
+//	operator  POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|""} (404 unknown application)
+//	viewer    GET  /api/v1/holds                      the active holds
+//	operator  POST /api/v1/holds                      body {"scope","name","ttl","reason"}: 201 and the hold (404 unknown target)
+//	operator  DELETE /api/v1/holds/{scope}/{name...}  release a hold: 204, 404 when none
+//	operator  POST /api/v1/reload[?allowPrune=true]   reload the config: 200, 409 prune refused, 422 invalid
+//
+// Every request needs "Authorization: Bearer <token>" with a token of
+// Options.Tokens: without one, or with a wrong one, it answers 401 with
+// "WWW-Authenticate: Bearer"; a viewer's write answers 403. Writes (every
+// method but GET, HEAD and OPTIONS) are also refused with 403 when a
+// browser sends them cross-site (http.CrossOriginProtection), with 415 when
+// a body (required for policy and holds) is not application/json, and
+// with 413 when the body is larger than Options.MaxBodyBytes. An id the
+// hub does not manage answers 404 and changes nothing. Every write is
+// logged at info with its method, path, status and the caller's role and
+// name (never the token).
 //
 // Actions answer 500 when the hub could not record them durably (they
 // still hold until the hub stops).
 func Handler(h *hub.Hub, opts Options) http.Handler {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts = opts.withDefaults()
 	s := &server{h: h, opts: opts}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/snapshot", s.snapshot)
+	mux.Handle("GET /api/v1/watch", s.watchHandler())
+	mux.HandleFunc("GET /api/v1/nodes/{id}", s.node)
+	mux.Handle("POST /api/v1/nodes/{id}/repair", s.write(noBody, s.action(s.repair)))
+	mux.Handle("POST /api/v1/clusters/{id}/pause", s.write(noBody, s.action(s.pause(true))))
+	mux.Handle("POST /api/v1/clusters/{id}/resume", s.write(noBody, s.action(s.pause(false))))
+	mux.Handle("POST /api/v1/applications/{id}/policy", s.write(jsonBody, s.action(s.policy)))
+	mux.HandleFunc("GET /api/v1/holds", s.holds)
+	mux.Handle("POST /api/v1/holds", s.write(jsonBody, s.hold))
+	mux.Handle("DELETE /api/v1/holds/{scope}/{name...}", s.write(noBody, s.releaseHold))
+	mux.Handle("POST /api/v1/reload", s.write(noBody, s.reload))
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusForbidden, errors.New("cross-origin request refused: the API does not accept writes from web pages"))
+	}))
+	return s.authenticate(cop.Handler(mux))
+}
+
+// ProbeHandler returns the probes and metrics of h, which need no token:
+//
+//	GET  /healthz   liveness: "ok"
+//	GET  /readyz    readiness: "ok", or 503 "not ready: <why>" (Options.Ready)
+//	GET  /metrics   Prometheus metrics
+//
+// They reveal no desired state, but the metrics do name clusters, kinds
+// and counts: serve them on a private network (a kubelet, a Prometheus),
+// never where the API's users are. Of opts only Ready is used.
+func ProbeHandler(h *hub.Hub, opts Options) http.Handler {
+	s := &server{h: h, opts: opts.withDefaults()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", h.MetricsHandler())
-	mux.HandleFunc("GET /api/v1/snapshot", s.snapshot)
-	mux.HandleFunc("GET /api/v1/watch", s.watch)
-	mux.HandleFunc("GET /api/v1/nodes/{id}", s.node)
-	mux.HandleFunc("POST /api/v1/nodes/{id}/repair", s.action(s.repair))
-	mux.HandleFunc("POST /api/v1/clusters/{id}/pause", s.action(s.pause(true)))
-	mux.HandleFunc("POST /api/v1/clusters/{id}/resume", s.action(s.pause(false)))
-	mux.HandleFunc("POST /api/v1/applications/{id}/policy", s.action(s.policy))
-	mux.HandleFunc("GET /api/v1/holds", s.holds)
-	mux.HandleFunc("POST /api/v1/holds", s.hold)
-	mux.HandleFunc("DELETE /api/v1/holds/{scope}/{name...}", s.releaseHold)
-	mux.HandleFunc("POST /api/v1/reload", s.reload)
 	return mux
 }
 
@@ -87,73 +149,6 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-func (s *server) snapshot(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.h.Snapshot())
-}
-
-// watch streams snapshots as server-sent events ("data: {json}\n\n"), at
-// most as often as the hub publishes them.
-func (s *server) watch(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
-	ch, cancel := s.h.Subscribe()
-	defer cancel()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keepalive.C:
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
-				return
-			}
-			flusher.Flush()
-		case snap := <-ch:
-			b, err := json.Marshal(snap)
-			if err != nil {
-				s.opts.Logger.Error("encode snapshot", "err", err)
-				return
-			}
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-				return
-			}
-			flusher.Flush()
-		}
-	}
-}
-
-// NodeDetail is the JSON form of one NodeID: its status and desired object.
-type NodeDetail struct {
-	Status  hub.NodeStatus
-	Desired map[string]any `json:",omitempty"`
-}
-
-func (s *server) node(w http.ResponseWriter, r *http.Request) {
-	id, err := hub.ParseNodeID(r.PathValue("id"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	st, ok := s.h.Snapshot().Node(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Errorf("%s: %w", id, hub.ErrUnknownNode))
-		return
-	}
-	d := NodeDetail{Status: st}
-	if st.Spec != nil && st.Spec.Object != nil {
-		d.Desired = st.Spec.Object.Object
-	}
-	writeJSON(w, http.StatusOK, d)
 }
 
 // statusError is an action error with its HTTP status.
@@ -174,32 +169,35 @@ func internal(err error) error {
 }
 
 // writeActionError answers an action's error: its status when it carries
-// one, 404 for an unknown NodeID, else 400.
+// one, 404 for an unknown NodeID, cluster or application, 413 for a body
+// over the limit, else 400.
 func writeActionError(w http.ResponseWriter, err error) {
 	code := http.StatusBadRequest
 	var se *statusError
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &se):
 		code = se.code
-	case errors.Is(err, hub.ErrUnknownNode):
+	case errors.Is(err, hub.ErrUnknownNode), errors.Is(err, hub.ErrUnknownCluster), errors.Is(err, hub.ErrUnknownApplication):
 		code = http.StatusNotFound
+	case errors.As(err, &tooLarge):
+		code = http.StatusRequestEntityTooLarge
 	}
 	writeError(w, code, err)
 }
 
-// readOnly answers 403 and reports true in read-only mode.
-func (s *server) readOnly(w http.ResponseWriter) bool {
-	if s.opts.ReadOnly {
-		writeError(w, http.StatusForbidden, errors.New("read-only mode: actions are disabled"))
+// decodeBody decodes a write's JSON body into v; what names the body in
+// errors. The body is already capped by write (413 past it).
+func decodeBody(r *http.Request, what string, v any) error {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		return fmt.Errorf("%s body: %w", what, err)
 	}
-	return s.opts.ReadOnly
+	return nil
 }
 
+// action answers 202 when f succeeds, else its error (writeActionError).
 func (s *server) action(f func(r *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.readOnly(w) {
-			return
-		}
 		if err := f(r); err != nil {
 			writeActionError(w, err)
 			return
@@ -216,9 +214,15 @@ func (s *server) repair(r *http.Request) error {
 	return s.h.RepairNow(id)
 }
 
+// pause pauses or resumes a cluster the hub knows (404 otherwise: a pause
+// would record the unknown id for good).
 func (s *server) pause(paused bool) func(r *http.Request) error {
 	return func(r *http.Request) error {
-		return internal(s.h.PauseCluster(r.PathValue("id"), paused))
+		id := r.PathValue("id")
+		if !s.h.KnowsCluster(id) {
+			return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
+		}
+		return internal(s.h.PauseCluster(id, paused))
 	}
 }
 
@@ -227,17 +231,26 @@ type PolicyRequest struct {
 	Policy hub.Policy `json:"policy"`
 }
 
+// policy sets the policy of an application the hub knows; clearing one
+// ("") is also allowed for an application that left the config but still
+// has an override. Anything else on an unknown application answers 404.
 func (s *server) policy(r *http.Request) error {
 	var req PolicyRequest
-	if err := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<16)).Decode(&req); err != nil {
-		return fmt.Errorf("policy body: %w", err)
+	if err := decodeBody(r, "policy", &req); err != nil {
+		return err
 	}
 	switch req.Policy {
 	case "", hub.PolicyRepair, hub.PolicyWarn:
 	default:
 		return fmt.Errorf("policy %q: want repair, warn or empty", req.Policy)
 	}
-	return internal(s.h.SetApplicationPolicy(r.PathValue("id"), req.Policy))
+	app := r.PathValue("id")
+	if !s.h.KnowsApplication(app) {
+		if _, override := s.h.Snapshot().AppPolicies[app]; req.Policy != "" || !override {
+			return fmt.Errorf("application %q: %w", app, hub.ErrUnknownApplication)
+		}
+	}
+	return internal(s.h.SetApplicationPolicy(app, req.Policy))
 }
 
 // HoldRequest is the body of POST /api/v1/holds.
@@ -252,23 +265,18 @@ type HoldRequest struct {
 	Reason string `json:"reason"`
 }
 
-// holds answers the active holds (an empty list when there are none).
+// holds answers the active holds (an apiv1.HoldList, empty when there are
+// none).
 func (s *server) holds(w http.ResponseWriter, _ *http.Request) {
-	hs := s.h.Snapshot().Holds
-	if hs == nil {
-		hs = []hub.Hold{}
-	}
-	writeJSON(w, http.StatusOK, hs)
+	writeHolds(w, s.h.Snapshot().Holds)
 }
 
-// hold places a hold and answers it with 201.
+// hold places a hold on a target the hub knows and answers it with 201;
+// 404 for an unknown target.
 func (s *server) hold(w http.ResponseWriter, r *http.Request) {
-	if s.readOnly(w) {
-		return
-	}
 	var req HoldRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("hold body: %w", err))
+	if err := decodeBody(r, "hold", &req); err != nil {
+		writeActionError(w, err)
 		return
 	}
 	if req.TTL == "" {
@@ -280,7 +288,23 @@ func (s *server) hold(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("hold: ttl %q: want a Go duration such as 30m or 2h", req.TTL))
 		return
 	}
-	hd, err := s.h.Hold(hub.HoldTarget{Scope: req.Scope, Name: req.Name}, ttl, req.Reason)
+	t := hub.HoldTarget{Scope: req.Scope, Name: req.Name}
+	if err := t.Valid(); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.h.KnowsTarget(t) {
+		unknown := hub.ErrUnknownCluster
+		switch t.Scope {
+		case hub.HoldNode:
+			unknown = hub.ErrUnknownNode
+		case hub.HoldApplication:
+			unknown = hub.ErrUnknownApplication
+		}
+		writeError(w, http.StatusNotFound, fmt.Errorf("hold %s: %w", t, unknown))
+		return
+	}
+	hd, err := s.h.Hold(t, ttl, req.Reason)
 	switch {
 	case err != nil && hd.Until.IsZero():
 		// Refused before anything changed: a bad target, ttl or reason.
@@ -289,16 +313,13 @@ func (s *server) hold(w http.ResponseWriter, r *http.Request) {
 		// The hold holds in this run but could not be recorded.
 		writeError(w, http.StatusInternalServerError, err)
 	default:
-		writeJSON(w, http.StatusCreated, hd)
+		writeHold(w, http.StatusCreated, hd)
 	}
 }
 
 // releaseHold ends a hold: 204, or 404 when there is no active hold on the
 // target.
 func (s *server) releaseHold(w http.ResponseWriter, r *http.Request) {
-	if s.readOnly(w) {
-		return
-	}
 	t := hub.HoldTarget{Scope: hub.HoldScope(r.PathValue("scope")), Name: r.PathValue("name")}
 	if err := t.Valid(); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -320,11 +341,11 @@ func (s *server) releaseHold(w http.ResponseWriter, r *http.Request) {
 }
 
 // reload asks the app to reload its config; allowPrune=true confirms a
-// change the prune guard would refuse.
+// change the prune guard would refuse. A reload may take longer than the
+// server's write timeout: its write deadline is extended to
+// reloadWriteTimeout (ignored where the writer cannot).
 func (s *server) reload(w http.ResponseWriter, r *http.Request) {
-	if s.readOnly(w) {
-		return
-	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(reloadWriteTimeout))
 	if s.opts.Reload == nil {
 		writeError(w, http.StatusNotImplemented, errors.New("this hub cannot reload its config"))
 		return

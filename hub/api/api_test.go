@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 )
 
 // startHub runs a hub with no clusters (the API's own logic; the
@@ -84,27 +85,37 @@ func TestAPIAndClient(t *testing.T) {
 		t.Fatalf("node endpoint: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/api/v1/nodes/bad": 400} {
-		resp, err := http.Get(srv.URL + path)
+	probes := httptest.NewServer(ProbeHandler(h, Options{}))
+	defer probes.Close()
+	for url, want := range map[string]int{
+		probes.URL + "/healthz": 200, probes.URL + "/readyz": 200, probes.URL + "/metrics": 200,
+		srv.URL + "/api/v1/nodes/bad": 400,
+		// Probes are not on the API handler, nor the API on the probes'.
+		srv.URL + "/healthz": 404, srv.URL + "/metrics": 404, probes.URL + "/api/v1/snapshot": 404,
+	} {
+		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != want {
-			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
 		}
 	}
 }
 
 func TestReadOnlyAndNotReady(t *testing.T) {
 	h := startHub(t)
-	srv := httptest.NewServer(Handler(h, Options{ReadOnly: true, Ready: func() error { return context.DeadlineExceeded }}))
+	opts := Options{ReadOnly: true, Ready: func() error { return context.DeadlineExceeded }}
+	srv := httptest.NewServer(Handler(h, opts))
 	defer srv.Close()
+	probes := httptest.NewServer(ProbeHandler(h, opts))
+	defer probes.Close()
 	c, _ := NewClient(srv.URL)
 	if err := c.PauseCluster("c1", true); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only error = %v", err)
 	}
-	resp, err := http.Get(srv.URL + "/readyz")
+	resp, err := http.Get(probes.URL + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +160,13 @@ func TestHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got hub.Hold
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	var doc apiv1.HoldDocument
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || got.Target != (hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}) {
-		t.Fatalf("POST /api/v1/holds = %d %+v", resp.StatusCode, got)
+	if got, err := doc.ToHub(); err != nil || resp.StatusCode != http.StatusCreated || got.Target != (hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}) {
+		t.Fatalf("POST /api/v1/holds = %d %+v %v", resp.StatusCode, got, err)
 	}
 
 	for _, tt := range []struct{ body, want string }{
@@ -288,6 +299,8 @@ func (failingIntent) Close() error                                 { return nil 
 // answers 500 with the error.
 func TestDurableWriteFailure(t *testing.T) {
 	h := hub.New(hub.Options{ID: "api-test", Intent: failingIntent{}})
+	h.SetDesired([]hub.NodeSpec{{ID: hub.NewNodeID("c1", "ns", "web", hub.KindDeployment), Namespace: "ns", Name: "web",
+		Kind: hub.KindDeployment, Application: "web", Policy: hub.PolicyRepair, Hash: "1"}})
 	srv := httptest.NewServer(Handler(h, Options{}))
 	defer srv.Close()
 	c, _ := NewClient(srv.URL)

@@ -1,120 +1,81 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
-	"github.com/sourcegraph/conc"
-
 	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 )
 
 // Client talks to a headless hub's API; the terminal UI attaches through it.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string
 }
 
-// NewClient returns a client for the hub at base (e.g.
-// "http://127.0.0.1:7070").
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Token is the bearer token sent with every request; "" sends none
+	// (a hub with tokens then answers 401).
+	Token string
+	// CAFile is a PEM file of the certificate authorities trusted for an
+	// https hub, instead of the system's. It needs an https address.
+	CAFile string
+}
+
+// NewClient returns a client without credentials for the hub at base (e.g.
+// "http://127.0.0.1:7070"); see NewClientWithOptions.
 func NewClient(base string) (*Client, error) {
+	return NewClientWithOptions(base, ClientOptions{})
+}
+
+// NewClientWithOptions returns a client for the hub at base
+// ("http://host:port" or "https://host:port") that sends opts.Token and,
+// over https, trusts opts.CAFile's authorities (the system's when empty),
+// with TLS 1.2 at least.
+func NewClientWithOptions(base string, opts ClientOptions) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("hub address %q: want http://host:port", base)
+		return nil, fmt.Errorf("hub address %q: want http://host:port or https://host:port", base)
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}}, nil
-}
-
-// Snapshot fetches the latest snapshot.
-func (c *Client) Snapshot(ctx context.Context) (*hub.Snapshot, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v1/snapshot", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("hub %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("hub %s: snapshot: %s", c.base, resp.Status)
-	}
-	var s hub.Snapshot
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return nil, fmt.Errorf("hub %s: decode snapshot: %w", c.base, err)
-	}
-	return &s, nil
-}
-
-// Subscribe streams snapshots from the hub, reconnecting with backoff when
-// the connection drops. The channel holds the latest snapshot. The returned
-// func stops the stream and waits for its goroutine.
-func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
-	ch := make(chan *hub.Snapshot, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg conc.WaitGroup
-	wg.Go(func() {
-		backoff := 200 * time.Millisecond
-		for ctx.Err() == nil {
-			if err := c.stream(ctx, ch); err == nil {
-				backoff = 200 * time.Millisecond
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
+	if opts.Token != "" {
+		if err := checkToken(opts.Token); err != nil {
+			return nil, fmt.Errorf("hub %s: %w", base, err)
 		}
-	})
-	return ch, func() { cancel(); wg.Wait() }
-}
-
-func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v1/watch", nil)
-	if err != nil {
-		return err
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("watch: %s", resp.Status)
-	}
-	r := bufio.NewReaderSize(resp.Body, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if opts.CAFile != "" {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("hub address %q: a CA file needs an https address", base)
+		}
+		pem, err := os.ReadFile(opts.CAFile)
 		if err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
+			return nil, fmt.Errorf("CA file: %w", err)
 		}
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", opts.CAFile)
 		}
-		var s hub.Snapshot
-		if err := json.Unmarshal(bytes.TrimSpace(data), &s); err != nil {
-			return fmt.Errorf("decode snapshot: %w", err)
-		}
-		select {
-		case <-ch:
-		default:
-		}
-		ch <- &s
+		tr.TLSClientConfig.RootCAs = pool
 	}
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr}, token: opts.Token}, nil
 }
+
+// CloseIdleConnections closes the client's idle connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Error is an error answer of the hub: its HTTP status and message. A 409
 // Conflict (a reload the prune guard refused) unwraps to
@@ -153,6 +114,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("hub %s: %w", c.base, err)
@@ -205,9 +167,15 @@ func (c *Client) SetApplicationPolicy(app string, p hub.Policy) error {
 func (c *Client) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var hd hub.Hold
-	err := c.do(ctx, http.MethodPost, "/api/v1/holds", HoldRequest{Scope: t.Scope, Name: t.Name, TTL: ttl.String(), Reason: reason}, &hd)
-	return hd, err
+	var doc apiv1.HoldDocument
+	if err := c.do(ctx, http.MethodPost, "/api/v1/holds", HoldRequest{Scope: t.Scope, Name: t.Name, TTL: ttl.String(), Reason: reason}, &doc); err != nil {
+		return hub.Hold{}, err
+	}
+	hd, err := doc.ToHub()
+	if err != nil {
+		return hub.Hold{}, fmt.Errorf("hub %s: %w", c.base, err)
+	}
+	return hd, nil
 }
 
 // ReleaseHold ends the hold on a target.
@@ -219,9 +187,15 @@ func (c *Client) ReleaseHold(t hub.HoldTarget) error {
 
 // Holds lists the active holds.
 func (c *Client) Holds(ctx context.Context) ([]hub.Hold, error) {
-	var hs []hub.Hold
-	err := c.do(ctx, http.MethodGet, "/api/v1/holds", nil, &hs)
-	return hs, err
+	var l apiv1.HoldList
+	if err := c.do(ctx, http.MethodGet, "/api/v1/holds", nil, &l); err != nil {
+		return nil, err
+	}
+	hs, err := l.ToHub()
+	if err != nil {
+		return nil, fmt.Errorf("hub %s: %w", c.base, err)
+	}
+	return hs, nil
 }
 
 // Reload asks the hub to reload its config file. Unless allowPrune, a
@@ -240,7 +214,9 @@ func (c *Client) Reload(allowPrune bool) error {
 }
 
 // authorize sets the request's credentials (the bearer token, when the
-// client has one).
+// client has one). Every request the client makes goes through it.
 func (c *Client) authorize(req *http.Request) {
-	_ = req
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+)
+
+// Server is the HTTP API of a hub (see Handler) with an explicit lifecycle:
+// Close ends its watch streams and stops their broadcaster. Serve it with
+// an http.Server and, on shutdown, call Close before http.Server.Shutdown
+// (an open watch stream never goes idle, so Shutdown alone would wait for
+// its deadline).
+type Server struct {
+	handler http.Handler
+	streams *streamer
+}
+
+// NewServer returns the API of h. It starts no goroutine: the watch
+// stream's broadcaster runs while streams are open.
+func NewServer(h *hub.Hub, opts Options) *Server {
+	st := newStreamer(h, streamConfigOf(opts))
+	opts.streams = st
+	return &Server{handler: Handler(h, opts), streams: st}
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close ends every open watch stream, answers new ones 503, and stops the
+// stream's broadcaster, waiting for it. The other routes keep working. It
+// always returns nil.
+func (s *Server) Close() error {
+	s.streams.close()
+	return nil
+}
+
+func streamConfigOf(opts Options) streamConfig {
+	return streamConfig{maxStreams: opts.MaxStreams, log: opts.Logger}
+}
+
+// watchHandler returns the handler of GET /api/v1/watch: the Server's
+// streamer, or, for a bare Handler, one of its own. That one needs no
+// stopping: its broadcaster runs only while streams are open, and streams
+// end with their requests.
+func (s *server) watchHandler() http.Handler {
+	if s.opts.streams != nil {
+		return s.opts.streams
+	}
+	return newStreamer(s.h, streamConfigOf(s.opts))
+}
+
+// snapshot answers the latest snapshot (an apiv1.Snapshot), with
+// environment values redacted unless the caller is an operator.
+func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
+	snap := apiv1.FromSnapshot(s.h.Snapshot())
+	if viewOf(r) == viewRedacted {
+		snap = redactSnapshot(snap)
+	}
+	writeJSON(w, http.StatusOK, snap)
+}
+
+// node answers one NodeID's status and desired object (an
+// apiv1.NodeDetail), with environment values redacted unless the caller is
+// an operator.
+func (s *server) node(w http.ResponseWriter, r *http.Request) {
+	id, err := hub.ParseNodeID(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	st, ok := s.h.Snapshot().Node(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("%s: %w", id, hub.ErrUnknownNode))
+		return
+	}
+	d := apiv1.NewNodeDetail(st)
+	if viewOf(r) == viewRedacted {
+		d = redactNodeDetail(d)
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// writeHolds answers the active holds (an apiv1.HoldList).
+func writeHolds(w http.ResponseWriter, hs []hub.Hold) {
+	writeJSON(w, http.StatusOK, apiv1.NewHoldList(hs))
+}
+
+// writeHold answers a hold just placed (an apiv1.HoldDocument) with code.
+func writeHold(w http.ResponseWriter, code int, hd hub.Hold) {
+	writeJSON(w, code, apiv1.NewHoldDocument(hd))
+}

@@ -1,0 +1,246 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+)
+
+// A caller who is not an operator never sees the value of an environment
+// variable: not in a field diff, not in the desired object, not in a
+// timeline detail, status reason or error that quotes one. Everything here
+// copies on write: the wire values given are shared (a delta is marshalled
+// once for every client) and are never modified.
+
+// view is what a caller may see; each view of a snapshot or delta is
+// marshalled once, whatever the number of clients.
+type view int
+
+const (
+	// viewOperator is everything.
+	viewOperator view = iota
+	// viewRedacted has environment values replaced by apiv1.Redacted.
+	viewRedacted
+	numViews
+)
+
+// viewOf returns what the caller of r may see.
+func viewOf(r *http.Request) view {
+	if callerOf(r).Role == RoleOperator {
+		return viewOperator
+	}
+	return viewRedacted
+}
+
+// envPath matches a field path inside a container's env list
+// ("...containers[app].env[MODE].value", "...env"), not envFrom.
+var envPath = regexp.MustCompile(`(?:^|\.)env(?:\[|\.|$)`)
+
+// envText matches text that may quote an environment value: a field path
+// into an env list, or an object rendered with an env list ("{env: [...]").
+var envText = regexp.MustCompile(`(?:^|[\s.{,\[])env(?:\[|\.|:|$)`)
+
+// envValueRendered matches a rendered object that holds an env list.
+var envValueRendered = regexp.MustCompile(`(?:^|[\s{,\[])env: `)
+
+// none is the text of an absent value in a field diff.
+const none = "<none>"
+
+// needsRedaction reports whether a field diff's values may hold an
+// environment value: its path is in an env list, or a value renders an
+// object holding one (a container, the pod template).
+func needsRedaction(f apiv1.FieldDiff) bool {
+	return envPath.MatchString(f.Path) || envValueRendered.MatchString(f.Desired) || envValueRendered.MatchString(f.Actual)
+}
+
+func redactValue(s string) string {
+	if s == none || s == "" {
+		return s
+	}
+	return apiv1.Redacted
+}
+
+// redactDiffs returns the diffs with environment values redacted (fs itself
+// when there is nothing to redact).
+func redactDiffs(fs []apiv1.FieldDiff) []apiv1.FieldDiff {
+	var out []apiv1.FieldDiff
+	for i, f := range fs {
+		if !needsRedaction(f) {
+			continue
+		}
+		if out == nil {
+			out = append([]apiv1.FieldDiff{}, fs...)
+		}
+		out[i].Desired, out[i].Actual = redactValue(f.Desired), redactValue(f.Actual)
+	}
+	if out == nil {
+		return fs
+	}
+	return out
+}
+
+// quoted is a text fragment the hub writes for a field diff (its
+// hub.FieldDiff.String form, as in a drift summary) and its redacted form.
+type quoted struct{ text, redacted string }
+
+// quotes returns the fragments of the diffs that need redaction.
+func quotes(fs []apiv1.FieldDiff) []quoted {
+	var q []quoted
+	for _, f := range fs {
+		if !needsRedaction(f) {
+			continue
+		}
+		r := f
+		r.Desired, r.Actual = redactValue(f.Desired), redactValue(f.Actual)
+		q = append(q, quoted{text: diffText(f), redacted: diffText(r)})
+	}
+	return q
+}
+
+// diffText is the hub's text form of a field diff.
+func diffText(f apiv1.FieldDiff) string {
+	return hub.FieldDiff{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added}.String()
+}
+
+// redactText redacts free text (a timeline detail, a reason, an error):
+// the known diffs it quotes are replaced by their redacted form; past any
+// other mention of an env list, the text is cut and ends in apiv1.Redacted.
+func redactText(s string, known []quoted) string {
+	if !envText.MatchString(s) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		at, q := -1, quoted{}
+		for _, k := range known {
+			if i := strings.Index(s, k.text); i >= 0 && (at < 0 || i < at) {
+				at, q = i, k
+			}
+		}
+		gap := s
+		if at >= 0 {
+			gap = s[:at]
+		}
+		if loc := envText.FindStringIndex(gap); loc != nil {
+			// Cut at the start of the word that mentions env.
+			cut := strings.LastIndexAny(gap[:loc[0]+1], " \t\n") + 1
+			b.WriteString(gap[:cut])
+			b.WriteString(apiv1.Redacted)
+			return b.String()
+		}
+		b.WriteString(gap)
+		if at < 0 {
+			return b.String()
+		}
+		b.WriteString(q.redacted)
+		s = s[at+len(q.text):]
+	}
+}
+
+// redactNode returns the node as a caller who is not an operator sees it.
+func redactNode(n apiv1.Node) apiv1.Node {
+	var known []quoted
+	if r := n.LastRepair; r != nil {
+		known = quotes(r.Drift.Fields)
+		rr := *r
+		rr.Drift.Fields = redactDiffs(r.Drift.Fields)
+		rr.Error = redactText(r.Error, known)
+		n.LastRepair = &rr
+	}
+	n.Reason = redactText(n.Reason, known)
+	var tl []apiv1.TimelineEntry
+	for i, e := range n.Timeline {
+		d := redactText(e.Detail, known)
+		if d == e.Detail {
+			continue
+		}
+		if tl == nil {
+			tl = append([]apiv1.TimelineEntry{}, n.Timeline...)
+		}
+		tl[i].Detail = d
+	}
+	if tl != nil {
+		n.Timeline = tl
+	}
+	return n
+}
+
+// redactFeedEntry returns the feed entry as a caller who is not an operator
+// sees it.
+func redactFeedEntry(e apiv1.FeedEntry) apiv1.FeedEntry {
+	e.Error = redactText(e.Error, quotes(e.Fields))
+	e.Fields = redactDiffs(e.Fields)
+	return e
+}
+
+func redactCluster(c apiv1.Cluster) apiv1.Cluster {
+	c.LastError = redactText(c.LastError, nil)
+	return c
+}
+
+// redactLists redacts the clusters, nodes and feed of a snapshot or delta
+// into new slices.
+func redactLists(cs []apiv1.Cluster, ns []apiv1.Node, fs []apiv1.FeedEntry) ([]apiv1.Cluster, []apiv1.Node, []apiv1.FeedEntry) {
+	oc := make([]apiv1.Cluster, len(cs))
+	for i, c := range cs {
+		oc[i] = redactCluster(c)
+	}
+	on := make([]apiv1.Node, len(ns))
+	for i, n := range ns {
+		on[i] = redactNode(n)
+	}
+	of := make([]apiv1.FeedEntry, len(fs))
+	for i, e := range fs {
+		of[i] = redactFeedEntry(e)
+	}
+	return oc, on, of
+}
+
+// redactSnapshot returns the snapshot as a caller who is not an operator
+// sees it.
+func redactSnapshot(s *apiv1.Snapshot) *apiv1.Snapshot {
+	out := *s
+	out.Clusters, out.Nodes, out.Feed = redactLists(s.Clusters, s.Nodes, s.Feed)
+	return &out
+}
+
+// redactDelta returns the delta as a caller who is not an operator sees it.
+func redactDelta(d *apiv1.Delta) *apiv1.Delta {
+	out := *d
+	out.Clusters, out.Nodes, out.Feed = redactLists(d.Clusters, d.Nodes, d.Feed)
+	return &out
+}
+
+// redactNodeDetail returns the node detail as a caller who is not an
+// operator sees it: env values are redacted from the status and from a
+// copy of the desired object (spec.template.spec.*containers[*].env[*].value).
+func redactNodeDetail(d apiv1.NodeDetail) apiv1.NodeDetail {
+	d.Status = redactNode(d.Status)
+	if d.Desired == nil {
+		return d
+	}
+	obj := (&unstructured.Unstructured{Object: d.Desired}).DeepCopy().Object
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "template", "spec")
+	pod, _ := v.(map[string]any)
+	for _, list := range [...]string{"initContainers", "containers", "ephemeralContainers"} {
+		cs, _ := pod[list].([]any)
+		for _, c := range cs {
+			cm, _ := c.(map[string]any)
+			env, _ := cm["env"].([]any)
+			for _, e := range env {
+				if em, ok := e.(map[string]any); ok {
+					if _, has := em["value"]; has {
+						em["value"] = apiv1.Redacted
+					}
+				}
+			}
+		}
+	}
+	d.Desired = obj
+	return d
+}

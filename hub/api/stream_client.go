@@ -1,0 +1,211 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+)
+
+// Snapshot fetches the latest snapshot.
+func (c *Client) Snapshot(ctx context.Context) (*hub.Snapshot, error) {
+	var s apiv1.Snapshot
+	if err := c.do(ctx, http.MethodGet, "/api/v1/snapshot", nil, &s); err != nil {
+		return nil, err
+	}
+	hs, err := s.ToHub()
+	if err != nil {
+		return nil, fmt.Errorf("hub %s: %w", c.base, err)
+	}
+	return hs, nil
+}
+
+// Subscribe streams snapshots from the hub, reconnecting with backoff when
+// the connection drops (at least as long as a 503's Retry-After). It keeps
+// the last snapshot across reconnects and resumes with Last-Event-ID, so the
+// hub sends only what changed meanwhile when it still can. The channel
+// holds the latest snapshot. The returned func stops the stream and waits
+// for its goroutine.
+func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
+	ch := make(chan *hub.Snapshot, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		var ws watchState
+		backoff := 200 * time.Millisecond
+		for ctx.Err() == nil {
+			wait, err := c.stream(ctx, ch, &ws)
+			if err == nil {
+				backoff = 200 * time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(max(backoff, wait)):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	})
+	return ch, func() { cancel(); wg.Wait() }
+}
+
+// watchState is what a subscription keeps across reconnects: the last
+// snapshot and the id of the event that produced it.
+type watchState struct {
+	last   *hub.Snapshot
+	lastID string
+}
+
+// stream reads one watch connection until it ends, applying its events to
+// ws and handing every new snapshot to ch. It returns how long the hub asked
+// to wait before reconnecting (503 Retry-After), and why the stream ended
+// (nil: the hub closed it).
+func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot, ws *watchState) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v1/watch", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", eventStreamMIMEType)
+	if ws.lastID != "" {
+		req.Header.Set(lastEventIDHeader, ws.lastID)
+	}
+	c.authorize(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("hub %s: watch: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		wait := time.Duration(0)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		var e apiv1.Error
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		if e.Message == "" {
+			e.Message = resp.Status
+		}
+		return wait, fmt.Errorf("hub %s: watch: %w", c.base, &Error{StatusCode: resp.StatusCode, Message: e.Message})
+	}
+	r := bufio.NewReaderSize(resp.Body, 1<<16)
+	var ev sseEvent
+	for {
+		ok, err := ev.read(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, nil
+			}
+			return 0, fmt.Errorf("hub %s: watch: %w", c.base, err)
+		}
+		if !ok {
+			continue
+		}
+		next, err := ws.apply(ev)
+		if err != nil {
+			// Start afresh: the reconnect gets a full snapshot.
+			ws.last, ws.lastID = nil, ""
+			return 0, fmt.Errorf("hub %s: watch: %w", c.base, err)
+		}
+		if next == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- next
+	}
+}
+
+// apply applies one event to the state and returns the new snapshot (nil
+// for an event of another type, ignored).
+func (ws *watchState) apply(ev sseEvent) (*hub.Snapshot, error) {
+	var next *hub.Snapshot
+	switch ev.typ {
+	case eventSnapshot:
+		var s apiv1.Snapshot
+		if err := json.Unmarshal(ev.data, &s); err != nil {
+			return nil, fmt.Errorf("decode snapshot: %w", err)
+		}
+		hs, err := s.ToHub()
+		if err != nil {
+			return nil, err
+		}
+		next = hs
+	case eventDelta:
+		var d apiv1.Delta
+		if err := json.Unmarshal(ev.data, &d); err != nil {
+			return nil, fmt.Errorf("decode delta: %w", err)
+		}
+		hs, err := d.Apply(ws.last)
+		if err != nil {
+			return nil, err
+		}
+		next = hs
+	default:
+		return nil, nil
+	}
+	ws.last, ws.lastID = next, ev.id
+	return next, nil
+}
+
+// sseEvent is one server-sent event. The reader is hand-written: the hub
+// sends only the id, event and data fields and comments, which take a few
+// lines to parse, where the Go SSE packages come with a web framework.
+type sseEvent struct {
+	id   string
+	typ  string
+	data []byte
+}
+
+// read reads the next event into e: true when one was dispatched (a blank
+// line after at least one data field), false after a comment or a blank
+// line with no data.
+func (e *sseEvent) read(r *bufio.Reader) (bool, error) {
+	e.typ, e.data = "", e.data[:0]
+	gotData := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return false, err
+		}
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(line) == 0 {
+			if !gotData {
+				return false, nil
+			}
+			if e.typ == "" {
+				e.typ = "message"
+			}
+			return true, nil
+		}
+		if line[0] == ':' {
+			continue // comment (keepalive)
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "id":
+			e.id = string(value)
+		case "event":
+			e.typ = string(value)
+		case "data":
+			if gotData {
+				e.data = append(e.data, '\n')
+			}
+			e.data = append(e.data, value...)
+			gotData = true
+		}
+	}
+}

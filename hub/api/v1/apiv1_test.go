@@ -1,0 +1,284 @@
+package apiv1
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+
+func nid(cluster, name string, kind hub.Kind) hub.NodeID {
+	return hub.NewNodeID(cluster, "ns", name, kind)
+}
+
+// richSnapshot has every field of every type set, so a field the wire
+// format drops shows in the round trip.
+func richSnapshot() *hub.Snapshot {
+	web := nid("c1", "web", hub.KindDeployment)
+	diffs := []hub.FieldDiff{
+		{Path: "spec.replicas", Desired: "3", Actual: "1"},
+		{Path: "spec.template.spec.containers[app].env[X]", Desired: "<none>", Actual: "{name: X, value: 1}", Added: true, Pointer: "/spec/template/spec/containers/0/env/1"},
+	}
+	rep := &hub.Repair{
+		ID: web, Drift: hub.Drift{Class: hub.DriftModified, Fields: diffs},
+		Attribution: &hub.Attribution{Manager: "kubectl-edit", Operation: "Update", At: t0, Fields: []string{"spec.replicas"}},
+		Action:      "apply", Err: "boom",
+		ObservedAt: t0, ClassifiedAt: t0.Add(time.Millisecond), AppliedAt: t0.Add(2 * time.Millisecond), VerifiedAt: t0.Add(3 * time.Millisecond),
+	}
+	return &hub.Snapshot{
+		HubID: "hub-1", Seq: 42, Taken: t0, Policy: hub.PolicyRepair,
+		Clusters: []hub.ClusterStatus{{
+			ClusterHealth: hub.ClusterHealth{Cluster: "c1", State: hub.ClusterDegraded, LastError: "watch: too many requests",
+				Since: t0, Source: "capi:mgmt/default", Phase: "Provisioned", EventsPerSecond: 1.5, LastEvent: t0, Generation: 3},
+			Paused: true, Objects: 2, Counts: map[hub.Status]int{hub.StatusDrifted: 1, hub.StatusInSync: 1},
+			MedianRepair: 1234567 * time.Nanosecond,
+		}},
+		Nodes: []hub.NodeStatus{
+			{ID: web, Application: "web", Kind: hub.KindDeployment, Policy: hub.PolicyWarn, Status: hub.StatusDrifted,
+				Reason: "fight", LastRepair: rep,
+				Timeline:      []hub.TimelineEntry{{At: t0, Step: hub.StepObserved}, {At: t0, Step: hub.StepClassified, Detail: rep.Drift.Summary()}},
+				ReadyReplicas: 1, DesiredReplicas: 3, LastChange: t0, Repairs: 7},
+			{ID: nid("c1", "web", hub.KindService), Application: "web", Kind: hub.KindService, Policy: hub.PolicyRepair,
+				Status: hub.StatusInSync, Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepCreated}}, LastChange: t0},
+		},
+		Feed:        []hub.FeedEntry{{At: t0, ID: web, Class: hub.DriftModified, Fields: diffs, Who: "kubectl-edit", Action: "apply", Latency: 12 * time.Millisecond, Err: "e"}},
+		AppPolicies: map[string]hub.Policy{"web": hub.PolicyWarn},
+		QueueDepth:  4,
+		Holds: []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}, Reason: "maintenance",
+			Since: t0, Until: t0.Add(time.Hour)}},
+	}
+}
+
+// viaJSON marshals v and unmarshals it into a new T.
+func viaJSON[T any](t *testing.T, v any) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return out
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		snap *hub.Snapshot
+	}{
+		{"every field", richSnapshot()},
+		{"empty", &hub.Snapshot{HubID: "h", Seq: 1, AppPolicies: map[string]hub.Policy{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wire := viaJSON[Snapshot](t, FromSnapshot(tc.snap))
+			got, err := wire.ToHub()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.snap) {
+				t.Fatalf("round trip differs:\n got %+v\nwant %+v", got, tc.snap)
+			}
+		})
+	}
+}
+
+func TestWireJSONShape(t *testing.T) {
+	b, err := json.Marshal(FromSnapshot(&hub.Snapshot{HubID: "h", Seq: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["apiVersion"] != APIVersion || m["hubId"] != "h" {
+		t.Fatalf("apiVersion/hubId = %v/%v in %s", m["apiVersion"], m["hubId"], b)
+	}
+	for _, k := range []string{"clusters", "nodes", "feed", "holds"} {
+		if l, ok := m[k].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s = %#v, want an empty list", k, m[k])
+		}
+	}
+	b, _ = json.Marshal(FromCluster(hub.ClusterStatus{MedianRepair: 1500 * time.Millisecond}))
+	if !strings.Contains(string(b), `"medianRepair":"1.5s"`) || strings.Contains(string(b), `"since"`) {
+		t.Fatalf("cluster = %s, want a duration string and no zero time", b)
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
+		t.Fatal("a bad duration decoded")
+	}
+}
+
+func TestOtherDocumentsRoundTrip(t *testing.T) {
+	s := richSnapshot()
+	hl := viaJSON[HoldList](t, NewHoldList(s.Holds))
+	if got, err := hl.ToHub(); err != nil || !reflect.DeepEqual(got, s.Holds) {
+		t.Fatalf("hold list = %+v, %v", got, err)
+	}
+	hd := viaJSON[HoldDocument](t, NewHoldDocument(s.Holds[0]))
+	if got, err := hd.ToHub(); err != nil || got != s.Holds[0] {
+		t.Fatalf("hold = %+v, %v", got, err)
+	}
+	if _, err := (HoldList{APIVersion: "driftwatch.io/v0"}).ToHub(); err == nil {
+		t.Fatal("a hold list of another version decoded")
+	}
+
+	n := s.Nodes[0]
+	n.Spec = &hub.NodeSpec{ID: n.ID, Object: &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3)}}}}
+	nd := viaJSON[NodeDetail](t, NewNodeDetail(n))
+	got, err := nd.Status.ToHub()
+	n.Spec = nil
+	if err != nil || !reflect.DeepEqual(got, n) || nd.APIVersion != APIVersion {
+		t.Fatalf("node detail status = %+v, %v", got, err)
+	}
+	if nd.Desired["kind"] != "Deployment" || nd.Desired["spec"].(map[string]any)["replicas"] != float64(3) {
+		t.Fatalf("desired = %v", nd.Desired)
+	}
+}
+
+func TestToHubRejects(t *testing.T) {
+	for name, s := range map[string]Snapshot{
+		"version":       {Header: Header{APIVersion: "v2"}},
+		"node id":       {Header: Header{APIVersion: APIVersion}, Nodes: []Node{{ID: "nope"}}},
+		"repair id":     {Header: Header{APIVersion: APIVersion}, Nodes: []Node{{ID: "c:r:k", LastRepair: &Repair{ID: "x"}}}},
+		"feed entry id": {Header: Header{APIVersion: APIVersion}, Feed: []FeedEntry{{ID: "x"}}},
+	} {
+		if _, err := s.ToHub(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// next returns a copy of s with a new Seq, for building the next
+// snapshot of a test the way the hub does (unchanged NodeStatus values
+// shared, changed ones replaced).
+func next(s *hub.Snapshot, f func(n *hub.Snapshot)) *hub.Snapshot {
+	n := *s
+	n.Seq++
+	n.Taken = n.Taken.Add(time.Second)
+	n.Clusters = append([]hub.ClusterStatus(nil), s.Clusters...)
+	n.Nodes = append([]hub.NodeStatus(nil), s.Nodes...)
+	n.Feed = append([]hub.FeedEntry(nil), s.Feed...)
+	f(&n)
+	return &n
+}
+
+func feedEntry(i int) hub.FeedEntry {
+	return hub.FeedEntry{At: t0.Add(time.Duration(i) * time.Second), ID: nid("c1", fmt.Sprint("n", i), hub.KindConfigMap), Class: hub.DriftMissing, Action: "apply"}
+}
+
+// pushFeed adds entries newest first, keeping at most max.
+func pushFeed(feed []hub.FeedEntry, max int, es ...hub.FeedEntry) []hub.FeedEntry {
+	for _, e := range es {
+		feed = append([]hub.FeedEntry{e}, feed...)
+	}
+	return feed[:min(len(feed), max)]
+}
+
+func TestDiffApply(t *testing.T) {
+	base := richSnapshot()
+	base.Feed = pushFeed(nil, 5, feedEntry(1), feedEntry(2), feedEntry(3))
+	cases := []struct {
+		name string
+		next *hub.Snapshot
+		// changed and removed NodeIDs, changed and removed clusters, new
+		// feed entries the delta must carry.
+		nodes, removedNodes, clusters, removedClusters, feed int
+	}{
+		{name: "nothing changed", next: next(base, func(*hub.Snapshot) {})},
+		{name: "status changed", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			n.Nodes[1].Status = hub.StatusDrifted
+		})},
+		{name: "timeline replaced", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			n.Nodes[0].Timeline = append(append([]hub.TimelineEntry(nil), n.Nodes[0].Timeline...), hub.TimelineEntry{At: t0, Step: hub.StepApplied})
+		})},
+		{name: "node added in the middle and at the end", nodes: 2, next: next(base, func(n *hub.Snapshot) {
+			n.Nodes = append(n.Nodes, hub.NodeStatus{ID: nid("c2", "a", hub.KindService), Status: hub.StatusUnknown})
+			n.Nodes = append([]hub.NodeStatus{{ID: nid("c1", "a", hub.KindService), Status: hub.StatusUnknown}}, n.Nodes...)
+		})},
+		{name: "node removed", removedNodes: 1, next: next(base, func(n *hub.Snapshot) { n.Nodes = n.Nodes[1:] })},
+		{name: "every node removed", removedNodes: 2, next: next(base, func(n *hub.Snapshot) { n.Nodes = []hub.NodeStatus{} })},
+		{name: "cluster changed, one added", clusters: 2, next: next(base, func(n *hub.Snapshot) {
+			n.Clusters[0].Counts = map[hub.Status]int{hub.StatusInSync: 2}
+			n.Clusters = append([]hub.ClusterStatus{{ClusterHealth: hub.ClusterHealth{Cluster: "c0", State: hub.ClusterSynced}, Counts: map[hub.Status]int{}}}, n.Clusters...)
+		})},
+		{name: "cluster removed", removedClusters: 1, next: next(base, func(n *hub.Snapshot) { n.Clusters = nil })},
+		{name: "two new feed entries", feed: 2, next: next(base, func(n *hub.Snapshot) {
+			n.Feed = pushFeed(n.Feed, 5, feedEntry(4), feedEntry(5))
+		})},
+		{name: "new feed entries push old ones out", feed: 3, next: next(base, func(n *hub.Snapshot) {
+			n.Feed = pushFeed(n.Feed, 5, feedEntry(4), feedEntry(5), feedEntry(6))
+		})},
+		{name: "more new feed entries than the feed holds", feed: 5, next: next(base, func(n *hub.Snapshot) {
+			n.Feed = pushFeed(n.Feed, 5, feedEntry(4), feedEntry(5), feedEntry(6), feedEntry(7), feedEntry(8), feedEntry(9))
+		})},
+		{name: "feed replaced", feed: 1, next: next(base, func(n *hub.Snapshot) { n.Feed = []hub.FeedEntry{feedEntry(9)} })},
+		{name: "header and holds changed", next: next(base, func(n *hub.Snapshot) {
+			n.QueueDepth, n.Policy, n.Holds = 9, hub.PolicyWarn, nil
+			n.AppPolicies = map[string]hub.Policy{"db": hub.PolicyRepair}
+		})},
+		{name: "repair replaced", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			r := *n.Nodes[0].LastRepair
+			r.Err = ""
+			n.Nodes[0].LastRepair = &r
+		})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := viaJSON[Delta](t, Diff(base, tc.next))
+			if d.Since != base.Seq || d.Seq != tc.next.Seq {
+				t.Fatalf("since/seq = %d/%d", d.Since, d.Seq)
+			}
+			if got := [5]int{len(d.Nodes), len(d.RemovedNodes), len(d.Clusters), len(d.RemovedClusters), len(d.Feed)}; got != [5]int{tc.nodes, tc.removedNodes, tc.clusters, tc.removedClusters, tc.feed} {
+				t.Fatalf("delta carries nodes/removed/clusters/removed/feed %v, want %v", got, [5]int{tc.nodes, tc.removedNodes, tc.clusters, tc.removedClusters, tc.feed})
+			}
+			// The client holds the wire form of base; applying the delta
+			// must give the wire form of next.
+			pw := viaJSON[Snapshot](t, FromSnapshot(base))
+			prev, err := pw.ToHub()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Apply(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ww := viaJSON[Snapshot](t, FromSnapshot(tc.next))
+			want, err := ww.ToHub()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("applied delta differs:\n got %+v\nwant %+v", got, want)
+			}
+			if _, err := d.Apply(want); !errors.Is(err, ErrDeltaMismatch) {
+				t.Fatalf("applying to the wrong snapshot: %v, want ErrDeltaMismatch", err)
+			}
+		})
+	}
+}
+
+func TestCompareIDText(t *testing.T) {
+	parts := []string{"", "a", "a-b", "a:b", "b", "ns/a", "ns/a-b", "z"}
+	r := rand.New(rand.NewPCG(1, 2))
+	pick := func() string { return parts[r.IntN(len(parts))] }
+	for range 5000 {
+		a := hub.NodeID{Cluster: pick(), Resource: pick(), Kind: hub.Kind(pick())}
+		b := hub.NodeID{Cluster: pick(), Resource: pick(), Kind: hub.Kind(pick())}
+		if got, want := compareIDText(a, b), strings.Compare(a.String(), b.String()); got != want {
+			t.Fatalf("compareIDText(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}

@@ -1,0 +1,361 @@
+package apiv1
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// The conversions below copy: what they return shares no slice or map with
+// their argument, except NodeDetail.Desired (the hub's immutable desired
+// object). Converting to the hub's types gives nil for an empty list and a
+// non-nil map for an empty map.
+
+// FromSnapshot converts a hub snapshot.
+func FromSnapshot(s *hub.Snapshot) *Snapshot {
+	out := &Snapshot{
+		Header:   FromHeader(s),
+		Clusters: make([]Cluster, len(s.Clusters)),
+		Nodes:    make([]Node, len(s.Nodes)),
+		Feed:     make([]FeedEntry, len(s.Feed)),
+	}
+	for i, c := range s.Clusters {
+		out.Clusters[i] = FromCluster(c)
+	}
+	for i, n := range s.Nodes {
+		out.Nodes[i] = FromNode(n)
+	}
+	for i, e := range s.Feed {
+		out.Feed[i] = FromFeedEntry(e)
+	}
+	return out
+}
+
+// ToHub converts the snapshot back to the hub's type, as the terminal UI
+// consumes it. NodeStatus.Spec stays nil: the desired objects are not part
+// of a snapshot (see NodeDetail).
+func (s *Snapshot) ToHub() (*hub.Snapshot, error) {
+	if err := checkVersion("snapshot", s.APIVersion); err != nil {
+		return nil, err
+	}
+	out := &hub.Snapshot{}
+	s.Header.toHub(out)
+	for _, c := range s.Clusters {
+		out.Clusters = append(out.Clusters, c.ToHub())
+	}
+	for _, n := range s.Nodes {
+		ns, err := n.ToHub()
+		if err != nil {
+			return nil, err
+		}
+		out.Nodes = append(out.Nodes, ns)
+	}
+	for _, e := range s.Feed {
+		fe, err := e.ToHub()
+		if err != nil {
+			return nil, err
+		}
+		out.Feed = append(out.Feed, fe)
+	}
+	return out, nil
+}
+
+func checkVersion(what, v string) error {
+	if v != APIVersion {
+		return fmt.Errorf("%s: apiVersion %q: want %q", what, v, APIVersion)
+	}
+	return nil
+}
+
+// FromHeader converts the hub-wide fields of a snapshot.
+func FromHeader(s *hub.Snapshot) Header {
+	h := Header{
+		APIVersion:  APIVersion,
+		HubID:       s.HubID,
+		Seq:         s.Seq,
+		Taken:       s.Taken,
+		Policy:      string(s.Policy),
+		AppPolicies: make(map[string]string, len(s.AppPolicies)),
+		QueueDepth:  s.QueueDepth,
+		Holds:       FromHolds(s.Holds),
+	}
+	for app, p := range s.AppPolicies {
+		h.AppPolicies[app] = string(p)
+	}
+	return h
+}
+
+// toHub sets the hub-wide fields of out.
+func (h Header) toHub(out *hub.Snapshot) {
+	out.HubID = h.HubID
+	out.Seq = h.Seq
+	out.Taken = h.Taken
+	out.Policy = hub.Policy(h.Policy)
+	out.AppPolicies = make(map[string]hub.Policy, len(h.AppPolicies))
+	for app, p := range h.AppPolicies {
+		out.AppPolicies[app] = hub.Policy(p)
+	}
+	out.QueueDepth = h.QueueDepth
+	out.Holds = nil
+	for _, hd := range h.Holds {
+		out.Holds = append(out.Holds, hd.ToHub())
+	}
+}
+
+// FromCluster converts a cluster's status. ClusterHealth.Seq, the order of
+// the watch managers' reports inside the hub, is not part of the wire
+// format.
+func FromCluster(c hub.ClusterStatus) Cluster {
+	out := Cluster{
+		ID:              c.Cluster,
+		State:           string(c.State),
+		LastError:       c.LastError,
+		Since:           c.Since,
+		Source:          c.Source,
+		Phase:           c.Phase,
+		EventsPerSecond: c.EventsPerSecond,
+		LastEvent:       c.LastEvent,
+		Generation:      c.Generation,
+		Paused:          c.Paused,
+		Objects:         c.Objects,
+		Counts:          make(map[string]int, len(c.Counts)),
+		MedianRepair:    Duration(c.MedianRepair),
+	}
+	for st, n := range c.Counts {
+		out.Counts[string(st)] = n
+	}
+	return out
+}
+
+// ToHub converts the cluster back.
+func (c Cluster) ToHub() hub.ClusterStatus {
+	out := hub.ClusterStatus{
+		ClusterHealth: hub.ClusterHealth{
+			Cluster:         c.ID,
+			State:           hub.ClusterState(c.State),
+			LastError:       c.LastError,
+			Since:           c.Since,
+			Source:          c.Source,
+			Phase:           c.Phase,
+			EventsPerSecond: c.EventsPerSecond,
+			LastEvent:       c.LastEvent,
+			Generation:      c.Generation,
+		},
+		Paused:       c.Paused,
+		Objects:      c.Objects,
+		Counts:       make(map[hub.Status]int, len(c.Counts)),
+		MedianRepair: time.Duration(c.MedianRepair),
+	}
+	for st, n := range c.Counts {
+		out.Counts[hub.Status(st)] = n
+	}
+	return out
+}
+
+// FromNode converts a NodeID's status (without its desired object).
+func FromNode(n hub.NodeStatus) Node {
+	out := Node{
+		ID:              n.ID.String(),
+		Application:     n.Application,
+		Kind:            string(n.Kind),
+		Policy:          string(n.Policy),
+		Status:          string(n.Status),
+		Reason:          n.Reason,
+		LastRepair:      FromRepair(n.LastRepair),
+		Timeline:        make([]TimelineEntry, len(n.Timeline)),
+		ReadyReplicas:   n.ReadyReplicas,
+		DesiredReplicas: n.DesiredReplicas,
+		LastChange:      n.LastChange,
+		Repairs:         n.Repairs,
+	}
+	for i, e := range n.Timeline {
+		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail}
+	}
+	return out
+}
+
+// ToHub converts the node back; Spec stays nil.
+func (n Node) ToHub() (hub.NodeStatus, error) {
+	id, err := hub.ParseNodeID(n.ID)
+	if err != nil {
+		return hub.NodeStatus{}, fmt.Errorf("node: %w", err)
+	}
+	rep, err := n.LastRepair.toHub()
+	if err != nil {
+		return hub.NodeStatus{}, fmt.Errorf("node %s: last repair: %w", n.ID, err)
+	}
+	out := hub.NodeStatus{
+		ID:              id,
+		Application:     n.Application,
+		Kind:            hub.Kind(n.Kind),
+		Policy:          hub.Policy(n.Policy),
+		Status:          hub.Status(n.Status),
+		Reason:          n.Reason,
+		LastRepair:      rep,
+		ReadyReplicas:   n.ReadyReplicas,
+		DesiredReplicas: n.DesiredReplicas,
+		LastChange:      n.LastChange,
+		Repairs:         n.Repairs,
+	}
+	for _, e := range n.Timeline {
+		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail})
+	}
+	return out, nil
+}
+
+// FromRepair converts a drift record; nil stays nil.
+func FromRepair(r *hub.Repair) *Repair {
+	if r == nil {
+		return nil
+	}
+	out := &Repair{
+		ID:           r.ID.String(),
+		Drift:        Drift{Class: string(r.Drift.Class), Fields: FromFieldDiffs(r.Drift.Fields)},
+		Action:       r.Action,
+		Error:        r.Err,
+		ObservedAt:   r.ObservedAt,
+		ClassifiedAt: r.ClassifiedAt,
+		AppliedAt:    r.AppliedAt,
+		VerifiedAt:   r.VerifiedAt,
+	}
+	if a := r.Attribution; a != nil {
+		out.Attribution = &Attribution{Manager: a.Manager, Operation: a.Operation, At: a.At, Fields: append([]string{}, a.Fields...)}
+	}
+	return out
+}
+
+func (r *Repair) toHub() (*hub.Repair, error) {
+	if r == nil {
+		return nil, nil
+	}
+	id, err := hub.ParseNodeID(r.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &hub.Repair{
+		ID:           id,
+		Drift:        hub.Drift{Class: hub.DriftClass(r.Drift.Class), Fields: fieldDiffsToHub(r.Drift.Fields)},
+		Action:       r.Action,
+		Err:          r.Error,
+		ObservedAt:   r.ObservedAt,
+		ClassifiedAt: r.ClassifiedAt,
+		AppliedAt:    r.AppliedAt,
+		VerifiedAt:   r.VerifiedAt,
+	}
+	if a := r.Attribution; a != nil {
+		out.Attribution = &hub.Attribution{Manager: a.Manager, Operation: a.Operation, At: a.At}
+		if len(a.Fields) > 0 {
+			out.Attribution.Fields = append([]string(nil), a.Fields...)
+		}
+	}
+	return out, nil
+}
+
+// FromFieldDiffs converts field diffs.
+func FromFieldDiffs(fs []hub.FieldDiff) []FieldDiff {
+	out := make([]FieldDiff, len(fs))
+	for i, f := range fs {
+		out[i] = FieldDiff{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added, Pointer: f.Pointer}
+	}
+	return out
+}
+
+func fieldDiffsToHub(fs []FieldDiff) []hub.FieldDiff {
+	var out []hub.FieldDiff
+	for _, f := range fs {
+		out = append(out, hub.FieldDiff{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added, Pointer: f.Pointer})
+	}
+	return out
+}
+
+// FromFeedEntry converts a feed entry.
+func FromFeedEntry(e hub.FeedEntry) FeedEntry {
+	return FeedEntry{
+		At:      e.At,
+		ID:      e.ID.String(),
+		Class:   string(e.Class),
+		Fields:  FromFieldDiffs(e.Fields),
+		Who:     e.Who,
+		Action:  e.Action,
+		Latency: Duration(e.Latency),
+		Error:   e.Err,
+	}
+}
+
+// ToHub converts the feed entry back.
+func (e FeedEntry) ToHub() (hub.FeedEntry, error) {
+	id, err := hub.ParseNodeID(e.ID)
+	if err != nil {
+		return hub.FeedEntry{}, fmt.Errorf("feed entry: %w", err)
+	}
+	return hub.FeedEntry{
+		At:      e.At,
+		ID:      id,
+		Class:   hub.DriftClass(e.Class),
+		Fields:  fieldDiffsToHub(e.Fields),
+		Who:     e.Who,
+		Action:  e.Action,
+		Latency: time.Duration(e.Latency),
+		Err:     e.Error,
+	}, nil
+}
+
+// FromHold converts a hold.
+func FromHold(h hub.Hold) Hold {
+	return Hold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, Since: h.Since, Until: h.Until}
+}
+
+// ToHub converts the hold back.
+func (h Hold) ToHub() hub.Hold {
+	return hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldScope(h.Scope), Name: h.Name}, Reason: h.Reason, Since: h.Since, Until: h.Until}
+}
+
+// FromHolds converts holds (an empty list for none).
+func FromHolds(hs []hub.Hold) []Hold {
+	out := make([]Hold, len(hs))
+	for i, h := range hs {
+		out[i] = FromHold(h)
+	}
+	return out
+}
+
+// NewHoldList returns the answer of GET /api/v1/holds.
+func NewHoldList(hs []hub.Hold) HoldList {
+	return HoldList{APIVersion: APIVersion, Holds: FromHolds(hs)}
+}
+
+// NewHoldDocument returns the answer of POST /api/v1/holds.
+func NewHoldDocument(h hub.Hold) HoldDocument {
+	return HoldDocument{APIVersion: APIVersion, Hold: FromHold(h)}
+}
+
+// NewNodeDetail returns a NodeID's detail: its status and desired object
+// (shared with the hub: treat it as immutable).
+func NewNodeDetail(n hub.NodeStatus) NodeDetail {
+	d := NodeDetail{APIVersion: APIVersion, Status: FromNode(n)}
+	if n.Spec != nil && n.Spec.Object != nil {
+		d.Desired = n.Spec.Object.Object
+	}
+	return d
+}
+
+// ToHub converts the hold list back (nil for none).
+func (l HoldList) ToHub() ([]hub.Hold, error) {
+	if err := checkVersion("hold list", l.APIVersion); err != nil {
+		return nil, err
+	}
+	var out []hub.Hold
+	for _, h := range l.Holds {
+		out = append(out, h.ToHub())
+	}
+	return out, nil
+}
+
+// ToHub converts the placed hold back.
+func (d HoldDocument) ToHub() (hub.Hold, error) {
+	if err := checkVersion("hold", d.APIVersion); err != nil {
+		return hub.Hold{}, err
+	}
+	return d.Hold.ToHub(), nil
+}

@@ -1,0 +1,291 @@
+package apiv1
+
+import (
+	"fmt"
+	"time"
+)
+
+// APIVersion is the apiVersion of every top-level document of this version.
+const APIVersion = "driftwatch.io/v1"
+
+// Redacted replaces a value the caller may not see (an environment
+// variable's value, for a caller that is not an operator).
+const Redacted = "<redacted>"
+
+// Duration is a time.Duration written as a Go duration string ("1.5s",
+// "250ms", "0s"), which parses back to the same value.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Header is what a snapshot and a delta both carry about the hub as a whole.
+// It is embedded: its fields appear at the top level of both documents.
+type Header struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	// HubID is the hub's id from its config.
+	HubID string `json:"hubId"`
+	// Seq numbers the hub's snapshots: it increases with every snapshot
+	// within one hub process (it starts again at 1 when the hub restarts).
+	Seq uint64 `json:"seq"`
+	// Taken is when the snapshot was built.
+	Taken time.Time `json:"taken"`
+	// Policy is the hub's default policy: repair or warn.
+	Policy string `json:"policy"`
+	// AppPolicies are the runtime policy overrides set from the UI or the
+	// API, by application id.
+	AppPolicies map[string]string `json:"appPolicies"`
+	// QueueDepth is the length of the reconcile queue.
+	QueueDepth int `json:"queueDepth"`
+	// Holds are the active holds, sorted by target.
+	Holds []Hold `json:"holds"`
+}
+
+// Snapshot is the hub's state at one moment: GET /api/v1/snapshot, and the
+// "snapshot" event of the watch stream.
+type Snapshot struct {
+	Header
+	// Clusters are sorted by id.
+	Clusters []Cluster `json:"clusters"`
+	// Nodes are sorted by NodeID text.
+	Nodes []Node `json:"nodes"`
+	// Feed is the live drift and repair feed, newest first (bounded).
+	Feed []FeedEntry `json:"feed"`
+}
+
+// Delta turns the snapshot numbered Since into the one numbered Seq: the
+// "delta" event of the watch stream. It carries the header, and only what
+// changed of the rest.
+type Delta struct {
+	Header
+	// Since is the Seq of the snapshot this delta applies to.
+	Since uint64 `json:"since"`
+	// Clusters are the clusters that changed or appeared, sorted by id.
+	Clusters []Cluster `json:"clusters"`
+	// RemovedClusters are the ids of the clusters that are gone.
+	RemovedClusters []string `json:"removedClusters"`
+	// Nodes are the NodeIDs whose status changed or that appeared, sorted
+	// by NodeID text.
+	Nodes []Node `json:"nodes"`
+	// RemovedNodes are the NodeIDs that are gone.
+	RemovedNodes []string `json:"removedNodes"`
+	// Feed are the new feed entries, newest first: they go in front of the
+	// previous feed.
+	Feed []FeedEntry `json:"feed"`
+	// FeedLength is the length of the feed after the delta: the oldest
+	// entries past it are dropped.
+	FeedLength int `json:"feedLength"`
+}
+
+// Cluster is one cluster's connection health and counts.
+type Cluster struct {
+	// ID is the cluster id.
+	ID string `json:"id"`
+	// State is connecting, synced, degraded, unreachable or removed.
+	State string `json:"state"`
+	// LastError is the most recent error, phrased for users.
+	LastError string `json:"lastError,omitempty"`
+	// Since is when State was entered.
+	Since time.Time `json:"since,omitzero"`
+	// Source says where the cluster came from: "config" or
+	// "capi:<management cluster>/<namespace>".
+	Source string `json:"source,omitempty"`
+	// Phase is the Cluster API phase of a discovered cluster.
+	Phase string `json:"phase,omitempty"`
+	// EventsPerSecond is the recent rate of watch events.
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	// LastEvent is when the last watch event arrived.
+	LastEvent time.Time `json:"lastEvent,omitzero"`
+	// Generation increases each time the cluster (re)syncs.
+	Generation int64 `json:"generation"`
+	// Paused says repairs on the cluster are paused.
+	Paused bool `json:"paused"`
+	// Objects counts the managed NodeIDs on the cluster.
+	Objects int `json:"objects"`
+	// Counts counts them by status.
+	Counts map[string]int `json:"counts"`
+	// MedianRepair is the median event-to-repaired time of recent repairs.
+	MedianRepair Duration `json:"medianRepair"`
+}
+
+// Node is the status of one managed object (one NodeID).
+type Node struct {
+	// ID is the NodeID's text form, cluster:resource:kind.
+	ID string `json:"id"`
+	// Application is the id of the application the object belongs to.
+	Application string `json:"application"`
+	// Kind is deployment, service or configmap.
+	Kind string `json:"kind"`
+	// Policy is the effective policy: repair or warn.
+	Policy string `json:"policy"`
+	// Status is what users see: in-sync, drifted, repairing, repaired,
+	// failed, warn-only, paused, stuck, decommissioning, forbidden, held,
+	// orphan or unknown.
+	Status string `json:"status"`
+	// Reason explains the status (last error, stuck reason, hold).
+	Reason string `json:"reason,omitempty"`
+	// LastRepair is the latest drift record, if any.
+	LastRepair *Repair `json:"lastRepair,omitempty"`
+	// Timeline holds the latest steps, oldest first (bounded).
+	Timeline []TimelineEntry `json:"timeline"`
+	// ReadyReplicas and DesiredReplicas are a Deployment's rollout progress.
+	ReadyReplicas   int32 `json:"readyReplicas"`
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// LastChange is when the status last changed.
+	LastChange time.Time `json:"lastChange,omitzero"`
+	// Repairs counts the repairs applied to the NodeID.
+	Repairs int `json:"repairs"`
+}
+
+// Repair is the record of one drift and its repair, with the time of each
+// step (left out when not reached).
+type Repair struct {
+	// ID is the NodeID's text form.
+	ID string `json:"id"`
+	// Drift is what differed.
+	Drift Drift `json:"drift"`
+	// Attribution names who changed the drifted fields, when known.
+	Attribution *Attribution `json:"attribution,omitempty"`
+	// Action is what the hub did: apply, remove+apply, warn, paused,
+	// wait-deletion or none.
+	Action string `json:"action"`
+	// Error is the last error, if the repair failed.
+	Error string `json:"error,omitempty"`
+	// ObservedAt is when the watch event arrived.
+	ObservedAt time.Time `json:"observedAt,omitzero"`
+	// ClassifiedAt is when the drift was classified.
+	ClassifiedAt time.Time `json:"classifiedAt,omitzero"`
+	// AppliedAt is when the repair was applied.
+	AppliedAt time.Time `json:"appliedAt,omitzero"`
+	// VerifiedAt is when an event showed the object back in sync.
+	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+}
+
+// Drift is how an object differs from its desired state.
+type Drift struct {
+	// Class is in-sync, missing, modified, added, unlabelled or deleting.
+	Class string `json:"class"`
+	// Fields are the differing fields, sorted by path.
+	Fields []FieldDiff `json:"fields"`
+}
+
+// FieldDiff is one differing field.
+type FieldDiff struct {
+	// Path is the field path, e.g. "spec.template.spec.containers[app].image".
+	Path string `json:"path"`
+	// Desired and Actual are the values as text; "<none>" when absent and
+	// "<redacted>" when the caller may not see them.
+	Desired string `json:"desired"`
+	Actual  string `json:"actual"`
+	// Added marks an entry someone else added inside what the hub owns.
+	Added bool `json:"added,omitempty"`
+	// Pointer is the JSON pointer of an added entry in the live object.
+	Pointer string `json:"pointer,omitempty"`
+}
+
+// Attribution says which field manager changed the drifted fields, and when.
+type Attribution struct {
+	// Manager is the field manager, e.g. kubectl-edit.
+	Manager string `json:"manager"`
+	// Operation is Update or Apply.
+	Operation string `json:"operation,omitempty"`
+	// At is when the manager last changed the fields.
+	At time.Time `json:"at,omitzero"`
+	// Fields are the drifted field paths the manager owns.
+	Fields []string `json:"fields"`
+}
+
+// TimelineEntry is one timestamped step in a NodeID's history.
+type TimelineEntry struct {
+	// At is when the step happened.
+	At time.Time `json:"at"`
+	// Step names it, e.g. "drift classified".
+	Step string `json:"step"`
+	// Detail says more, e.g. the drift's summary.
+	Detail string `json:"detail,omitempty"`
+}
+
+// FeedEntry is one line of the live drift and repair feed.
+type FeedEntry struct {
+	// At is when it happened.
+	At time.Time `json:"at"`
+	// ID is the NodeID's text form.
+	ID string `json:"id"`
+	// Class is the drift class.
+	Class string `json:"class"`
+	// Fields are the differing fields.
+	Fields []FieldDiff `json:"fields"`
+	// Who is the field manager behind the drift, when known.
+	Who string `json:"who,omitempty"`
+	// Action is what the hub did.
+	Action string `json:"action"`
+	// Latency is event observed to repaired (to classified for warn-only).
+	Latency Duration `json:"latency"`
+	// Error is the repair's error, if it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Hold stops repairs of what it covers until it expires.
+type Hold struct {
+	// Scope is node, application or cluster.
+	Scope string `json:"scope"`
+	// Name is the NodeID text, application id or cluster id.
+	Name string `json:"name"`
+	// Reason says why.
+	Reason string `json:"reason"`
+	// Since is when the hold was placed.
+	Since time.Time `json:"since"`
+	// Until is when it expires.
+	Until time.Time `json:"until"`
+}
+
+// HoldDocument is the answer of POST /api/v1/holds: the hold placed.
+type HoldDocument struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	Hold
+}
+
+// HoldList is the answer of GET /api/v1/holds.
+type HoldList struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	// Holds are the active holds, sorted by target.
+	Holds []Hold `json:"holds"`
+}
+
+// NodeDetail is one NodeID's status and desired object: GET
+// /api/v1/nodes/{id}.
+type NodeDetail struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	// Status is the NodeID's status.
+	Status Node `json:"status"`
+	// Desired is the desired Kubernetes object, when the hub has one
+	// (environment values redacted for a caller that is not an operator).
+	Desired map[string]any `json:"desired,omitempty"`
+}
+
+// Error is the answer of a request that failed.
+type Error struct {
+	// Message says what went wrong.
+	Message string `json:"error"`
+}
+
+// ActionStatus is the answer of an accepted action ("accepted") or a
+// reload ("reloaded").
+type ActionStatus struct {
+	// Status is accepted or reloaded.
+	Status string `json:"status"`
+}
