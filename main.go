@@ -63,10 +63,13 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `driftwatch keeps Kubernetes objects true across many clusters.
 
 Usage:
-  driftwatch -f FILE [--readonly]   run the hub and the terminal UI (logs go to a file)
-  driftwatch serve -f FILE          run the hub headless: HTTP API, /metrics, JSON logs
+  driftwatch -f FILE [--readonly]   run the hub and the terminal UI (logs go to a file); the hub
+                                    ends with its terminal; :reload reloads the config
+  driftwatch serve -f FILE          run the hub headless: HTTP API (bearer tokens), probes and
+                                    /metrics on --probe-listen, JSON logs; SIGHUP reloads
   driftwatch reload                 ask a running hub (serve) to reload its config (--allow-prune, --server URL)
-  driftwatch attach URL             terminal UI over a headless hub (e.g. http://127.0.0.1:7070)
+  driftwatch attach URL             terminal UI over a headless hub (e.g. http://127.0.0.1:7070;
+                                    token from --token-file, $DRIFTWATCH_TOKEN or serve's default file)
   driftwatch demo [--headless]      three local clusters with live drift and repair
   driftwatch check -f FILE          validate a config and print its plan (-o yaml: the objects)
   driftwatch bench                  measure drift detection and repair on local clusters (vs a raw watch and polling)

@@ -23,7 +23,10 @@
 //   - Help (?): every key binding and the meaning of the overview's columns.
 //
 // Esc goes back (after clearing an applied filter), q goes back and quits on
-// the overview, ctrl+c quits anywhere. r (repair now), p (pause or resume
+// the overview, ctrl+c quits anywhere; :reload asks the caller to reload the
+// hub's config (Options.Reload). Run also ends when the terminal goes away
+// (SIGHUP, the end of its input, a failed write), returning an error that
+// wraps ErrHangup, so a program never outlives its terminal. r (repair now), p (pause or resume
 // the cluster) and w (toggle warn-only for the node's application) ask for
 // y/n first and are refused in read-only mode. h holds repairs of the
 // selection (the node in the cluster and detail views and the feed, the
