@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -8,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,4 +240,114 @@ func waitConfigMap(t *testing.T, c kubernetes.Interface, ns, name string, exited
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// demoChildEnv, set to a folder, makes TestDemoEndsWithItsTerminal run
+// `driftwatch demo --dir FOLDER` in this process, on the pseudo-terminal.
+const demoChildEnv = "DRIFTWATCH_DEMO_CHILD"
+
+// TestDemoEndsWithItsTerminal: `driftwatch demo` on a pseudo-terminal that
+// closes exits within two seconds, and its local clusters (etcd,
+// kube-apiserver, controller manager, scheduler, kwok) go with it.
+func TestDemoEndsWithItsTerminal(t *testing.T) {
+	if dir := os.Getenv(demoChildEnv); dir != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := run(ctx, []string{"demo", "--dir", dir}, os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(exitCode(err, os.Stderr))
+	}
+	bins := lctest.BinDir(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoEndsWithItsTerminal$", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, envBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+	ptmx, tty := openPTY(t)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close()
+	screen := &syncBuffer{}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(screen, ptmx)
+	}()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = ptmx.Close()
+		}
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		<-drained
+		for _, pid := range processesUnder(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(screen.String(), "LIVE FEED") {
+		select {
+		case <-exited:
+			t.Fatalf("the demo ended early: %v\n%s", waitErr, screen.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo's UI never came up:\n%s", screen.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(processesUnder(dir)); n < 6 {
+		t.Fatalf("%d control-plane processes under %s, want the demo's clusters (at least 6)", n, dir)
+	}
+
+	closed = true
+	t0 := time.Now()
+	if err := ptmx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		t.Logf("the demo exited %v after its terminal closed: %v", time.Since(t0).Round(time.Millisecond), waitErr)
+		if waitErr != nil {
+			t.Errorf("exit status: %v (want 0, as q)", waitErr)
+		}
+	case <-time.After(hangupExitBudget):
+		t.Fatalf("the demo still runs %v after its terminal closed", hangupExitBudget)
+	}
+	if left := processesUnder(dir); len(left) > 0 {
+		t.Fatalf("processes of the demo's clusters outlived it: %v", left)
+	}
+}
+
+// processesUnder returns the ids of the processes whose command line
+// mentions dir (the demo's clusters keep their data and certificates
+// there).
+func processesUnder(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), dir) && !strings.Contains(string(b), "-test.run") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

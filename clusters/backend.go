@@ -51,6 +51,12 @@ func (e *backendError) Unwrap() []error {
 	if apierrors.IsForbidden(e.err) {
 		return []error{e.err, hub.ErrForbidden}
 	}
+	switch classify(e.err) {
+	case classNetwork, classAuth, classTLS:
+		if !errors.Is(e.err, context.Canceled) {
+			return []error{e.err, hub.ErrUnreachable}
+		}
+	}
 	return []error{e.err}
 }
 

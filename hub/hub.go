@@ -69,6 +69,10 @@ type Options struct {
 	// ForbiddenRetry is how long a NodeID whose object the credentials may
 	// not read or write waits before it is tried again. Default 1m.
 	ForbiddenRetry time.Duration
+	// UnreachableRetry is how long a NodeID whose pass failed with
+	// ErrUnreachable waits before it is tried again; such failures do not
+	// grow its backoff. Default 1s.
+	UnreachableRetry time.Duration
 	// Logger receives the hub's logs. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -136,6 +140,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ForbiddenRetry <= 0 {
 		o.ForbiddenRetry = time.Minute
+	}
+	if o.UnreachableRetry <= 0 {
+		o.UnreachableRetry = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -1052,6 +1059,9 @@ func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) {
 	case errors.Is(err, ErrForbidden):
 		h.queue.Forget(id)
 		h.queue.AddAfter(id, h.opts.ForbiddenRetry)
+	case errors.Is(err, ErrUnreachable):
+		h.queue.Forget(id)
+		h.queue.AddAfter(id, h.opts.UnreachableRetry)
 	case err != nil:
 		h.queue.AddRateLimited(id)
 	case res.RequeueAfter > 0:

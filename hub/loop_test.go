@@ -373,6 +373,50 @@ func TestFailuresAndForbidden(t *testing.T) {
 	})
 }
 
+// A NodeID whose reads fail because the cluster cannot be reached
+// (ErrUnreachable) is retried at a fixed pace, its backoff never grows: it
+// is repaired within a second of the cluster answering again, however long
+// the outage, while an ordinary failure backs off exponentially.
+func TestUnreachableDoesNotGrowBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var mu sync.Mutex
+		fails := map[string]int{"outage": 12, "broken": 12}
+		b.readErr = func(id NodeID) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fails[id.Name()] == 0 {
+				return nil
+			}
+			fails[id.Name()]--
+			if id.Name() == "outage" {
+				return fmt.Errorf("cluster %q: cannot reach the apiserver: %w", id.Cluster, ErrUnreachable)
+			}
+			return errors.New("apiserver hiccup")
+		}
+		f := start(t, b, Options{UnreachableRetry: time.Second})
+		outage, broken := spec("c1", "outage", "v1"), spec("c1", "broken", "v1")
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.h.SetDesired([]NodeSpec{outage, broken})
+		synctest.Wait()
+		// 12 failures at one a second, then the 13th pass creates it.
+		time.Sleep(12*time.Second + 500*time.Millisecond)
+		synctest.Wait()
+		if got := f.node(outage.ID).Status; got != StatusInSync {
+			t.Errorf("outage after 12.5s: %s, want in-sync (12 retries a second apart)", got)
+		}
+		// The ordinary failure's backoff doubles from 100ms: 12 failures
+		// take over 6 minutes.
+		if got := f.node(broken.ID).Status; got != StatusFailed {
+			t.Errorf("broken after 12.5s: %s, want still failed (exponential backoff)", got)
+		}
+		if got := f.steps(outage.ID, StepFailed); got != 12 {
+			t.Errorf("outage failed %d times, want 12", got)
+		}
+	})
+}
+
 // Warn-only and paused report drift without repairing; a manual repair
 // overrides both once; resuming a paused cluster repairs.
 func TestPoliciesPauseAndManualRepair(t *testing.T) {

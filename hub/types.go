@@ -139,6 +139,15 @@ type Sink interface {
 	ClusterChanged(ClusterHealth)
 }
 
+// ErrUnreachable marks a backend error that says the target could not be
+// reached at all, or refused the credentials or the TLS handshake: it says
+// nothing about the NodeID. The loop retries such a NodeID at a fixed pace
+// (Options.UnreachableRetry) instead of growing its failure backoff, so a
+// NodeID that failed through a whole outage is repaired as soon as its
+// cluster is back, not a backoff of minutes later; the cluster's health
+// (parking while it is not ready) decides the rest.
+var ErrUnreachable = errors.New("unreachable")
+
 // ErrForbidden marks a backend error caused by missing permissions (an RBAC
 // denial): the loop shows the NodeID as forbidden and retries slowly instead
 // of hammering the cluster.
