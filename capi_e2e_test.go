@@ -23,8 +23,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/driftwatch/driftwatch/clusters/capi"
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
-	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/hub"
 )
 

@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/driftwatch/driftwatch/clusters/bench"
-	"github.com/driftwatch/driftwatch/clusters/driftgen"
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/internal/bench"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // TestDemoHeadless runs `driftwatch demo --headless` on three full local

@@ -14,7 +14,7 @@ import (
 	"github.com/sourcegraph/conc"
 	"k8s.io/klog/v2"
 
-	"github.com/driftwatch/driftwatch/clusters/driftgen"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/api"

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
-	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/hub/api"
 )
 

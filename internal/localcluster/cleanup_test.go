@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
-	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // The helper process: TestCleanupAfterFailure re-runs this test binary with

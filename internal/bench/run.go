@@ -6,7 +6,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/driftwatch/driftwatch/clusters/driftgen"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
 // Execute makes the planned drifts through gen, each at its offset from

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/driftwatch/driftwatch/clusters/driftgen"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
 // Percentiles summarises a set of latencies (nearest-rank percentiles).

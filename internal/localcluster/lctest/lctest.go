@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
 )
 
 // EnvBinDir is the environment variable scripts/test.sh sets to the folder

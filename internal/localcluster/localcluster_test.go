@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster"
-	"github.com/driftwatch/driftwatch/clusters/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftwatch/driftwatch/clusters/localcluster/kwokstages"
+	"github.com/driftwatch/driftwatch/internal/localcluster/kwokstages"
 )
 
 func TestPKI(t *testing.T) {
