@@ -1,12 +1,14 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/driftwatch/driftwatch/internal/app"
 )
 
 // TestClientFlags: the token comes from --token-file, else
@@ -48,8 +50,8 @@ func TestClientFlags(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{name: "token file first", args: []string{"--token-file", tokenFile}, env: map[string]string{tokenEnv: envTok, "XDG_STATE_HOME": state}, want: fileTok},
-		{name: "then the environment", env: map[string]string{tokenEnv: envTok, "XDG_STATE_HOME": state}, want: envTok},
+		{name: "token file first", args: []string{"--token-file", tokenFile}, env: map[string]string{app.TokenEnv: envTok, "XDG_STATE_HOME": state}, want: fileTok},
+		{name: "then the environment", env: map[string]string{app.TokenEnv: envTok, "XDG_STATE_HOME": state}, want: envTok},
 		{name: "then the default file", env: map[string]string{"XDG_STATE_HOME": state}, want: defaultTok},
 		{name: "default file under HOME", env: map[string]string{"HOME": home, "XDG_STATE_HOME": "relative"}, want: defaultTok},
 		{name: "no default file", env: map[string]string{"XDG_STATE_HOME": t.TempDir()}, want: ""},
@@ -57,11 +59,11 @@ func TestClientFlags(t *testing.T) {
 		{name: "loose token file", args: []string{"--token-file", loose}, wantErr: "--token-file: " + loose + ": mode 0644"},
 		{name: "missing token file", args: []string{"--token-file", filepath.Join(state, "none")}, wantErr: "no such file"},
 		{name: "loose default file", env: map[string]string{"XDG_STATE_HOME": looseState}, wantErr: "default token file"},
-		{name: "short environment token", env: map[string]string{tokenEnv: "short"}, wantErr: "$DRIFTWATCH_TOKEN:1: token too short"},
+		{name: "short environment token", env: map[string]string{app.TokenEnv: "short"}, wantErr: "$DRIFTWATCH_TOKEN:1: token too short"},
 	} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		cf := addClientFlags(fs)
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		var cf clientFlags
+		cf.addFlags(fs)
 		if err := fs.Parse(append(tt.args, "--ca-file", "ca.pem")); err != nil {
 			t.Fatal(err)
 		}
@@ -78,23 +80,6 @@ func TestClientFlags(t *testing.T) {
 			t.Errorf("%s: %v", tt.name, err)
 		case opts.Token != tt.want || opts.CAFile != "ca.pem":
 			t.Errorf("%s: %+v, want token %q", tt.name, opts, tt.want)
-		}
-	}
-}
-
-func TestDefaultTokenFile(t *testing.T) {
-	for _, tt := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/driftwatch/tokens"},
-		{map[string]string{"XDG_STATE_HOME": "rel", "HOME": "/h"}, "/h/.local/state/driftwatch/tokens"},
-		{map[string]string{"HOME": "/h"}, "/h/.local/state/driftwatch/tokens"},
-		{map[string]string{"HOME": "h"}, ""},
-		{map[string]string{}, ""},
-	} {
-		if got := defaultTokenFile(func(k string) string { return tt.env[k] }); got != tt.want {
-			t.Errorf("%v: %q, want %q", tt.env, got, tt.want)
 		}
 	}
 }

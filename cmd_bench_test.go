@@ -4,87 +4,40 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/spf13/pflag"
+
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/bench"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/config"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 func TestParseBench(t *testing.T) {
-	o, err := parseBench(nil, io.Discard)
-	if err != nil {
+	var o bench.Options
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	addBenchFlags(fs, &o)
+	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.mode != benchAll || o.clusters != 3 || o.objects != 300 || o.drifts != 200 || o.rate != 20 ||
-		o.interval != 10*time.Second || o.burst != 1000 || o.output != "table" {
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Mode != bench.ModeAll || o.Clusters != 3 || o.Objects != 300 || o.Drifts != 200 || o.Rate != 20 ||
+		o.Interval != 10*time.Second || o.Burst != 1000 || o.Output != "table" {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, args := range [][]string{
 		{"--mode", "fast"}, {"-o", "yaml"}, {"--clusters", "0"}, {"--objects", "0"}, {"--drifts", "0"},
 		{"--rate", "0"}, {"--interval", "0s"}, {"--burst", "0"}, {"--qps", "-1"}, {"extra"}, {"--nope"},
 	} {
-		_, err := parseBench(args, io.Discard)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 {
+		err := run(t.Context(), append([]string{"bench"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
+		var ee *app.ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 {
 			t.Errorf("%v: got %v, want a usage error", args, err)
-		}
-	}
-}
-
-// TestBenchConfigMix checks the generated config: exact object counts, at
-// most benchMaxServices Services per cluster, extras on the first cluster
-// only, and a config that loads.
-func TestBenchConfigMix(t *testing.T) {
-	set := &localcluster.Set{Clusters: []*localcluster.Cluster{
-		{Name: "c1", Kubeconfig: "/tmp/c1.kubeconfig"}, {Name: "c2", Kubeconfig: "/tmp/c2.kubeconfig"},
-	}}
-	for _, tc := range []struct {
-		objects, extra int
-		want           map[hub.Kind]int // on c1
-	}{
-		{12, 0, map[hub.Kind]int{hub.KindDeployment: 4, hub.KindService: 4, hub.KindConfigMap: 4}},
-		{13, 0, map[hub.Kind]int{hub.KindDeployment: 5, hub.KindService: 4, hub.KindConfigMap: 4}},
-		{14, 0, map[hub.Kind]int{hub.KindDeployment: 5, hub.KindService: 4, hub.KindConfigMap: 5}},
-		{1000, 0, map[hub.Kind]int{hub.KindDeployment: 400, hub.KindService: 200, hub.KindConfigMap: 400}},
-		{12, 7, map[hub.Kind]int{hub.KindDeployment: 8, hub.KindService: 4, hub.KindConfigMap: 7}},
-	} {
-		text := benchConfig(set, tc.objects, tc.extra, 100, 8)
-		path := filepath.Join(t.TempDir(), "bench.yaml")
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
-		if err != nil {
-			t.Fatalf("objects %d extra %d: %v\n%s", tc.objects, tc.extra, err, text)
-		}
-		if cfg.Hub.QPS != 100 || cfg.Hub.Burst != 200 || cfg.Hub.Workers != 8 {
-			t.Errorf("hub settings: %+v", cfg.Hub)
-		}
-		got := map[string]map[hub.Kind]int{}
-		for _, s := range config.Compile(cfg) {
-			if got[s.ID.Cluster] == nil {
-				got[s.ID.Cluster] = map[hub.Kind]int{}
-			}
-			got[s.ID.Cluster][s.ID.Kind]++
-		}
-		for k, n := range tc.want {
-			if got["c1"][k] != n {
-				t.Errorf("objects %d extra %d: c1 has %d %s, want %d", tc.objects, tc.extra, got["c1"][k], k, n)
-			}
-		}
-		total := 0
-		for _, n := range got["c2"] {
-			total += n
-		}
-		if total != tc.objects {
-			t.Errorf("objects %d extra %d: c2 has %d objects", tc.objects, tc.extra, total)
 		}
 	}
 }
@@ -97,7 +50,7 @@ func TestBench(t *testing.T) {
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	getenv := func(k string) string {
-		if k == envBinDir {
+		if k == app.EnvBinDir {
 			return bins
 		}
 		return ""

@@ -63,7 +63,7 @@ applications:
 				"context:    (the kubeconfig's current context)",
 				"namespaces: casehub, web (from the applications)",
 				"labels:     env=prod, region=eu",
-				"qps/burst:  20/40",
+				"qps/burst:  fixed 20/40",
 				"prod-eu:casehub/billing:deployment",
 				"prod-us:casehub/canary:deployment     canary     warn",
 				"cluster staging\n",
@@ -129,11 +129,11 @@ applications:
 			wantErr:  []string{"driftwatch: read config: open ", "no such file"},
 		},
 		{name: "no file flag", args: []string{"check"}, wantCode: 2, emptyOut: true, wantErr: []string{"driftwatch: check: -f FILE is required"}},
-		{name: "bad flag", args: []string{"check", "-x"}, wantCode: 2, emptyOut: true, wantErr: []string{"Usage: driftwatch check", "driftwatch: check: flag provided but not defined: -x"}},
+		{name: "bad flag", args: []string{"check", "-x"}, wantCode: 2, emptyOut: true, wantErr: []string{"driftwatch: check: unknown shorthand flag: 'x' in -x (see driftwatch check --help)\n"}},
 		{name: "bad output", args: []string{"check", "-f", exampleConfig, "-o", "json"}, wantCode: 2, emptyOut: true, wantErr: []string{`driftwatch: check: -o "json": want plan or yaml`}},
 		{name: "stray argument", args: []string{"check", exampleConfig}, wantCode: 2, emptyOut: true, wantErr: []string{"unexpected argument"}},
-		{name: "help", args: []string{"check", "-h"}, wantCode: 0, emptyOut: true, wantErr: []string{"Usage: driftwatch check -f FILE [-o plan|yaml]"}},
-		{name: "listed in usage", args: []string{"help"}, wantCode: 0, wantOut: []string{"driftwatch check -f FILE"}},
+		{name: "help", args: []string{"check", "-h"}, wantCode: 0, wantOut: []string{"Usage:\n  driftwatch check -f FILE [-o plan|yaml]"}},
+		{name: "listed in usage", args: []string{"help"}, wantCode: 0, wantOut: []string{"check       Validate a config and print its plan", "driftwatch check -f"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,5 +407,56 @@ func TestCheckStateFile(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", &stderr, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestCheckKubeconfigForms: the plan shows how each cluster and source is
+// reached: the default kubeconfig with its context, or in-cluster; neither
+// has a kubeconfig file to warn about.
+func TestCheckKubeconfigForms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	src := `clusters:
+  - id: prod-eu
+    context: prod-eu
+  - id: self
+    inCluster: true
+clusterAPI:
+  - name: mgmt
+    context: mgmt-admin
+  - name: local
+    inCluster: true
+applications:
+  - {id: web, namespace: web, clusters: [prod-eu, self], image: nginx}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"check", "-f", path}, testEnv, &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 0 {
+		t.Fatalf("exit code = %d: %s", code, &stderr)
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr = %q, want nothing (no kubeconfig file to check)", &stderr)
+	}
+	for _, want := range []string{
+		"\ncluster prod-eu\n" +
+			"  kubeconfig: $KUBECONFIG/~/.kube/config\n" +
+			"  context:    prod-eu\n" +
+			"  namespaces: web (from the applications)\n",
+		"\ncluster self\n" +
+			"  kubeconfig: in-cluster (the service account of the hub's Pod)\n" +
+			"  namespaces: web (from the applications)\n",
+		"\nclusterAPI source mgmt\n" +
+			"  kubeconfig:   $KUBECONFIG/~/.kube/config\n" +
+			"  context:      mgmt-admin\n" +
+			"  namespaces:   (all)\n",
+		"\nclusterAPI source local\n" +
+			"  kubeconfig:   in-cluster (the service account of the hub's Pod)\n" +
+			"  namespaces:   (all)\n",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("plan lacks\n%s\nplan:\n%s", want, &stdout)
+		}
 	}
 }

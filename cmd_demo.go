@@ -1,340 +1,42 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	_ "embed"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/sourcegraph/conc"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
+	"github.com/spf13/cobra"
 
-	"github.com/driftwatch/driftwatch/internal/driftgen"
-	"github.com/driftwatch/driftwatch/internal/localcluster"
-	"github.com/driftwatch/driftwatch/config"
-	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/internal/safefile"
-	"github.com/driftwatch/driftwatch/tui"
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/cli"
 )
 
-//go:embed scripts/build-binaries.sh
-var buildBinariesScript []byte
+// newDemoCmd is `driftwatch demo`.
+func newDemoCmd(c *cliEnv) *cobra.Command {
+	var o app.DemoOptions
+	cmd := &cobra.Command{
+		Use:   "demo [--headless]",
+		Short: "Three local clusters with live drift and repair",
+		Long: `Demo starts three local clusters (etcd, kube-apiserver, controller manager,
+scheduler and kwok's fake nodes), writes a demo config, and runs the hub, the
+terminal UI and a drift generator that breaks what the hub manages (g
+toggles it). With --headless it prints every repair as a line instead.
 
-// envBinDir points at prebuilt control-plane binaries (scripts/test.sh sets
-// it); without it the demo builds them with the embedded script.
-const envBinDir = "DRIFTWATCH_BIN_DIR"
-
-// binDir returns the control-plane binaries folder, building the binaries
-// on first use (progress on stderr).
-func binDir(ctx context.Context, getenv func(string) string, stderr io.Writer) (string, error) {
-	if d := getenv(envBinDir); d != "" {
-		return d, nil
-	}
-	cmd := exec.CommandContext(ctx, "bash", "-s")
-	cmd.Stdin = bytes.NewReader(buildBinariesScript)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the local control-plane binaries: %w", err)
-	}
-	return strings.TrimSpace(out.String()), nil
-}
-
-// demoClusterNames are the demo's three local clusters (labels in the
-// demo config).
-func demoClusterNames() []string { return []string{"prod-eu", "prod-us", "staging-eu"} }
-
-// demoConfig is the demo's config; %s are the three kubeconfig paths.
-const demoConfig = `# driftwatch demo: three local clusters, five applications.
-hub:
-  id: demo-hub
-  resync: 5m
-  workers: 4
-clusters:
-  - id: prod-eu
-    kubeconfig: %s
-    labels: {env: prod, region: eu}
-  - id: prod-us
-    kubeconfig: %s
-    labels: {env: prod, region: us}
-  - id: staging-eu
-    kubeconfig: %s
-    labels: {env: staging, region: eu}
-applications:
-  - id: storefront
-    namespace: shop
-    selector: env=prod
-    image: registry.example/storefront:1.4.2
-    replicas: 3
-    port: 8080
-    env: {MODE: production}
-    config: {CURRENCY: EUR, FEATURE_SEARCH: "on"}
-  - id: checkout
-    namespace: shop
-    selector: env in (prod, staging)
-    image: registry.example/checkout:2.0.1
-    replicas: 2
-    port: 9090
-  - id: catalog
-    namespace: shop
-    selector: region=eu
-    image: registry.example/catalog:0.9.0
-    replicas: 2
-    port: 8081
-    config: {CACHE_TTL: 30s}
-  - id: ledger
-    tenancy: "acme:eu"
-    namespace: finance
-    clusters: [prod-eu]
-    image: registry.example/ledger:5.1.0
-    port: 7000
-  # Cannot become available: no node has disk=none. It shows as stuck once
-  # its progress deadline passes.
-  - id: nightly-report
-    namespace: batch
-    clusters: [staging-eu]
-    image: registry.example/report:1.0.0
-    progressDeadlineSeconds: 20
-    nodeSelector: {disk: none}
-`
-
-// demoStopGrace is how long each of the demo's control-plane processes gets
-// to exit before it is killed: the demo ends within about two seconds.
-const demoStopGrace = 300 * time.Millisecond
-
-type demoOptions struct {
-	headless     bool
-	interval     time.Duration
-	untilRepairs int
-	readOnly     bool
-	dir          string
-}
-
-func parseDemo(args []string, stderr io.Writer) (demoOptions, error) {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o demoOptions
-	fs.BoolVar(&o.headless, "headless", false, "run without the TUI: print drift and repairs as lines")
-	fs.DurationVar(&o.interval, "interval", 4*time.Second, "time between generated drifts")
-	fs.IntVar(&o.untilRepairs, "until-repairs", 0, "exit 0 once this many generated drifts were repaired (0: run until interrupted)")
-	fs.BoolVar(&o.readOnly, "readonly", false, "disable the TUI's actions")
-	fs.StringVar(&o.dir, "dir", "", "folder for the demo's clusters, config and log (default: a new temporary folder)")
-	if err := fs.Parse(args); err != nil {
-		return o, usageError("demo: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return o, usageError("demo: unexpected arguments %v", fs.Args())
-	}
-	if o.interval <= 0 {
-		return o, usageError("demo: -interval must be positive")
-	}
-	return o, nil
-}
-
-// runDemo is `driftwatch demo`: three local clusters with fake nodes, a demo
-// config, the hub, the TUI (or headless lines) and a drift generator.
-func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o, err := parseDemo(args, stderr)
-	if err != nil {
-		return err
-	}
-	// A hangup ends the demo and its clusters, as q and Ctrl-C do.
-	ctx, stopHangup := tui.NotifyHangup(ctx)
-	defer stopHangup()
-	dir := o.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "driftwatch-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	}
-	// Logs: JSON on stderr when headless, a file while the TUI runs.
-	var log *slog.Logger
-	if o.headless {
-		log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	} else {
-		w, err := safefile.NewRotatingWriter(filepath.Join(dir, "driftwatch.log"), logMaxBytes, logKeep)
-		if err != nil {
-			return fmt.Errorf("demo: log file: %w", err)
-		}
-		defer w.Close()
-		log = slog.New(slog.NewJSONHandler(w, nil))
-	}
-	klog.SetSlogLogger(log.With("component", "client-go"))
-	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "demo: "+format+"\n", a...) }
-
-	bins, err := binDir(ctx, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	progress("starting 3 local clusters (etcd, kube-apiserver, controller manager, scheduler, kwok) in %s", dir)
-	names := demoClusterNames()
-	set, err := localcluster.Start(ctx, localcluster.Options{
-		Count: len(names), Names: names, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Full: true, Nodes: 2,
-		// Disposable: they go with the demo, within its exit budget.
-		StopGrace: demoStopGrace,
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err != nil {
-		return fmt.Errorf("demo: start local clusters: %w", err)
-	}
-	defer func() {
-		progress("stopping the local clusters")
-		_ = set.Stop()
-	}()
-	cfgPath := filepath.Join(dir, "demo.yaml")
-	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
-		return err
-	}
-	cfg, err := config.Load(cfgPath, config.LoadOptions{Getenv: getenv})
-	if err != nil {
-		return fmt.Errorf("demo config: %w", err)
-	}
-	progress("config written to %s; starting the hub", cfgPath)
-	// The demo's state stays in its own folder, never the user's.
-	a, err := newApp(cfg, appOptions{log: log, stateFile: filepath.Join(dir, "state.db")})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer a.Close()
-	clients := make(map[string]kubernetes.Interface, len(set.Clusters))
-	for _, lc := range set.Clusters {
-		rc := lc.RESTConfig()
-		rc.UserAgent = driftgen.FieldManager
-		c, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return err
-		}
-		clients[lc.Name] = c
-	}
-	gen := driftgen.New(clients, uint64(time.Now().UnixNano()))
-	targets := func() []driftgen.Target {
-		var ts []driftgen.Target
-		for _, n := range a.hub.Snapshot().Nodes {
-			if n.Application != "nightly-report" && n.Status == hub.StatusInSync {
-				ts = append(ts, driftgen.Target{ID: n.ID, Kind: n.Kind})
+The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
+once (a few minutes).`,
+		Example: `  driftwatch demo
+  driftwatch demo --headless --interval 1s --until-repairs 5`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Interval <= 0 {
+				return usageError("demo: --interval must be positive")
 			}
-		}
-		return ts
+			return app.Demo(cmd.Context(), o, c.env())
+		},
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	tracker := newRepairTracker()
-	var wg conc.WaitGroup
-	var appErr error
-	wg.Go(func() { appErr = a.Run(runCtx) })
-	wg.Go(func() {
-		// Let the hub create everything before breaking it.
-		select {
-		case <-runCtx.Done():
-			return
-		case <-time.After(3 * time.Second):
-		}
-		gen.Run(runCtx, o.interval, targets, func(d driftgen.Drift) {
-			tracker.add(d)
-			if d.Err != nil {
-				log.Warn("drift generator", "err", d.Err)
-			}
-		})
-	})
-	var uiErr error
-	if o.headless {
-		progress("headless: generated drift every %s; Ctrl-C stops everything", o.interval)
-		uiErr = demoHeadless(runCtx, a.hub, tracker, o.untilRepairs, stdout)
-	} else {
-		uiErr = runDemoTUI(runCtx, a.hub, gen, o.readOnly, getenv)
-	}
-	stop()
-	wg.Wait()
-	if errors.Is(uiErr, tui.ErrHangup) {
-		log.Warn("terminal gone: stopping the demo", "cause", uiErr.Error())
-		uiErr = nil
-	}
-	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
-		return uiErr
-	}
-	return appErr
-}
-
-// repairTracker matches generated drifts with the hub's repairs.
-type repairTracker struct {
-	mu      sync.Mutex
-	pending map[hub.NodeID]driftgen.Drift
-	done    int
-}
-
-func newRepairTracker() *repairTracker {
-	return &repairTracker{pending: make(map[hub.NodeID]driftgen.Drift)}
-}
-
-func (r *repairTracker) add(d driftgen.Drift) {
-	if d.Err != nil {
-		return
-	}
-	r.mu.Lock()
-	r.pending[d.ID] = d
-	r.mu.Unlock()
-}
-
-// check returns the drifts the snapshot shows repaired (and forgets them).
-func (r *repairTracker) check(s *hub.Snapshot) []hub.NodeStatus {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []hub.NodeStatus
-	for id, d := range r.pending {
-		n, ok := s.Node(id)
-		if !ok || n.LastRepair == nil || n.LastRepair.VerifiedAt.IsZero() || n.LastRepair.ObservedAt.Before(d.At.Add(-time.Second)) {
-			continue
-		}
-		delete(r.pending, id)
-		r.done++
-		out = append(out, n)
-	}
-	return out
-}
-
-// demoHeadless prints every generated drift's repair as a line, until ctx
-// ends or untilRepairs repairs were seen.
-func demoHeadless(ctx context.Context, h *hub.Hub, tracker *repairTracker, untilRepairs int, stdout io.Writer) error {
-	ch, cancel := h.Subscribe()
-	defer cancel()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s := <-ch:
-			for _, n := range tracker.check(s) {
-				r := n.LastRepair
-				fmt.Fprintf(stdout, "repaired %s: %s (by %s) detect %s, repaired %s\n",
-					n.ID, r.Drift.Summary(), attribution(r), r.DetectLatency().Round(time.Microsecond), r.RepairLatency().Round(time.Microsecond))
-			}
-			tracker.mu.Lock()
-			done := tracker.done
-			tracker.mu.Unlock()
-			if untilRepairs > 0 && done >= untilRepairs {
-				fmt.Fprintf(stdout, "demo: %d generated drifts repaired\n", done)
-				return nil
-			}
-		}
-	}
-}
-
-func attribution(r *hub.Repair) string {
-	if r.Attribution == nil {
-		return "unknown"
-	}
-	return r.Attribution.Manager
+	fs := cmd.Flags()
+	fs.BoolVar(&o.Headless, "headless", false, "run without the TUI: print drift and repairs as lines")
+	fs.DurationVar(&o.Interval, "interval", 4*time.Second, "time between generated drifts")
+	fs.IntVar(&o.UntilRepairs, "until-repairs", 0, "exit 0 once this many generated drifts were repaired (0: run until interrupted)")
+	fs.BoolVar(&o.ReadOnly, "readonly", false, "disable the TUI's actions")
+	fs.StringVar(&o.Dir, "dir", "", "`folder` for the demo's clusters, config and log (default: a new temporary folder)")
+	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
@@ -17,7 +18,7 @@ func TestDemoHeadless(t *testing.T) {
 	defer cancel()
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	getenv := func(k string) string {
-		if k == envBinDir {
+		if k == app.EnvBinDir {
 			return bins
 		}
 		return ""

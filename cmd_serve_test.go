@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,15 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/sourcegraph/conc"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/driftwatch/driftwatch/internal/localcluster"
-	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // syncBuffer is a goroutine-safe writer.
@@ -332,80 +333,19 @@ func TestParseServeListen(t *testing.T) {
 		{[]string{"--tls-key-file", "k"}, "go together"},
 		{[]string{"--listen", "7070"}, "missing port"},
 	} {
-		_, err := parseServe(append([]string{"-f", "x.yaml"}, tt.args...), io.Discard)
-		var ee *exitError
+		var o serveOptions
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(append([]string{"-f", "x.yaml"}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := o.validate()
+		var ee *app.ExitError
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%v: %v", tt.args, err)
-		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ee) || ee.code != 2):
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ee) || ee.Code != 2):
 			t.Errorf("%v: %v, want exit 2 with %q", tt.args, err, tt.wantErr)
 		}
-	}
-}
-
-// TestCertReloader drives the reloader with a fake clock: files are
-// checked at most once per interval, a changed pair is loaded, a broken one
-// is logged and the current pair kept until the files change again.
-func TestCertReloader(t *testing.T) {
-	ca := newTestCA(t)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	install := func(serial int64) {
-		c, k := ca.issue(t, serial)
-		writeAtomic(t, keyFile, k)
-		writeAtomic(t, certFile, c)
-	}
-	install(1)
-	var logs syncBuffer
-	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	r.now = func() time.Time { return now }
-	serial := func() int64 {
-		t.Helper()
-		c, err := r.GetCertificate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(c.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber.Int64()
-	}
-	for _, step := range []struct {
-		name    string
-		change  func()
-		advance time.Duration
-		want    int64
-		wantLog string
-	}{
-		{name: "first pair", want: 1},
-		{name: "new pair, not checked yet", change: func() { install(2) }, advance: r.interval / 2, want: 1},
-		{name: "new pair after the interval", advance: r.interval, want: 2, wantLog: "TLS certificate reloaded"},
-		{name: "broken certificate", change: func() { writeAtomic(t, certFile, []byte("garbage")) }, advance: r.interval, want: 2,
-			wantLog: "TLS certificate reload failed; keeping the current pair"},
-		{name: "key missing", change: func() { _ = os.Remove(keyFile) }, advance: r.interval, want: 2, wantLog: "TLS certificate check failed"},
-		{name: "fixed", change: func() { install(3) }, advance: r.interval, want: 3},
-	} {
-		if step.change != nil {
-			step.change()
-		}
-		now = now.Add(step.advance)
-		if got := serial(); got != step.want {
-			t.Fatalf("%s: serial %d, want %d", step.name, got, step.want)
-		}
-		if !strings.Contains(logs.String(), step.wantLog) {
-			t.Fatalf("%s: log lacks %q:\n%s", step.name, step.wantLog, logs.String())
-		}
-	}
-	if _, err := newCertReloader(certFile, filepath.Join(dir, "none.key"), slog.New(slog.DiscardHandler)); err == nil {
-		t.Fatal("a missing key was accepted at start")
-	}
-	writeAtomic(t, keyFile, []byte("garbage"))
-	if _, err := newCertReloader(certFile, keyFile, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), certFile) {
-		t.Fatalf("a broken pair at start = %v", err)
 	}
 }

@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/intent"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 // killChildEnv, set to a config path, makes TestKillDuringPruneThenRestart
@@ -341,7 +342,7 @@ func checkUIDs(t *testing.T, c kubernetes.Interface, uids map[hub.NodeID]types.U
 // it readable).
 func peekState(t *testing.T, path string) hub.Intent {
 	t.Helper()
-	s, err := openState(path)
+	s, err := intent.Open(path, intent.Options{})
 	if err != nil {
 		t.Fatalf("open the state file after the hub stopped: %v", err)
 	}

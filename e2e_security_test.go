@@ -23,9 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub/api"
 )
 
 // serveChildEnv, set to serve's arguments (JSON), makes TestSecurity run
@@ -243,7 +244,7 @@ func testDefaultToken(t *testing.T, path string) {
 		t.Fatalf("reload with the default token: %v\n%s", err, &errOut)
 	}
 	wrong := func(k string) string {
-		if k == tokenEnv {
+		if k == app.TokenEnv {
 			return strings.Repeat("w", 40)
 		}
 		return getenv(k)

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
@@ -259,7 +260,7 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 	bins := lctest.BinDir(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoEndsWithItsTerminal$", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, envBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, app.EnvBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
 	ptmx, tty := openPTY(t)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}

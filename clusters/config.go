@@ -10,16 +10,33 @@ import (
 type ClusterConfig struct {
 	// ID is the cluster id, the first part of every NodeID on it.
 	ID string
-	// Kubeconfig is the path of the kubeconfig file. KubeconfigData, when
-	// set, is used instead (e.g. a Cluster API kubeconfig secret); it is
-	// untrusted: RESTConfig reads it with ParseUntrustedKubeconfig under
-	// KubeconfigPolicy (its current context only; Context is ignored).
+	// Kubeconfig, KubeconfigData and InCluster say how to reach the
+	// cluster; RESTConfig takes the first that is set:
+	//
+	//   - KubeconfigData (e.g. a Cluster API kubeconfig secret) is
+	//     untrusted: it is read with ParseUntrustedKubeconfig under
+	//     KubeconfigPolicy (its current context only; Context is ignored);
+	//   - InCluster uses the service account of the Pod the process runs in
+	//     (rest.InClusterConfig; Kubeconfig and Context are ignored);
+	//   - Kubeconfig is the path of a kubeconfig file;
+	//   - none of them: the default kubeconfig, as kubectl resolves it: the
+	//     files listed in $KUBECONFIG, merged, else ~/.kube/config (see
+	//     DefaultKubeconfigFiles).
 	Kubeconfig     string
 	KubeconfigData []byte
+	InCluster      bool
+	// Getenv looks up the environment variables of the kubeconfig
+	// resolution: KUBECONFIG and HOME for the default kubeconfig, and
+	// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, checked before
+	// InCluster is tried. Nil means os.Getenv. Tests inject their own;
+	// leave it nil for a Registry, whose Update never finds two funcs
+	// equal and would restart the cluster on every call.
+	Getenv func(string) string
 	// KubeconfigPolicy says what KubeconfigData may use; the zero value is
 	// the strictest (no exec plugin, no file reference, TLS verified).
 	KubeconfigPolicy KubeconfigPolicy
-	// Context is the kubeconfig context; empty means its current context.
+	// Context is the kubeconfig context (of Kubeconfig, or of the default
+	// kubeconfig); empty means its current context.
 	Context string
 	// Namespaces are the managed namespaces: one informer per namespace and
 	// kind.
@@ -31,8 +48,15 @@ type ClusterConfig struct {
 	// driftwatch.io/hub annotation names another hub are never deleted and
 	// never listed as ours.
 	HubID string
-	// QPS and Burst configure the client's rate limit; zero means 50 and
-	// 100 (never client-go's 5/10, which makes 200 repairs take 38 s).
+	// QPS and Burst configure the client's rate limit. Both 0 (the
+	// default): adaptive, APF-aware: a DefaultQPS/DefaultBurst token bucket
+	// until a response carries the apiserver's API Priority and Fairness
+	// headers, then no client-side limit (the server's fairness protects
+	// it), and the bucket again after a response without them. Either set:
+	// a fixed token bucket, the unset one from DefaultQPS or DefaultBurst.
+	// A negative QPS: no client-side limit (client-go's convention). In
+	// every mode at most MaxInFlight requests are in flight (watches
+	// aside), and client-go retries a 429 or 5xx as its Retry-After says.
 	QPS   float32
 	Burst int
 	// Source says where the cluster comes from ("config" when empty).

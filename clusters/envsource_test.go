@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/driftwatch/driftwatch/internal/localcluster"
-	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // TestEnvSourceRepair proves, against a real kube-apiserver and through the

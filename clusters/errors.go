@@ -27,6 +27,12 @@ const (
 	classForbidden
 	// classTLS: the certificate could not be verified.
 	classTLS
+	// classThrottled: the apiserver still answered 429 Too Many Requests
+	// (APF or max-in-flight) after client-go's Retry-After retries, or when
+	// the call's deadline left no time for the next one (see
+	// limitedTransport). The server is up and shedding load: never
+	// unreachable; the caller backs off as after any failure.
+	classThrottled
 )
 
 func classify(err error) errorClass {
@@ -43,6 +49,8 @@ func classify(err error) errorClass {
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &certInvalid),
 		strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "tls:"):
 		return classTLS
+	case apierrors.IsTooManyRequests(err):
+		return classThrottled
 	}
 	var netErr net.Error
 	var urlErr *url.Error
@@ -74,6 +82,8 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 		return fmt.Sprintf("cluster %q: TLS: cannot verify the apiserver's certificate (check certificate-authority-data in the kubeconfig): %v", cluster, err)
 	case classNetwork:
 		return fmt.Sprintf("cluster %q: cannot reach the apiserver to %s %s%s: %v", cluster, verb, resource, where, err)
+	case classThrottled:
+		return fmt.Sprintf("cluster %q: %s %s%s: the apiserver is shedding load (429 Too Many Requests, retried as its Retry-After asked): %v", cluster, verb, resource, where, err)
 	}
 	return fmt.Sprintf("cluster %q: %s %s%s: %v", cluster, verb, resource, where, err)
 }

@@ -16,7 +16,7 @@ import (
 // TestBackendErrorKinds: the backend's errors tell the loop what a failure
 // means: RBAC denials are ErrForbidden, an unreachable apiserver or refused
 // credentials ErrUnreachable (so the NodeID's backoff does not grow), and
-// our own cancellation or an ordinary API error neither.
+// our own cancellation, an ordinary API error or a 429 neither.
 func TestBackendErrorKinds(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}}
@@ -32,6 +32,9 @@ func TestBackendErrorKinds(t *testing.T) {
 		{"cancelled by us", context.Canceled, false, false},
 		{"conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), false, false},
 		{"invalid", apierrors.NewBadRequest("bad"), false, false},
+		// A 429 left after client-go's Retry-After retries: the server is
+		// up and shedding load; the NodeID backs off like any failure.
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), false, false},
 	}
 	m := &Manager{cfg: ClusterConfig{ID: "c1"}}
 	for _, tt := range tests {

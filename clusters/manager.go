@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -96,12 +95,6 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 	if cfg.ManagedBy == "" {
 		cfg.ManagedBy = hub.DefaultManagedBy
 	}
-	if cfg.QPS <= 0 {
-		cfg.QPS = 50
-	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = 100
-	}
 	if cfg.Source == "" {
 		cfg.Source = "config"
 	}
@@ -120,46 +113,51 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 }
 
 // RESTConfig builds the client configuration of a cluster from its
-// kubeconfig, with the configured rate limit and protobuf for built-in kinds.
+// kubeconfig data (untrusted), the Pod's service account (InCluster), its
+// kubeconfig file, or else the default kubeconfig ($KUBECONFIG, merged, or
+// ~/.kube/config), in that order (see ClusterConfig.Kubeconfig), with the
+// configured rate limit and protobuf for built-in kinds. Errors name the
+// cluster, the kubeconfig files tried and the context.
+//
+// The rate limit is the cluster's own (see ClusterConfig.QPS): the returned
+// config's RateLimiter, adaptive unless QPS or Burst is set, and a transport
+// wrapper, outside ClusterConfig.WrapTransport, that bounds the requests in
+// flight (MaxInFlight) and reads the apiserver's API Priority and Fairness
+// headers. Clients made from the config (and its copies) share them. The
+// limiter's mode switches are logged by a Manager only.
 func RESTConfig(cfg ClusterConfig) (*rest.Config, error) {
+	return restConfig(cfg, nil)
+}
+
+// restConfig is RESTConfig with the logger of the rate limiter's mode
+// switches (nil discards them).
+func restConfig(cfg ClusterConfig, log *slog.Logger) (*rest.Config, error) {
 	var rc *rest.Config
+	var err error
 	switch {
 	case len(cfg.KubeconfigData) > 0:
 		// Inline data comes from outside the hub's configuration (a
 		// Cluster API secret): never trusted.
-		var err error
 		if rc, err = ParseUntrustedKubeconfig(cfg.KubeconfigData, cfg.KubeconfigPolicy); err != nil {
 			return nil, fmt.Errorf("cluster %q: kubeconfig data: %w", cfg.ID, err)
 		}
-	case cfg.Kubeconfig != "":
-		overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, overrides)
-		var err error
-		if rc, err = cc.ClientConfig(); err != nil {
-			if cfg.Context != "" && strings.Contains(err.Error(), "context") {
-				return nil, fmt.Errorf("cluster %q: kubeconfig %s: context %q: %w", cfg.ID, cfg.Kubeconfig, cfg.Context, err)
-			}
-			return nil, fmt.Errorf("cluster %q: kubeconfig %s: %w", cfg.ID, cfg.Kubeconfig, err)
+	case cfg.InCluster:
+		if rc, err = inClusterRESTConfig(cfg); err != nil {
+			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("cluster %q: no kubeconfig given", cfg.ID)
+		if rc, err = kubeconfigRESTConfig(cfg); err != nil {
+			return nil, err
+		}
 	}
 	rc = rest.CopyConfig(rc)
-	rc.QPS = cfg.QPS
-	if rc.QPS <= 0 {
-		rc.QPS = 50
-	}
-	rc.Burst = cfg.Burst
-	if rc.Burst <= 0 {
-		rc.Burst = 100
-	}
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	rc.UserAgent = "driftwatch"
 	if cfg.WrapTransport != nil {
 		rc.Wrap(cfg.WrapTransport)
 	}
+	newClientLimiter(cfg.QPS, cfg.Burst, log).install(rc)
 	return rc, nil
 }
 
@@ -170,7 +168,7 @@ func (m *Manager) ID() string { return m.cfg.ID }
 // or a handler panics. It returns an error when the cluster cannot be set up
 // (bad kubeconfig) or a handler panicked; the registry restarts it then.
 func (m *Manager) Run(ctx context.Context) error {
-	rc, err := RESTConfig(m.cfg)
+	rc, err := restConfig(m.cfg, m.log)
 	if err != nil {
 		m.setError(hub.ClusterUnreachable, err.Error())
 		return err

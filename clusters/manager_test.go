@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -683,7 +683,7 @@ current-context: real
 	}{
 		{ClusterConfig{ID: "gone", Kubeconfig: missing}, []string{`cluster "gone"`, missing}},
 		{ClusterConfig{ID: "ctx", Kubeconfig: kc, Context: "typo"}, []string{`cluster "ctx"`, `"typo"`}},
-		{ClusterConfig{ID: "empty"}, []string{`cluster "empty"`, "no kubeconfig"}},
+		{ClusterConfig{ID: "empty", Getenv: func(string) string { return "" }}, []string{`cluster "empty"`, "no kubeconfig"}},
 		{ClusterConfig{ID: "junk", KubeconfigData: []byte("{")}, []string{`cluster "junk"`, "kubeconfig data"}},
 	}
 	for _, tt := range tests {

@@ -22,10 +22,13 @@ const (
 	DefaultResync = 5 * time.Minute
 	// DefaultPolicy is the default Hub.Policy.
 	DefaultPolicy = hub.PolicyRepair
-	// DefaultQPS is the default client QPS per cluster.
-	DefaultQPS float32 = 50
-	// DefaultBurst is the default client burst per cluster.
-	DefaultBurst = 100
+	// DefaultQPS and DefaultBurst are the token bucket a cluster's client
+	// starts with while its rate limit is adaptive (qps and burst left
+	// out), until the apiserver shows API Priority and Fairness; a fixed
+	// limit that sets only one of them takes the other from here. The
+	// clusters package applies them (clusters.DefaultQPS and DefaultBurst).
+	DefaultQPS   float32 = 50
+	DefaultBurst int     = 100
 	// DefaultWorkers is the default number of reconcile workers.
 	DefaultWorkers = 4
 	// DefaultDecommissionTimeout is the default Hub.DecommissionTimeout.
@@ -46,81 +49,105 @@ const (
 // Config is a loaded and validated driftwatch configuration. Load fills in
 // every default, so the fields hold effective values unless documented
 // otherwise. Treat a Config as immutable once loaded.
+//
+// The types of the file's sections double as its schema: the `yaml` tag of
+// each field names its key, in schema order (see schema.go).
 type Config struct {
 	// Path is the config file's path as given to Load or Parse.
-	Path string
+	Path string `yaml:"-"`
 	// Hub holds the hub-wide settings.
-	Hub Hub
+	Hub Hub `yaml:"hub"`
 	// Clusters are the clusters named in the file, in file order. It may be
 	// empty when ClusterAPI is not.
-	Clusters []Cluster
+	Clusters []Cluster `yaml:"clusters"`
 	// ClusterAPI are the Cluster API management clusters to discover more
 	// clusters from (the `clusterAPI:` section), in file order.
-	ClusterAPI []ClusterAPISource
+	ClusterAPI []ClusterAPISource `yaml:"clusterAPI"`
 	// Applications are the applications, in file order.
-	Applications []Application
+	Applications []Application `yaml:"applications"`
 }
 
 // Hub holds the hub-wide settings (the `hub:` section).
 type Hub struct {
 	// ID names this hub (a DNS label); default "driftwatch".
-	ID string
+	ID string `yaml:"id"`
 	// ManagedBy is the value of the hub.ManagedByLabel label on every object
 	// the hub applies; default hub.DefaultManagedBy.
-	ManagedBy string
+	ManagedBy string `yaml:"managedBy"`
 	// Resync is the period of the safety-net resync; default 5m.
-	Resync time.Duration
+	Resync time.Duration `yaml:"resync"`
 	// Policy is the default drift policy; default hub.PolicyRepair.
-	Policy hub.Policy
-	// QPS and Burst are the default client rate limits per cluster;
-	// defaults 50 and 100.
-	QPS   float32
-	Burst int
+	Policy hub.Policy `yaml:"policy"`
+	// QPS and Burst are the default client rate limit per cluster. 0 (the
+	// key left out, the default): adaptive, APF-aware: a
+	// DefaultQPS/DefaultBurst token bucket until the cluster's apiserver
+	// answers with API Priority and Fairness headers, then no client-side
+	// limit (see clusters.ClusterConfig.QPS). Set (qps a positive number,
+	// burst at least 1): a fixed token bucket, the unset one taking its
+	// default.
+	QPS   float32 `yaml:"qps"`
+	Burst int     `yaml:"burst,min=1"`
 	// Workers is the number of reconcile workers; default 4.
-	Workers int
+	Workers int `yaml:"workers,min=1,max=1024"`
 	// DecommissionTimeout is how long pruning an object may take before it
 	// is reported stuck; default 2m.
-	DecommissionTimeout time.Duration
+	DecommissionTimeout time.Duration `yaml:"decommissionTimeout"`
 	// PruneLimit is the most objects one config change may decommission at
 	// once without --allow-prune (a change that would decommission every
 	// object of a cluster is refused too); default 50, at least 1.
-	PruneLimit int
+	PruneLimit int `yaml:"pruneLimit,min=1"`
 	// PruneOrphans prunes orphans: objects carrying the managed-by label
 	// and this hub's id that the hub has no record of (its state file was
 	// lost, or an older run applied them). Default false: they are only
 	// shown. Never more than PruneLimit at once.
-	PruneOrphans bool
+	PruneOrphans bool `yaml:"pruneOrphans"`
 	// StateFile is where the hub keeps what must survive a restart
 	// (pauses, policy overrides, holds, pending decommissions, what it
 	// applied): an absolute path with `~` and environment variables
 	// expanded like Cluster.Kubeconfig; "" means the default path for the
 	// hub id; StateFileNone keeps nothing.
-	StateFile string
+	StateFile string `yaml:"stateFile"`
 }
 
-// Cluster is one cluster named in the file (a `clusters:` entry).
+// Cluster is one cluster named in the file (a `clusters:` entry). It is
+// reached in one of three ways: through the kubeconfig file Kubeconfig;
+// through the default kubeconfig, as kubectl does (Kubeconfig ""); or, with
+// InCluster, through the service account of the Pod the hub runs in.
 type Cluster struct {
 	// ID is the cluster's DNS-label id, the first part of its NodeIDs.
-	ID string
+	ID string `yaml:"id,required"`
 	// Kubeconfig is the absolute path of the kubeconfig file, with `~` and
-	// environment variables expanded.
-	Kubeconfig string
+	// environment variables expanded; relative paths in the file are
+	// relative to the config file's folder.
+	//
+	// "" (the key left out) means the default kubeconfig, resolved as
+	// kubectl does when connecting, not by Load: the files listed in
+	// $KUBECONFIG (separated by the OS list separator, filepath.ListSeparator,
+	// and merged), else ~/.kube/config. Context then names the context to
+	// use (Load requires it), unless InCluster is set.
+	Kubeconfig string `yaml:"kubeconfig"`
 	// Context is the kubeconfig context to use; "" means the kubeconfig's
-	// current context (resolved when connecting, not by Load).
-	Context string
+	// current context (resolved when connecting, not by Load). It is never
+	// "" when Kubeconfig is "" and InCluster is false.
+	Context string `yaml:"context"`
+	// InCluster reaches the cluster through the service account of the Pod
+	// the hub runs in (`inCluster: true`); Kubeconfig and Context are then
+	// "". At most one cluster of a file is in-cluster.
+	InCluster bool `yaml:"inCluster"`
 	// Namespaces is the explicit list of managed namespaces, sorted; nil
 	// means the namespaces of the applications targeting the cluster (see
 	// Config.Namespaces).
-	Namespaces []string
+	Namespaces []string `yaml:"namespaces"`
 	// Labels are the cluster's labels, matched by application selectors.
-	Labels map[string]string
+	Labels map[string]string `yaml:"labels"`
 	// Policy is the cluster's effective default policy (its override, or
 	// the hub's).
-	Policy hub.Policy
-	// QPS and Burst are the effective client rate limits (the cluster's
-	// overrides, or the hub's).
-	QPS   float32
-	Burst int
+	Policy hub.Policy `yaml:"policy"`
+	// QPS and Burst are the effective client rate limit (each the
+	// cluster's override, or the hub's); 0 means unset, both 0 adaptive
+	// (see Hub.QPS).
+	QPS   float32 `yaml:"qps"`
+	Burst int     `yaml:"burst,min=1"`
 }
 
 // Info returns the part of the cluster that selects and compiles
@@ -135,37 +162,44 @@ type ClusterAPISource struct {
 	// Name is the source's DNS-label name, unique among the sources and
 	// distinct from every cluster id; discovered clusters report their
 	// source as "capi:<name>/<namespace>".
-	Name string
+	Name string `yaml:"name,required"`
 	// Kubeconfig is the absolute path of the management cluster's
-	// kubeconfig file, expanded like Cluster.Kubeconfig.
-	Kubeconfig string
+	// kubeconfig file, expanded like Cluster.Kubeconfig; "" means the
+	// default kubeconfig ($KUBECONFIG, else ~/.kube/config) with Context
+	// naming the context, unless InCluster is set (as for Cluster).
+	Kubeconfig string `yaml:"kubeconfig"`
 	// Context is the kubeconfig context to use; "" means the kubeconfig's
-	// current context.
-	Context string
+	// current context. It is never "" when Kubeconfig is "" and InCluster
+	// is false.
+	Context string `yaml:"context"`
+	// InCluster reaches the management cluster through the service account
+	// of the Pod the hub runs in (`inCluster: true`); Kubeconfig and
+	// Context are then "".
+	InCluster bool `yaml:"inCluster"`
 	// Namespaces are the namespaces watched for Cluster objects, sorted;
 	// nil means all namespaces.
-	Namespaces []string
+	Namespaces []string `yaml:"namespaces"`
 	// Selector is a Kubernetes label selector over Cluster objects; ""
 	// means every Cluster object.
-	Selector string
+	Selector string `yaml:"selector"`
 	// Labels are given to every discovered cluster, where they win over
 	// the Cluster object's own labels (see Info).
-	Labels map[string]string
+	Labels map[string]string `yaml:"labels"`
 	// IDTemplate is a Go text/template over .Namespace and .Name that makes
 	// a discovered cluster's id; default DefaultIDTemplate.
-	IDTemplate string
+	IDTemplate string `yaml:"idTemplate"`
 	// Policy is the effective default policy of the discovered clusters
 	// (the source's override, or the hub's).
-	Policy hub.Policy
+	Policy hub.Policy `yaml:"policy"`
 	// ExecAllowlist are the exec credential plugins that the kubeconfig
 	// secrets of discovered clusters may run, in client-go's allowlist form
 	// (`execAllowlist: [{command: /usr/local/bin/aws-iam-authenticator}]`):
 	// an absolute path or a command name looked up in PATH. Nil (the
 	// default) denies every exec plugin.
-	ExecAllowlist []clientcmdapi.AllowlistEntry
+	ExecAllowlist []clientcmdapi.AllowlistEntry `yaml:"execAllowlist"`
 	// AllowInsecureSkipTLSVerify accepts kubeconfig secrets that set
 	// insecure-skip-tls-verify. Default false: such a kubeconfig is refused.
-	AllowInsecureSkipTLSVerify bool
+	AllowInsecureSkipTLSVerify bool `yaml:"allowInsecureSkipTLSVerify"`
 }
 
 // Info returns the ClusterInfo of a cluster discovered by the source: id,
@@ -198,50 +232,50 @@ type ClusterInfo struct {
 // plus a Service and a ConfigMap when configured, on every target cluster.
 type Application struct {
 	// ID is the application's DNS-label id and the name of its objects.
-	ID string
+	ID string `yaml:"id,required"`
 	// Tenancy is an optional tenancy ID; it may contain colons.
-	Tenancy string
+	Tenancy string `yaml:"tenancy"`
 	// Namespace is where the application's objects live.
-	Namespace string
+	Namespace string `yaml:"namespace,required"`
 	// Clusters lists target cluster ids; nil when Selector is used.
-	Clusters []string
+	Clusters []string `yaml:"clusters"`
 	// Selector is a Kubernetes label selector over cluster labels; "" when
 	// Clusters is used.
-	Selector string
+	Selector string `yaml:"selector"`
 	// Image is the container image.
-	Image string
+	Image string `yaml:"image,required"`
 	// Replicas is the Deployment's replica count; default 1.
-	Replicas int32
+	Replicas int32 `yaml:"replicas"`
 	// Port is the container port; 0 means none.
-	Port int32
+	Port int32 `yaml:"port,min=1,max=65535"`
 	// Env holds the container's environment variables, in plain text.
-	Env map[string]string
+	Env map[string]string `yaml:"env"`
 	// SecretEnv holds the container's environment variables read from
 	// Secrets in the application's namespace, by variable name (the
 	// `secretEnv:` entries NAME: secret/key). They compile to
 	// valueFrom.secretKeyRef, so their values never appear in the config,
 	// the desired objects or the hub. No name is in both Env and SecretEnv.
-	SecretEnv map[string]SecretKeyRef
+	SecretEnv map[string]SecretKeyRef `yaml:"secretEnv"`
 	// Config is the data of the application's ConfigMap; no ConfigMap is
 	// made when it is empty.
-	Config map[string]string
+	Config map[string]string `yaml:"config"`
 	// Service is the application's Service with defaults applied; nil means
 	// no Service. Load sets it when `service` or `port` is given.
-	Service *Service
+	Service *Service `yaml:"service"`
 	// Resources holds the container's requests and limits, canonicalised
 	// (as the apiserver stores them).
-	Resources Resources
+	Resources Resources `yaml:"resources"`
 	// Labels are extra labels on every object and on the pod template.
-	Labels map[string]string
+	Labels map[string]string `yaml:"labels"`
 	// Annotations are extra annotations on every object.
-	Annotations map[string]string
+	Annotations map[string]string `yaml:"annotations"`
 	// Policy overrides the cluster's policy; "" means no override.
-	Policy hub.Policy
+	Policy hub.Policy `yaml:"policy"`
 	// ProgressDeadlineSeconds is the Deployment's progress deadline; 0
 	// means unset (Kubernetes then uses 600).
-	ProgressDeadlineSeconds int32
+	ProgressDeadlineSeconds int32 `yaml:"progressDeadlineSeconds,min=1"`
 	// NodeSelector constrains the pods to matching nodes.
-	NodeSelector map[string]string
+	NodeSelector map[string]string `yaml:"nodeSelector"`
 }
 
 // SecretKeyRef names one key of a Secret in the application's namespace.
@@ -258,21 +292,21 @@ func (r SecretKeyRef) String() string { return r.Name + "/" + r.Key }
 // Service is an application's Service.
 type Service struct {
 	// Port is the Service port; default the application's port.
-	Port int32
+	Port int32 `yaml:"port,min=1,max=65535"`
 	// TargetPort is the container port traffic goes to; default the
 	// application's port, else Port.
-	TargetPort int32
+	TargetPort int32 `yaml:"targetPort,min=1,max=65535"`
 	// Type is ClusterIP (default), NodePort or LoadBalancer.
-	Type corev1.ServiceType
+	Type corev1.ServiceType `yaml:"type"`
 }
 
 // Resources holds a container's requests and limits by resource name (cpu,
 // memory, ...), with canonical quantity strings.
 type Resources struct {
 	// Requests are the container's resource requests.
-	Requests map[string]string
+	Requests map[string]string `yaml:"requests"`
 	// Limits are the container's resource limits.
-	Limits map[string]string
+	Limits map[string]string `yaml:"limits"`
 }
 
 // LoadOptions tunes how Load and Parse expand kubeconfig paths.

@@ -213,15 +213,16 @@ applications:
     clusters: [a]
     image: nginx
 `)
+	// QPS and Burst unset (0): the adaptive rate limit.
 	wantHub := Hub{
 		ID: "driftwatch", ManagedBy: "driftwatch", Resync: 5 * time.Minute, Policy: hub.PolicyRepair,
-		QPS: 50, Burst: 100, Workers: 4, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
+		Workers: 4, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
 	}
 	if cfg.Hub != wantHub {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, wantHub)
 	}
 	wantClusters := []Cluster{
-		{ID: "a", Kubeconfig: "/k", Policy: hub.PolicyRepair, QPS: 50, Burst: 100},
+		{ID: "a", Kubeconfig: "/k", Policy: hub.PolicyRepair},
 		{ID: "b", Kubeconfig: "/k", Policy: hub.PolicyWarn, QPS: 7.5, Burst: 9},
 	}
 	if !reflect.DeepEqual(cfg.Clusters, wantClusters) {
@@ -230,6 +231,39 @@ applications:
 	wantApp := Application{ID: "x", Namespace: "ns", Clusters: []string{"a"}, Image: "nginx", Replicas: 1}
 	if !reflect.DeepEqual(cfg.Applications[0], wantApp) {
 		t.Errorf("Application = %+v, want %+v", cfg.Applications[0], wantApp)
+	}
+}
+
+// TestRateLimitInheritance: a cluster takes each of qps and burst from its
+// own entry, else from the hub; one left out everywhere stays 0 (unset:
+// adaptive when both are, else the clusters package's default).
+func TestRateLimitInheritance(t *testing.T) {
+	cfg := mustParse(t, `hub:
+  qps: 200
+clusters:
+  - id: a
+    kubeconfig: /k
+  - id: b
+    kubeconfig: /k
+    burst: 40
+  - id: c
+    kubeconfig: /k
+    qps: 20
+    burst: 30
+applications:
+  - id: x
+    namespace: ns
+    clusters: [a]
+    image: nginx
+`)
+	if cfg.Hub.QPS != 200 || cfg.Hub.Burst != 0 {
+		t.Errorf("hub qps/burst = %g/%d, want 200/0", cfg.Hub.QPS, cfg.Hub.Burst)
+	}
+	want := map[string][2]float64{"a": {200, 0}, "b": {200, 40}, "c": {20, 30}}
+	for _, cl := range cfg.Clusters {
+		if got := [2]float64{float64(cl.QPS), float64(cl.Burst)}; got != want[cl.ID] {
+			t.Errorf("cluster %s qps/burst = %v, want %v", cl.ID, got, want[cl.ID])
+		}
 	}
 }
 

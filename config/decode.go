@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,32 +20,10 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// Known fields of each mapping, in schema order (used for did-you-mean).
-// They are functions so that no caller can change a shared slice.
-func topFields() []string { return []string{"hub", "clusters", "clusterAPI", "applications"} }
-
-func hubFields() []string {
-	return []string{"id", "managedBy", "resync", "policy", "qps", "burst", "workers", "decommissionTimeout", "pruneLimit", "pruneOrphans", "stateFile"}
-}
-
-func clusterFields() []string {
-	return []string{"id", "kubeconfig", "context", "namespaces", "labels", "policy", "qps", "burst"}
-}
-
-func sourceFields() []string {
-	return []string{"name", "kubeconfig", "context", "namespaces", "selector", "labels", "idTemplate", "policy",
-		"execAllowlist", "allowInsecureSkipTLSVerify"}
-}
-
-func execAllowlistFields() []string { return []string{"command"} }
-
-func appFields() []string {
-	return []string{"id", "tenancy", "namespace", "clusters", "selector", "image", "replicas", "port", "env", "secretEnv", "config",
-		"service", "resources", "labels", "annotations", "policy", "progressDeadlineSeconds", "nodeSelector"}
-}
-
-func serviceFields() []string   { return []string{"port", "targetPort", "type"} }
-func resourcesFields() []string { return []string{"requests", "limits"} }
+// The known fields of each mapping, their schema order and how plain
+// fields are read come from the `yaml` tags of the public types (see
+// schema.go). What follows is what the tags cannot say: the values a few
+// fields accept, and the checks and defaults of the others, as hooks.
 
 func serviceTypes() []string {
 	return []string{string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer)}
@@ -69,6 +46,16 @@ type clusterSrc struct {
 	field  string
 	idPos  pos
 	nsList bool // namespaces is an explicit list
+	reach  reach
+}
+
+// reach is how a cluster is reached, when that alone says which cluster it
+// is: in-cluster, or a context of the default kubeconfig. Two clusters
+// reached the same way are the same cluster twice.
+type reach struct {
+	key  string // "" when the file alone does not say which cluster
+	at   child  // the field that says it
+	desc string // in words, for messages
 }
 
 // sourceSrc remembers where a Cluster API source came from, for reference
@@ -146,15 +133,17 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 		base, _ = os.Getwd()
 	}
 	d := &decoder{walker: w, opts: opts, baseDir: base, cfg: &Config{Path: path}}
-	top := w.object(body, "", pos{1, 1}, topFields()...)
+	cfg := d.cfg
+	top := d.fields(body, "", pos{1, 1}, cfg,
+		on(&cfg.Hub, d.hub),
+		on(&cfg.Clusters, d.clusterList),
+		on(&cfg.ClusterAPI, d.sourceList),
+		on(&cfg.Applications, d.appList),
+	)
 	if top == nil {
 		return nil
 	}
 	d.topPos = top.pos
-	d.hub(top.get("hub"))
-	d.clusterList(top.get("clusters"))
-	d.sourceList(top.get("clusterAPI"))
-	d.appList(top.get("applications"))
 	d.references()
 	return d.cfg
 }
@@ -163,18 +152,20 @@ func (d *decoder) hub(c child) {
 	h := &d.cfg.Hub
 	*h = Hub{
 		ID: DefaultHubID, ManagedBy: hub.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
-		QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers, DecommissionTimeout: DefaultDecommissionTimeout,
-		PruneLimit: DefaultPruneLimit,
+		Workers: DefaultWorkers, DecommissionTimeout: DefaultDecommissionTimeout, PruneLimit: DefaultPruneLimit,
+		// QPS and Burst stay 0 unless set: the adaptive rate limit.
 	}
-	o := d.object(c.node, c.field, c.pos, hubFields()...)
-	if o == nil {
-		return
-	}
-	if s, ok := d.str(o.get("id")); ok && d.dnsLabel(o.get("id"), s) {
-		h.ID = s
-	}
-	if c := o.get("managedBy"); c.node != nil {
-		if s, ok := d.str(c); ok {
+	d.fields(c.node, c.field, c.pos, h,
+		on(&h.ID, func(c child) {
+			if s, ok := d.str(c); ok && d.dnsLabel(c, s) {
+				h.ID = s
+			}
+		}),
+		on(&h.ManagedBy, func(c child) {
+			s, ok := d.str(c)
+			if !ok {
+				return
+			}
 			switch errs := content.IsLabelValue(s); {
 			case s == "":
 				d.errorf(c.pos, c.field, "must not be empty")
@@ -183,33 +174,9 @@ func (d *decoder) hub(c child) {
 			default:
 				h.ManagedBy = s
 			}
-		}
-	}
-	if v, ok := d.duration(o.get("resync")); ok {
-		h.Resync = v
-	}
-	if p, ok := d.policy(o.get("policy")); ok {
-		h.Policy = p
-	}
-	if v, ok := d.positive(o.get("qps")); ok {
-		h.QPS = float32(v)
-	}
-	if v, ok := d.int(o.get("burst"), 1, math.MaxInt32); ok {
-		h.Burst = int(v)
-	}
-	if v, ok := d.int(o.get("workers"), 1, 1024); ok {
-		h.Workers = int(v)
-	}
-	if v, ok := d.duration(o.get("decommissionTimeout")); ok {
-		h.DecommissionTimeout = v
-	}
-	if v, ok := d.int(o.get("pruneLimit"), 1, math.MaxInt32); ok {
-		h.PruneLimit = int(v)
-	}
-	if v, ok := d.boolean(o.get("pruneOrphans")); ok {
-		h.PruneOrphans = v
-	}
-	h.StateFile = d.stateFile(o.get("stateFile"))
+		}),
+		on(&h.StateFile, func(c child) { h.StateFile = d.stateFile(c) }),
+	)
 }
 
 // stateFile reads hub.stateFile: StateFileNone as is, any other path
@@ -252,77 +219,111 @@ func (d *decoder) clusterList(c child) {
 }
 
 func (d *decoder) cluster(it item) {
-	o := d.object(it.node, it.field, it.pos, clusterFields()...)
+	h := d.cfg.Hub
+	cl := Cluster{Policy: h.Policy, QPS: h.QPS, Burst: h.Burst}
+	src := clusterSrc{field: it.field}
+	o := d.fields(it.node, it.field, it.pos, &cl,
+		on(&cl.ID, func(c child) {
+			src.idPos = c.pos
+			if s, ok := d.str(c); ok {
+				cl.ID = s
+				d.dnsLabel(c, s)
+			}
+		}),
+		on(&cl.Kubeconfig, func(c child) { cl.Kubeconfig = d.kubeconfig(c) }),
+		on(&cl.Namespaces, func(c child) {
+			if ns, ok := d.namespaces(c); ok {
+				src.nsList = true
+				cl.Namespaces = ns
+			}
+		}),
+		on(&cl.Labels, func(c child) {
+			if c.node == nil {
+				return
+			}
+			if l, ok := d.labels(c, false); ok {
+				cl.Labels = l
+			} else {
+				d.incompleteLabels = true
+			}
+		}),
+	)
 	if o == nil {
 		d.incompleteIDs, d.incompleteLabels = true, true
 		return
 	}
-	h := d.cfg.Hub
-	cl := Cluster{Policy: h.Policy, QPS: h.QPS, Burst: h.Burst}
-	src := clusterSrc{field: it.field}
-
-	id := o.get("id")
-	src.idPos = id.pos
-	if o.required(id) {
-		if s, ok := d.str(id); ok {
-			cl.ID = s
-			d.dnsLabel(id, s)
-		}
-	}
 	if cl.ID == "" {
 		d.incompleteIDs = true
 	}
-	cl.Kubeconfig = d.kubeconfig(o)
-	if ctx := o.get("context"); ctx.node != nil {
-		if s, ok := d.str(ctx); ok {
-			cl.Context = s
-		}
-	}
-	if ns, ok := d.namespaces(o.get("namespaces")); ok {
-		src.nsList = true
-		cl.Namespaces = ns
-	}
-	if lc := o.get("labels"); lc.node != nil {
-		if l, ok := d.labels(lc, false); ok {
-			cl.Labels = l
-		} else {
-			d.incompleteLabels = true
-		}
-	}
-	if p, ok := d.policy(o.get("policy")); ok {
-		cl.Policy = p
-	}
-	if v, ok := d.positive(o.get("qps")); ok {
-		cl.QPS = float32(v)
-	}
-	if v, ok := d.int(o.get("burst"), 1, math.MaxInt32); ok {
-		cl.Burst = int(v)
-	}
+	src.reach = d.connection(o, cl.Context, cl.InCluster)
 	d.cfg.Clusters = append(d.cfg.Clusters, cl)
 	d.clusters = append(d.clusters, src)
 }
 
-// kubeconfig reads the required kubeconfig field of a cluster or source and
-// expands it; "" when it is missing or invalid (reported).
-func (d *decoder) kubeconfig(o *object) string {
-	kc := o.get("kubeconfig")
-	if !o.required(kc) {
+// kubeconfig reads the kubeconfig field of a cluster or source and expands
+// it; "" when it is absent (the default kubeconfig) or invalid (reported).
+func (d *decoder) kubeconfig(c child) string {
+	if !c.set {
 		return ""
 	}
-	s, ok := d.str(kc)
+	if c.node == nil {
+		d.errorf(c.pos, c.field, "must not be empty")
+		return ""
+	}
+	s, ok := d.str(c)
 	if !ok {
 		return ""
 	}
 	if s == "" {
-		d.errorf(kc.pos, kc.field, "must not be empty")
+		d.errorf(c.pos, c.field, "must not be empty")
 		return ""
 	}
 	p, err := d.expandPath(s)
 	if err != nil {
-		d.errorf(kc.pos, kc.field, "%v", err)
+		d.errorf(c.pos, c.field, "%v", err)
 		return ""
 	}
 	return p
+}
+
+// defaultKubeconfig names the kubeconfig used when a cluster or source has
+// none, in messages.
+const defaultKubeconfig = "$KUBECONFIG or ~/.kube/config"
+
+// connection checks how the cluster or source read into o is reached, given
+// the context and inCluster values read: with inCluster, kubeconfig and
+// context must be left out; without kubeconfig, the default kubeconfig is
+// used, and as kubectl shares it (its current context changes under
+// `kubectl config use-context`), context is required. It returns the
+// reach when that alone says which cluster it is.
+func (d *decoder) connection(o *object, context string, inCluster bool) reach {
+	kc, ctx, ic := o.get("kubeconfig"), o.get("context"), o.get("inCluster")
+	if _, isBool := ic.node.(*ast.BoolNode); ic.node != nil && !isBool {
+		return reach{} // reported; whether it is in-cluster is unknown
+	}
+	if inCluster {
+		for _, c := range []child{kc, ctx} {
+			if c.set {
+				d.errorf(c.pos, c.field, "must be left out with inCluster: true (line %d), which uses the service account of the hub's Pod", ic.pos.line)
+			}
+		}
+		if kc.set || ctx.set {
+			return reach{}
+		}
+		return reach{key: "in-cluster", at: ic, desc: "inCluster: true"}
+	}
+	if kc.set {
+		return reach{}
+	}
+	switch s, isScalar := scalar(ctx.node); {
+	case !ctx.set:
+		d.errorf(ctx.pos, ctx.field, "required without kubeconfig: name the context of %s to use (or set kubeconfig, or inCluster: true)", defaultKubeconfig)
+	case ctx.node == nil || isScalar && s == "":
+		d.errorf(ctx.pos, ctx.field, "must not be empty without kubeconfig: name the context of %s to use", defaultKubeconfig)
+	case context != "":
+		return reach{key: "context " + context, at: ctx, desc: fmt.Sprintf("context %q of the default kubeconfig (%s)", context, defaultKubeconfig)}
+	}
+	return reach{}
 }
 
 // namespaces reads a list of namespaces, sorted; ok is false when the field
@@ -367,55 +368,57 @@ func (d *decoder) sourceList(c child) {
 
 // source reads one Cluster API source and applies its defaults.
 func (d *decoder) source(it item) {
-	o := d.object(it.node, it.field, it.pos, sourceFields()...)
+	s := ClusterAPISource{IDTemplate: DefaultIDTemplate, Policy: d.cfg.Hub.Policy}
+	src := sourceSrc{field: it.field}
+	o := d.fields(it.node, it.field, it.pos, &s,
+		on(&s.Name, func(c child) {
+			src.namePos = c.pos
+			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
+				s.Name = v
+			}
+		}),
+		on(&s.Kubeconfig, func(c child) { s.Kubeconfig = d.kubeconfig(c) }),
+		on(&s.Namespaces, func(c child) {
+			if ns, ok := d.namespaces(c); ok && len(ns) > 0 {
+				s.Namespaces = ns
+			}
+		}),
+		on(&s.Selector, func(c child) {
+			if v, ok := d.str(c); ok && strings.TrimSpace(v) != "" {
+				if _, err := labels.Parse(v); err != nil {
+					d.errorf(c.pos, c.field, "invalid selector %q: %v", v, err)
+				} else {
+					s.Selector = v
+				}
+			}
+		}),
+		on(&s.Labels, func(c child) {
+			if l, ok := d.labels(c, false); ok {
+				s.Labels = l
+			}
+		}),
+		on(&s.IDTemplate, func(c child) {
+			if v, ok := d.str(c); ok && d.idTemplate(c, v) {
+				s.IDTemplate = v
+			}
+		}),
+		on(&s.ExecAllowlist, func(c child) { s.ExecAllowlist = d.execAllowlist(c) }),
+	)
 	if o == nil {
 		return
 	}
-	s := ClusterAPISource{IDTemplate: DefaultIDTemplate, Policy: d.cfg.Hub.Policy}
-	src := sourceSrc{field: it.field}
-
-	name := o.get("name")
-	src.namePos = name.pos
-	if o.required(name) {
-		if v, ok := d.str(name); ok && d.dnsLabel(name, v) {
-			s.Name = v
-		}
-	}
-	s.Kubeconfig = d.kubeconfig(o)
-	if ctx := o.get("context"); ctx.node != nil {
-		if v, ok := d.str(ctx); ok {
-			s.Context = v
-		}
-	}
-	if ns, ok := d.namespaces(o.get("namespaces")); ok && len(ns) > 0 {
-		s.Namespaces = ns
-	}
-	if sel := o.get("selector"); sel.node != nil {
-		if v, ok := d.str(sel); ok && strings.TrimSpace(v) != "" {
-			if _, err := labels.Parse(v); err != nil {
-				d.errorf(sel.pos, sel.field, "invalid selector %q: %v", v, err)
-			} else {
-				s.Selector = v
-			}
-		}
-	}
-	if l, ok := d.labels(o.get("labels"), false); ok {
-		s.Labels = l
-	}
-	if t := o.get("idTemplate"); t.node != nil {
-		if v, ok := d.str(t); ok && d.idTemplate(t, v) {
-			s.IDTemplate = v
-		}
-	}
-	if p, ok := d.policy(o.get("policy")); ok {
-		s.Policy = p
-	}
-	s.ExecAllowlist = d.execAllowlist(o.get("execAllowlist"))
-	if v, ok := d.boolean(o.get("allowInsecureSkipTLSVerify")); ok {
-		s.AllowInsecureSkipTLSVerify = v
-	}
+	// Several sources may watch one management cluster (other namespaces,
+	// other selectors), so how a source is reached need not be unique.
+	d.connection(o, s.Context, s.InCluster)
 	d.cfg.ClusterAPI = append(d.cfg.ClusterAPI, s)
 	d.sources = append(d.sources, src)
+}
+
+// execAllowlistEntry is an execAllowlist entry as written: the schema of
+// clientcmdapi.AllowlistEntry, which has no yaml tags.
+type execAllowlistEntry struct {
+	// Command is an absolute path, or a command name looked up in PATH.
+	Command string `yaml:"command,required"`
 }
 
 // execAllowlist reads a source's execAllowlist: entries {command: ...} whose
@@ -438,30 +441,25 @@ func (d *decoder) execAllowlist(c child) []clientcmdapi.AllowlistEntry {
 	}
 	var out []clientcmdapi.AllowlistEntry
 	for _, it := range items {
-		o := d.object(it.node, it.field, it.pos, execAllowlistFields()...)
-		if o == nil {
-			continue
-		}
-		cmd := o.get("command")
-		if !o.required(cmd) {
-			continue
-		}
-		v, ok := d.str(cmd)
-		if !ok {
-			continue
-		}
-		switch {
-		case strings.TrimSpace(v) == "":
-			d.errorf(cmd.pos, cmd.field, "must not be empty")
-		case filepath.Clean(v) != v:
-			d.errorf(cmd.pos, cmd.field, "%q is not a normalised path: write %q", v, filepath.Clean(v))
-		case !filepath.IsAbs(v) && strings.ContainsRune(v, filepath.Separator):
-			d.errorf(cmd.pos, cmd.field, "%q is a relative path: want an absolute path or a command name looked up in PATH", v)
-		case slices.ContainsFunc(out, func(e clientcmdapi.AllowlistEntry) bool { return e.Command == v }):
-			d.errorf(cmd.pos, cmd.field, "command %q is listed twice", v)
-		default:
-			out = append(out, clientcmdapi.AllowlistEntry{Command: v})
-		}
+		var e execAllowlistEntry
+		d.fields(it.node, it.field, it.pos, &e, on(&e.Command, func(cmd child) {
+			v, ok := d.str(cmd)
+			if !ok {
+				return
+			}
+			switch {
+			case strings.TrimSpace(v) == "":
+				d.errorf(cmd.pos, cmd.field, "must not be empty")
+			case filepath.Clean(v) != v:
+				d.errorf(cmd.pos, cmd.field, "%q is not a normalised path: write %q", v, filepath.Clean(v))
+			case !filepath.IsAbs(v) && strings.ContainsRune(v, filepath.Separator):
+				d.errorf(cmd.pos, cmd.field, "%q is a relative path: want an absolute path or a command name looked up in PATH", v)
+			case slices.ContainsFunc(out, func(e clientcmdapi.AllowlistEntry) bool { return e.Command == v }):
+				d.errorf(cmd.pos, cmd.field, "command %q is listed twice", v)
+			default:
+				out = append(out, clientcmdapi.AllowlistEntry{Command: v})
+			}
+		}))
 	}
 	return out
 }
@@ -544,99 +542,97 @@ func (d *decoder) appList(c child) {
 }
 
 func (d *decoder) app(it item) {
-	o := d.object(it.node, it.field, it.pos, appFields()...)
-	if o == nil {
-		return
-	}
 	a := Application{Replicas: 1}
-	src := appSrc{field: it.field, pos: o.pos}
-
-	id := o.get("id")
-	src.idPos = id.pos
-	if o.required(id) {
-		if s, ok := d.str(id); ok {
-			a.ID = s
-			d.dnsLabel(id, s)
-		}
-	}
-	if t := o.get("tenancy"); t.node != nil {
-		if s, ok := d.str(t); ok {
-			sanitised := TenancyLabelValue(s)
-			switch errs := content.IsLabelValue(sanitised); {
+	src := appSrc{field: it.field}
+	var id child
+	var envAt map[string]pos
+	o := d.fields(it.node, it.field, it.pos, &a,
+		on(&a.ID, func(c child) {
+			id, src.idPos = c, c.pos
+			if s, ok := d.str(c); ok {
+				a.ID = s
+				d.dnsLabel(c, s)
+			}
+		}),
+		on(&a.Tenancy, func(c child) {
+			s, ok := d.str(c)
+			if !ok {
+				return
+			}
+			switch errs := content.IsLabelValue(TenancyLabelValue(s)); {
 			case s == "":
-				d.errorf(t.pos, t.field, "must not be empty")
+				d.errorf(c.pos, c.field, "must not be empty")
 			case len(errs) > 0:
-				d.errorf(t.pos, t.field, "invalid tenancy %q: with ':' replaced by '.' it must be a label value: %s", s, kmsg(errs))
+				d.errorf(c.pos, c.field, "invalid tenancy %q: with ':' replaced by '.' it must be a label value: %s", s, kmsg(errs))
 			default:
 				a.Tenancy = s
 			}
-		}
-	}
-	src.ns = o.get("namespace")
-	if o.required(src.ns) {
-		if s, ok := d.str(src.ns); ok {
-			a.Namespace = s
-			src.nsOK = d.dnsLabel(src.ns, s)
-		}
-	}
-	src.clusters = o.get("clusters")
-	if src.clusters.node != nil {
-		vals, items, ok := d.strList(src.clusters)
-		if ok {
-			src.hasList = true
-			a.Clusters, src.items = vals, items
-			if a.Clusters == nil {
-				a.Clusters = []string{}
+		}),
+		on(&a.Namespace, func(c child) {
+			src.ns = c
+			if s, ok := d.str(c); ok {
+				a.Namespace = s
+				src.nsOK = d.dnsLabel(c, s)
 			}
-		}
-	}
-	src.selector = o.get("selector")
-	if src.selector.node != nil {
-		if s, ok := d.str(src.selector); ok {
-			a.Selector = s
-			src.selectorOK = d.selector(src.selector, s)
-		}
-	}
-	if img := o.get("image"); o.required(img) {
-		if s, ok := d.str(img); ok {
+		}),
+		on(&a.Clusters, func(c child) {
+			src.clusters = c
+			if c.node == nil {
+				return
+			}
+			if vals, items, ok := d.strList(c); ok {
+				src.hasList = true
+				a.Clusters, src.items = vals, items
+				if a.Clusters == nil {
+					a.Clusters = []string{}
+				}
+			}
+		}),
+		on(&a.Selector, func(c child) {
+			src.selector = c
+			if s, ok := d.str(c); ok {
+				a.Selector = s
+				src.selectorOK = d.selector(c, s)
+			}
+		}),
+		on(&a.Image, func(c child) {
+			s, ok := d.str(c)
 			switch {
+			case !ok:
 			case s == "":
-				d.errorf(img.pos, img.field, "must not be empty")
+				d.errorf(c.pos, c.field, "must not be empty")
 			case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-				d.errorf(img.pos, img.field, "invalid image %q: must not contain spaces or control characters", s)
+				d.errorf(c.pos, c.field, "invalid image %q: must not contain spaces or control characters", s)
 			default:
 				a.Image = s
 			}
-		}
+		}),
+		on(&a.Env, func(c child) { a.Env, envAt = d.env(c) }),
+		on(&a.SecretEnv, func(c child) { a.SecretEnv = d.secretEnv(c, envAt) }),
+		on(&a.Config, func(c child) { a.Config = d.configData(c) }),
+		on(&a.Service, func(c child) {
+			a.Service = d.service(c, a.Port)
+			if a.Service != nil && a.ID != "" && (a.ID[0] < 'a' || a.ID[0] > 'z') {
+				d.errorf(id.pos, id.field, "%q must start with a letter: it names a Service", a.ID)
+			}
+		}),
+		on(&a.Resources, func(c child) { a.Resources = d.resources(c) }),
+		on(&a.Labels, func(c child) {
+			if l, ok := d.labels(c, true); ok {
+				a.Labels = l
+			}
+		}),
+		on(&a.Annotations, func(c child) { a.Annotations = d.annotations(c) }),
+		on(&a.NodeSelector, func(c child) {
+			if l, ok := d.labels(c, false); ok {
+				a.NodeSelector = l
+			}
+		}),
+	)
+	if o == nil {
+		return
 	}
-	if v, ok := d.int(o.get("replicas"), 0, math.MaxInt32); ok {
-		a.Replicas = int32(v)
-	}
-	if v, ok := d.int(o.get("port"), 1, 65535); ok {
-		a.Port = int32(v)
-	}
-	var envAt map[string]pos
-	a.Env, envAt = d.env(o.get("env"))
-	a.SecretEnv = d.secretEnv(o.get("secretEnv"), envAt)
-	a.Config = d.configData(o.get("config"))
-	a.Service = d.service(o.get("service"), a)
-	if a.Service != nil && a.ID != "" && (a.ID[0] < 'a' || a.ID[0] > 'z') {
-		d.errorf(id.pos, id.field, "%q must start with a letter: it names a Service", a.ID)
-	}
-	a.Resources = d.resources(o.get("resources"))
-	if l, ok := d.labels(o.get("labels"), true); ok {
-		a.Labels = l
-	}
-	a.Annotations = d.annotations(o.get("annotations"))
-	if p, ok := d.policy(o.get("policy")); ok {
-		a.Policy = p
-	}
-	if v, ok := d.int(o.get("progressDeadlineSeconds"), 1, math.MaxInt32); ok {
-		a.ProgressDeadlineSeconds = int32(v)
-	}
-	if l, ok := d.labels(o.get("nodeSelector"), false); ok {
-		a.NodeSelector = l
-	}
+	src.pos = o.pos
 	d.cfg.Applications = append(d.cfg.Applications, a)
 	d.apps = append(d.apps, src)
 }
@@ -654,6 +650,19 @@ func (d *decoder) references() {
 			continue
 		}
 		clusterAt[cl.ID] = i
+	}
+	reachedBy := map[string]int{}
+	for i, src := range d.clusters {
+		r := src.reach
+		if r.key == "" {
+			continue
+		}
+		if j, dup := reachedBy[r.key]; dup {
+			first := d.clusters[j]
+			d.errorf(r.at.pos, r.at.field, "%s also reaches %s (line %d): the same cluster twice", r.desc, first.field, first.reach.at.pos.line)
+			continue
+		}
+		reachedBy[r.key] = i
 	}
 	var ids []string
 	for _, cl := range d.cfg.Clusters {
@@ -961,32 +970,18 @@ func (d *decoder) configData(c child) map[string]string {
 	return out
 }
 
-// service reads the service section and applies its defaults. A Service is
-// made when the section is present or the application has a port.
-func (d *decoder) service(c child, a Application) *Service {
+// service reads the service section and applies its defaults, given the
+// application's port. A Service is made when the section is present or the
+// application has a port.
+func (d *decoder) service(c child, appPort int32) *Service {
+	s := &Service{Port: appPort, TargetPort: appPort, Type: corev1.ServiceTypeClusterIP}
 	if c.node == nil {
-		if a.Port == 0 {
+		if appPort == 0 {
 			return nil
 		}
-		return &Service{Port: a.Port, TargetPort: a.Port, Type: corev1.ServiceTypeClusterIP}
+		return s
 	}
-	o := d.object(c.node, c.field, c.pos, serviceFields()...)
-	if o == nil {
-		return nil
-	}
-	s := &Service{Port: a.Port, TargetPort: a.Port, Type: corev1.ServiceTypeClusterIP}
-	port := o.get("port")
-	if v, ok := d.int(port, 1, 65535); ok {
-		s.Port = int32(v)
-	} else if port.node == nil && a.Port == 0 {
-		d.errorf(o.pos, port.field, "required when the application has no port")
-	}
-	if v, ok := d.int(o.get("targetPort"), 1, 65535); ok {
-		s.TargetPort = int32(v)
-	} else if s.TargetPort == 0 {
-		s.TargetPort = s.Port
-	}
-	if t := o.get("type"); t.node != nil {
+	o := d.fields(c.node, c.field, c.pos, s, on(&s.Type, func(t child) {
 		if v, ok := d.str(t); ok {
 			if !slices.Contains(serviceTypes(), v) {
 				d.errorf(t.pos, t.field, "invalid service type %q: want %s%s", v, strings.Join(serviceTypes(), ", "), hint(v, serviceTypes()))
@@ -994,6 +989,15 @@ func (d *decoder) service(c child, a Application) *Service {
 				s.Type = corev1.ServiceType(v)
 			}
 		}
+	}))
+	if o == nil {
+		return nil
+	}
+	if port := o.get("port"); port.node == nil && appPort == 0 {
+		d.errorf(o.pos, port.field, "required when the application has no port")
+	}
+	if s.TargetPort == 0 {
+		s.TargetPort = s.Port
 	}
 	return s
 }
@@ -1001,10 +1005,6 @@ func (d *decoder) service(c child, a Application) *Service {
 // resources reads requests and limits, canonicalising every quantity.
 func (d *decoder) resources(c child) Resources {
 	var r Resources
-	o := d.object(c.node, c.field, c.pos, resourcesFields()...)
-	if o == nil {
-		return r
-	}
 	type parsed struct {
 		q   resource.Quantity
 		pos pos
@@ -1035,10 +1035,15 @@ func (d *decoder) resources(c child) Resources {
 		}
 		return out, qs
 	}
-	req := o.get("requests")
+	var req child
 	var reqQ, limQ map[string]parsed
-	r.Requests, reqQ = read(req)
-	r.Limits, limQ = read(o.get("limits"))
+	o := d.fields(c.node, c.field, c.pos, &r,
+		on(&r.Requests, func(c child) { req = c; r.Requests, reqQ = read(c) }),
+		on(&r.Limits, func(c child) { r.Limits, limQ = read(c) }),
+	)
+	if o == nil {
+		return Resources{}
+	}
 	for name, rq := range reqQ {
 		if lq, ok := limQ[name]; ok && rq.q.Cmp(lq.q) > 0 {
 			d.errorf(rq.pos, mapField(req.field, name), "request %s exceeds limit %s", rq.q.String(), lq.q.String())

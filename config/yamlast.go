@@ -15,9 +15,10 @@ import (
 )
 
 // This file holds a small typed reader over the goccy/go-yaml AST. Reading the
-// AST ourselves (instead of decoding into structs) is what lets Load report
-// every problem at once, each with the line and column of the node it is
-// about: unknown fields, wrong types and bad values alike.
+// AST ourselves (instead of letting a YAML library decode into structs) is
+// what lets Load report every problem at once, each with the line and column
+// of the node it is about: unknown fields, wrong types and bad values alike.
+// schema.go reads mappings into the config's structs with it.
 
 // pos is a 1-based line and column in the config file.
 type pos struct{ line, col int }

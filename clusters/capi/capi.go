@@ -52,9 +52,14 @@ import (
 type Source struct {
 	// Name identifies the management cluster in sources ("capi:<name>/<ns>").
 	Name string
-	// Kubeconfig and Context reach the management cluster.
+	// Kubeconfig and Context reach the management cluster: a kubeconfig
+	// file, or with Kubeconfig "" the default kubeconfig ($KUBECONFIG,
+	// merged, else ~/.kube/config); Context "" means the current context.
 	Kubeconfig string
 	Context    string
+	// InCluster reaches the management cluster through the service account
+	// of the Pod the process runs in; Kubeconfig and Context are ignored.
+	InCluster bool
 	// Namespaces to watch for Cluster objects; empty means all.
 	Namespaces []string
 	// Selector is an optional label selector over Cluster objects.
@@ -157,7 +162,9 @@ func (d *Discoverer) ID(namespace, name string) (string, error) {
 // goroutines have stopped. It returns an error when the management cluster
 // cannot be reached or serves no Cluster API.
 func (d *Discoverer) Run(ctx context.Context) error {
-	rc, err := clusters.RESTConfig(clusters.ClusterConfig{ID: d.src.Name, Kubeconfig: d.src.Kubeconfig, Context: d.src.Context})
+	rc, err := clusters.RESTConfig(clusters.ClusterConfig{
+		ID: d.src.Name, Kubeconfig: d.src.Kubeconfig, Context: d.src.Context, InCluster: d.src.InCluster,
+	})
 	if err != nil {
 		return err
 	}

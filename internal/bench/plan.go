@@ -23,8 +23,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
 // Target is a managed object the schedule may drift.

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// app wires one running hub: the config's desired state, the reconcile loop
+// App wires one running hub: the config's desired state, the reconcile loop
 // and the cluster registry, plus config reloads.
-type app struct {
+type App struct {
 	log      *slog.Logger
 	hub      *hub.Hub
 	reg      *clusters.Registry
@@ -40,42 +40,46 @@ type app struct {
 	found map[string]discovered // clusters discovered through Cluster API
 }
 
-// appOptions tune an app (tests shorten the health probes).
-type appOptions struct {
-	log      *slog.Logger
-	loadOpts config.LoadOptions
-	health   clusters.HealthOptions
-	// hubOpts are merged over the config's hub settings.
-	hubOpts hub.Options
-	// disableWatch turns the informers off (the bench's poll baseline).
-	disableWatch bool
-	// stateFile is where the hub keeps its intent (pauses, overrides,
+// Options tune an App. Zero values take the documented defaults.
+type Options struct {
+	// Logger receives the hub's and the clusters' logs. Default: discard.
+	Logger *slog.Logger
+	// LoadOptions are used by Reload to read the config file again, and
+	// their Getenv to resolve the default kubeconfig.
+	LoadOptions config.LoadOptions
+	// Health tunes the clusters' health probes (tests shorten them).
+	Health clusters.HealthOptions
+	// HubOptions are merged over the config's hub settings.
+	HubOptions hub.Options
+	// DisableWatch turns the informers off (the bench's poll baseline).
+	DisableWatch bool
+	// StateFile is where the hub keeps its intent (pauses, overrides,
 	// holds, pending decommissions, what it applied); "" keeps it in
-	// memory only. Commands resolve it with stateFileFor.
-	stateFile string
-	// allowPrune lets the initial desired state decommission every managed
+	// memory only. Commands resolve it with StateFile.
+	StateFile string
+	// AllowPrune lets the initial desired state decommission every managed
 	// object of a cluster, or more than the prune limit (--allow-prune).
-	allowPrune bool
+	AllowPrune bool
 }
 
-// newApp builds the hub and the registry for a loaded config: it opens the
+// New builds the hub and the registry for a loaded config: it opens the
 // state file, restores the hub's intent from it and sets the initial
 // desired state. A desired state the prune guard refuses (unless
-// opts.allowPrune) is an error wrapping hub.ErrPruneRefused, and nothing
+// opts.AllowPrune) is an error wrapping hub.ErrPruneRefused, and nothing
 // runs. Call Close once the app has stopped.
-func newApp(cfg *config.Config, opts appOptions) (*app, error) {
-	if opts.log == nil {
-		opts.log = slog.New(slog.DiscardHandler)
+func New(cfg *config.Config, opts Options) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	var store hub.IntentStore
-	if opts.stateFile != "" {
-		s, err := openState(opts.stateFile)
+	if opts.StateFile != "" {
+		s, err := openState(opts.StateFile)
 		if err != nil {
 			return nil, err
 		}
 		store = s
 	}
-	ho := opts.hubOpts
+	ho := opts.HubOptions
 	ho.ID = cfg.Hub.ID
 	ho.ManagedBy = cfg.Hub.ManagedBy
 	ho.Policy = cfg.Hub.Policy
@@ -91,20 +95,20 @@ func newApp(cfg *config.Config, opts appOptions) (*app, error) {
 	}
 	ho.PruneOrphans = ho.PruneOrphans || cfg.Hub.PruneOrphans
 	ho.Intent = store
-	ho.Logger = opts.log.With("component", "hub")
+	ho.Logger = opts.Logger.With("component", "hub")
 	h := hub.New(ho)
-	a := &app{log: opts.log, hub: h, path: cfg.Path, loadOpts: opts.loadOpts, intent: store, cfg: cfg, found: make(map[string]discovered)}
+	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, cfg: cfg, found: make(map[string]discovered)}
 	if err := h.LoadIntent(); err != nil {
 		_ = a.Close()
 		return nil, err
 	}
-	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.allowPrune}); err != nil {
+	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.AllowPrune}); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.log.With("component", "clusters"), Health: opts.health})
+	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
 	h.SetBackends(a.reg)
-	for _, cc := range clusterConfigs(cfg, opts.disableWatch) {
+	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
 		if err := a.reg.Add(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
 		}
@@ -112,9 +116,12 @@ func newApp(cfg *config.Config, opts appOptions) (*app, error) {
 	return a, nil
 }
 
+// Hub returns the app's hub.
+func (a *App) Hub() *hub.Hub { return a.hub }
+
 // Close releases the state file. Call it once Run has returned (or when
 // Run never ran).
-func (a *app) Close() error {
+func (a *App) Close() error {
 	if a.intent == nil {
 		return nil
 	}
@@ -124,12 +131,17 @@ func (a *app) Close() error {
 	return nil
 }
 
-// clusterConfigs turns the config's clusters into watch-manager configs.
-func clusterConfigs(cfg *config.Config, disableWatch bool) []clusters.ClusterConfig {
+// ClusterConfigs turns the config's clusters into watch-manager configs;
+// getenv (nil: os.Getenv) resolves the default kubeconfig.
+func ClusterConfigs(cfg *config.Config, getenv func(string) string) []clusters.ClusterConfig {
+	return clusterConfigs(cfg, false, getenv)
+}
+
+func clusterConfigs(cfg *config.Config, disableWatch bool, getenv func(string) string) []clusters.ClusterConfig {
 	out := make([]clusters.ClusterConfig, 0, len(cfg.Clusters))
 	for _, c := range cfg.Clusters {
 		out = append(out, clusters.ClusterConfig{
-			ID: c.ID, Kubeconfig: c.Kubeconfig, Context: c.Context,
+			ID: c.ID, Kubeconfig: c.Kubeconfig, Context: c.Context, InCluster: c.InCluster, Getenv: getenv,
 			Namespaces: cfg.Namespaces(c.ID), ManagedBy: cfg.Hub.ManagedBy,
 			HubID: cfg.Hub.ID, QPS: c.QPS, Burst: c.Burst, Labels: c.Labels, Source: "config",
 			DisableWatch: disableWatch,
@@ -142,7 +154,7 @@ func clusterConfigs(cfg *config.Config, disableWatch bool) []clusters.ClusterCon
 // The registry stops after the hub: stopping a cluster's watch manager
 // closes its connections, which would cut a call the hub still lets finish
 // (the second half of a remove-then-apply pair).
-func (a *app) Run(ctx context.Context) error {
+func (a *App) Run(ctx context.Context) error {
 	var wg conc.WaitGroup
 	var hubErr, regErr error
 	regCtx, stopReg := context.WithCancel(context.WithoutCancel(ctx))
@@ -170,7 +182,7 @@ func (a *app) Run(ctx context.Context) error {
 // running. Once the hub took it, the clusters are updated: what changed is
 // enqueued, what was removed is pruned. Settings read at start (workers,
 // pruneLimit, stateFile, ...) keep their old values until a restart.
-func (a *app) Reload(allowPrune bool) error {
+func (a *App) Reload(allowPrune bool) error {
 	cfg, err := config.Load(a.path, a.loadOpts)
 	if err != nil {
 		a.hub.RecordReload("rejected")
@@ -181,7 +193,7 @@ func (a *app) Reload(allowPrune bool) error {
 	a.mu.Lock()
 	old := a.cfg
 	a.mu.Unlock()
-	next := clusterConfigs(cfg, false)
+	next := clusterConfigs(cfg, false, a.loadOpts.Getenv)
 	keep := make(map[string]bool, len(next))
 	for _, cc := range next {
 		keep[cc.ID] = true
@@ -221,12 +233,12 @@ func (a *app) Reload(allowPrune bool) error {
 	return nil
 }
 
-// reloadOnSIGHUP subscribes to SIGHUP at once (so a SIGHUP right after
+// ReloadOnSIGHUP subscribes to SIGHUP at once (so a SIGHUP right after
 // start reloads instead of ending the process) and returns the loop that
 // reloads the config at every SIGHUP until ctx ends, never allowing a
 // guarded prune; a rejected reload is logged with every error and changes
 // nothing. Run the returned function in a goroutine the caller waits for.
-func (a *app) reloadOnSIGHUP(ctx context.Context) func() {
+func (a *App) ReloadOnSIGHUP(ctx context.Context) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	return func() {
@@ -244,26 +256,22 @@ func (a *app) reloadOnSIGHUP(ctx context.Context) func() {
 	}
 }
 
-// allowPruneUsage documents the --allow-prune flag of the commands that
-// start a hub.
-const allowPruneUsage = "confirm an initial desired state that decommissions every managed object of a cluster, or more than hub.pruneLimit objects (e.g. applications removed while the hub was down)"
-
-// startError turns newApp's error into the command's (cmd prefixes it
-// unless empty): a refused prune says how to confirm at start; every error
-// exits 1.
-func startError(cmd string, err error) error {
+// StartError turns New's error into the command's (cmd prefixes it unless
+// empty): a refused prune says how to confirm at start; every error exits
+// 1.
+func StartError(cmd string, err error) error {
 	if cmd != "" {
 		err = fmt.Errorf("%s: %w", cmd, err)
 	}
 	if errors.Is(err, hub.ErrPruneRefused) {
 		err = fmt.Errorf("%w\n(at start: if this is intended, run the command again with --allow-prune)", err)
 	}
-	return &exitError{code: 1, err: err}
+	return &ExitError{Code: 1, Err: err}
 }
 
-// ready reports whether the loop runs and every configured cluster has been
+// Ready reports whether the loop runs and every configured cluster has been
 // attempted.
-func (a *app) ready() error {
+func (a *App) Ready() error {
 	a.mu.Lock()
 	cfg := a.cfg
 	a.mu.Unlock()

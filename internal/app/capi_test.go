@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -23,9 +23,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/driftwatch/driftwatch/clusters/capi"
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 func capiCRDDir(t *testing.T) string {

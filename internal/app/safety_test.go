@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 // safetyApp is one application compiling to a Deployment, a Service and a
@@ -65,8 +65,8 @@ func safetyConfig(t *testing.T, path, hubID, state string, pruneOrphans bool, se
 }
 
 // withState makes startApp open the given state file.
-func withState(path string) func(*appOptions) {
-	return func(o *appOptions) { o.stateFile = path }
+func withState(path string) func(*Options) {
+	return func(o *Options) { o.StateFile = path }
 }
 
 func appIDs(cluster, ns, app string) []hub.NodeID {

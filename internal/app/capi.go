@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type discovered struct {
 // capiHandler turns Cluster API discoveries into registered clusters and
 // desired state.
 type capiHandler struct {
-	a      *app
+	a      *App
 	source config.ClusterAPISource
 }
 
@@ -97,12 +97,12 @@ func (c capiHandler) ClusterGone(id string) {
 
 // runDiscovery runs one Cluster API source until ctx ends, restarting it with
 // backoff when the management cluster cannot be reached.
-func (a *app) runDiscovery(ctx context.Context, src config.ClusterAPISource) {
+func (a *App) runDiscovery(ctx context.Context, src config.ClusterAPISource) {
 	log := a.log.With("capi", src.Name)
 	backoff := time.Second
 	for ctx.Err() == nil {
 		d, err := capi.New(capi.Source{
-			Name: src.Name, Kubeconfig: src.Kubeconfig, Context: src.Context, Namespaces: src.Namespaces,
+			Name: src.Name, Kubeconfig: src.Kubeconfig, Context: src.Context, InCluster: src.InCluster, Namespaces: src.Namespaces,
 			Selector: src.Selector, Labels: src.Labels, IDTemplate: src.IDTemplate,
 			KubeconfigPolicy: kubeconfigPolicy(src),
 		}, capiHandler{a: a, source: src}, log)
@@ -139,7 +139,7 @@ func kubeconfigPolicy(src config.ClusterAPISource) clusters.KubeconfigPolicy {
 
 // discoveredSpecs compiles the desired state of every discovered cluster
 // with cfg (used by reloads).
-func (a *app) discoveredSpecs(cfg *config.Config) []hub.NodeSpec {
+func (a *App) discoveredSpecs(cfg *config.Config) []hub.NodeSpec {
 	a.mu.Lock()
 	found := maps.Clone(a.found)
 	a.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters"
-	"github.com/driftwatch/driftwatch/internal/localcluster"
-	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // e2eConfig writes a config for the local clusters: web (Deployment,
@@ -83,7 +83,7 @@ func contains(s []string, v string) bool {
 var fastHealth = clusters.HealthOptions{Interval: 500 * time.Millisecond, RetryInterval: 200 * time.Millisecond, Timeout: time.Second, FailureThreshold: 3}
 
 type testApp struct {
-	*app
+	*App
 	cancel context.CancelFunc
 	wg     *conc.WaitGroup
 	snaps  <-chan *hub.Snapshot
@@ -98,17 +98,17 @@ func (a *testApp) stop() {
 	_ = a.Close()
 }
 
-func startApp(t *testing.T, path string, mutate func(*appOptions)) *testApp {
+func startApp(t *testing.T, path string, mutate func(*Options)) *testApp {
 	t.Helper()
 	cfg, err := config.Load(path, config.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := appOptions{log: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), health: fastHealth}
+	opts := Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Health: fastHealth}
 	if mutate != nil {
 		mutate(&opts)
 	}
-	a, err := newApp(cfg, opts)
+	a, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func startApp(t *testing.T, path string, mutate func(*appOptions)) *testApp {
 	wg := &conc.WaitGroup{}
 	wg.Go(func() { _ = a.Run(ctx) })
 	ch, unsub := a.hub.Subscribe()
-	ta := &testApp{app: a, cancel: cancel, wg: wg, snaps: ch, unsub: unsub}
+	ta := &testApp{App: a, cancel: cancel, wg: wg, snaps: ch, unsub: unsub}
 	t.Cleanup(func() {
 		if ctx.Err() == nil {
 			ta.stop()

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"testing"
@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 // shutdownBudget is how long a hub may take to stop (SIGTERM, SIGINT, a

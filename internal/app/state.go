@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -15,10 +15,10 @@ import (
 // default folder for it.
 var errNoStatePath = errors.New("hub.stateFile: no default state file (neither XDG_STATE_HOME nor HOME is an absolute folder): set hub.stateFile to a path, or to none to keep no state")
 
-// stateFileFor resolves where a hub keeps its intent: hub.stateFile, else
+// StateFile resolves where a hub keeps its intent: hub.stateFile, else
 // the default path for the hub id ($XDG_STATE_HOME/driftwatch/<id>.db);
 // "" when it is none (memory only).
-func stateFileFor(cfg *config.Config, getenv func(string) string) (string, error) {
+func StateFile(cfg *config.Config, getenv func(string) string) (string, error) {
 	switch cfg.Hub.StateFile {
 	case config.StateFileNone:
 		return "", nil

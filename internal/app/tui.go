@@ -1,9 +1,8 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,17 +13,17 @@ import (
 	"github.com/sourcegraph/conc"
 	"k8s.io/klog/v2"
 
-	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
-// defaultLogFile is where the TUI modes log: $XDG_STATE_HOME/driftwatch (or
+// DefaultLogFile is where the TUI modes log: $XDG_STATE_HOME/driftwatch (or
 // ~/.local/state/driftwatch), else the temp folder.
-func defaultLogFile(getenv func(string) string) string {
+func DefaultLogFile(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")
 	if dir == "" {
 		if home := getenv("HOME"); home != "" {
@@ -34,6 +33,17 @@ func defaultLogFile(getenv func(string) string) string {
 		}
 	}
 	return filepath.Join(dir, "driftwatch", "driftwatch.log")
+}
+
+// TUIOptions are the settings of RunTUI (the flags of driftwatch -f FILE).
+type TUIOptions struct {
+	// File is the config file; LogFile the log file (DefaultLogFile).
+	File, LogFile string
+	// ReadOnly disables every action in the UI.
+	ReadOnly bool
+	// AllowPrune confirms an initial desired state the prune guard would
+	// refuse.
+	AllowPrune bool
 }
 
 // Log rotation of the TUI modes: the file is rotated at logMaxBytes, and
@@ -57,64 +67,50 @@ func openLog(path string) (*slog.Logger, io.Closer, error) {
 	return log, w, nil
 }
 
-// runTUI is the default command, `driftwatch -f FILE`: the hub and the
+// RunTUI is the default command, `driftwatch -f FILE`: the hub and the
 // terminal UI in one process. The hub lives exactly as long as the UI: q,
 // SIGINT, SIGTERM and a terminal hangup (SIGHUP, the end of the terminal's
 // input, a failed write to it) stop both, within a bounded time, so no
 // invisible hub is left writing to clusters. `:reload` in the UI reloads the
 // config (SIGHUP reloads only in `serve`, the daemon convention).
-func runTUI(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
+	getenv, stderr := env.Getenv, env.Stderr
 	// A hangup before the UI is up (while the state file opens) also ends
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()
-	fs := flag.NewFlagSet("driftwatch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("f", "", "config file (required)")
-	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
-	allowPrune := fs.Bool("allow-prune", false, allowPruneUsage)
-	logFile := fs.String("log-file", defaultLogFile(getenv), "log file (nothing is written to the terminal while the UI runs)")
-	if err := fs.Parse(args); err != nil {
-		return usageError("%v", err)
-	}
-	if *file == "" {
-		return usageError("-f FILE is required (see driftwatch help)")
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected arguments %v", fs.Args())
-	}
-	cfg, err := config.Load(*file, config.LoadOptions{Getenv: getenv})
+	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return &exitError{code: 1}
+		return &ExitError{Code: 1}
 	}
-	log, closer, err := openLog(*logFile)
+	log, closer, err := openLog(o.LogFile)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	stateFile, err := stateFileFor(cfg, getenv)
+	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
-		return startError("", err)
+		return StartError("", err)
 	}
-	a, err := newApp(cfg, appOptions{log: log, loadOpts: config.LoadOptions{Getenv: getenv},
-		stateFile: stateFile, allowPrune: *allowPrune})
+	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv},
+		StateFile: stateFile, AllowPrune: o.AllowPrune})
 	if err != nil {
-		return startError("", err)
+		return StartError("", err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != "",
+	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "",
 		Reload: a.reloadFromUI})
 	stop()
 	uiErr = uiEnded(log, uiErr)
 	wg.Wait()
 	closeErr := a.Close()
 	log.Info("stopped")
-	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", *logFile)
+	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", o.LogFile)
 	return errors.Join(uiErr, appErr, closeErr)
 }
 
@@ -134,7 +130,7 @@ func uiEnded(log *slog.Logger, err error) error {
 
 // reloadFromUI is the UI's :reload: it reloads the config file, never
 // allowing a guarded prune, and logs a rejection with every error.
-func (a *app) reloadFromUI() (string, error) {
+func (a *App) reloadFromUI() (string, error) {
 	if err := a.Reload(false); err != nil {
 		a.log.Error("config reload rejected", "err", err)
 		return "", fmt.Errorf("%w (details in the log)", err)
@@ -142,26 +138,12 @@ func (a *app) reloadFromUI() (string, error) {
 	return "config reloaded from " + a.path, nil
 }
 
-// runAttach is `driftwatch attach URL`: the terminal UI over a headless
-// hub's API.
-func runAttach(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	readOnly := fs.Bool("readonly", false, "disable every action in the UI")
-	cf := addClientFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageError("attach: %v", err)
-	}
-	if fs.NArg() != 1 {
-		return usageError("attach: want one hub address, e.g. driftwatch attach http://127.0.0.1:7070")
-	}
-	opts, err := cf.options(getenv)
+// Attach is `driftwatch attach URL`: the terminal UI over a headless
+// hub's API, with the client's options (see ClientOptions).
+func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptions, env Env) error {
+	c, err := api.NewClientWithOptions(url, opts)
 	if err != nil {
-		return usageError("attach: %v", err)
-	}
-	c, err := api.NewClientWithOptions(fs.Arg(0), opts)
-	if err != nil {
-		return usageError("attach: %v", err)
+		return UsageError("attach: %v", err)
 	}
 	if _, err := c.Snapshot(ctx); err != nil {
 		return fmt.Errorf("attach: %w", err)
@@ -172,7 +154,7 @@ func runAttach(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return "the hub reloaded its config", nil
 	}
-	err = tui.Run(ctx, c, tui.Options{ReadOnly: *readOnly, NoColor: getenv("NO_COLOR") != "", Reload: reload})
+	err = tui.Run(ctx, c, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload})
 	if errors.Is(err, tui.ErrHangup) {
 		return nil // the terminal went away: end as q does
 	}

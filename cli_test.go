@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// updateGoldenEnv names the environment variable that rewrites golden files:
+// DRIFTWATCH_UPDATE_GOLDEN=1 go test . -run TestHelpGolden
+const updateGoldenEnv = "DRIFTWATCH_UPDATE_GOLDEN"
+
+// golden compares got with testdata/<name>, or rewrites the file when
+// DRIFTWATCH_UPDATE_GOLDEN=1.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if os.Getenv(updateGoldenEnv) == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with %s=1 to create it): %v", updateGoldenEnv, err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(gl), len(wl)) {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Fatalf("%s differs from the golden file at line %d (run with %s=1 to update):\n got: %q\nwant: %q\n\nfull output:\n%s",
+				path, i+1, updateGoldenEnv, g, w, got)
+		}
+	}
+}
+
+// commandPaths lists the argument paths of every command users can run
+// ("" is the root), from the real tree.
+func commandPaths(t *testing.T) [][]string {
+	t.Helper()
+	root := newRootCmd(&cliEnv{getenv: testEnv, stdout: io.Discard, stderr: io.Discard})
+	var paths [][]string
+	var walk func(cmd *cobra.Command, path []string)
+	walk = func(cmd *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range cmd.Commands() {
+			if !sub.Hidden {
+				walk(sub, append(append([]string(nil), path...), sub.Name()))
+			}
+		}
+	}
+	walk(root, nil)
+	return paths
+}
+
+// TestHelpGolden: every command's --help exits 0, prints on stdout only,
+// has examples, matches its golden file (testdata/help/), and equals
+// `driftwatch help COMMAND`.
+func TestHelpGolden(t *testing.T) {
+	paths := commandPaths(t)
+	if len(paths) < 14 {
+		t.Fatalf("only %d commands: %v", len(paths), paths)
+	}
+	for _, path := range paths {
+		name := strings.Join(append([]string{"driftwatch"}, path...), "-")
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(t.Context(), append(append([]string(nil), path...), "--help"), testEnv, &out, &errOut)
+			if code := exitCode(err, &errOut); code != 0 || errOut.Len() > 0 {
+				t.Fatalf("exit %d, stderr %q", code, &errOut)
+			}
+			if !strings.Contains(out.String(), "\nExamples:\n") {
+				t.Errorf("no examples:\n%s", &out)
+			}
+			golden(t, filepath.Join("help", name+".golden"), out.Bytes())
+
+			var viaHelp bytes.Buffer
+			if err := run(t.Context(), append([]string{"help"}, path...), testEnv, &viaHelp, io.Discard); err != nil {
+				t.Fatalf("help %v: %v", path, err)
+			}
+			if viaHelp.String() != out.String() {
+				t.Errorf("driftwatch help %s differs from --help:\n%s", strings.Join(path, " "), &viaHelp)
+			}
+		})
+	}
+}
+
+// TestExitCodes: help exits 0, a wrong command line 2 with one line that
+// says what is wrong and where the help is, a bad config 1.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("clusters: []\napplications: nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string {
+		return map[string]string{"HOME": dir, "XDG_STATE_HOME": filepath.Join(dir, "state")}[k]
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		// errLine is a substring of stderr's only line (usage errors).
+		errLine string
+	}{
+		{"help flag", []string{"--help"}, 0, ""},
+		{"help short flag", []string{"-h"}, 0, ""},
+		{"help command", []string{"help"}, 0, ""},
+		{"help of a command", []string{"help", "serve"}, 0, ""},
+		{"subcommand help", []string{"serve", "--help"}, 0, ""},
+		{"version", []string{"version"}, 0, ""},
+		{"version flag", []string{"--version"}, 0, ""},
+		{"completion", []string{"completion", "bash"}, 0, ""},
+		{"unknown command", []string{"serv"}, 2, `unknown command "serv" (did you mean serve?) (see driftwatch --help)`},
+		{"unknown command far off", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"help of an unknown command", []string{"help", "nope"}, 2, `help: unknown command "nope"`},
+		{"unknown flag", []string{"serve", "-f", bad, "--nope"}, 2, "serve: unknown flag: --nope (see driftwatch serve --help)"},
+		{"unknown root flag", []string{"--nope"}, 2, "unknown flag: --nope (see driftwatch --help)"},
+		{"flag without value", []string{"check", "-f"}, 2, "check: flag needs an argument"},
+		{"bad flag value", []string{"demo", "--interval", "soon"}, 2, `demo: invalid argument "soon" for "--interval"`},
+		{"unknown shell", []string{"completion", "tcsh"}, 2, "completion: unknown shell \"tcsh\""},
+		{"no shell", []string{"completion"}, 2, "completion: want a shell"},
+		{"bad version output", []string{"version", "-o", "yaml"}, 2, `version: -o "yaml": want json`},
+		{"missing -f", []string{}, 2, "-f FILE is required"},
+		{"missing -f with flags", []string{"--readonly"}, 2, "-f FILE is required"},
+		{"serve missing -f", []string{"serve"}, 2, "serve: -f FILE is required (see driftwatch serve --help)"},
+		{"check missing -f", []string{"check"}, 2, "check: -f FILE is required"},
+		{"attach without URL", []string{"attach"}, 2, "attach: want one hub address"},
+		{"stray argument", []string{"demo", "now"}, 2, `demo: unexpected argument "now"`},
+		{"bad config, check", []string{"check", "-f", bad}, 1, ""},
+		{"bad config, serve", []string{"serve", "-f", bad}, 1, ""},
+		{"bad config, TUI", []string{"-f", bad, "--log-file", filepath.Join(dir, "tui.log")}, 1, ""},
+		{"missing config", []string{"serve", "-f", filepath.Join(dir, "none.yaml")}, 1, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(t.Context(), tt.args, env, &out, &errOut)
+			code := exitCode(err, &errOut)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, &out, &errOut)
+			}
+			if tt.code == 2 {
+				if lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "driftwatch: ") ||
+					!strings.Contains(lines[0], tt.errLine) || !strings.Contains(lines[0], "--help)") {
+					t.Errorf("stderr = %q, want one line with %q and where the help is", &errOut, tt.errLine)
+				}
+				if out.Len() > 0 {
+					t.Errorf("stdout = %q, want empty", &out)
+				}
+			}
+			if tt.code == 0 && (out.Len() == 0 || errOut.Len() > 0) {
+				t.Errorf("stdout %d bytes, stderr %q: want the output on stdout only", out.Len(), &errOut)
+			}
+		})
+	}
+}
+
+// TestVersionJSON: version -o json has the version, the Go version and the
+// platform.
+func TestVersionJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"version", "-o", "json"}, testEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]string
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %s", err, &out)
+	}
+	want := map[string]string{"version": version, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
+	if len(v) != len(want) {
+		t.Fatalf("got %v, want %v", v, want)
+	}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("%s = %q, want %q", k, v[k], w)
+		}
+	}
+}
+
+// TestCompletionScripts: cobra's generator writes a script for each shell.
+func TestCompletionScripts(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "__start_driftwatch", "zsh": "#compdef driftwatch", "fish": "complete -c driftwatch", "powershell": "Register-ArgumentCompleter"} {
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{"completion", shell}, testEnv, &out, io.Discard); err != nil {
+			t.Fatalf("%s: %v", shell, err)
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%s: the script lacks %q", shell, want)
+		}
+	}
+}

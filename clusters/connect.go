@@ -1,0 +1,64 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// Connect returns a Manager for cfg that is connected to its cluster but
+// runs nothing: no informers, no probe loop, no health reports. Its backend
+// methods work at once, ReadState always with a GET (there is no watch
+// cache). Before it returns, it checks that the apiserver answers /readyz
+// (within ctx, at most 5s): an error unwraps to hub.ErrUnreachable when the
+// cluster could not be reached or refused the credentials or the TLS
+// handshake; a kubeconfig that cannot be used is an error too (see
+// RESTConfig). Call release when done with the manager: it closes its
+// connections. One-shot commands (diff) use it; the hub uses a Registry.
+func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manager, release func(), err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.DisableWatch = true
+	m = newManager(cfg, nopSink{}, log, HealthOptions{}, nil)
+	rc, err := RESTConfig(m.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	conns := newConnTracker()
+	rc.Dial = conns.DialContext
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %q: client: %w", cfg.ID, err)
+	}
+	release = func() {
+		hc.CloseIdleConnections()
+		conns.CloseAll()
+	}
+	client, err := kubernetes.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("cluster %q: client: %w", cfg.ID, err)
+	}
+	m.mu.Lock()
+	m.restConfig = rc
+	m.client = client
+	m.mu.Unlock()
+	if err := m.probe(ctx); err != nil {
+		release()
+		return nil, nil, &backendError{msg: describe(cfg.ID, "probe", "/readyz", "", err), err: err}
+	}
+	return m, release, nil
+}
+
+// nopSink drops events and health reports (a manager from Connect sends
+// none).
+type nopSink struct{}
+
+func (nopSink) Observe(hub.Event)                {}
+func (nopSink) ClusterChanged(hub.ClusterHealth) {}

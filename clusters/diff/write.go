@@ -1,0 +1,234 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// driftClasses are the classes of drift in the order summaries list them.
+var driftClasses = [...]hub.DriftClass{hub.DriftMissing, hub.DriftModified, hub.DriftAdded, hub.DriftUnlabelled, hub.DriftDeleting}
+
+// WriteText writes the report for a terminal: per drifted object a unified
+// diff of its managed fields,
+//
+//	--- desired prod-eu:casehub/web:deployment
+//	+++ live prod-eu:casehub/web:deployment (modified, changed by kubectl-scale 2m ago)
+//	@@ -20,7 +20,7 @@
+//	...
+//
+// then a line per object that could not be checked and per unreachable
+// cluster, and a summary line. In-sync objects print nothing but the
+// summary.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, o := range r.Objects {
+		if !o.Drifted() {
+			continue
+		}
+		note := string(o.Class)
+		if a := o.Attribution; a != nil && a.Manager != "" {
+			note += ", changed by " + a.Manager
+			if !a.At.IsZero() {
+				note += " " + ago(r.At.Sub(a.At))
+			}
+		}
+		fmt.Fprintf(&b, "--- desired %s\n+++ live %s (%s)\n", o.ID, o.ID, note)
+		b.WriteString(o.Diff)
+		if o.Diff != "" && !strings.HasSuffix(o.Diff, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	for _, o := range r.Objects {
+		if o.Err != nil {
+			fmt.Fprintf(&b, "error %s: %v\n", o.ID, o.Err)
+		}
+	}
+	for _, u := range r.Unreachable {
+		fmt.Fprintf(&b, "unreachable %s: %v (%s not checked)\n", u.Cluster, u.Err, plural(u.Objects, "object"))
+	}
+	b.WriteString(r.summary())
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ago formats how long ago something happened, as kubectl's AGE column.
+func ago(d time.Duration) string {
+	return duration.HumanDuration(max(d, 0)) + " ago"
+}
+
+// plural formats a count with its noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// counts are a report's totals.
+type counts struct {
+	objects, clusters, inSync, drifted, errors int
+	byClass                                    map[hub.DriftClass]int
+	unreachable, unchecked                     int
+}
+
+func (r *Report) counts() counts {
+	c := counts{byClass: make(map[hub.DriftClass]int)}
+	seen := make(map[string]bool)
+	for _, o := range r.Objects {
+		c.objects++
+		if !seen[o.ID.Cluster] {
+			seen[o.ID.Cluster] = true
+			c.clusters++
+		}
+		switch {
+		case o.Err != nil:
+			c.errors++
+		case o.Class == hub.DriftNone:
+			c.inSync++
+		default:
+			c.drifted++
+			c.byClass[o.Class]++
+		}
+	}
+	for _, u := range r.Unreachable {
+		c.unreachable++
+		c.unchecked += u.Objects
+	}
+	return c
+}
+
+// summary is the closing line of WriteText, e.g. "summary: 12 objects on 2
+// clusters: 10 in sync, 2 drifted (1 modified, 1 added); 1 cluster
+// unreachable (4 objects not checked)".
+func (r *Report) summary() string {
+	c := r.counts()
+	s := fmt.Sprintf("summary: %s on %s: ", plural(c.objects, "object"), plural(c.clusters, "cluster"))
+	switch {
+	case c.objects == 0:
+		s = "summary: no object checked"
+	case c.drifted == 0 && c.errors == 0:
+		s += "all in sync"
+	default:
+		s += fmt.Sprintf("%d in sync, %d drifted", c.inSync, c.drifted)
+		var parts []string
+		for _, class := range driftClasses {
+			if n := c.byClass[class]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, class))
+			}
+		}
+		if len(parts) > 0 {
+			s += " (" + strings.Join(parts, ", ") + ")"
+		}
+		if c.errors > 0 {
+			s += fmt.Sprintf(", %d not checked (errors)", c.errors)
+		}
+	}
+	if c.unreachable > 0 {
+		s += fmt.Sprintf("; %s unreachable (%s not checked)", plural(c.unreachable, "cluster"), plural(c.unchecked, "object"))
+	}
+	return s
+}
+
+// The JSON form of a report. Field names are camelCase and stable: scripts
+// depend on them.
+type (
+	jsonReport struct {
+		At          time.Time          `json:"at"`
+		ExitCode    int                `json:"exitCode"`
+		Summary     jsonSummary        `json:"summary"`
+		Objects     []jsonObject       `json:"objects"`
+		Unreachable []jsonClusterError `json:"unreachable"`
+	}
+	jsonSummary struct {
+		Objects     int            `json:"objects"`
+		InSync      int            `json:"inSync"`
+		Drifted     int            `json:"drifted"`
+		Errors      int            `json:"errors"`
+		ByClass     map[string]int `json:"byClass"`
+		Unreachable int            `json:"unreachableClusters"`
+		Unchecked   int            `json:"uncheckedObjects"`
+	}
+	jsonObject struct {
+		NodeID      string           `json:"nodeId"`
+		Cluster     string           `json:"cluster"`
+		Namespace   string           `json:"namespace,omitempty"`
+		Name        string           `json:"name"`
+		Kind        string           `json:"kind"`
+		Application string           `json:"application"`
+		Class       string           `json:"class,omitempty"`
+		Fields      []jsonField      `json:"fields,omitempty"`
+		Attribution *jsonAttribution `json:"attribution,omitempty"`
+		Diff        string           `json:"diff,omitempty"`
+		Error       string           `json:"error,omitempty"`
+	}
+	jsonField struct {
+		Path    string `json:"path"`
+		Desired string `json:"desired"`
+		Actual  string `json:"actual"`
+		Added   bool   `json:"added,omitempty"`
+	}
+	jsonAttribution struct {
+		Manager   string     `json:"manager"`
+		Operation string     `json:"operation,omitempty"`
+		Time      *time.Time `json:"time,omitempty"`
+		Fields    []string   `json:"fields,omitempty"`
+	}
+	jsonClusterError struct {
+		Cluster string `json:"cluster"`
+		Error   string `json:"error"`
+		Objects int    `json:"objects"`
+	}
+)
+
+// WriteJSON writes the report as one indented JSON document with
+// camelCase keys: at, exitCode, summary, objects (every checked object,
+// in sync ones included, sorted by nodeId) and unreachable.
+func (r *Report) WriteJSON(w io.Writer) error {
+	c := r.counts()
+	out := jsonReport{
+		At: r.At, ExitCode: r.ExitCode(),
+		Summary: jsonSummary{Objects: c.objects, InSync: c.inSync, Drifted: c.drifted, Errors: c.errors,
+			ByClass: make(map[string]int), Unreachable: c.unreachable, Unchecked: c.unchecked},
+		Objects:     make([]jsonObject, 0, len(r.Objects)),
+		Unreachable: make([]jsonClusterError, 0, len(r.Unreachable)),
+	}
+	for class, n := range c.byClass {
+		out.Summary.ByClass[string(class)] = n
+	}
+	for _, o := range r.Objects {
+		jo := jsonObject{
+			NodeID: o.ID.String(), Cluster: o.ID.Cluster, Namespace: o.ID.Namespace(), Name: o.ID.Name(),
+			Kind: string(o.ID.Kind), Application: o.Application, Class: string(o.Class), Diff: o.Diff,
+		}
+		for _, f := range o.Fields {
+			jo.Fields = append(jo.Fields, jsonField{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added})
+		}
+		if a := o.Attribution; a != nil {
+			ja := &jsonAttribution{Manager: a.Manager, Operation: a.Operation, Fields: a.Fields}
+			if !a.At.IsZero() {
+				at := a.At
+				ja.Time = &at
+			}
+			jo.Attribution = ja
+		}
+		if o.Err != nil {
+			jo.Error = o.Err.Error()
+		}
+		out.Objects = append(out.Objects, jo)
+	}
+	for _, u := range r.Unreachable {
+		out.Unreachable = append(out.Unreachable, jsonClusterError{Cluster: u.Cluster, Error: u.Err.Error(), Objects: u.Objects})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}

@@ -1,0 +1,223 @@
+package diff
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// updateGoldenEnv names the environment variable that rewrites golden files:
+// DRIFTWATCH_UPDATE_GOLDEN=1 go test ./clusters/diff/
+const updateGoldenEnv = "DRIFTWATCH_UPDATE_GOLDEN"
+
+// golden compares got with testdata/<name>, or rewrites the file when
+// DRIFTWATCH_UPDATE_GOLDEN=1.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if os.Getenv(updateGoldenEnv) == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with %s=1 to create it): %v", updateGoldenEnv, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with %s=1 to update):\n--- got\n%s\n--- want\n%s", path, updateGoldenEnv, got, want)
+	}
+}
+
+func configMap(id string, data map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "web", "namespace": "shop",
+			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "app": "web"},
+			"annotations": map[string]any{hub.NodeIDAnnotation: id}},
+		"data": data,
+	}}
+}
+
+func deployment(replicas int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop",
+			"labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "app": "web"}},
+		"spec": map[string]any{
+			"replicas": replicas,
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "app", "image": "nginx:1.27",
+					"env": []any{map[string]any{"name": "MODE", "value": "prod"}},
+				}}},
+			},
+		},
+	}}
+}
+
+// live returns u as the apiserver would show it, after edit.
+func live(u *unstructured.Unstructured, edit func(m map[string]any)) *unstructured.Unstructured {
+	l := u.DeepCopy()
+	md := l.Object["metadata"].(map[string]any)
+	md["resourceVersion"] = "42"
+	md["uid"] = "0a1b"
+	l.Object["status"] = map[string]any{"observedGeneration": int64(1)}
+	if edit != nil {
+		edit(l.Object)
+	}
+	return l
+}
+
+func mustUnified(t *testing.T, desired, live *unstructured.Unstructured) string {
+	t.Helper()
+	d, err := Unified(desired, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// fixedReport is a report with one object of each outcome.
+func fixedReport(t *testing.T) *Report {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	id := func(s string) hub.NodeID {
+		n, err := hub.ParseNodeID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cm := configMap("prod-eu:shop/web:configmap", map[string]any{"a": "1", "b": "2"})
+	cmUS := configMap("prod-us:shop/web:configmap", map[string]any{"a": "1", "b": "2"})
+	cmLive := live(cm, func(m map[string]any) { m["data"].(map[string]any)["drift"] = "x" })
+	dep := deployment(2)
+	depLive := live(dep, func(m map[string]any) {
+		m["spec"].(map[string]any)["replicas"] = int64(5)
+		m["spec"].(map[string]any)["progressDeadlineSeconds"] = int64(600)
+	})
+	return &Report{
+		At: at,
+		Objects: []Object{
+			{ID: id("prod-eu:shop/web:configmap"), Application: "web", Class: hub.DriftAdded,
+				Fields:      []hub.FieldDiff{{Path: "data.drift", Desired: "<none>", Actual: "x", Added: true, Pointer: "/data/drift"}},
+				Attribution: &hub.Attribution{Manager: "kubectl-edit", Operation: "Update", At: at.Add(-2 * time.Minute), Fields: []string{"data.drift"}},
+				Diff:        mustUnified(t, cm, cmLive)},
+			{ID: id("prod-eu:shop/web:deployment"), Application: "web", Class: hub.DriftModified,
+				Fields:      []hub.FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}},
+				Attribution: &hub.Attribution{Manager: "kubectl-scale", Operation: "Update", At: at.Add(-90 * time.Second), Fields: []string{"spec.replicas"}},
+				Diff:        mustUnified(t, dep, depLive)},
+			{ID: id("prod-eu:shop/web:service"), Application: "web", Class: hub.DriftNone},
+			{ID: id("prod-us:shop/web:configmap"), Application: "web", Class: hub.DriftMissing, Diff: mustUnified(t, cmUS, nil)},
+			{ID: id("prod-us:shop/web:deployment"), Application: "web",
+				Err: errors.New(`cluster "prod-us": forbidden: cannot get deployments web in namespace "shop" (RBAC)`)},
+		},
+		Unreachable: []ClusterError{{Cluster: "staging", Objects: 3,
+			Err: errors.New(`cluster "staging": cannot reach the apiserver to probe /readyz: dial tcp 127.0.0.1:1: connect: connection refused`)}},
+	}
+}
+
+func TestWriteGolden(t *testing.T) {
+	r := fixedReport(t)
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.txt.golden", text.Bytes())
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json.golden", js.Bytes())
+	var back map[string]any
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("WriteJSON wrote invalid JSON: %v", err)
+	}
+
+	// In sync: no diff, only the summary.
+	sync := &Report{At: r.At, Objects: []Object{r.Objects[2]}}
+	text.Reset()
+	if err := sync.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text.String(), "summary: 1 object on 1 cluster: all in sync\n"; got != want {
+		t.Errorf("in sync text %q, want %q", got, want)
+	}
+	js.Reset()
+	if err := (&Report{At: r.At}).WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"objects": []`) || !strings.Contains(js.String(), `"unreachable": []`) {
+		t.Errorf("empty report: want empty lists, not null:\n%s", js.String())
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	r := fixedReport(t)
+	inSync, modified, missing, failed := r.Objects[2], r.Objects[1], r.Objects[3], r.Objects[4]
+	down := r.Unreachable
+	tests := []struct {
+		name        string
+		objects     []Object
+		unreachable []ClusterError
+		want        int
+	}{
+		{"nothing", nil, nil, ExitInSync},
+		{"in sync", []Object{inSync}, nil, ExitInSync},
+		{"modified", []Object{inSync, modified}, nil, ExitDrift},
+		{"missing", []Object{missing}, nil, ExitDrift},
+		{"unreachable", []Object{inSync}, down, ExitUnreachable},
+		{"unreachable wins over drift", []Object{modified}, down, ExitUnreachable},
+		{"an object not checked wins over drift", []Object{modified, failed}, nil, ExitUnreachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &Report{Objects: tt.objects, Unreachable: tt.unreachable}
+			if got := rep.ExitCode(); got != tt.want {
+				t.Errorf("ExitCode = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnified: only managed fields appear; equal objects give no diff.
+func TestUnified(t *testing.T) {
+	dep := deployment(2)
+	if d := mustUnified(t, dep, live(dep, nil)); d != "" {
+		t.Errorf("in sync: diff %q, want none", d)
+	}
+	d := mustUnified(t, dep, live(dep, func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(5) }))
+	for _, want := range []string{"-  replicas: 2\n", "+  replicas: 5\n"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+	}
+	for _, never := range []string{"resourceVersion", "uid", "status", "observedGeneration"} {
+		if strings.Contains(d, never) {
+			t.Errorf("diff shows %s, which driftwatch does not manage:\n%s", never, d)
+		}
+	}
+	gone := strings.Split(strings.TrimSuffix(mustUnified(t, dep, nil), "\n"), "\n")
+	if !strings.HasPrefix(gone[0], "@@ -1,") || !strings.HasSuffix(gone[0], " +0,0 @@") {
+		t.Errorf("missing: hunk header %q, want @@ -1,N +0,0 @@", gone[0])
+	}
+	for _, l := range gone[1:] {
+		if !strings.HasPrefix(l, "-") {
+			t.Errorf("missing: line %q is not a removal", l)
+		}
+	}
+}

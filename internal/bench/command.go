@@ -1,0 +1,1060 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/driftwatch/driftwatch/clusters"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/pool"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+)
+
+// Bench modes (Options.Mode).
+const (
+	ModeWatch = "watch"
+	ModePoll  = "poll"
+	ModeBurst = "burst"
+	ModeAll   = "all"
+	ModeScale = "scale"
+)
+
+// benchNamespace holds every object the bench manages.
+const benchNamespace = "bench"
+
+// benchMaxServices caps the Services per cluster: the local apiservers
+// allocate ClusterIPs from a /24 (253 addresses).
+const benchMaxServices = 200
+
+// benchBurstWorkers is how many deletes of a burst are in flight at once.
+const benchBurstWorkers = 32
+
+// Options are the settings of Run (the flags of driftwatch bench; their
+// defaults are the command's).
+type Options struct {
+	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll or ModeScale.
+	Mode string
+	// Clusters is how many local control planes to start (1 to 20).
+	Clusters int
+	// Objects is the managed objects per cluster.
+	Objects int
+	// Drifts is the drifts of the watch and poll runs, over all clusters,
+	// made at Rate per second per cluster.
+	Drifts int
+	Rate   float64
+	// Interval is the poll run's resync period.
+	Interval time.Duration
+	// Burst is the burst run's deletes on the first cluster.
+	Burst int
+	// Seed makes the drift schedule.
+	Seed uint64
+	// Output is "table" or "json".
+	Output string
+	// QPS and Workers override the hub's client rate limit per cluster and
+	// its reconcile workers (0: the config defaults).
+	QPS     float64
+	Workers int
+	// Idle is how long the scale run measures idle CPU.
+	Idle time.Duration
+	// Dir holds the clusters and the configs; "" makes a temporary folder.
+	Dir string
+	// CPUProfile and MemProfile, when set, are where CPU and heap profiles
+	// are written.
+	CPUProfile, MemProfile string
+}
+
+// Validate checks the options; its errors say which flag is wrong.
+func (o Options) Validate() error {
+	switch {
+	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale}, o.Mode):
+		return fmt.Errorf("--mode %q: want watch, poll, burst, all or scale", o.Mode)
+	case o.Output != "table" && o.Output != "json":
+		return fmt.Errorf("-o %q: want table or json", o.Output)
+	case o.Clusters < 1 || o.Clusters > 20:
+		return fmt.Errorf("--clusters must be between 1 and 20")
+	case o.Objects < 1 || o.Objects > 100_000:
+		return fmt.Errorf("--objects must be between 1 and 100000")
+	case o.Drifts < 1:
+		return fmt.Errorf("--drifts must be positive")
+	case o.Rate <= 0:
+		return fmt.Errorf("--rate must be positive")
+	case o.Interval <= 0:
+		return fmt.Errorf("--interval must be positive")
+	case o.Burst < 1 || o.Burst > 100_000:
+		return fmt.Errorf("--burst must be between 1 and 100000")
+	case o.QPS < 0 || o.Workers < 0:
+		return fmt.Errorf("--qps and --workers must not be negative")
+	case o.Idle <= 0:
+		return fmt.Errorf("--idle must be positive")
+	}
+	return nil
+}
+
+// Run is `driftwatch bench`: it starts local control planes, has the
+// hub manage generated objects on them, makes drift on a seeded schedule
+// from a client of its own and measures detection and repair against an
+// independent raw watch, for driftwatch and for a poll baseline.
+func Run(ctx context.Context, o Options, env app.Env) error {
+	stdout, stderr := env.Stdout, env.Stderr
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	b := &bencher{opts: o, log: log, stderr: stderr}
+	load, _ := LoadAverage()
+
+	bins, err := app.BinDir(ctx, env)
+	if err != nil {
+		return err
+	}
+	dir := o.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "driftwatch-bench-"); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	b.dir = dir
+	b.progress("starting %d local control plane(s) (etcd, kube-apiserver)", o.Clusters)
+	began := time.Now()
+	set, err := localcluster.Start(ctx, localcluster.Options{Count: o.Clusters, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Logger: log})
+	if err != nil {
+		return fmt.Errorf("bench: start local clusters: %w", err)
+	}
+	defer func() {
+		b.progress("stopping the local clusters")
+		_ = set.Stop()
+	}()
+	b.progress("clusters ready after %s", time.Since(began).Round(time.Millisecond))
+	b.set = set
+	b.clients = make(map[string]kubernetes.Interface, len(set.Clusters))
+	for _, lc := range set.Clusters {
+		rc := lc.RESTConfig()
+		rc.QPS = -1 // the drift client and the raw watch are not rate limited
+		rc.UserAgent = driftgen.FieldManager
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		c, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return fmt.Errorf("bench: cluster %q: client: %w", lc.Name, err)
+		}
+		b.clients[lc.Name] = c
+	}
+
+	rep := benchReport{
+		Mode: o.Mode, Clusters: o.Clusters, ObjectsPerCluster: o.Objects, Seed: o.Seed,
+		QPS: b.opts.QPS, CPUs: runtime.NumCPU(), LoadBefore: load,
+	}
+	if o.Mode == ModeScale {
+		rep.Scale, err = b.scale(ctx)
+	} else {
+		rep.Drifts, rep.Rate = o.Drifts, o.Rate
+		rep.Runs, err = b.driftRuns(ctx, &rep)
+	}
+	if err != nil {
+		return err
+	}
+	rep.Workers = b.workers
+	rep.finish(o)
+	if o.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.writeTable(stdout)
+}
+
+// bencher holds what the runs of one bench share.
+type bencher struct {
+	opts    Options
+	log     *slog.Logger
+	stderr  io.Writer
+	dir     string
+	set     *localcluster.Set
+	clients map[string]kubernetes.Interface
+	// current receives the raw watch's events (nil between runs).
+	current atomic.Pointer[Tracker]
+	// workers is the hub's effective worker count (from the config).
+	workers int
+	// hubs counts the hubs started: each gets a fresh state file in dir.
+	hubs int
+}
+
+func (b *bencher) progress(format string, a ...any) {
+	fmt.Fprintf(b.stderr, "bench: "+format+"\n", a...)
+}
+
+// qps is the hub's effective client rate limit per cluster.
+func (b *bencher) qps() float64 {
+	if b.opts.QPS > 0 {
+		return b.opts.QPS
+	}
+	return 50
+}
+
+// workload is a generated config and its compiled objects.
+type workload struct {
+	cfg   *config.Config
+	specs []hub.NodeSpec
+	// mix counts the objects per kind on the first cluster.
+	mix map[hub.Kind]int
+}
+
+// targets returns the workload's objects as drift targets.
+func (w *workload) targets() []Target {
+	ts := make([]Target, 0, len(w.specs))
+	for _, s := range w.specs {
+		ts = append(ts, Target{ID: s.ID, Desired: s.Object})
+	}
+	return ts
+}
+
+// loadWorkload writes and loads a config with objects managed objects per
+// cluster and extra more on the first cluster only.
+func (b *bencher) loadWorkload(name string, objects, extra int) (*workload, error) {
+	path := filepath.Join(b.dir, name+".yaml")
+	text := benchConfig(b.set, objects, extra, b.opts.QPS, b.opts.Workers)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg, err := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
+	if err != nil {
+		return nil, fmt.Errorf("bench: generated config %s: %w", path, err)
+	}
+	b.workers = cfg.Hub.Workers
+	w := &workload{cfg: cfg, specs: config.Compile(cfg), mix: map[hub.Kind]int{}}
+	first := b.set.Clusters[0].Name
+	for _, s := range w.specs {
+		if s.ID.Cluster == first {
+			w.mix[s.ID.Kind]++
+		}
+	}
+	return w, nil
+}
+
+// benchConfig returns the text of a config managing objects objects per
+// cluster in the bench namespace, plus extra objects on the first cluster:
+// applications of a Deployment, a Service and a ConfigMap while Services
+// last (benchMaxServices), then of a Deployment and a ConfigMap, and one
+// Deployment alone to make the count exact. Names are deterministic.
+func benchConfig(set *localcluster.Set, objects, extra int, qps float64, workers int) string {
+	var sb strings.Builder
+	sb.WriteString("# generated by driftwatch bench\nhub:\n  id: bench\n")
+	if qps > 0 {
+		fmt.Fprintf(&sb, "  qps: %g\n  burst: %d\n", qps, int(2*qps))
+	}
+	if workers > 0 {
+		fmt.Fprintf(&sb, "  workers: %d\n", workers)
+	}
+	sb.WriteString("clusters:\n")
+	for _, lc := range set.Clusters {
+		fmt.Fprintf(&sb, "  - id: %s\n    kubeconfig: %s\n    labels: {bench: \"true\"}\n", lc.Name, lc.Kubeconfig)
+	}
+	sb.WriteString("applications:\n")
+	writeApps(&sb, "a", "selector: bench=true", objects, benchMaxServices)
+	if extra > 0 {
+		writeApps(&sb, "x", "clusters: ["+set.Clusters[0].Name+"]", extra, 0)
+	}
+	return sb.String()
+}
+
+// writeApps writes applications named prefix00001... holding n objects.
+func writeApps(sb *strings.Builder, prefix, target string, n, maxServices int) {
+	full := min(n/3, maxServices)
+	rest := n - 3*full
+	i := 0
+	app := func(port, cfg bool) {
+		i++
+		fmt.Fprintf(sb, "  - id: %s%05d\n    namespace: %s\n    %s\n    image: registry.example/bench:1\n    replicas: 2\n",
+			prefix, i, benchNamespace, target)
+		if port {
+			sb.WriteString("    port: 8080\n")
+		}
+		if cfg {
+			sb.WriteString("    config: {MODE: bench}\n")
+		}
+	}
+	for range full {
+		app(true, true)
+	}
+	for range rest / 2 {
+		app(false, true)
+	}
+	if rest%2 == 1 {
+		app(false, false)
+	}
+}
+
+// precreate server-side applies specs from the bench's own client, as the
+// hub would (field manager driftwatch), many at a time: the runs then
+// start from objects that exist and are in sync.
+func (b *bencher) precreate(ctx context.Context, specs []hub.NodeSpec) error {
+	began := time.Now()
+	for name, c := range b.clients {
+		_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("bench: cluster %q: create namespace %s: %w", name, benchNamespace, err)
+		}
+	}
+	var done atomic.Int64
+	stopProgress := b.every(5*time.Second, func() {
+		b.progress("creating objects: %d/%d", done.Load(), len(specs))
+	})
+	defer stopProgress()
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(16)
+	for _, s := range specs {
+		p.Go(func(ctx context.Context) error {
+			if err := benchApply(ctx, b.clients[s.ID.Cluster], s); err != nil {
+				return err
+			}
+			done.Add(1)
+			return nil
+		})
+	}
+	if err := p.Wait(); err != nil {
+		return err
+	}
+	b.progress("created %d objects in %s", len(specs), time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// benchApply server-side applies one object with driftwatch's field manager.
+func benchApply(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) error {
+	body, err := json.Marshal(s.Object.Object)
+	if err != nil {
+		return fmt.Errorf("bench: apply %s: encode: %w", s.ID, err)
+	}
+	force := true
+	opts := metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force}
+	switch s.Kind {
+	case hub.KindDeployment:
+		_, err = c.AppsV1().Deployments(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
+	case hub.KindService:
+		_, err = c.CoreV1().Services(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
+	default:
+		_, err = c.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: apply %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// every calls f every d until the returned stop is called; stop waits for
+// the goroutine.
+func (b *bencher) every(d time.Duration, f func()) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// runningHub is one app (hub and cluster registry) running in the
+// background.
+type runningHub struct {
+	app  *app.App
+	stop context.CancelFunc
+	wg   conc.WaitGroup
+	err  error
+}
+
+// startHub builds a fresh app for w, with a fresh state file in the
+// bench's folder (never the user's), and runs it until stopped.
+func (b *bencher) startHub(ctx context.Context, w *workload, hubOpts hub.Options, disableWatch bool) (*runningHub, error) {
+	b.hubs++
+	a, err := app.New(w.cfg, app.Options{Logger: b.log, HubOptions: hubOpts, DisableWatch: disableWatch,
+		StateFile: filepath.Join(b.dir, fmt.Sprintf("state-%d.db", b.hubs))})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := &runningHub{app: a}
+	runCtx, stop := context.WithCancel(ctx)
+	r.stop = stop
+	r.wg.Go(func() { r.err = r.app.Run(runCtx) })
+	return r, nil
+}
+
+// Stop stops the app, waits for every goroutine it started and closes its
+// state file.
+func (r *runningHub) Stop() error {
+	r.stop()
+	r.wg.Wait()
+	return errors.Join(r.err, r.app.Close())
+}
+
+// waitInSync waits until the hub shows every one of its want objects in sync.
+func (b *bencher) waitInSync(ctx context.Context, h *hub.Hub, want int, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	snaps, unsubscribe := h.Subscribe()
+	defer unsubscribe()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	inSync := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: hub sync: %d of %d objects in sync after %s: %w", inSync, want, limit, ctx.Err())
+		case <-t.C:
+			b.progress("hub sync: %d/%d objects in sync", inSync, want)
+		case s := <-snaps:
+			inSync = 0
+			for _, n := range s.Nodes {
+				if n.Status == hub.StatusInSync || n.Status == hub.StatusRepaired {
+					inSync++
+				}
+			}
+			if inSync == want && len(s.Nodes) == want {
+				return nil
+			}
+		}
+	}
+}
+
+// syncLimit bounds how long a hub may take to show everything in sync: the
+// poll baseline GETs every object through the client rate limit.
+func (b *bencher) syncLimit(objectsPerCluster int) time.Duration {
+	return 2*time.Minute + time.Duration(float64(2*objectsPerCluster)/b.qps()*float64(time.Second))
+}
+
+// driftRuns runs the watch, poll and burst runs the mode asks for.
+func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport, error) {
+	o := b.opts
+	base, err := b.loadWorkload("bench", o.Objects, 0)
+	if err != nil {
+		return nil, err
+	}
+	rep.Mix = mixOf(base.mix)
+	if err := b.precreate(ctx, base.specs); err != nil {
+		return nil, err
+	}
+	floorCtx, stopFloor := context.WithCancel(ctx)
+	floor, err := StartFloor(floorCtx, b.clients, benchNamespace, func(cluster string, kind hub.Kind, ev watch.Event, at time.Time) {
+		if tr := b.current.Load(); tr != nil {
+			tr.Event(cluster, kind, ev, at)
+		}
+	}, b.log)
+	if err != nil {
+		stopFloor()
+		return nil, fmt.Errorf("bench: raw watch: %w", err)
+	}
+	defer func() {
+		stopFloor()
+		floor.Wait()
+	}()
+
+	var runs []runReport
+	steps := Plan(base.targets(), o.Drifts, o.Rate, o.Seed)
+	rep.Schedule = Fingerprint(steps)
+	last := steps[len(steps)-1].Offset
+	if o.Mode == ModeWatch || o.Mode == ModeAll {
+		r, err := b.driftRun(ctx, ModeWatch, base, steps, 1, last+time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if o.Mode == ModePoll || o.Mode == ModeAll {
+		pass := time.Duration(float64(2*o.Objects) / b.qps() * float64(time.Second))
+		r, err := b.driftRun(ctx, ModePoll, base, steps, 1, last+3*o.Interval+2*pass+time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if o.Mode == ModeBurst || o.Mode == ModeAll {
+		w := base
+		if extra := o.Burst - o.Objects; extra > 0 {
+			if w, err = b.loadWorkload("bench-burst", o.Objects, extra); err != nil {
+				return nil, err
+			}
+			var add []hub.NodeSpec
+			for _, s := range w.specs {
+				if strings.HasPrefix(s.Application, "x") {
+					add = append(add, s)
+				}
+			}
+			b.progress("burst: creating %d more objects on %s", len(add), b.set.Clusters[0].Name)
+			if err := b.precreate(ctx, add); err != nil {
+				return nil, err
+			}
+		}
+		burst := BurstPlan(w.targets(), b.set.Clusters[0].Name, o.Burst, o.Seed)
+		r, err := b.driftRun(ctx, ModeBurst, w, burst, benchBurstWorkers, 5*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// driftRun runs one fresh hub over w, makes the planned drifts once it is in
+// sync, and waits until the raw watch saw every one repaired (or limit).
+func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps []Step, workers int, limit time.Duration) (runReport, error) {
+	o := b.opts
+	r := runReport{Mode: mode, Drifts: len(steps)}
+	tr := NewTracker(len(steps), w.cfg.Hub.ManagedBy)
+	b.current.Store(tr)
+	defer b.current.Store(nil)
+
+	hubOpts := hub.Options{OnRecord: tr.Record}
+	disableWatch := false
+	switch mode {
+	case ModePoll:
+		hubOpts.Resync = o.Interval
+		disableWatch = true
+		b.progress("poll: a fresh hub with watches off, resync every %s", o.Interval)
+	default:
+		b.progress("%s: a fresh hub (watches on)", mode)
+	}
+	began := time.Now()
+	rh, err := b.startHub(ctx, w, hubOpts, disableWatch)
+	if err != nil {
+		return r, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = rh.Stop()
+		}
+	}()
+	if err := b.waitInSync(ctx, rh.app.Hub(), len(w.specs), b.syncLimit(len(w.specs)/len(b.set.Clusters))); err != nil {
+		return r, fmt.Errorf("%s run: %w", mode, err)
+	}
+	r.Sync = msDuration(time.Since(began))
+	b.progress("%s: hub in sync with %d objects after %s; making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), len(steps))
+
+	if err := ResetPeakRSS(); err != nil {
+		b.log.Warn("peak rss is the whole process's", "err", err)
+	}
+	cpu0 := CPUTime()
+	issued := time.Now()
+	Execute(ctx, driftgen.New(b.clients, o.Seed), tr, steps, workers)
+	r.Issue = msDuration(time.Since(issued))
+	stopProgress := b.every(5*time.Second, func() {
+		n := 0
+		for _, s := range tr.Samples() {
+			if !s.Repair.IsZero() {
+				n++
+			}
+		}
+		b.progress("%s: %d/%d drifts repaired", mode, n, len(steps))
+	})
+	timer := time.NewTimer(limit)
+	select {
+	case <-tr.Done():
+	case <-timer.C:
+		r.TimedOut = true
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	stopProgress()
+	r.CPU = msDuration(CPUTime() - cpu0)
+	r.PeakRSS, _ = PeakRSS()
+	b.writeHeapProfile()
+	stopped = true
+	if err := rh.Stop(); err != nil {
+		return r, fmt.Errorf("%s run: %w", mode, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+
+	samples := tr.Samples()
+	lat := Collect(samples)
+	r.Floor, r.Observed, r.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
+	r.Applied, r.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
+	r.ByAction = make(map[string]actionReport)
+	for a, l := range CollectByAction(samples) {
+		r.ByAction[string(a)] = actionReport{Floor: latencyOf(l.Floor), Detect: latencyOf(l.Detect), Repair: latencyOf(l.Repair)}
+	}
+	var first, lastRepair time.Time
+	for _, s := range samples {
+		switch {
+		case s.Err != nil:
+			r.Failed++
+			if r.FirstError == "" {
+				r.FirstError = s.Err.Error()
+			}
+			continue
+		case !s.Repair.IsZero():
+			r.Repaired++
+			if s.Repair.After(lastRepair) {
+				lastRepair = s.Repair
+			}
+		}
+		if first.IsZero() || s.Start.Before(first) {
+			first = s.Start
+		}
+	}
+	if r.Repaired > 0 {
+		elapsed := lastRepair.Sub(first)
+		r.Elapsed = msDuration(elapsed)
+		r.RepairsPerSecond = float64(r.Repaired) / elapsed.Seconds()
+	}
+	b.progress("%s: %d/%d repaired, the last %s after the first drift", mode, r.Repaired, r.Drifts, r.Elapsed.dur().Round(time.Millisecond))
+	return r, nil
+}
+
+// writeHeapProfile writes --memprofile (after a GC), if asked for.
+func (b *bencher) writeHeapProfile() {
+	if b.opts.MemProfile == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(b.opts.MemProfile)
+	if err != nil {
+		b.log.Warn("heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.log.Warn("heap profile", "err", err)
+	}
+}
+
+// scale measures a hub managing many objects: the time from its start to
+// everything in sync, its memory per object at steady state and its idle
+// CPU.
+func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
+	o := b.opts
+	heap0 := heapInUse()
+	w, err := b.loadWorkload("bench", o.Objects, 0)
+	if err != nil {
+		return nil, err
+	}
+	total := len(w.specs)
+	s := &scaleReport{Objects: total, Mix: mixOf(w.mix)}
+	began := time.Now()
+	if err := b.precreate(ctx, w.specs); err != nil {
+		return nil, err
+	}
+	s.Precreate = msDuration(time.Since(began))
+	// From here on only the hub holds the compiled objects.
+	cfg := w.cfg
+	w = nil
+
+	if err := ResetPeakRSS(); err != nil {
+		b.log.Warn("peak rss is the whole process's", "err", err)
+	}
+	b.progress("scale: starting a fresh hub on %d existing objects", total)
+	began = time.Now()
+	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rh.Stop() }()
+	if err := b.waitInSync(ctx, rh.app.Hub(), total, b.syncLimit(o.Objects)); err != nil {
+		return nil, fmt.Errorf("scale run: %w", err)
+	}
+	s.InitialSync = msDuration(time.Since(began))
+	s.PeakRSS, _ = PeakRSS()
+	b.progress("scale: in sync after %s; settling, then measuring memory and %s of idle CPU", s.InitialSync.dur().Round(time.Millisecond), o.Idle)
+	if !sleepCtx(ctx, 2*time.Second) {
+		return nil, ctx.Err()
+	}
+	heap := heapInUse()
+	b.writeHeapProfile()
+	s.HeapInUse = heap
+	if heap > heap0 {
+		s.BytesPerObject = float64(heap-heap0) / float64(total)
+	}
+	s.RSS, _ = RSS()
+	cpu0 := CPUTime()
+	if !sleepCtx(ctx, o.Idle) {
+		return nil, ctx.Err()
+	}
+	s.IdleCPU = msDuration(CPUTime() - cpu0)
+	s.IdleFor = msDuration(o.Idle)
+	if err := rh.Stop(); err != nil {
+		return nil, fmt.Errorf("scale run: %w", err)
+	}
+	runtime.KeepAlive(cfg)
+	return s, nil
+}
+
+// heapInUse returns the bytes in in-use heap spans after two collections.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// benchReport is the output of `driftwatch bench` (-o json).
+type benchReport struct {
+	Mode              string    `json:"mode"`
+	Clusters          int       `json:"clusters"`
+	ObjectsPerCluster int       `json:"objectsPerCluster"`
+	Mix               objectMix `json:"mix"`
+	Seed              uint64    `json:"seed"`
+	// Schedule fingerprints the watch and poll runs' drift plan.
+	Schedule     string       `json:"schedule,omitempty"`
+	Drifts       int          `json:"drifts,omitempty"`
+	Rate         float64      `json:"driftsPerSecondPerCluster,omitempty"`
+	PollInterval msDuration   `json:"pollIntervalMs,omitempty"`
+	Burst        int          `json:"burst,omitempty"`
+	QPS          float64      `json:"hubQPSPerCluster"`
+	Workers      int          `json:"hubWorkers"`
+	Runs         []runReport  `json:"runs,omitempty"`
+	Ratios       *benchRatios `json:"ratios,omitempty"`
+	Scale        *scaleReport `json:"scale,omitempty"`
+	Targets      []benchGoal  `json:"targets,omitempty"`
+	Notes        []string     `json:"notes,omitempty"`
+	// CPUs is the machine's CPU count; LoadBefore its 1, 5 and 15 minute
+	// load averages before the bench started anything.
+	CPUs       int    `json:"cpus"`
+	LoadBefore string `json:"loadBefore,omitempty"`
+}
+
+// objectMix counts managed objects per kind on one cluster (the first).
+type objectMix struct {
+	Deployments int `json:"deployments"`
+	Services    int `json:"services"`
+	ConfigMaps  int `json:"configMaps"`
+}
+
+func mixOf(m map[hub.Kind]int) objectMix {
+	return objectMix{Deployments: m[hub.KindDeployment], Services: m[hub.KindService], ConfigMaps: m[hub.KindConfigMap]}
+}
+
+// runReport is one watch, poll or burst run.
+type runReport struct {
+	Mode     string `json:"mode"`
+	Drifts   int    `json:"drifts"`
+	Repaired int    `json:"repaired"`
+	Failed   int    `json:"failed"`
+	// FirstError is the first failed drift call's error.
+	FirstError string `json:"firstError,omitempty"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	// Latencies from each drift call's start: the raw watch's event, the
+	// hub's own event (for a poll: its reconcile's start), the hub's
+	// classification, its repair call returning, the raw watch's event
+	// showing the object as desired again.
+	Floor    latencyReport `json:"floor"`
+	Observed latencyReport `json:"hubEvent"`
+	Detect   latencyReport `json:"detect"`
+	Applied  latencyReport `json:"applied"`
+	Repair   latencyReport `json:"repair"`
+	// ByAction splits floor, detect and repair by drift action.
+	ByAction map[string]actionReport `json:"byAction"`
+	// Sync is the fresh hub's start to everything in sync.
+	Sync msDuration `json:"syncMs"`
+	// Issue is how long making every drift call took.
+	Issue msDuration `json:"issueMs"`
+	// Elapsed is the first drift call's start to the last repair seen.
+	Elapsed          msDuration `json:"elapsedMs"`
+	RepairsPerSecond float64    `json:"repairsPerSecond"`
+	// CPU is this process's CPU time from the first drift to the last
+	// repair (the hub, its clients, the raw watch and the drift client).
+	CPU msDuration `json:"cpuMs"`
+	// PeakRSS is this process's peak resident set over the same span.
+	PeakRSS uint64 `json:"peakRSSBytes"`
+}
+
+// actionReport is the latencies of one drift action.
+type actionReport struct {
+	Floor  latencyReport `json:"floor"`
+	Detect latencyReport `json:"detect"`
+	Repair latencyReport `json:"repair"`
+}
+
+// latencyReport is a latency summary (nearest-rank percentiles).
+type latencyReport struct {
+	N   int        `json:"n"`
+	P50 msDuration `json:"p50Ms"`
+	P95 msDuration `json:"p95Ms"`
+	P99 msDuration `json:"p99Ms"`
+	Max msDuration `json:"maxMs"`
+}
+
+func latencyOf(ds []time.Duration) latencyReport {
+	p := Summarize(ds)
+	return latencyReport{N: p.N, P50: msDuration(p.P50), P95: msDuration(p.P95), P99: msDuration(p.P99), Max: msDuration(p.Max)}
+}
+
+// scaleReport is the --mode scale run.
+type scaleReport struct {
+	Objects int       `json:"objects"`
+	Mix     objectMix `json:"mixPerCluster"`
+	// Precreate is how long the bench's own client took to create them.
+	Precreate msDuration `json:"precreateMs"`
+	// InitialSync is a fresh hub's start to every object in sync.
+	InitialSync msDuration `json:"initialSyncMs"`
+	PeakRSS     uint64     `json:"peakRSSBytes"`
+	RSS         uint64     `json:"steadyRSSBytes"`
+	HeapInUse   uint64     `json:"heapInUseBytes"`
+	// BytesPerObject is the heap in use after GC, minus the heap before the
+	// config was loaded, per managed object.
+	BytesPerObject float64    `json:"bytesPerObject"`
+	IdleCPU        msDuration `json:"idleCPUMs"`
+	IdleFor        msDuration `json:"idleForMs"`
+}
+
+// benchRatios are the headline ratios of --mode all.
+type benchRatios struct {
+	// PollOverWatchDetectP50 is poll detect p50 / watch detect p50.
+	PollOverWatchDetectP50 float64 `json:"pollOverWatchDetectP50,omitempty"`
+	// WatchDetectP99OverFloorP99 is watch detect p99 / floor p99.
+	WatchDetectP99OverFloorP99 float64 `json:"watchDetectP99OverFloorP99,omitempty"`
+}
+
+// benchGoal is one target of the issue, checked against the figures.
+type benchGoal struct {
+	Goal   string `json:"goal"`
+	Met    bool   `json:"met"`
+	Actual string `json:"actual"`
+}
+
+// msDuration encodes as a number of milliseconds.
+type msDuration time.Duration
+
+// MarshalJSON encodes the duration in milliseconds.
+func (d msDuration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(float64(time.Duration(d).Microseconds()) / 1000)
+}
+
+func (d msDuration) dur() time.Duration { return time.Duration(d) }
+
+func findRun(runs []runReport, mode string) *runReport {
+	for i := range runs {
+		if runs[i].Mode == mode {
+			return &runs[i]
+		}
+	}
+	return nil
+}
+
+// finish derives the ratios, the targets and the notes.
+func (rep *benchReport) finish(o Options) {
+	watchRun, pollRun, burstRun := findRun(rep.Runs, ModeWatch), findRun(rep.Runs, ModePoll), findRun(rep.Runs, ModeBurst)
+	if pollRun != nil {
+		rep.PollInterval = msDuration(o.Interval)
+	}
+	if burstRun != nil {
+		rep.Burst = burstRun.Drifts
+	}
+	if watchRun != nil && pollRun != nil && watchRun.Detect.P50 > 0 {
+		rep.Ratios = &benchRatios{PollOverWatchDetectP50: float64(pollRun.Detect.P50) / float64(watchRun.Detect.P50)}
+	}
+	if watchRun != nil && watchRun.Floor.P99 > 0 {
+		if rep.Ratios == nil {
+			rep.Ratios = &benchRatios{}
+		}
+		rep.Ratios.WatchDetectP99OverFloorP99 = float64(watchRun.Detect.P99) / float64(watchRun.Floor.P99)
+	}
+	if watchRun != nil {
+		d, f := watchRun.Detect.P99.dur(), watchRun.Floor.P99.dur()
+		rep.Targets = append(rep.Targets,
+			benchGoal{Goal: "watch detect p99 within 2x of floor p99 and under 100ms",
+				Met:    d > 0 && d <= 2*f && d < 100*time.Millisecond && watchRun.Repaired == watchRun.Drifts,
+				Actual: fmt.Sprintf("%s vs floor %s", fmtDur(d), fmtDur(f))},
+			benchGoal{Goal: fmt.Sprintf("watch repair p99 under 250ms at %g drifts/s per cluster", o.Rate),
+				Met:    watchRun.Repair.P99 > 0 && watchRun.Repair.P99.dur() < 250*time.Millisecond && watchRun.Repaired == watchRun.Drifts,
+				Actual: fmtDur(watchRun.Repair.P99.dur())})
+	}
+	if burstRun != nil {
+		rep.Targets = append(rep.Targets, benchGoal{
+			Goal:   fmt.Sprintf("burst of %d deletes fully repaired in under 15s", burstRun.Drifts),
+			Met:    burstRun.Repaired == burstRun.Drifts && burstRun.Elapsed.dur() < 15*time.Second,
+			Actual: fmt.Sprintf("%s (%d/%d)", fmtDur(burstRun.Elapsed.dur()), burstRun.Repaired, burstRun.Drifts)})
+	}
+	if rep.Scale != nil {
+		rep.Targets = append(rep.Targets, benchGoal{
+			Goal:   fmt.Sprintf("under 2 KiB of hub memory per managed object at %d objects per cluster", o.Objects),
+			Met:    rep.Scale.BytesPerObject > 0 && rep.Scale.BytesPerObject < 2048,
+			Actual: fmtBytes(uint64(rep.Scale.BytesPerObject))})
+	}
+	if pollRun != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("poll: watches off, the hub's resync alone finds drift, every %s (+ up to 10%% jitter); each pass GETs every object through the hub's client rate limit (%s per cluster). Real poll tools use about 5m: poll figures scale with the interval.", o.Interval, clusters.DescribeRateLimit(float32(rep.QPS), 0)))
+	}
+	if len(rep.Runs) > 0 {
+		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
+		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes.")
+	}
+}
+
+// writeTable writes the report as aligned text.
+func (rep *benchReport) writeTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	mix := rep.Mix
+	if rep.Scale != nil {
+		mix = rep.Scale.Mix
+	}
+	fmt.Fprintf(tw, "driftwatch bench --mode %s: %d cluster(s) x %d objects (%d Deployments, %d Services, %d ConfigMaps each); hub: %d workers, client rate limit %s per cluster\n",
+		rep.Mode, rep.Clusters, rep.ObjectsPerCluster, mix.Deployments, mix.Services, mix.ConfigMaps, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
+	if rep.LoadBefore != "" {
+		fmt.Fprintf(tw, "machine: %d CPUs, load average before the bench %s\n", rep.CPUs, rep.LoadBefore)
+	}
+	if len(rep.Runs) > 0 {
+		fmt.Fprintf(tw, "drifts: %d at %g/s per cluster, seed %d, schedule %s (deletes, scales, image edits, label removals)\n\n", rep.Drifts, rep.Rate, rep.Seed, rep.Schedule)
+		fmt.Fprintln(tw, "mode\tlatency\tn\tp50\tp95\tp99\tmax")
+		for _, r := range rep.Runs {
+			for _, l := range []struct {
+				name string
+				p    latencyReport
+			}{{"floor", r.Floor}, {"hub-event", r.Observed}, {"detect", r.Detect}, {"apply", r.Applied}, {"repair", r.Repair}} {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Mode, l.name, l.p.N, fmtDur(l.p.P50.dur()), fmtDur(l.p.P95.dur()), fmtDur(l.p.P99.dur()), fmtDur(l.p.Max.dur()))
+			}
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "mode\tdrifts\trepaired\tfailed\thub sync\tdrifts made in\tall repaired in\trepairs/s\tcpu\tpeak rss")
+		for _, r := range rep.Runs {
+			repaired := fmt.Sprint(r.Repaired)
+			if r.TimedOut {
+				repaired += " (timed out)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Mode, r.Drifts, repaired, r.Failed,
+				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), fmtBytes(r.PeakRSS))
+		}
+		if r := findRun(rep.Runs, ModeWatch); r != nil {
+			fmt.Fprintln(tw)
+			fmt.Fprintln(tw, "watch by action\tn\tfloor p50\tfloor p99\tdetect p50\tdetect p99\trepair p50\trepair p99")
+			for _, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
+				l, ok := r.ByAction[string(a)]
+				if !ok {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a, l.Detect.N, fmtDur(l.Floor.P50.dur()), fmtDur(l.Floor.P99.dur()),
+					fmtDur(l.Detect.P50.dur()), fmtDur(l.Detect.P99.dur()), fmtDur(l.Repair.P50.dur()), fmtDur(l.Repair.P99.dur()))
+			}
+		}
+		for _, r := range rep.Runs {
+			if r.FirstError != "" {
+				fmt.Fprintf(tw, "%s: first failed drift: %s\n", r.Mode, r.FirstError)
+			}
+		}
+	}
+	if rep.Ratios != nil {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "ratio\tvalue")
+		if rep.Ratios.PollOverWatchDetectP50 > 0 {
+			fmt.Fprintf(tw, "poll detect p50 / watch detect p50\t%.0fx\n", rep.Ratios.PollOverWatchDetectP50)
+		}
+		if rep.Ratios.WatchDetectP99OverFloorP99 > 0 {
+			fmt.Fprintf(tw, "watch detect p99 / floor p99\t%.2fx\n", rep.Ratios.WatchDetectP99OverFloorP99)
+		}
+	}
+	if s := rep.Scale; s != nil {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "measure\tvalue")
+		fmt.Fprintf(tw, "managed objects\t%d\n", s.Objects)
+		fmt.Fprintf(tw, "objects created by the bench client (16 at a time)\t%s\n", fmtDur(s.Precreate.dur()))
+		fmt.Fprintf(tw, "initial sync (hub start to all in sync)\t%s\n", fmtDur(s.InitialSync.dur()))
+		fmt.Fprintf(tw, "peak rss during the sync\t%s\n", fmtBytes(s.PeakRSS))
+		fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(s.RSS))
+		fmt.Fprintf(tw, "heap in use after GC\t%s\n", fmtBytes(s.HeapInUse))
+		fmt.Fprintf(tw, "hub heap per managed object\t%s\n", fmtBytes(uint64(s.BytesPerObject)))
+		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), 100*s.IdleCPU.dur().Seconds()/s.IdleFor.dur().Seconds())
+	}
+	if len(rep.Targets) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "target\tresult\tactual")
+		for _, g := range rep.Targets {
+			res := "met"
+			if !g.Met {
+				res = "MISSED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Goal, res, g.Actual)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range rep.Notes {
+			fmt.Fprintln(w, "note:", n)
+		}
+	}
+	return nil
+}
+
+// fmtDur formats a latency with a precision that suits its size.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+// fmtBytes formats a byte count in B, KiB or MiB.
+func fmtBytes(n uint64) string {
+	switch {
+	case n == 0:
+		return "-"
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}

@@ -1,0 +1,202 @@
+// Package cli is the command-line plumbing package main builds its cobra
+// tree with: usage errors that exit 2 with one line saying what is wrong
+// and where the help is, a help command that refuses unknown commands,
+// cobra's completion command with examples, and argument checks.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftwatch/driftwatch/internal/app"
+)
+
+// Setup finishes a root command: cobra prints neither errors nor usage
+// (Execute's caller prints the error), a flag error is a usage error, and
+// the help and completion commands are added, with examples.
+func Setup(root *cobra.Command) {
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.SetVersionTemplate("driftwatch {{.Version}}\n")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return app.UsageError("%s%v", Prefix(cmd), err)
+	})
+	root.SetHelpCommand(helpCmd())
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "completion" {
+			completionExamples(cmd)
+		}
+	}
+}
+
+// Execute runs root with args until ctx ends. A wrong command line is an
+// app.ExitError with code 2 whose one line says what is wrong and ends
+// with where the help is.
+func Execute(ctx context.Context, root *cobra.Command, args []string) error {
+	started := false
+	markStarted(root, &started)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return nil
+	}
+	var ee *app.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.Code == 2 && ee.Err != nil:
+		return &app.ExitError{Code: 2, Err: fmt.Errorf("%w (see %s --help)", ee.Err, cmd.CommandPath())}
+	case ee != nil:
+		return err
+	case !started:
+		// cobra's own checks (arguments of its help and completion
+		// commands): a usage error too.
+		return &app.ExitError{Code: 2, Err: fmt.Errorf("%s%w (see %s --help)", Prefix(cmd), err, cmd.CommandPath())}
+	}
+	return err
+}
+
+// RootArgs rejects arguments of the TUI mode: a word there is most likely
+// a mistyped command.
+func RootArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		return app.UsageError("unknown command %q (did you mean %s?)", args[0], strings.Join(s, " or "))
+	}
+	return app.UsageError("unknown command %q", args[0])
+}
+
+// NoArgs rejects positional arguments of a command that takes none.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return app.UsageError("%sunexpected argument %q", Prefix(cmd), args[0])
+	}
+	return nil
+}
+
+// Prefix is the command's path without the program name, as errors start
+// with it ("" for the root).
+func Prefix(cmd *cobra.Command) string {
+	p := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name())
+	if p == "" {
+		return ""
+	}
+	return strings.TrimSpace(p) + ": "
+}
+
+// markStarted makes every command of the tree set *started when its RunE
+// begins, so run can tell a usage error found by cobra from a runtime one.
+func markStarted(cmd *cobra.Command, started *bool) {
+	if f := cmd.RunE; f != nil {
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			*started = true
+			return f(cmd, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markStarted(sub, started)
+	}
+}
+
+// helpCmd is `driftwatch help [command]`: the help of a command, and a
+// usage error for an unknown one.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: the same as driftwatch COMMAND --help.",
+		Example: `  driftwatch help serve
+  driftwatch help completion bash`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			target, _, _ := cmd.Root().Find(args)
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return app.UsageError("help: unknown command %q", strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag() // as parsing its flags would
+			target.InitDefaultVersionFlag()
+			return target.Help()
+		},
+	}
+}
+
+// completionExamples adds examples to cobra's completion command and its
+// shell subcommands, and makes a missing or unknown shell a usage error.
+func completionExamples(cmd *cobra.Command) {
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		return app.UsageError("completion: unknown shell %q: want bash, zsh, fish or powershell", args[0])
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return app.UsageError("completion: want a shell: bash, zsh, fish or powershell")
+	}
+	cmd.Example = `  # bash, this shell only; zsh and fish alike
+  source <(driftwatch completion bash)
+
+  # bash, every new shell
+  driftwatch completion bash > /etc/bash_completion.d/driftwatch`
+	for _, sh := range cmd.Commands() {
+		switch sh.Name() {
+		case "powershell":
+			sh.Example = "  driftwatch completion powershell | Out-String | Invoke-Expression"
+		case "zsh":
+			sh.Example = "  source <(driftwatch completion zsh)\n  driftwatch completion zsh > \"${fpath[1]}/_driftwatch\""
+		default:
+			sh.Example = fmt.Sprintf("  source <(driftwatch completion %s)", sh.Name())
+		}
+	}
+}
+
+// versionInfo is `driftwatch version -o json`.
+type versionInfo struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
+// VersionCmd is `driftwatch version [-o json]`: it prints version on
+// stdout, with -o json also the Go version and the platform.
+func VersionCmd(version string, stdout io.Writer) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version [-o json]",
+		Short: "Print the version",
+		Long:  "Version prints driftwatch's version; -o json adds the Go version and the platform.",
+		Example: `  driftwatch version
+  driftwatch version -o json`,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "":
+				_, err := fmt.Fprintf(stdout, "driftwatch %s\n", version)
+				return err
+			case "json":
+				return json.NewEncoder(stdout).Encode(versionInfo{Version: version, GoVersion: runtime.Version(),
+					Platform: runtime.GOOS + "/" + runtime.GOARCH})
+			}
+			return app.UsageError("version: -o %q: want json", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output `format`: json (default: one line of text)")
+	return cmd
+}

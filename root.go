@@ -1,0 +1,96 @@
+package main
+
+import (
+	_ "embed"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/cli"
+)
+
+// buildBinariesScript builds the local control-plane binaries of the demo
+// and the bench when $DRIFTWATCH_BIN_DIR is unset.
+//
+//go:embed scripts/build-binaries.sh
+var buildBinariesScript []byte
+
+// cliEnv is what every command reads and writes besides its flags.
+type cliEnv struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+	// kubeconfig and contexts are the global --kubeconfig and --context,
+	// for the commands that talk to one cluster.
+	kubeconfig string
+	contexts   []string
+}
+
+// env is the commands' environment for package app.
+func (c *cliEnv) env() app.Env {
+	return app.Env{Getenv: c.getenv, Stdout: c.stdout, Stderr: c.stderr, BuildScript: buildBinariesScript}
+}
+
+// allowPruneUsage documents the --allow-prune flag of the commands that
+// start a hub.
+const allowPruneUsage = "confirm an initial desired state that decommissions every managed object of a cluster, or more than hub.pruneLimit objects (e.g. applications removed while the hub was down)"
+
+// addKubeFlags registers kubectl's global --kubeconfig and --context as
+// persistent flags of a command that talks to one cluster (init): the
+// other commands read their clusters from the config file and do not show
+// them.
+func (c *cliEnv) addKubeFlags(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
+	pf.StringSliceVar(&c.contexts, "context", nil, "kubeconfig `contexts`, comma separated (default: every context)")
+}
+
+// newRootCmd builds the command tree. The root itself is the TUI mode,
+// `driftwatch -f FILE`.
+func newRootCmd(c *cliEnv) *cobra.Command {
+	var o app.TUIOptions
+	root := &cobra.Command{
+		Use:   "driftwatch -f FILE",
+		Short: "Keep Kubernetes objects true across many clusters",
+		Long: `driftwatch keeps the Deployments, Services and ConfigMaps of a YAML config
+true on many Kubernetes clusters: it sees external changes through watches
+and repairs them by server-side apply.
+
+Run with -f FILE, it is the hub and the terminal UI in one process: logs go
+to a file (nothing is written to the terminal while the UI runs), the hub
+lives exactly as long as its terminal, and :reload reloads the config.
+
+A start or reload that would decommission every managed object of a cluster,
+or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
+		Example: `  # Write a starter config from your kubeconfig's contexts, validate it, run it
+  driftwatch init -o driftwatch.yaml
+  driftwatch check -f driftwatch.yaml
+  driftwatch -f driftwatch.yaml
+
+  # Is anything drifted right now? (exit 0 in sync, 1 drift, 3 unreachable)
+  driftwatch diff -f driftwatch.yaml
+
+  # Three local clusters with live drift and repair
+  driftwatch demo`,
+		Version: version,
+		Args:    cli.RootArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.File == "" {
+				return usageError("-f FILE is required: driftwatch -f FILE runs the hub and the terminal UI; other commands are listed by driftwatch --help")
+			}
+			return app.RunTUI(cmd.Context(), o, c.env())
+		},
+	}
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	f := root.Flags()
+	f.StringVarP(&o.File, "file", "f", "", "config `FILE` (required)")
+	f.BoolVar(&o.ReadOnly, "readonly", false, "disable every action in the UI")
+	f.BoolVar(&o.AllowPrune, "allow-prune", false, allowPruneUsage)
+	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
+
+	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
+		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), cli.VersionCmd(version, c.stdout))
+	cli.Setup(root)
+	return root
+}
