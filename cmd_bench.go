@@ -24,7 +24,13 @@ deletes many objects at once; --mode scale measures a hub managing many
 objects (initial sync, memory per object, idle CPU).
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
-once (a few minutes).`,
+once (a few minutes). The burst run also shows each apiserver's own request
+latency during the burst (from its /metrics). A run that leaves drifts
+unrepaired, or a hub that never syncs, lists each failed object with the
+hub's status of it and of its cluster (a hub that never syncs exits 1).
+
+driftwatch bench compare OLD.json NEW.json shows each figure's change
+between two -o json reports.`,
 		Example: `  driftwatch bench --mode all
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
   driftwatch bench --mode scale --objects 10000 --clusters 1`,
@@ -37,7 +43,38 @@ once (a few minutes).`,
 		},
 	}
 	addBenchFlags(cmd.Flags(), &o)
+	cmd.AddCommand(newBenchCompareCmd(c))
 	return cmd
+}
+
+// newBenchCompareCmd is `driftwatch bench compare OLD.json NEW.json`.
+func newBenchCompareCmd(c *cliEnv) *cobra.Command {
+	return &cobra.Command{
+		Use:   "compare OLD.json NEW.json",
+		Short: "Show each figure's change between two bench reports (-o json)",
+		Long: `Compare reads two reports written by driftwatch bench -o json and prints
+every figure present in both (latency percentiles per mode and kind, all
+repaired in, repairs/s, cpu, peak rss, the scale run's memory, the
+apiserver's own latencies during the burst) side by side with the absolute
+and relative change. Changes beyond 10% are marked better or worse (lower
+latency, memory and cpu are better; more repairs/s is better).
+
+It is a report, not a gate: it exits 0 whatever changed (1 only when a file
+cannot be read).`,
+		Example: `  driftwatch bench --mode all -o json > old.json
+  # ...change something, then:
+  driftwatch bench --mode all -o json > new.json
+  driftwatch bench compare old.json new.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageError("bench compare: want two reports, OLD.json NEW.json (got %d arguments)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.CompareFiles(c.stdout, args[0], args[1])
+		},
+	}
 }
 
 // addBenchFlags registers bench's flags on fs.

@@ -8,6 +8,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -185,17 +186,22 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		rep.Drifts, rep.Rate = o.Drifts, o.Rate
 		rep.Runs, err = b.driftRuns(ctx, &rep)
 	}
-	if err != nil {
+	if err != nil && !rep.failed() {
 		return err
 	}
+	// A run that failed with a reason to show is reported, then the
+	// error makes the exit status.
 	rep.Workers = b.workers
 	rep.finish(o)
+	var werr error
 	if o.Output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		werr = enc.Encode(rep)
+	} else {
+		werr = rep.writeTable(stdout)
 	}
-	return rep.writeTable(stdout)
+	return errors.Join(err, werr)
 }
 
 // bencher holds what the runs of one bench share.
@@ -498,7 +504,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 	if o.Mode == ModeWatch || o.Mode == ModeAll {
 		r, err := b.driftRun(ctx, ModeWatch, base, steps, 1, last+time.Minute)
 		if err != nil {
-			return nil, err
+			return append(runs, r), err
 		}
 		runs = append(runs, r)
 	}
@@ -506,7 +512,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 		pass := time.Duration(float64(2*o.Objects) / b.qps() * float64(time.Second))
 		r, err := b.driftRun(ctx, ModePoll, base, steps, 1, last+3*o.Interval+2*pass+time.Minute)
 		if err != nil {
-			return nil, err
+			return append(runs, r), err
 		}
 		runs = append(runs, r)
 	}
@@ -530,7 +536,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 		burst := BurstPlan(w.targets(), b.set.Clusters[0].Name, o.Burst, o.Seed)
 		r, err := b.driftRun(ctx, ModeBurst, w, burst, benchBurstWorkers, 5*time.Minute)
 		if err != nil {
-			return nil, err
+			return append(runs, r), err
 		}
 		runs = append(runs, r)
 	}
@@ -568,11 +574,19 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 		}
 	}()
 	if err := b.waitInSync(ctx, rh.app.Hub(), len(w.specs), b.syncLimit(len(w.specs)/len(b.set.Clusters))); err != nil {
+		r.SyncFailed = true
+		r.Failures = explainUnsynced(w.specs, rh.app.Hub().Snapshot())
 		return r, fmt.Errorf("%s run: %w", mode, err)
 	}
 	r.Sync = msDuration(time.Since(began))
 	b.progress("%s: hub in sync with %d objects after %s; making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), len(steps))
 
+	var before map[string]RequestDurations
+	if mode == ModeBurst {
+		if before, err = b.scrapeAPIServers(ctx); err != nil {
+			r.APIServerError = err.Error()
+		}
+	}
 	if err := ResetPeakRSS(); err != nil {
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
@@ -600,7 +614,15 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	stopProgress()
 	r.CPU = msDuration(CPUTime() - cpu0)
 	r.PeakRSS, _ = PeakRSS()
+	if before != nil {
+		if after, err := b.scrapeAPIServers(ctx); err != nil {
+			r.APIServerError = err.Error()
+		} else {
+			r.APIServer = apiserverLatencies(b.clusterNames(), before, after)
+		}
+	}
 	b.writeHeapProfile()
+	snap := rh.app.Hub().Snapshot()
 	stopped = true
 	if err := rh.Stop(); err != nil {
 		return r, fmt.Errorf("%s run: %w", mode, err)
@@ -610,6 +632,7 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	}
 
 	samples := tr.Samples()
+	r.Failures = explainFailures(samples, snap)
 	lat := Collect(samples)
 	r.Floor, r.Observed, r.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
 	r.Applied, r.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
@@ -643,6 +666,29 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	}
 	b.progress("%s: %d/%d repaired, the last %s after the first drift", mode, r.Repaired, r.Drifts, r.Elapsed.dur().Round(time.Millisecond))
 	return r, nil
+}
+
+// scrapeAPIServers scrapes every local apiserver's request latency
+// histogram, by cluster name.
+func (b *bencher) scrapeAPIServers(ctx context.Context) (map[string]RequestDurations, error) {
+	out := make(map[string]RequestDurations, len(b.set.Clusters))
+	for _, lc := range b.set.Clusters {
+		d, err := ScrapeRequestDurations(ctx, lc.RESTConfig())
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", lc.Name, err)
+		}
+		out[lc.Name] = d
+	}
+	return out, nil
+}
+
+// clusterNames returns the local clusters' names, in order.
+func (b *bencher) clusterNames() []string {
+	names := make([]string, 0, len(b.set.Clusters))
+	for _, lc := range b.set.Clusters {
+		names = append(names, lc.Name)
+	}
+	return names
 }
 
 // writeHeapProfile writes --memprofile (after a GC), if asked for.
@@ -694,7 +740,9 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	}
 	defer func() { _ = rh.Stop() }()
 	if err := b.waitInSync(ctx, rh.app.Hub(), total, b.syncLimit(o.Objects)); err != nil {
-		return nil, fmt.Errorf("scale run: %w", err)
+		s.SyncFailed = true
+		s.Failures = explainUnsynced(config.Compile(cfg), rh.app.Hub().Snapshot())
+		return s, fmt.Errorf("scale run: %w", err)
 	}
 	s.InitialSync = msDuration(time.Since(began))
 	s.PeakRSS, _ = PeakRSS()
@@ -715,6 +763,7 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	}
 	s.IdleCPU = msDuration(CPUTime() - cpu0)
 	s.IdleFor = msDuration(o.Idle)
+	s.IdleCPUPercent = 100 * s.IdleCPU.dur().Seconds() / s.IdleFor.dur().Seconds()
 	if err := rh.Stop(); err != nil {
 		return nil, fmt.Errorf("scale run: %w", err)
 	}
@@ -811,6 +860,17 @@ type runReport struct {
 	CPU msDuration `json:"cpuMs"`
 	// PeakRSS is this process's peak resident set over the same span.
 	PeakRSS uint64 `json:"peakRSSBytes"`
+	// APIServer is each apiserver's own request latency over the burst
+	// (its /metrics before and after); APIServerError says why it is
+	// missing.
+	APIServer      []apiserverLatency `json:"apiserver,omitempty"`
+	APIServerError string             `json:"apiserverError,omitempty"`
+	// SyncFailed is set when the fresh hub never showed everything in
+	// sync (the run made no drift).
+	SyncFailed bool `json:"syncFailed,omitempty"`
+	// Failures explains every drift not seen repaired, or every object
+	// not in sync when SyncFailed.
+	Failures []failureReport `json:"failures,omitempty"`
 }
 
 // actionReport is the latencies of one drift action.
@@ -850,6 +910,12 @@ type scaleReport struct {
 	BytesPerObject float64    `json:"bytesPerObject"`
 	IdleCPU        msDuration `json:"idleCPUMs"`
 	IdleFor        msDuration `json:"idleForMs"`
+	// IdleCPUPercent is IdleCPU over IdleFor, in percent of one core.
+	IdleCPUPercent float64 `json:"idleCPUPercentOfCore"`
+	// SyncFailed and Failures: the hub never showed every object in sync,
+	// and why for each object that was not.
+	SyncFailed bool            `json:"syncFailed,omitempty"`
+	Failures   []failureReport `json:"failures,omitempty"`
 }
 
 // benchRatios are the headline ratios of --mode all.
@@ -875,7 +941,28 @@ func (d msDuration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(float64(time.Duration(d).Microseconds()) / 1000)
 }
 
+// UnmarshalJSON decodes a number of milliseconds (to the microsecond).
+func (d *msDuration) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("milliseconds: %w", err)
+	}
+	*d = msDuration(time.Duration(math.Round(ms*1000)) * time.Microsecond)
+	return nil
+}
+
 func (d msDuration) dur() time.Duration { return time.Duration(d) }
+
+// failed reports whether a run or the scale run failed with reasons to
+// report.
+func (rep *benchReport) failed() bool {
+	for _, r := range rep.Runs {
+		if r.SyncFailed || len(r.Failures) > 0 {
+			return true
+		}
+	}
+	return rep.Scale != nil && (rep.Scale.SyncFailed || len(rep.Scale.Failures) > 0)
+}
 
 func findRun(runs []runReport, mode string) *runReport {
 	for i := range runs {
@@ -919,6 +1006,9 @@ func (rep *benchReport) finish(o Options) {
 			Goal:   fmt.Sprintf("burst of %d deletes fully repaired in under 15s", burstRun.Drifts),
 			Met:    burstRun.Repaired == burstRun.Drifts && burstRun.Elapsed.dur() < 15*time.Second,
 			Actual: fmt.Sprintf("%s (%d/%d)", fmtDur(burstRun.Elapsed.dur()), burstRun.Repaired, burstRun.Drifts)})
+		if g, ok := apiserverGoal(burstRun); ok {
+			rep.Targets = append(rep.Targets, g)
+		}
 	}
 	if rep.Scale != nil {
 		rep.Targets = append(rep.Targets, benchGoal{
@@ -933,6 +1023,34 @@ func (rep *benchReport) finish(o Options) {
 		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
 		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes.")
 	}
+	if burstRun != nil && len(burstRun.APIServer) > 0 {
+		rep.Notes = append(rep.Notes, "apiserver: each local apiserver's own apiserver_request_duration_seconds (/metrics) scraped before and after the burst and subtracted, over every client (the hub, the drift client, the raw watch); mutating: POST, PUT, PATCH, DELETE, APPLY; read: GET, LIST; p50 and p99 interpolated inside the histogram's buckets, as histogram_quantile does.")
+	}
+}
+
+// apiserverGoal checks the Kubernetes SLO (mutating calls p99 under 1s)
+// on every apiserver that served mutating calls during the burst.
+func apiserverGoal(r *runReport) (benchGoal, bool) {
+	g := benchGoal{Goal: fmt.Sprintf("apiserver mutating p99 under %s (Kubernetes SLO) during the burst", apiserverSLO), Met: true}
+	var worst *apiserverLatency
+	for i, l := range r.APIServer {
+		if l.Verbs != VerbsMutating || l.N == 0 {
+			continue
+		}
+		if worst == nil || l.P99 > worst.P99 {
+			worst = &r.APIServer[i]
+		}
+	}
+	switch {
+	case worst != nil:
+		g.Met = worst.P99.dur() < apiserverSLO
+		g.Actual = fmt.Sprintf("%s on %s (%d calls)", fmtDur(worst.P99.dur()), worst.Cluster, worst.N)
+	case r.APIServerError != "":
+		g.Met, g.Actual = false, "not measured: "+r.APIServerError
+	default:
+		return g, false
+	}
+	return g, true
 }
 
 // writeTable writes the report as aligned text.
@@ -981,8 +1099,22 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			}
 		}
 		for _, r := range rep.Runs {
+			if len(r.APIServer) == 0 {
+				continue
+			}
+			fmt.Fprintln(tw)
+			fmt.Fprintf(tw, "%s: each apiserver's own request latency during the run (its /metrics)\n", r.Mode)
+			fmt.Fprintln(tw, "apiserver\tverb-class\tn\tp50\tp99")
+			for _, l := range r.APIServer {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Cluster, l.Verbs, l.N, fmtDur(l.P50.dur()), fmtDur(l.P99.dur()))
+			}
+		}
+		for _, r := range rep.Runs {
 			if r.FirstError != "" {
 				fmt.Fprintf(tw, "%s: first failed drift: %s\n", r.Mode, r.FirstError)
+			}
+			if r.APIServerError != "" {
+				fmt.Fprintf(tw, "%s: apiserver latency not measured: %s\n", r.Mode, r.APIServerError)
 			}
 		}
 	}
@@ -1006,7 +1138,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(s.RSS))
 		fmt.Fprintf(tw, "heap in use after GC\t%s\n", fmtBytes(s.HeapInUse))
 		fmt.Fprintf(tw, "hub heap per managed object\t%s\n", fmtBytes(uint64(s.BytesPerObject)))
-		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), 100*s.IdleCPU.dur().Seconds()/s.IdleFor.dur().Seconds())
+		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), s.IdleCPUPercent)
 	}
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(tw)
@@ -1021,6 +1153,18 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, r := range rep.Runs {
+		what := r.Mode
+		if r.SyncFailed {
+			what += ": the hub never showed every object in sync; objects not in sync"
+		} else {
+			what += ": drifts not seen repaired"
+		}
+		writeFailures(w, what, r.Failures)
+	}
+	if s := rep.Scale; s != nil {
+		writeFailures(w, "scale: the hub never showed every object in sync; objects not in sync", s.Failures)
 	}
 	if len(rep.Notes) > 0 {
 		fmt.Fprintln(w)

@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/driftgen"
+)
+
+// compareThreshold is the relative change beyond which compare marks a
+// figure better or worse.
+const compareThreshold = 0.10
+
+// unit says how a figure is formatted and which way is better.
+type unit int
+
+const (
+	unitDuration unit = iota // lower is better
+	unitBytes                // lower is better
+	unitRate                 // per second, higher is better
+)
+
+// figure is one comparable number of a report.
+type figure struct {
+	name  string
+	unit  unit
+	value float64
+}
+
+// figures flattens a report into its comparable figures, in the order the
+// text output shows them. A latency summary without samples and a figure
+// that was not measured (zero) are left out.
+func figures(rep *benchReport) []figure {
+	var out []figure
+	dur := func(name string, d msDuration) {
+		if d > 0 {
+			out = append(out, figure{name, unitDuration, float64(d)})
+		}
+	}
+	bytes := func(name string, n float64) {
+		if n > 0 {
+			out = append(out, figure{name, unitBytes, n})
+		}
+	}
+	lat := func(prefix string, l latencyReport) {
+		if l.N == 0 {
+			return
+		}
+		dur(prefix+" p50", l.P50)
+		dur(prefix+" p95", l.P95)
+		dur(prefix+" p99", l.P99)
+		dur(prefix+" max", l.Max)
+	}
+	for _, r := range rep.Runs {
+		for _, l := range []struct {
+			name string
+			p    latencyReport
+		}{{"floor", r.Floor}, {"hub-event", r.Observed}, {"detect", r.Detect}, {"apply", r.Applied}, {"repair", r.Repair}} {
+			lat(r.Mode+" "+l.name, l.p)
+		}
+		for _, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
+			if l, ok := r.ByAction[string(a)]; ok {
+				lat(fmt.Sprintf("%s %s floor", r.Mode, a), l.Floor)
+				lat(fmt.Sprintf("%s %s detect", r.Mode, a), l.Detect)
+				lat(fmt.Sprintf("%s %s repair", r.Mode, a), l.Repair)
+			}
+		}
+		dur(r.Mode+" hub sync", r.Sync)
+		dur(r.Mode+" all repaired in", r.Elapsed)
+		if r.RepairsPerSecond > 0 {
+			out = append(out, figure{r.Mode + " repairs/s", unitRate, r.RepairsPerSecond})
+		}
+		dur(r.Mode+" cpu", r.CPU)
+		bytes(r.Mode+" peak rss", float64(r.PeakRSS))
+		for _, l := range r.APIServer {
+			if l.N == 0 {
+				continue
+			}
+			dur(fmt.Sprintf("%s apiserver %s %s p50", r.Mode, l.Cluster, l.Verbs), l.P50)
+			dur(fmt.Sprintf("%s apiserver %s %s p99", r.Mode, l.Cluster, l.Verbs), l.P99)
+		}
+	}
+	if s := rep.Scale; s != nil {
+		dur("scale initial sync", s.InitialSync)
+		bytes("scale peak rss", float64(s.PeakRSS))
+		bytes("scale steady rss", float64(s.RSS))
+		bytes("scale heap in use", float64(s.HeapInUse))
+		bytes("scale hub heap per object", s.BytesPerObject)
+		dur("scale idle cpu", s.IdleCPU)
+	}
+	return out
+}
+
+// CompareFiles is `driftwatch bench compare OLD NEW`: it reads two
+// reports written by `driftwatch bench -o json` and writes Compare's
+// table to w.
+func CompareFiles(w io.Writer, oldPath, newPath string) error {
+	old, err := readReport(oldPath)
+	if err != nil {
+		return err
+	}
+	cur, err := readReport(newPath)
+	if err != nil {
+		return err
+	}
+	return Compare(w, oldPath, old, newPath, cur)
+}
+
+func readReport(path string) (*benchReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench compare: %w", err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("bench compare: %s: not a bench report (-o json): %w", path, err)
+	}
+	if rep.Mode == "" {
+		return nil, fmt.Errorf("bench compare: %s: not a bench report (-o json): no mode", path)
+	}
+	return &rep, nil
+}
+
+// Compare writes every figure present in both reports side by side with
+// its absolute and relative change, marking changes beyond ±10% better or
+// worse (lower latency, memory and CPU are better; more repairs per second
+// are better). It is a report, not a gate: it never fails on a change.
+func Compare(w io.Writer, oldName string, old *benchReport, newName string, cur *benchReport) error {
+	fmt.Fprintf(w, "old: %s: %s\n", oldName, describeReport(old))
+	fmt.Fprintf(w, "new: %s: %s\n", newName, describeReport(cur))
+	if diffs := setupDiffs(old, cur); len(diffs) > 0 {
+		fmt.Fprintf(w, "note: the runs differ in %s: figures may not be comparable\n", strings.Join(diffs, ", "))
+	}
+	fmt.Fprintln(w)
+	olds := map[string]figure{}
+	for _, f := range figures(old) {
+		olds[f.name] = f
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\told\tnew\tchange\trelative")
+	shown, better, worse := 0, 0, 0
+	for _, n := range figures(cur) {
+		o, ok := olds[n.name]
+		if !ok {
+			continue
+		}
+		shown++
+		delta := n.value - o.value
+		rel := delta / o.value
+		mark := ""
+		if math.Abs(rel) > compareThreshold {
+			improved := delta < 0
+			if n.unit == unitRate {
+				improved = delta > 0
+			}
+			if improved {
+				mark, better = "better", better+1
+			} else {
+				mark, worse = "worse", worse+1
+			}
+		}
+		// The last column is padded by hand: tabwriter pads only cells
+		// that end in a tab, and a trailing tab would pad every line.
+		relative := strings.TrimRight(fmt.Sprintf("%-8s  %s", fmt.Sprintf("%+.1f%%", 100*rel), mark), " ")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.name, formatFigure(n.unit, o.value), formatFigure(n.unit, n.value), formatChange(n.unit, delta), relative)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d figures in both reports: %d better, %d worse, %d within ±%.0f%%\n", shown, better, worse, shown-better-worse, 100*compareThreshold)
+	for _, r := range []struct {
+		name string
+		rep  *benchReport
+	}{{"old", old}, {"new", cur}} {
+		for _, g := range r.rep.Targets {
+			if !g.Met {
+				fmt.Fprintf(w, "%s: target MISSED: %s (%s)\n", r.name, g.Goal, g.Actual)
+			}
+		}
+	}
+	return nil
+}
+
+// describeReport is one line saying what a report measured.
+func describeReport(rep *benchReport) string {
+	s := fmt.Sprintf("--mode %s, %d cluster(s) x %d objects, seed %d", rep.Mode, rep.Clusters, rep.ObjectsPerCluster, rep.Seed)
+	if rep.Drifts > 0 {
+		s += fmt.Sprintf(", %d drifts at %g/s per cluster", rep.Drifts, rep.Rate)
+	}
+	if rep.Burst > 0 {
+		s += fmt.Sprintf(", burst %d", rep.Burst)
+	}
+	s += fmt.Sprintf(", %d CPUs", rep.CPUs)
+	if rep.LoadBefore != "" {
+		s += ", load before " + rep.LoadBefore
+	}
+	return s
+}
+
+// setupDiffs names the settings in which two reports differ.
+func setupDiffs(a, b *benchReport) []string {
+	var d []string
+	add := func(name string, differ bool) {
+		if differ {
+			d = append(d, name)
+		}
+	}
+	add("mode", a.Mode != b.Mode)
+	add("clusters", a.Clusters != b.Clusters)
+	add("objects", a.ObjectsPerCluster != b.ObjectsPerCluster)
+	add("drift schedule", a.Schedule != b.Schedule)
+	add("rate", a.Rate != b.Rate)
+	add("burst", a.Burst != b.Burst)
+	add("poll interval", a.PollInterval != b.PollInterval)
+	add("hub qps", a.QPS != b.QPS)
+	add("hub workers", a.Workers != b.Workers)
+	add("cpus", a.CPUs != b.CPUs)
+	return d
+}
+
+func formatFigure(u unit, v float64) string {
+	switch u {
+	case unitDuration:
+		return fmtDur(time.Duration(v))
+	case unitBytes:
+		return fmtBytes(uint64(math.Round(v)))
+	default:
+		return fmt.Sprintf("%.1f/s", v)
+	}
+}
+
+// formatChange formats a signed difference in the figure's unit.
+func formatChange(u unit, d float64) string {
+	if d == 0 {
+		return "0"
+	}
+	sign := "+"
+	if d < 0 {
+		sign = "-"
+	}
+	return sign + formatFigure(u, math.Abs(d))
+}

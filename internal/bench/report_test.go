@@ -1,0 +1,388 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
+)
+
+// updateGoldenEnv names the environment variable that rewrites golden files:
+// DRIFTWATCH_UPDATE_GOLDEN=1 go test ./internal/bench/
+const updateGoldenEnv = "DRIFTWATCH_UPDATE_GOLDEN"
+
+// golden compares got with testdata/<name>, or rewrites the file when
+// DRIFTWATCH_UPDATE_GOLDEN=1.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if os.Getenv(updateGoldenEnv) == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with %s=1 to create it): %v", updateGoldenEnv, err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(gl), len(wl)) {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Fatalf("%s differs from the golden file at line %d (run with %s=1 to update):\n got: %q\nwant: %q\n\nfull output:\n%s",
+				path, i+1, updateGoldenEnv, g, w, got)
+		}
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	inf := math.Inf(+1)
+	for _, tc := range []struct {
+		name string
+		h    Histogram
+		q    float64
+		want float64
+	}{
+		// rank 20 falls in (0.1, 0.2] holding 20: halfway.
+		{"p50 interpolates", Histogram{40, map[float64]uint64{0.1: 10, 0.2: 30, 0.4: 40, inf: 40}}, 0.5, 0.15},
+		// rank 39.6 falls in (0.2, 0.4] holding 10, 9.6 into it.
+		{"p99 interpolates", Histogram{40, map[float64]uint64{0.1: 10, 0.2: 30, 0.4: 40, inf: 40}}, 0.99, 0.392},
+		{"+Inf bucket absent", Histogram{40, map[float64]uint64{0.1: 10, 0.2: 30, 0.4: 40}}, 0.5, 0.15},
+		{"first bucket from zero", Histogram{10, map[float64]uint64{0.1: 10}}, 0.5, 0.05},
+		{"rank in +Inf gives the highest bound", Histogram{20, map[float64]uint64{0.1: 10, inf: 20}}, 0.99, 0.1},
+	} {
+		if got := tc.h.Quantile(tc.q); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := (Histogram{}).Quantile(0.5); !math.IsNaN(got) {
+		t.Errorf("empty histogram: got %v, want NaN", got)
+	}
+}
+
+// metricsText is an exposition with two mutating series, a read series and
+// a WATCH series (left out), each with the apiserver's first buckets.
+func metricsText(postFast, postSlow, applySlow, gets uint64) string {
+	series := func(verb string, fast, slow uint64) string {
+		var b strings.Builder
+		for _, l := range []struct {
+			le string
+			n  uint64
+		}{{"0.005", fast}, {"0.025", fast}, {"0.1", fast + slow}, {"1", fast + slow}, {"+Inf", fast + slow}} {
+			b.WriteString(`apiserver_request_duration_seconds_bucket{component="apiserver",resource="deployments",verb="` + verb + `",le="` + l.le + `"} ` + itoa(l.n) + "\n")
+		}
+		b.WriteString(`apiserver_request_duration_seconds_sum{component="apiserver",resource="deployments",verb="` + verb + `"} 1` + "\n")
+		b.WriteString(`apiserver_request_duration_seconds_count{component="apiserver",resource="deployments",verb="` + verb + `"} ` + itoa(fast+slow) + "\n")
+		return b.String()
+	}
+	return "# HELP apiserver_request_duration_seconds Response latency.\n# TYPE apiserver_request_duration_seconds histogram\n" +
+		series("POST", postFast, postSlow) + series("APPLY", 0, applySlow) + series("GET", gets, 0) + series("WATCH", 0, 99) +
+		"# HELP other_total x\n# TYPE other_total counter\nother_total 3\n"
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func TestParseRequestDurationsAndDelta(t *testing.T) {
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	before, err := ParseRequestDurations(strings.NewReader(metricsText(10, 0, 0, 5)), format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ParseRequestDurations(strings.NewReader(metricsText(10, 60, 40, 25)), format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after[VerbsMutating].Count; got != 110 {
+		t.Errorf("mutating count %d, want 110 (POST and APPLY, not WATCH)", got)
+	}
+	rows := apiserverLatencies([]string{"c1", "c2"}, map[string]RequestDurations{"c1": before}, map[string]RequestDurations{"c1": after})
+	if len(rows) != 4 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	// 100 new mutating calls, all in (0.025, 0.1]: p50 at rank 50 halfway.
+	m := rows[0]
+	if m.Cluster != "c1" || m.Verbs != VerbsMutating || m.N != 100 {
+		t.Fatalf("mutating row: %+v", m)
+	}
+	if want := msDuration(62500 * time.Microsecond); m.P50 != want {
+		t.Errorf("mutating p50 %v, want %v", m.P50.dur(), want.dur())
+	}
+	if want := msDuration(99250 * time.Microsecond); m.P99 != want {
+		t.Errorf("mutating p99 %v, want %v", m.P99.dur(), want.dur())
+	}
+	// 20 new reads, all at or below 5ms.
+	if r := rows[1]; r.Verbs != VerbsRead || r.N != 20 || r.P50 != msDuration(2500*time.Microsecond) {
+		t.Errorf("read row: %+v", r)
+	}
+	if r := rows[2]; r.Cluster != "c2" || r.N != 0 || r.P99 != 0 {
+		t.Errorf("unscraped cluster row: %+v", r)
+	}
+
+	g, ok := apiserverGoal(&runReport{APIServer: rows})
+	if !ok || !g.Met || !strings.Contains(g.Actual, "99.2ms on c1 (100 calls)") {
+		t.Errorf("goal: %+v %v", g, ok)
+	}
+	rows[0].P99 = msDuration(1500 * time.Millisecond)
+	if g, _ := apiserverGoal(&runReport{APIServer: rows}); g.Met {
+		t.Errorf("1.5s p99 met the SLO: %+v", g)
+	}
+	if g, ok := apiserverGoal(&runReport{APIServerError: "cluster \"c1\": scrape: 403 Forbidden"}); !ok || g.Met {
+		t.Errorf("failed scrape: %+v %v", g, ok)
+	}
+	if _, ok := apiserverGoal(&runReport{}); ok {
+		t.Error("a run without apiserver figures has a goal")
+	}
+}
+
+// failureSnapshot is a hub snapshot where c1 is synced and c2 unreachable,
+// with one failed NodeID on each.
+func failureSnapshot() (*hub.Snapshot, hub.NodeID, hub.NodeID, hub.NodeID) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+	failed := hub.NewNodeID("c1", "bench", "a00001", hub.KindDeployment)
+	gone := hub.NewNodeID("c2", "bench", "a00002", hub.KindConfigMap)
+	missing := hub.NewNodeID("c2", "bench", "a00003", hub.KindService)
+	snap := &hub.Snapshot{
+		Clusters: []hub.ClusterStatus{
+			{ClusterHealth: hub.ClusterHealth{Cluster: "c1", State: hub.ClusterSynced}},
+			{ClusterHealth: hub.ClusterHealth{Cluster: "c2", State: hub.ClusterUnreachable, LastError: "cluster c2: dial tcp 127.0.0.1:1: connection refused"}},
+		},
+		Nodes: []hub.NodeStatus{
+			{ID: failed, Status: hub.StatusFailed, Reason: "apply: admission webhook denied",
+				Timeline: []hub.TimelineEntry{{At: at.Add(-time.Second), Step: hub.StepClassified}, {At: at, Step: hub.StepFailed, Detail: "admission webhook denied"}}},
+			{ID: gone, Status: hub.StatusDrifted},
+		},
+	}
+	// Snapshot.Node searches Nodes sorted by NodeID text.
+	slices.SortFunc(snap.Nodes, func(a, b hub.NodeStatus) int { return strings.Compare(a.ID.String(), b.ID.String()) })
+	return snap, failed, gone, missing
+}
+
+func TestExplainFailures(t *testing.T) {
+	snap, failed, gone, missing := failureSnapshot()
+	t0 := time.Date(2025, 1, 2, 3, 4, 0, 0, time.UTC)
+	ok := hub.NewNodeID("c1", "bench", "a00004", hub.KindDeployment)
+	samples := []Sample{
+		{Step: Step{Target: Target{ID: ok}, Action: driftgen.ActionScale}, Start: t0, Floor: t0, Detect: t0, Applied: t0, Repair: t0},
+		{Step: Step{Target: Target{ID: failed}, Action: driftgen.ActionImage}, Start: t0, Floor: t0, Observed: t0, Detect: t0},
+		{Step: Step{Target: Target{ID: gone}, Action: driftgen.ActionDelete}, Start: t0, Err: errors.New("delete: connection refused")},
+		{Step: Step{Target: Target{ID: missing}, Action: driftgen.ActionUnlabel}, Start: t0},
+	}
+	got := explainFailures(samples, snap)
+	want := []failureReport{
+		{Cluster: "c1", NodeID: failed.String(), Action: "image", Seen: "floor, hub-event, detect",
+			HubStatus: "failed", HubReason: "apply: admission webhook denied", LastStep: "repair failed: admission webhook denied at 03:04:05.600",
+			ClusterState: "synced"},
+		{Cluster: "c2", NodeID: gone.String(), Action: "delete", DriftError: "delete: connection refused", Seen: "nothing",
+			HubStatus: "drifted", ClusterState: "unreachable", ClusterError: "cluster c2: dial tcp 127.0.0.1:1: connection refused"},
+		{Cluster: "c2", NodeID: missing.String(), Action: "unlabel", Seen: "nothing",
+			HubStatus: "not in the hub's snapshot", ClusterState: "unreachable", ClusterError: "cluster c2: dial tcp 127.0.0.1:1: connection refused"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("failures:\n got %+v\nwant %+v", got, want)
+	}
+
+	// A hub that never synced: every object not in sync, no drift action.
+	specs := []hub.NodeSpec{{ID: failed}, {ID: gone}, {ID: ok}}
+	snap.Nodes = append(snap.Nodes, hub.NodeStatus{ID: ok, Status: hub.StatusInSync})
+	slices.SortFunc(snap.Nodes, func(a, b hub.NodeStatus) int { return strings.Compare(a.ID.String(), b.ID.String()) })
+	unsynced := explainUnsynced(specs, snap)
+	if len(unsynced) != 2 || unsynced[0].NodeID != failed.String() || unsynced[1].ClusterState != "unreachable" || unsynced[0].Action != "" {
+		t.Fatalf("unsynced: %+v", unsynced)
+	}
+
+	// Both outputs carry them: the table, and JSON.
+	rep := testReport(ModeWatch)
+	rep.Runs[0].Failures = got
+	var text bytes.Buffer
+	if err := rep.writeTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"watch: drifts not seen repaired: 3", failed.String(), "repair failed: admission webhook denied at 03:04:05.600",
+		"drift call: delete: connection refused", "not in the hub's snapshot", "unreachable", "dial tcp 127.0.0.1:1"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, &text)
+		}
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"failures":[`, `"hubStatus":"failed"`, `"clusterError":"cluster c2: dial tcp`, `"lastStep":"repair failed`} {
+		if !bytes.Contains(js, []byte(s)) {
+			t.Errorf("json lacks %s: %s", s, js)
+		}
+	}
+
+	// The table lists failuresShown, then says how many more.
+	many := make([]failureReport, failuresShown+5)
+	for i := range many {
+		many[i] = got[0]
+	}
+	var b bytes.Buffer
+	writeFailures(&b, "burst: drifts not seen repaired", many)
+	if n := strings.Count(b.String(), failed.String()); n != failuresShown || !strings.Contains(b.String(), "... and 5 more (all of them in -o json)") {
+		t.Errorf("%d rows:\n%s", n, &b)
+	}
+}
+
+// testLatency is a latency summary built from base, microsecond-exact.
+func testLatency(n int, base time.Duration) latencyReport {
+	return latencyReport{N: n, P50: msDuration(base), P95: msDuration(2 * base), P99: msDuration(3 * base), Max: msDuration(4*base + 7*time.Microsecond)}
+}
+
+// testRun is a run with every figure set.
+func testRun(mode string, drifts int, base time.Duration) runReport {
+	r := runReport{Mode: mode, Drifts: drifts, Repaired: drifts - 1, Failed: 1, FirstError: "delete: not found",
+		Floor: testLatency(drifts, base), Observed: testLatency(drifts, base+100*time.Microsecond), Detect: testLatency(drifts, base+200*time.Microsecond),
+		Applied: testLatency(drifts, 3*base), Repair: testLatency(drifts, 4*base),
+		Sync: msDuration(1234567 * time.Microsecond), Issue: msDuration(9876543 * time.Microsecond), Elapsed: msDuration(10123456 * time.Microsecond),
+		RepairsPerSecond: float64(drifts-1) / 10.123456, CPU: msDuration(4321 * time.Millisecond), PeakRSS: 123 << 20,
+		ByAction: map[string]actionReport{},
+	}
+	for i, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
+		d := time.Duration(i+1) * time.Millisecond
+		r.ByAction[string(a)] = actionReport{Floor: testLatency(drifts/4, base+d), Detect: testLatency(drifts/4, base+2*d), Repair: testLatency(drifts/4, 4*base+d)}
+	}
+	if mode == ModeBurst {
+		r.TimedOut = true
+		r.APIServer = []apiserverLatency{
+			{Cluster: "c1", Verbs: VerbsMutating, N: 2103, P50: msDuration(12345 * time.Microsecond), P99: msDuration(456789 * time.Microsecond)},
+			{Cluster: "c1", Verbs: VerbsRead, N: 420, P50: msDuration(3210 * time.Microsecond), P99: msDuration(24680 * time.Microsecond)},
+			{Cluster: "c2", Verbs: VerbsMutating, N: 3, P50: msDuration(4 * time.Millisecond), P99: msDuration(9 * time.Millisecond)},
+			{Cluster: "c2", Verbs: VerbsRead, N: 0},
+		}
+	}
+	r.Failures = []failureReport{{Cluster: "c1", NodeID: "c1:bench/a00001:Deployment", Action: "delete", DriftError: "delete: not found", Seen: "nothing",
+		HubStatus: "in-sync", LastStep: "repair verified at 03:04:05.000", ClusterState: "synced"}}
+	return r
+}
+
+// testReport is a report of mode with every figure the mode has set, as
+// Run builds it (finish included).
+func testReport(mode string) *benchReport {
+	o := Options{Mode: mode, Clusters: 2, Objects: 300, Drifts: 200, Rate: 20, Interval: 10 * time.Second, Burst: 1000, Seed: 7, Output: "json", Idle: 5 * time.Second}
+	rep := &benchReport{Mode: mode, Clusters: 2, ObjectsPerCluster: 300, Mix: objectMix{120, 100, 80}, Seed: 7, QPS: 0, Workers: 4,
+		CPUs: 2, LoadBefore: "0.52 0.61 0.70"}
+	if mode == ModeScale {
+		rep.Scale = &scaleReport{Objects: 600, Mix: objectMix{240, 200, 160}, Precreate: msDuration(3456789 * time.Microsecond),
+			InitialSync: msDuration(2345678 * time.Microsecond), PeakRSS: 300 << 20, RSS: 250 << 20, HeapInUse: 90 << 20,
+			BytesPerObject: 12143.5, IdleCPU: msDuration(123456 * time.Microsecond), IdleFor: msDuration(5 * time.Second),
+			IdleCPUPercent: 2.46912, SyncFailed: true,
+			Failures: []failureReport{{Cluster: "c2", NodeID: "c2:bench/a00002:ConfigMap", HubStatus: "unknown", ClusterState: "connecting", ClusterError: "cluster c2: list configmaps: timeout"}}}
+	} else {
+		rep.Drifts, rep.Rate, rep.Schedule = 200, 20, "3f2a9c01"
+		if mode == ModeWatch || mode == ModeAll {
+			rep.Runs = append(rep.Runs, testRun(ModeWatch, 200, 2*time.Millisecond))
+		}
+		if mode == ModePoll || mode == ModeAll {
+			rep.Runs = append(rep.Runs, testRun(ModePoll, 200, 4*time.Second))
+		}
+		if mode == ModeBurst || mode == ModeAll {
+			rep.Runs = append(rep.Runs, testRun(ModeBurst, 1000, 900*time.Millisecond))
+		}
+	}
+	rep.finish(o)
+	return rep
+}
+
+// TestJSONCompleteEveryMode: for a report of each mode, -o json carries
+// every figure the table prints: the table of the report decoded from the
+// JSON is the table of the report, and the decoded report equals it.
+func TestJSONCompleteEveryMode(t *testing.T) {
+	for _, mode := range []string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale} {
+		t.Run(mode, func(t *testing.T) {
+			rep := testReport(mode)
+			js, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back benchReport
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			var want, got bytes.Buffer
+			if err := rep.writeTable(&want); err != nil {
+				t.Fatal(err)
+			}
+			if err := back.writeTable(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("the table from the JSON differs:\n%s\nwant:\n%s", &got, &want)
+			}
+			if !reflect.DeepEqual(&back, rep) {
+				t.Errorf("the JSON does not carry the whole report:\n got %+v\nwant %+v", back, *rep)
+			}
+			// Sanity: the figures of the mode are there.
+			for _, s := range map[string][]string{
+				ModeWatch: {"watch by action", "watch detect p99 / floor p99"},
+				ModePoll:  {"poll", "resync alone"},
+				ModeBurst: {"burst: each apiserver's own request latency", "apiserver mutating p99 under 1s (Kubernetes SLO) during the burst  met"},
+				ModeAll:   {"poll detect p50 / watch detect p50", "apiserver  verb-class  n"},
+				ModeScale: {"hub heap per managed object", "2.47% of a core", "scale: the hub never showed every object in sync"},
+			}[mode] {
+				if !strings.Contains(want.String(), s) {
+					t.Errorf("table lacks %q:\n%s", s, &want)
+				}
+			}
+		})
+	}
+}
+
+// TestCompareGolden compares two fixed reports of --mode all
+// (testdata/compare-old.json, compare-new.json) and two of --mode scale.
+func TestCompareGolden(t *testing.T) {
+	for _, tc := range []struct {
+		old, new, golden string
+		want             []string
+	}{
+		{"compare-old.json", "compare-new.json", "compare-all.golden",
+			[]string{"watch detect p99", "worse", "better", "burst apiserver c1 mutating p99", "burst repairs/s", "old: target MISSED"}},
+		{"compare-scale-old.json", "compare-scale-new.json", "compare-scale.golden",
+			[]string{"scale hub heap per object", "note: the runs differ in objects"}},
+	} {
+		var out bytes.Buffer
+		if err := CompareFiles(&out, filepath.Join("testdata", tc.old), filepath.Join("testdata", tc.new)); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.golden, out.Bytes())
+		for _, s := range tc.want {
+			if !strings.Contains(out.String(), s) {
+				t.Errorf("%s lacks %q", tc.golden, s)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := CompareFiles(&out, filepath.Join("testdata", "compare-old.json"), filepath.Join("testdata", "nope.json")); err == nil {
+		t.Error("a missing report compared")
+	}
+	if err := CompareFiles(&out, filepath.Join("testdata", "compare-all.golden"), filepath.Join("testdata", "compare-new.json")); err == nil || !strings.Contains(err.Error(), "not a bench report") {
+		t.Errorf("a text file compared: %v", err)
+	}
+}
