@@ -30,6 +30,11 @@ import (
 // `driftwatch -f PATH` in this process: the child on the pseudo-terminal.
 const tuiChildEnv = "DRIFTWATCH_TUI_CHILD"
 
+// noExitSleep keeps a -race child from sleeping a second at exit (the race
+// runtime's atexit_sleep_ms defaults to 1000): the exit budget is the
+// program's, not the race detector's.
+const noExitSleep = "GORACE=atexit_sleep_ms=0"
+
 // hangupExitBudget is how long the TUI mode may take to exit once its
 // terminal is gone (the issue's bar).
 const hangupExitBudget = 2 * time.Second
@@ -74,7 +79,7 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 			logPath := filepath.Join(dir, "tui.log")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestTUIEndsWithItsTerminal$", "-test.timeout=5m")
 			cmd.Env = append(os.Environ(), tuiChildEnv+"="+path, "DRIFTWATCH_TUI_LOG="+logPath,
-				"XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+				"XDG_STATE_HOME="+dir, "TERM=xterm-256color", noExitSleep)
 			ptmx, tty := openPTY(t)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			if tc.controlling {
@@ -260,7 +265,7 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 	bins := lctest.BinDir(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoEndsWithItsTerminal$", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, app.EnvBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, app.EnvBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color", noExitSleep)
 	ptmx, tty := openPTY(t)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
