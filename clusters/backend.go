@@ -150,14 +150,18 @@ func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstruc
 // DetectDrift classifies how st's live object differs from spec (see
 // drift.Classify). It does not call the apiserver.
 func (m *Manager) DetectDrift(_ context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
-	if spec.Object == nil {
+	desired, err := spec.Object()
+	if err != nil {
+		return hub.Drift{}, m.callError("compare", spec, err)
+	}
+	if desired == nil {
 		return hub.Drift{}, m.callError("compare", spec, errors.New("no desired object"))
 	}
 	live, err := m.liveOf(spec, st)
 	if err != nil {
 		return hub.Drift{}, err
 	}
-	return drift.Classify(spec.Object, live, m.cfg.ManagedBy), nil
+	return drift.Classify(desired, live, m.cfg.ManagedBy), nil
 }
 
 // Attribute GETs the live object's managedFields and says which field
@@ -213,11 +217,11 @@ func fieldOwners(entries []metav1.ManagedFieldsEntry) ([]drift.FieldOwner, error
 	return owners, nil
 }
 
-// Repair makes spec's object match spec.Object again. When d lists entries
+// Repair makes spec's object match spec.Body again. When d lists entries
 // someone added inside what we own, it first GETs the object, classifies it
 // again for current JSON pointers and removes those entries with a JSON
 // patch guarded by the resourceVersion it read (server-side apply alone
-// would keep them). Then it server-side applies spec.Object with field
+// would keep them). Then it server-side applies spec.Body with field
 // manager hub.FieldManager: without force first; on a conflict it records
 // the conflicts and applies with force. A missing namespace is created.
 //
@@ -231,7 +235,7 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	if err != nil {
 		return res, m.callError("apply", spec, err)
 	}
-	if spec.Object == nil {
+	if len(spec.Body) == 0 {
 		return res, m.callError("apply", spec, errors.New("no desired object"))
 	}
 	c := m.clientset()
@@ -328,7 +332,11 @@ func (m *Manager) removeAdded(ctx context.Context, c kubernetes.Interface, kind 
 		return false, m.callError("convert", spec, err)
 	}
 	var pointers []string
-	for _, f := range drift.Classify(spec.Object, live, m.cfg.ManagedBy).Fields {
+	desired, err := spec.Object()
+	if err != nil {
+		return false, m.callError("compare", spec, err)
+	}
+	for _, f := range drift.Classify(desired, live, m.cfg.ManagedBy).Fields {
 		if f.Added && f.Pointer != "" {
 			pointers = append(pointers, f.Pointer)
 		}
@@ -382,14 +390,11 @@ func pointerLess(a, b string) bool {
 	return len(as) < len(bs)
 }
 
-// apply server-side applies spec.Object: without force first, then with
+// apply server-side applies spec.Body: without force first, then with
 // force on a conflict (returning the conflicts it took over); a missing
 // namespace is created first.
 func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec) (runtime.Object, []hub.Conflict, error) {
-	body, err := json.Marshal(spec.Object.Object)
-	if err != nil {
-		return nil, nil, m.callError("encode", spec, err)
-	}
+	body := spec.Body
 	kc := kind.client(c, spec.Namespace)
 	patch := func(force bool) (runtime.Object, error) {
 		return kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force})

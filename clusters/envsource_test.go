@@ -60,7 +60,7 @@ func TestEnvSourceRepair(t *testing.T) {
 		map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "db", "key": "password"}}},
 		map[string]any{"name": "MODE", "value": "production"},
 	}
-	if got := containerEnv(t, spec.Object.Object); !reflect.DeepEqual(got, wantEnv) {
+	if got := containerEnv(t, desiredOf(t, spec).Object); !reflect.DeepEqual(got, wantEnv) {
 		t.Fatalf("desired env = %s, want %s", jsonText(got), jsonText(wantEnv))
 	}
 
@@ -305,4 +305,14 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// desiredOf decodes a spec's desired object.
+func desiredOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
+	t.Helper()
+	u, err := s.Object()
+	if err != nil || u == nil {
+		t.Fatalf("%s: desired object: %v (nil %t)", s.ID, err, u == nil)
+	}
+	return u
 }

@@ -313,7 +313,7 @@ func TestBackend(t *testing.T) {
 	unstructured.RemoveNestedField(obj.Object, "status")
 	unstructured.RemoveNestedField(obj.Object, "spec", "template", "spec", "containers")
 	_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}, "spec", "template", "spec", "containers")
-	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Object: obj}
+	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Body: hub.MustEncodeBody(obj)}
 
 	// read, classify and repair in one step, as the loop does.
 	readDetect := func(t *testing.T, fresh bool) (hub.State, hub.Drift) {

@@ -120,7 +120,7 @@ func TestRemoveApplyPairOnCancel(t *testing.T) {
 		},
 		"data": map[string]any{"LOG_LEVEL": "info"},
 	}}
-	spec := hub.NodeSpec{ID: id, Namespace: "pair", Name: "settings", Kind: hub.KindConfigMap, Object: obj}
+	spec := hub.NodeSpec{ID: id, Namespace: "pair", Name: "settings", Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
 	ctx := t.Context()
 	// Create it, then someone adds a key: drift with an added entry.
 	st, err := be.ReadState(ctx, spec, true)

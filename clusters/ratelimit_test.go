@@ -403,7 +403,7 @@ func configMapSpec() hub.NodeSpec {
 		"metadata": map[string]any{"name": "web", "namespace": "shop"},
 		"data":     map[string]any{"k": "v"},
 	}}
-	return hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "web", hub.KindConfigMap), Namespace: "shop", Name: "web", Kind: hub.KindConfigMap, Object: obj}
+	return hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "web", hub.KindConfigMap), Namespace: "shop", Name: "web", Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
 }
 
 // tooMany answers like APF rejecting a request: 429, Retry-After, plain
@@ -547,7 +547,7 @@ func TestClientLimiterRealAPF(t *testing.T) {
 				"metadata": map[string]any{"name": name, "namespace": "burst", "labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
 				"data":     map[string]any{"i": fmt.Sprint(i)},
 			}}
-			spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "burst", name, hub.KindConfigMap), Namespace: "burst", Name: name, Kind: hub.KindConfigMap, Object: obj}
+			spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "burst", name, hub.KindConfigMap), Namespace: "burst", Name: name, Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
 			if _, err := be.Repair(t.Context(), spec, hub.State{}, hub.Drift{}); err != nil {
 				errs <- err
 			}

@@ -67,6 +67,7 @@ func sortSpecs(specs []hub.NodeSpec) {
 // compileApp builds the objects of one application on one cluster.
 func compileApp(c *Config, a Application, info ClusterInfo) []hub.NodeSpec {
 	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info)}
+	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
 	specs := []hub.NodeSpec{b.deployment()}
 	if a.Service != nil {
 		specs = append(specs, b.service())
@@ -83,6 +84,15 @@ type appBuilder struct {
 	app     Application
 	cluster string
 	policy  hub.Policy
+	// resource is the NodeID resource (namespace/name) the app's specs
+	// share: one string per app, not one per kind, in every NodeID the
+	// hub keeps.
+	resource string
+}
+
+// id returns the NodeID of the app's object of the given kind.
+func (b appBuilder) id(kind hub.Kind) hub.NodeID {
+	return hub.NodeID{Cluster: b.cluster, Resource: b.resource, Kind: kind}
 }
 
 // meta returns the object metadata every kind shares, for the given NodeID.
@@ -123,9 +133,9 @@ func (b appBuilder) hubID() string {
 // spec wraps a typed object into a NodeSpec.
 func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Duration) hub.NodeSpec {
 	a := b.app
-	u := toUnstructured(obj)
+	body := hub.MustEncodeBody(toUnstructured(obj))
 	return hub.NodeSpec{
-		ID:               hub.NewNodeID(b.cluster, a.Namespace, a.ID, kind),
+		ID:               b.id(kind),
 		Namespace:        a.Namespace,
 		Name:             a.ID,
 		Kind:             kind,
@@ -133,14 +143,14 @@ func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Durati
 		Tenancy:          a.Tenancy,
 		Policy:           b.policy,
 		ProgressDeadline: deadline,
-		Object:           u,
-		Hash:             hashObject(u),
+		Body:             body,
+		Hash:             hashBody(body),
 	}
 }
 
 func (b appBuilder) deployment() hub.NodeSpec {
 	a := b.app
-	id := hub.NewNodeID(b.cluster, a.Namespace, a.ID, hub.KindDeployment)
+	id := b.id(hub.KindDeployment)
 	selector := map[string]string{hub.AppLabel: a.ID}
 
 	podLabels := maps.Clone(a.Labels)
@@ -209,7 +219,7 @@ func (b appBuilder) deployment() hub.NodeSpec {
 
 func (b appBuilder) service() hub.NodeSpec {
 	a := b.app
-	id := hub.NewNodeID(b.cluster, a.Namespace, a.ID, hub.KindService)
+	id := b.id(hub.KindService)
 	s := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: b.meta(id),
@@ -231,7 +241,7 @@ func (b appBuilder) service() hub.NodeSpec {
 
 func (b appBuilder) configMap() hub.NodeSpec {
 	a := b.app
-	id := hub.NewNodeID(b.cluster, a.Namespace, a.ID, hub.KindConfigMap)
+	id := b.id(hub.KindConfigMap)
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta(id),
@@ -301,13 +311,9 @@ func pruneValue(v any) bool {
 	return false
 }
 
-// hashObject is the SHA-256 (hex) of the object's JSON, whose map keys
+// hashBody is the SHA-256 (hex) of the object's JSON, whose map keys
 // encoding/json writes sorted.
-func hashObject(u *unstructured.Unstructured) string {
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		panic(fmt.Sprintf("config: marshal %s: %v", u.GetKind(), err))
-	}
+func hashBody(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -21,7 +21,7 @@ func renderSpecs(t *testing.T, specs []hub.NodeSpec) []byte {
 	t.Helper()
 	var b strings.Builder
 	for i, s := range specs {
-		y, err := yaml.Marshal(s.Object.Object)
+		y, err := yaml.Marshal(desiredOf(t, s).Object)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestCompileInvariants(t *testing.T) {
 	}
 	for _, s := range specs {
 		t.Run(s.ID.String(), func(t *testing.T) {
-			o := s.Object
+			o := desiredOf(t, s)
 			if got := o.GetLabels()[hub.ManagedByLabel]; got != cfg.Hub.ManagedBy {
 				t.Errorf("managed-by label = %q, want %q", got, cfg.Hub.ManagedBy)
 			}
@@ -97,8 +97,13 @@ func TestCompileInvariants(t *testing.T) {
 			if strings.ToLower(o.GetKind()) != string(s.Kind) || o.GetAPIVersion() == "" {
 				t.Errorf("apiVersion/kind = %q/%q for %s", o.GetAPIVersion(), o.GetKind(), s.Kind)
 			}
-			if s.Hash != hashObject(o) || len(s.Hash) != 64 {
-				t.Errorf("Hash = %q, want the object's sha256", s.Hash)
+			if s.Hash != hashBody(s.Body) || len(s.Hash) != 64 {
+				t.Errorf("Hash = %q, want the body's sha256", s.Hash)
+			}
+			// The body round-trips: decoding and encoding again gives the
+			// same bytes, so the hash is the object's.
+			if again := hub.MustEncodeBody(o); string(again) != string(s.Body) {
+				t.Errorf("body does not round-trip:\n%s\n%s", s.Body, again)
 			}
 			checkNoArtefacts(t, "", o.Object)
 			if _, ok := o.Object["status"]; ok {
@@ -153,14 +158,14 @@ func TestServiceSelectorIsMinimal(t *testing.T) {
 			continue
 		}
 		n++
-		sel, _, err := unstructured.NestedStringMap(s.Object.Object, "spec", "selector")
+		sel, _, err := unstructured.NestedStringMap(desiredOf(t, s).Object, "spec", "selector")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := map[string]string{hub.AppLabel: s.Application}; !maps.Equal(sel, want) {
 			t.Errorf("%s selector = %v, want %v", s.ID, sel, want)
 		}
-		if len(s.Object.GetLabels()) <= len(sel) {
+		if len(desiredOf(t, s).GetLabels()) <= len(sel) {
 			t.Errorf("%s: test needs objects with more labels than the selector", s.ID)
 		}
 	}
@@ -194,10 +199,10 @@ func TestCompileShapes(t *testing.T) {
 			kinds: []hub.Kind{hub.KindDeployment},
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
 				d := objs[hub.KindDeployment]
-				wantNested(t, d.Object, int64(1), "spec", "replicas")
-				wantAbsent(t, d.Object, "spec", "progressDeadlineSeconds")
-				wantAbsent(t, d.Object, "spec", "template", "metadata", "annotations")
-				wantAbsent(t, d.Object, "spec", "strategy")
+				wantNested(t, desiredOf(t, d), int64(1), "spec", "replicas")
+				wantAbsent(t, desiredOf(t, d), "spec", "progressDeadlineSeconds")
+				wantAbsent(t, desiredOf(t, d), "spec", "template", "metadata", "annotations")
+				wantAbsent(t, desiredOf(t, d), "spec", "strategy")
 				if d.ProgressDeadline != 600*time.Second {
 					t.Errorf("ProgressDeadline = %v, want Kubernetes' default 600s", d.ProgressDeadline)
 				}
@@ -215,8 +220,8 @@ func TestCompileShapes(t *testing.T) {
 			kinds: []hub.Kind{hub.KindDeployment, hub.KindConfigMap},
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
 				d := objs[hub.KindDeployment]
-				wantNested(t, d.Object, int64(0), "spec", "replicas")
-				hash, _, _ := unstructured.NestedString(d.Object.Object, "spec", "template", "metadata", "annotations", hub.ConfigHashAnnotation)
+				wantNested(t, desiredOf(t, d), int64(0), "spec", "replicas")
+				hash, _, _ := unstructured.NestedString(desiredOf(t, d).Object, "spec", "template", "metadata", "annotations", hub.ConfigHashAnnotation)
 				if hash != configHash(map[string]string{"a": "1", "b": "2"}) || len(hash) != configHashLen {
 					t.Errorf("config hash = %q", hash)
 				}
@@ -234,7 +239,7 @@ func TestCompileShapes(t *testing.T) {
 					t.Errorf("envFrom configMapRef = %v", ref)
 				}
 				cm := objs[hub.KindConfigMap]
-				data, _, _ := unstructured.NestedStringMap(cm.Object.Object, "data")
+				data, _, _ := unstructured.NestedStringMap(desiredOf(t, cm).Object, "data")
 				if !maps.Equal(data, map[string]string{"a": "1", "b": "2"}) {
 					t.Errorf("ConfigMap data = %v", data)
 				}
@@ -268,11 +273,11 @@ func TestCompileShapes(t *testing.T) {
 						hub.ManagedByLabel: "fleet", hub.AppLabel: "x", hub.ApplicationLabel: "x",
 						hub.TenancyLabel: "acme.eu", "team": "core",
 					}
-					if got := s.Object.GetLabels(); !maps.Equal(got, wantLabels) {
+					if got := desiredOf(t, s).GetLabels(); !maps.Equal(got, wantLabels) {
 						t.Errorf("%s labels = %v, want %v", kind, got, wantLabels)
 					}
 					wantAnn := map[string]string{hub.NodeIDAnnotation: s.ID.String(), hub.HubAnnotation: "fleet-hub", hub.TenancyLabel: "acme:eu", "example.com/owner": "me"}
-					if got := s.Object.GetAnnotations(); !maps.Equal(got, wantAnn) {
+					if got := desiredOf(t, s).GetAnnotations(); !maps.Equal(got, wantAnn) {
 						t.Errorf("%s annotations = %v, want %v", kind, got, wantAnn)
 					}
 					if s.Tenancy != "acme:eu" {
@@ -280,11 +285,11 @@ func TestCompileShapes(t *testing.T) {
 					}
 				}
 				d := objs[hub.KindDeployment]
-				sel, _, _ := unstructured.NestedStringMap(d.Object.Object, "spec", "selector", "matchLabels")
+				sel, _, _ := unstructured.NestedStringMap(desiredOf(t, d).Object, "spec", "selector", "matchLabels")
 				if !maps.Equal(sel, map[string]string{"app": "x"}) {
 					t.Errorf("matchLabels = %v", sel)
 				}
-				pod, _, _ := unstructured.NestedStringMap(d.Object.Object, "spec", "template", "metadata", "labels")
+				pod, _, _ := unstructured.NestedStringMap(desiredOf(t, d).Object, "spec", "template", "metadata", "labels")
 				if !maps.Equal(pod, map[string]string{"app": "x", "team": "core"}) {
 					t.Errorf("pod labels = %v", pod)
 				}
@@ -296,8 +301,8 @@ func TestCompileShapes(t *testing.T) {
 			kinds: []hub.Kind{hub.KindDeployment, hub.KindService},
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
 				d := objs[hub.KindDeployment]
-				wantNested(t, d.Object, int64(30), "spec", "progressDeadlineSeconds")
-				wantNested(t, d.Object, "ssd", "spec", "template", "spec", "nodeSelector", "disk")
+				wantNested(t, desiredOf(t, d), int64(30), "spec", "progressDeadlineSeconds")
+				wantNested(t, desiredOf(t, d), "ssd", "spec", "template", "spec", "nodeSelector", "disk")
 				if d.ProgressDeadline != 30*time.Second {
 					t.Errorf("ProgressDeadline = %v", d.ProgressDeadline)
 				}
@@ -306,11 +311,11 @@ func TestCompileShapes(t *testing.T) {
 					t.Errorf("container port = %v, want %v", port, want)
 				}
 				s := objs[hub.KindService]
-				sp, _, _ := unstructured.NestedSlice(s.Object.Object, "spec", "ports")
+				sp, _, _ := unstructured.NestedSlice(desiredOf(t, s).Object, "spec", "ports")
 				if want := []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080), "protocol": "TCP"}}; !reflect.DeepEqual(sp, want) {
 					t.Errorf("service ports = %v, want %v", sp, want)
 				}
-				wantNested(t, s.Object, "NodePort", "spec", "type")
+				wantNested(t, desiredOf(t, s), "NodePort", "spec", "type")
 			},
 		},
 		{
@@ -338,7 +343,7 @@ func TestCompileShapes(t *testing.T) {
 				t.Fatalf("kinds = %v, want %v", got, want)
 			}
 			for _, s := range objs {
-				checkNoArtefacts(t, s.ID.String(), s.Object.Object)
+				checkNoArtefacts(t, s.ID.String(), desiredOf(t, s).Object)
 			}
 			tt.check(t, objs)
 		})
@@ -347,7 +352,7 @@ func TestCompileShapes(t *testing.T) {
 
 func container(t *testing.T, d hub.NodeSpec) map[string]any {
 	t.Helper()
-	cs, _, _ := unstructured.NestedSlice(d.Object.Object, "spec", "template", "spec", "containers")
+	cs, _, _ := unstructured.NestedSlice(desiredOf(t, d).Object, "spec", "template", "spec", "containers")
 	if len(cs) != 1 {
 		t.Fatalf("containers = %v, want one", cs)
 	}
@@ -431,4 +436,14 @@ func TestHashTracksChanges(t *testing.T) {
 	if base[hub.KindDeployment].Hash != again[hub.KindDeployment].Hash {
 		t.Error("hash is not stable")
 	}
+}
+
+// desiredOf decodes a compiled spec's desired object.
+func desiredOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
+	t.Helper()
+	u, err := s.Object()
+	if err != nil || u == nil {
+		t.Fatalf("%s: desired object: %v (nil %t)", s.ID, err, u == nil)
+	}
+	return u
 }

@@ -613,7 +613,9 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 				}
 			}
 		}
-		clear(cl.parked)
+		// nil, not clear: a cleared map keeps its buckets (a NodeID of
+		// the cluster each) for the life of the hub.
+		cl.parked = nil
 		h.scans[ch.Cluster] = true
 		select {
 		case h.scanNow <- struct{}{}:
@@ -624,7 +626,7 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 		for id := range cl.parked {
 			ids = append(ids, id)
 		}
-		clear(cl.parked)
+		cl.parked = nil
 	}
 	up := 0.0
 	if cl.ready {

@@ -1,10 +1,13 @@
 package hub
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // Label and annotation keys driftwatch puts on every object it applies.
@@ -58,12 +61,52 @@ type NodeSpec struct {
 	// ProgressDeadline is the Deployment progress deadline used for stuck
 	// detection (zero for other kinds).
 	ProgressDeadline time.Duration
-	// Object is the desired object, fully formed (apiVersion, kind, metadata
-	// with the managed-by label and the node-id annotation). Treat it as
-	// immutable: it is shared by the loop, snapshots and the backends.
-	Object *unstructured.Unstructured
-	// Hash is a content hash of Object, to tell changed specs on reload.
+	// Body is the desired object, fully formed (apiVersion, kind, metadata
+	// with the managed-by label and the node-id annotation), as the JSON a
+	// server-side apply sends. The hub keeps these bytes rather than the
+	// decoded maps (several times their size); Object decodes them when a
+	// comparison or a display needs the fields. Treat it as immutable: it
+	// is shared by the loop, snapshots and the backends.
+	Body []byte
+	// Hash is a content hash of Body, to tell changed specs on reload.
 	Hash string
+}
+
+// Object decodes Body into a new object the caller owns (integers decode as
+// int64, as in objects from the apiserver). A spec without a body has no
+// object: Object then returns nil and no error.
+func (s NodeSpec) Object() (*unstructured.Unstructured, error) {
+	if len(s.Body) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(s.Body, &m); err != nil {
+		return nil, fmt.Errorf("node %s: decode desired object: %w", s.ID, err)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// EncodeBody returns u as a NodeSpec Body: its JSON with map keys sorted, so
+// equal objects encode to equal bytes.
+func EncodeBody(u *unstructured.Unstructured) ([]byte, error) {
+	if u == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return b, nil
+}
+
+// MustEncodeBody is EncodeBody for objects built in code, whose encoding
+// cannot fail unless the code is wrong: it panics on an error.
+func MustEncodeBody(u *unstructured.Unstructured) []byte {
+	b, err := EncodeBody(u)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // EventType is the kind of change a watch manager saw.

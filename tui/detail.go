@@ -279,8 +279,10 @@ func (v *detailView) specLines() []string {
 		return append(l, v.st.dim.render("  desired object not available here (attached to a remote hub)"))
 	}
 	head := "  " + string(spec.Kind)
-	if spec.Object != nil {
-		head = "  " + spec.Object.GetAPIVersion() + " " + spec.Object.GetKind()
+	// Decoded once per render of the detail view, never kept.
+	obj, _ := spec.Object()
+	if obj != nil {
+		head = "  " + obj.GetAPIVersion() + " " + obj.GetKind()
 	}
 	res := spec.Name
 	if spec.Namespace != "" {
@@ -302,8 +304,8 @@ func (v *detailView) specLines() []string {
 		meta = append(meta, "hash "+h)
 	}
 	l = append(l, "  "+v.st.dim.render(strings.Join(meta, " · ")))
-	if spec.Object != nil {
-		for _, s := range objectSummary(spec.Object) {
+	if obj != nil {
+		for _, s := range objectSummary(obj) {
 			l = append(l, "  "+s)
 		}
 	}

@@ -215,7 +215,7 @@ func fixture() *hub.Snapshot {
 			},
 			Spec: &hub.NodeSpec{ID: inv, Namespace: "casehub", Name: "inventory", Kind: hub.KindDeployment, Application: "inventory",
 				Policy: hub.PolicyRepair, ProgressDeadline: 10 * time.Minute, Hash: "9f2c4e1ab37d55e0",
-				Object: deploymentObject("casehub", "inventory", "ghcr.io/acme/inventory:1.4.2", 3)}},
+				Body: hub.MustEncodeBody(deploymentObject("casehub", "inventory", "ghcr.io/acme/inventory:1.4.2", 3))}},
 		{ID: nid("prod-eu:casehub/inventory:service"), Application: "inventory", Kind: hub.KindService, Status: hub.StatusInSync, LastChange: ago(3 * time.Hour)},
 		{ID: cfg, Application: "inventory", Kind: hub.KindConfigMap, Status: hub.StatusDrifted, LastRepair: cfgRepair, LastChange: ago(3 * time.Second),
 			Timeline: []hub.TimelineEntry{{At: ago(3 * time.Second), Step: hub.StepObserved}}},

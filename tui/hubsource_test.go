@@ -17,7 +17,7 @@ func TestHubSource(t *testing.T) {
 	h := hub.New(hub.Options{ID: "hub-test", Now: fixedClock})
 	id := nid("prod-eu:casehub/inventory:deployment")
 	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "casehub", Name: "inventory", Kind: hub.KindDeployment,
-		Application: "inventory", Policy: hub.PolicyRepair, Object: deploymentObject("casehub", "inventory", "img:1", 2)}})
+		Application: "inventory", Policy: hub.PolicyRepair, Body: hub.MustEncodeBody(deploymentObject("casehub", "inventory", "img:1", 2))}})
 	h.ClusterChanged(hub.ClusterHealth{Cluster: "prod-eu", State: hub.ClusterSynced, Source: "config"})
 	src := HubSource(h)
 

@@ -337,7 +337,11 @@ func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log
 	if st.Exists {
 		live, _ = st.Live.(*unstructured.Unstructured)
 	}
-	if o.Diff, err = Unified(spec.Object, live); err != nil {
+	desired, err := spec.Object()
+	if err != nil {
+		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
+	}
+	if o.Diff, err = Unified(desired, live); err != nil {
 		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
 	}
 	return o, nil

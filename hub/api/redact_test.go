@@ -202,8 +202,9 @@ func TestNodeDetailRedaction(t *testing.T) {
 		}}},
 	}}
 	h := hub.New(hub.Options{ID: "redact-test", SnapshotInterval: 10 * time.Millisecond})
-	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "ns", Name: "web", Kind: hub.KindDeployment, Application: "web",
-		Policy: hub.PolicyRepair, Hash: "1", Object: obj}})
+	spec := hub.NodeSpec{ID: id, Namespace: "ns", Name: "web", Kind: hub.KindDeployment, Application: "web",
+		Policy: hub.PolicyRepair, Hash: "1", Body: hub.MustEncodeBody(obj)}
+	h.SetDesired([]hub.NodeSpec{spec})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	wg.Go(func() { _ = h.Run(ctx) })
@@ -242,6 +243,10 @@ func TestNodeDetailRedaction(t *testing.T) {
 		if tc.leaks == 0 && (e[0].(map[string]any)["value"] != apiv1.Redacted || e[1].(map[string]any)["valueFrom"] == nil) {
 			t.Errorf("%s: env = %v, want the value redacted and valueFrom kept", tc.role, e)
 		}
+	}
+	obj, err := spec.Object()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if v := obj.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["env"].([]any)[0].(map[string]any)["value"]; v != secretDesired {
 		t.Fatalf("the hub's desired object was modified: %v", v)

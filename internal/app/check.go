@@ -78,7 +78,14 @@ func warnManagesNothing(w io.Writer, cfg *config.Config) {
 func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 	var b strings.Builder
 	for i, s := range specs {
-		y, err := yaml.Marshal(s.Object.Object)
+		obj, err := s.Object()
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		var y []byte
+		if obj != nil {
+			y, err = yaml.Marshal(obj.Object)
+		}
 		if err != nil {
 			return fmt.Errorf("check: marshal %s: %w", s.ID, err)
 		}

@@ -244,7 +244,14 @@ type workload struct {
 func (w *workload) targets() []Target {
 	ts := make([]Target, 0, len(w.specs))
 	for _, s := range w.specs {
-		ts = append(ts, Target{ID: s.ID, Desired: s.Object})
+		// Decoded once per target: the tracker compares many events
+		// against it.
+		// A compiled spec always has a body that decodes.
+		obj, err := s.Object()
+		if err != nil || obj == nil {
+			panic(fmt.Sprintf("bench: target %s: no desired object (%v)", s.ID, err))
+		}
+		ts = append(ts, Target{ID: s.ID, Desired: obj})
 	}
 	return ts
 }
@@ -360,10 +367,8 @@ func (b *bencher) precreate(ctx context.Context, specs []hub.NodeSpec) error {
 
 // benchApply server-side applies one object with driftwatch's field manager.
 func benchApply(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) error {
-	body, err := json.Marshal(s.Object.Object)
-	if err != nil {
-		return fmt.Errorf("bench: apply %s: encode: %w", s.ID, err)
-	}
+	body := s.Body
+	var err error
 	force := true
 	opts := metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force}
 	switch s.Kind {

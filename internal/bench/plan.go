@@ -30,8 +30,8 @@ import (
 // Target is a managed object the schedule may drift.
 type Target struct {
 	ID hub.NodeID
-	// Desired is the object the hub keeps (shared, read-only): the raw
-	// watch compares live objects with it to see the repair.
+	// Desired is the decoded desired object (read-only): the raw watch
+	// compares live objects with it to see the repair.
 	Desired *unstructured.Unstructured
 }
 

@@ -136,7 +136,7 @@ func TestOtherDocumentsRoundTrip(t *testing.T) {
 	}
 
 	n := s.Nodes[0]
-	n.Spec = &hub.NodeSpec{ID: n.ID, Object: &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3)}}}}
+	n.Spec = &hub.NodeSpec{ID: n.ID, Body: hub.MustEncodeBody(&unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3)}}})}
 	nd := viaJSON[NodeDetail](t, NewNodeDetail(n))
 	got, err := nd.Status.ToHub()
 	n.Spec = nil

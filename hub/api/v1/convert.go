@@ -331,11 +331,14 @@ func NewHoldDocument(h hub.Hold) HoldDocument {
 }
 
 // NewNodeDetail returns a NodeID's detail: its status and desired object
-// (shared with the hub: treat it as immutable).
+// (decoded from the spec's body, so the detail owns it). A body that does
+// not decode leaves Desired empty.
 func NewNodeDetail(n hub.NodeStatus) NodeDetail {
 	d := NodeDetail{APIVersion: APIVersion, Status: FromNode(n)}
-	if n.Spec != nil && n.Spec.Object != nil {
-		d.Desired = n.Spec.Object.Object
+	if n.Spec != nil {
+		if u, err := n.Spec.Object(); err == nil && u != nil {
+			d.Desired = u.Object
+		}
 	}
 	return d
 }
