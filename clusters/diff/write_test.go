@@ -4,42 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	goldenfile "github.com/driftwatch/driftwatch/internal/golden"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// updateGoldenEnv names the environment variable that rewrites golden files:
-// DRIFTWATCH_UPDATE_GOLDEN=1 go test ./clusters/diff/
-const updateGoldenEnv = "DRIFTWATCH_UPDATE_GOLDEN"
-
-// golden compares got with testdata/<name>, or rewrites the file when
-// DRIFTWATCH_UPDATE_GOLDEN=1.
+// golden compares got with testdata/<name> (see internal/golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv(updateGoldenEnv) == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with %s=1 to create it): %v", updateGoldenEnv, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with %s=1 to update):\n--- got\n%s\n--- want\n%s", path, updateGoldenEnv, got, want)
-	}
+	goldenfile.Check(t, name, got)
 }
 
 func configMap(id string, data map[string]any) *unstructured.Unstructured {
