@@ -1,27 +1,23 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/e2etest"
 
 	"github.com/driftwatch/driftwatch/hub/api"
 	"github.com/driftwatch/driftwatch/internal/app"
@@ -370,68 +366,6 @@ func testAbuse(t *testing.T, path string) {
 	}
 }
 
-// testCA is a certificate authority made for a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "driftwatch test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a serving certificate for 127.0.0.1 and localhost with a
-// serial number, and its key, in PEM.
-func (ca *testCA) issue(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "driftwatch"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-// writeAtomic replaces a file by a rename, as certificate managers do.
-func writeAtomic(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // servedSerial is the serial number of the certificate a new TLS
 // connection to base is served.
 func servedSerial(t *testing.T, base string, roots *x509.CertPool) int64 {
@@ -452,13 +386,13 @@ func servedSerial(t *testing.T, base string, roots *x509.CertPool) int64 {
 // CA file connect; a rotated certificate is picked up, a broken one is
 // logged and the current one kept.
 func testTLS(t *testing.T, path string) {
-	ca := newTestCA(t)
+	ca := e2etest.NewCA(t)
 	dir := t.TempDir()
 	certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.pem")
-	certPEM, keyPEM := ca.issue(t, 100)
-	writeAtomic(t, certFile, certPEM)
-	writeAtomic(t, keyFile, keyPEM)
-	writeAtomic(t, caFile, ca.pem)
+	certPEM, keyPEM := ca.Issue(t, 100)
+	e2etest.WriteAtomic(t, certFile, certPEM)
+	e2etest.WriteAtomic(t, keyFile, keyPEM)
+	e2etest.WriteAtomic(t, caFile, ca.PEM)
 	tokens := writeTokenFile(t, 0o600)
 	getenv, home := stateEnv(t)
 	s := startServe(t, path, home, "--token-file", tokens, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
@@ -466,7 +400,7 @@ func testTLS(t *testing.T, path string) {
 		t.Fatalf("api %s, probes %s", s.api, s.probes)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
+	roots.AppendCertsFromPEM(ca.PEM)
 
 	// The client with the CA file and a token works; without the CA file
 	// the system roots refuse the certificate.
@@ -507,13 +441,13 @@ func testTLS(t *testing.T, path string) {
 	}
 	// Rotation: key first, then the certificate (a handshake in between
 	// sees a mismatched pair and keeps the old one).
-	certPEM, keyPEM = ca.issue(t, 200)
-	writeAtomic(t, keyFile, keyPEM)
-	writeAtomic(t, certFile, certPEM)
+	certPEM, keyPEM = ca.Issue(t, 200)
+	e2etest.WriteAtomic(t, keyFile, keyPEM)
+	e2etest.WriteAtomic(t, certFile, certPEM)
 	waitSerial(200)
 	s.waitLog(t, "TLS certificate reloaded")
 	// A broken certificate is logged, the current pair kept.
-	writeAtomic(t, certFile, []byte("-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n"))
+	e2etest.WriteAtomic(t, certFile, []byte("-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n"))
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(s.errOut.String(), "TLS certificate reload failed; keeping the current pair") {
 		if time.Now().After(deadline) {
@@ -528,9 +462,9 @@ func testTLS(t *testing.T, path string) {
 		t.Fatalf("serial %d after a broken rotation, want 200", got)
 	}
 	// And the next good pair is picked up again.
-	certPEM, keyPEM = ca.issue(t, 300)
-	writeAtomic(t, keyFile, keyPEM)
-	writeAtomic(t, certFile, certPEM)
+	certPEM, keyPEM = ca.Issue(t, 300)
+	e2etest.WriteAtomic(t, keyFile, keyPEM)
+	e2etest.WriteAtomic(t, certFile, certPEM)
 	waitSerial(300)
 }
 
@@ -556,7 +490,7 @@ func testRefusedStarts(t *testing.T, path string) {
 		{name: "missing certificate", args: []string{"--tls-cert-file", filepath.Join(home, "x.crt"), "--tls-key-file", filepath.Join(home, "x.key")}, code: 1, wantErr: "TLS"},
 	} {
 		args := append([]string{"serve", "-f", path, "--probe-listen", "127.0.0.1:0"}, tt.args...)
-		if !contains(tt.args, "--listen") {
+		if !slices.Contains(tt.args, "--listen") {
 			args = append(args, "--listen", "127.0.0.1:0")
 		}
 		var out, errOut strings.Builder

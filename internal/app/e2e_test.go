@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/e2etest"
 
 	"github.com/sourcegraph/conc"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,61 +24,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
-// e2eConfig writes a config for the local clusters: web (Deployment,
-// Service, ConfigMap) everywhere, api (Deployment, Service) everywhere,
-// worker (Deployment, ConfigMap) everywhere, and apps given in extra.
+// e2eConfig writes a config for the local clusters (see e2etest.Config).
 func e2eConfig(t *testing.T, set *localcluster.Set, ns string, extra string, skip ...string) string {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "hub:\n  id: e2e\n  workers: 4\n  decommissionTimeout: 3s\nclusters:\n")
-	for i, lc := range set.Clusters {
-		fmt.Fprintf(&b, "  - id: %s\n    kubeconfig: %s\n    labels: {env: prod, idx: \"%d\"}\n", lc.Name, lc.Kubeconfig, i)
-	}
-	apps := map[string]string{
-		"web": `  - id: web
-    namespace: ` + ns + `
-    selector: env=prod
-    image: registry.example/web:1
-    replicas: 3
-    port: 8080
-    env: {MODE: prod}
-    config: {LOG_LEVEL: info}
-`,
-		"api": `  - id: api
-    namespace: ` + ns + `
-    selector: env=prod
-    image: registry.example/api:1
-    replicas: 2
-    port: 9090
-`,
-		"worker": `  - id: worker
-    namespace: ` + ns + `
-    selector: env=prod
-    image: registry.example/worker:1
-    config: {QUEUE: jobs}
-`,
-	}
-	b.WriteString("applications:\n")
-	for _, name := range []string{"web", "api", "worker"} {
-		if !contains(skip, name) {
-			b.WriteString(apps[name])
-		}
-	}
-	b.WriteString(extra)
-	path := filepath.Join(t.TempDir(), "driftwatch.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return e2etest.Config(t, set, ns, extra, skip...)
 }
 
 var fastHealth = clusters.HealthOptions{Interval: 500 * time.Millisecond, RetryInterval: 200 * time.Millisecond, Timeout: time.Second, FailureThreshold: 3}
@@ -161,19 +111,8 @@ func (a *testApp) waitSnap(t *testing.T, timeout time.Duration, what string, con
 	}
 }
 
-func allInSync(n int) func(*hub.Snapshot) bool {
-	return func(s *hub.Snapshot) bool {
-		if len(s.Nodes) != n {
-			return false
-		}
-		for _, nd := range s.Nodes {
-			if nd.Status != hub.StatusInSync && nd.Status != hub.StatusRepaired {
-				return false
-			}
-		}
-		return true
-	}
-}
+// allInSync holds when n NodeIDs are in sync or repaired.
+func allInSync(n int) func(*hub.Snapshot) bool { return e2etest.AllInSync(n) }
 
 // repairedAfter holds when id has a verified repair of a drift observed
 // after t0.

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/e2etest"
+
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -21,47 +22,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
-// safetyApp is one application compiling to a Deployment, a Service and a
-// ConfigMap named id in namespace ns.
-func safetyApp(id, ns string) string {
-	return fmt.Sprintf(`  - id: %s
-    namespace: %s
-    selector: env=prod
-    image: registry.example/%s:1
-    replicas: 1
-    port: 8080
-    config: {APP: %s}
-`, id, ns, id, id)
-}
-
-// safetyConfig writes a config for the hub hubID with its state file, the
-// clusters of set (ids c1, c2, ...) and the applications apps (ids) in ns.
+// safetyConfig writes a config with a state file (see e2etest.SafetyConfig).
 func safetyConfig(t *testing.T, path, hubID, state string, pruneOrphans bool, set *localcluster.Set, ns string, apps ...string) string {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "hub:\n  id: %s\n  workers: 4\n  decommissionTimeout: 5s\n  stateFile: %s\n", hubID, state)
-	if pruneOrphans {
-		b.WriteString("  pruneOrphans: true\n")
-	}
-	b.WriteString("clusters:\n")
-	for _, c := range set.Clusters {
-		fmt.Fprintf(&b, "  - id: %s\n    kubeconfig: %s\n    labels: {env: prod}\n", c.Name, c.Kubeconfig)
-	}
-	if len(apps) == 0 {
-		b.WriteString("applications: []\n")
-	} else {
-		b.WriteString("applications:\n")
-		for _, a := range apps {
-			b.WriteString(safetyApp(a, ns))
-		}
-	}
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "driftwatch.yaml")
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return e2etest.SafetyConfig(t, path, hubID, state, pruneOrphans, set, ns, apps...)
 }
 
 // withState makes startApp open the given state file.
@@ -69,34 +33,13 @@ func withState(path string) func(*Options) {
 	return func(o *Options) { o.StateFile = path }
 }
 
-func appIDs(cluster, ns, app string) []hub.NodeID {
-	return []hub.NodeID{
-		hub.NewNodeID(cluster, ns, app, hub.KindDeployment),
-		hub.NewNodeID(cluster, ns, app, hub.KindService),
-		hub.NewNodeID(cluster, ns, app, hub.KindConfigMap),
-	}
-}
+// appIDs are the NodeIDs of a safetyApp on a cluster.
+func appIDs(cluster, ns, app string) []hub.NodeID { return e2etest.AppIDs(cluster, ns, app) }
 
 // exists reports whether the object of a NodeID exists on its cluster.
 func exists(t *testing.T, c kubernetes.Interface, id hub.NodeID) bool {
 	t.Helper()
-	ns, name := id.Namespace(), id.Name()
-	var err error
-	switch id.Kind {
-	case hub.KindDeployment:
-		_, err = c.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
-	case hub.KindService:
-		_, err = c.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
-	case hub.KindConfigMap:
-		_, err = c.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return true
+	return e2etest.Exists(t, c, id)
 }
 
 func waitGone(t *testing.T, c kubernetes.Interface, id hub.NodeID, timeout time.Duration) {
