@@ -2,11 +2,7 @@ package clusters
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -26,29 +22,10 @@ func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manag
 	}
 	cfg.DisableWatch = true
 	m = newManager(cfg, nopSink{}, log, HealthOptions{}, nil)
-	rc, err := RESTConfig(m.cfg)
+	release, err = m.connect()
 	if err != nil {
 		return nil, nil, err
 	}
-	conns := newConnTracker()
-	rc.Dial = conns.DialContext
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cluster %q: client: %w", cfg.ID, err)
-	}
-	release = func() {
-		hc.CloseIdleConnections()
-		conns.CloseAll()
-	}
-	client, err := kubernetes.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		release()
-		return nil, nil, fmt.Errorf("cluster %q: client: %w", cfg.ID, err)
-	}
-	m.mu.Lock()
-	m.restConfig = rc
-	m.client = client
-	m.mu.Unlock()
 	if err := m.probe(ctx); err != nil {
 		release()
 		return nil, nil, &backendError{msg: describe(cfg.ID, "probe", "/readyz", "", err), err: err}

@@ -168,35 +168,43 @@ func (m *Manager) ID() string { return m.cfg.ID }
 // or a handler panics. It returns an error when the cluster cannot be set up
 // (bad kubeconfig) or a handler panicked; the registry restarts it then.
 func (m *Manager) Run(ctx context.Context) error {
-	rc, err := restConfig(m.cfg, m.log)
+	release, err := m.connect()
 	if err != nil {
 		m.setError(hub.ClusterUnreachable, err.Error())
 		return err
 	}
-	// An own transport (a custom Dial keeps client-go from sharing its
-	// cached one), so the cluster's connections, and their goroutines, go
-	// away with the manager.
+	defer release()
+	return m.run(ctx)
+}
+
+// connect builds the cluster's client on its own connection tracker (so
+// closing the connections of a stopped manager never touches another's) and
+// installs it; release closes every connection it opened.
+func (m *Manager) connect() (release func(), err error) {
+	rc, err := restConfig(m.cfg, m.log)
+	if err != nil {
+		return nil, err
+	}
 	conns := newConnTracker()
-	defer conns.CloseAll()
 	rc.Dial = conns.DialContext
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
-		m.setError(hub.ClusterUnreachable, err.Error())
-		return err
+		return nil, fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
 	}
-	defer hc.CloseIdleConnections()
+	release = func() {
+		hc.CloseIdleConnections()
+		conns.CloseAll()
+	}
 	client, err := kubernetes.NewForConfigAndClient(rc, hc)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
-		m.setError(hub.ClusterUnreachable, err.Error())
-		return err
+		release()
+		return nil, fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
 	}
 	m.mu.Lock()
 	m.restConfig = rc
 	m.client = client
 	m.mu.Unlock()
-	return m.run(ctx)
+	return release, nil
 }
 
 func (m *Manager) run(parent context.Context) error {
