@@ -30,10 +30,13 @@ unrepaired, or a hub that never syncs, lists each failed object with the
 hub's status of it and of its cluster (a hub that never syncs exits 1).
 
 driftwatch bench compare OLD.json NEW.json shows each figure's change
-between two -o json reports.`,
+between two -o json reports; --chart FILE.svg (or driftwatch bench chart
+REPORT.json -o FILE.svg) draws the latency distributions and the burst's
+repairs over time.`,
 		Example: `  driftwatch bench --mode all
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
-  driftwatch bench --mode scale --objects 10000 --clusters 1`,
+  driftwatch bench --mode scale --objects 10000 --clusters 1
+  driftwatch bench --chart bench.svg -o json > bench.json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -43,7 +46,37 @@ between two -o json reports.`,
 		},
 	}
 	addBenchFlags(cmd.Flags(), &o)
-	cmd.AddCommand(newBenchCompareCmd(c))
+	cmd.AddCommand(newBenchCompareCmd(c), newBenchChartCmd())
+	return cmd
+}
+
+// newBenchChartCmd is `driftwatch bench chart REPORT.json -o FILE.svg`.
+func newBenchChartCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "chart REPORT.json -o FILE.svg",
+		Short: "Draw a bench report (-o json) as an SVG chart",
+		Long: `Chart reads a report written by driftwatch bench -o json and draws it as an
+SVG image: the detect and repair latency distributions of the watch and poll
+runs beside the raw-watch floor (log scale), and the burst's objects repaired
+over time. driftwatch bench --chart FILE.svg draws the same chart at the end
+of a run.`,
+		Example: `  driftwatch bench -o json > bench.json
+  driftwatch bench chart bench.json -o bench.svg`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("bench chart: want one report, REPORT.json (got %d arguments)", len(args))
+			}
+			if out == "" {
+				return usageError("bench chart: -o FILE.svg is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.ChartFile(args[0], out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the SVG file to write")
 	return cmd
 }
 
@@ -93,5 +126,6 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.DurationVar(&o.Idle, "idle", 5*time.Second, "scale run: how long idle CPU is measured")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale: at steady state) to this file")
 }

@@ -87,6 +87,9 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are where CPU and heap profiles
 	// are written.
 	CPUProfile, MemProfile string
+	// Chart, when set, is an SVG file to draw the latency distributions
+	// and the burst's repairs over time to (package chart).
+	Chart string
 }
 
 // Validate checks the options; its errors say which flag is wrong.
@@ -112,6 +115,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--qps and --workers must not be negative")
 	case o.Idle <= 0:
 		return fmt.Errorf("--idle must be positive")
+	case o.Chart != "" && o.Mode == ModeScale:
+		return fmt.Errorf("--chart draws drift runs: not with --mode scale")
 	}
 	return nil
 }
@@ -200,6 +205,9 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		werr = enc.Encode(rep)
 	} else {
 		werr = rep.writeTable(stdout)
+	}
+	if o.Chart != "" {
+		werr = errors.Join(werr, writeChart(o.Chart, &rep))
 	}
 	return errors.Join(err, werr)
 }
@@ -641,6 +649,7 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	lat := Collect(samples)
 	r.Floor, r.Observed, r.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
 	r.Applied, r.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
+	r.Samples = samplesOf(samples)
 	r.ByAction = make(map[string]actionReport)
 	for a, l := range CollectByAction(samples) {
 		r.ByAction[string(a)] = actionReport{Floor: latencyOf(l.Floor), Detect: latencyOf(l.Detect), Repair: latencyOf(l.Repair)}
@@ -853,6 +862,9 @@ type runReport struct {
 	Repair   latencyReport `json:"repair"`
 	// ByAction splits floor, detect and repair by drift action.
 	ByAction map[string]actionReport `json:"byAction"`
+	// Samples are the per-drift latencies behind the percentiles (for
+	// charts).
+	Samples *runSamples `json:"samples,omitempty"`
 	// Sync is the fresh hub's start to everything in sync.
 	Sync msDuration `json:"syncMs"`
 	// Issue is how long making every drift call took.
