@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,14 +15,20 @@ import (
 func newBenchCmd(c *cliEnv) *cobra.Command {
 	var o bench.Options
 	cmd := &cobra.Command{
-		Use:   "bench [--mode watch|poll|burst|all|scale]",
+		Use:   "bench [--mode watch|poll|burst|all|scale|fleet]",
 		Short: "Measure drift detection and repair on local clusters (vs a raw watch and polling)",
 		Long: `Bench starts local control planes, has the hub manage generated objects on
 them, makes drift on a seeded schedule from a client of its own and measures
 detection and repair against an independent raw watch (the floor), for
 driftwatch and for a poll baseline (watches off, resync only). --mode burst
 deletes many objects at once; --mode scale measures a hub managing many
-objects (initial sync, memory per object, idle CPU).
+objects (initial sync, memory per object, idle CPU). --mode fleet measures
+many clusters: --clusters cluster entries (default 250) of --objects objects
+(default 100), each entry its own kubeconfig entry and namespace on one of
+--apiservers shared control planes (default 3), so each has its own
+watches; it reports the cold sync (a fresh hub creating everything), steady
+RSS, idle CPU and detect/repair at --rate drifts per second per entry
+(default 1) spread over --duration.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
 once (a few minutes). The burst run also shows each apiserver's own request
@@ -36,9 +43,11 @@ repairs over time.`,
 		Example: `  driftwatch bench --mode all
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
   driftwatch bench --mode scale --objects 10000 --clusters 1
+  driftwatch bench --mode fleet --clusters 250 --objects 100 --apiservers 3
   driftwatch bench --chart bench.svg -o json > bench.json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			bench.FleetDefaults(&o, func(name string) bool { return cmd.Flags().Changed(name) })
 			if err := o.Validate(); err != nil {
 				return usageError("bench: %v", err)
 			}
@@ -112,18 +121,20 @@ cannot be read).`,
 
 // addBenchFlags registers bench's flags on fs.
 func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
-	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), or scale")
-	fs.IntVar(&o.Clusters, "clusters", 3, "local control planes to start")
-	fs.IntVar(&o.Objects, "objects", 300, "managed objects per cluster (Deployments, Services and ConfigMaps)")
+	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), scale, or fleet (many cluster entries on a few apiservers)")
+	fs.IntVar(&o.Clusters, "clusters", 3, fmt.Sprintf("local control planes to start (fleet: cluster entries, default %d)", bench.FleetClusters))
+	fs.IntVar(&o.APIServers, "apiservers", bench.FleetAPIServers, "fleet: local control planes serving the cluster entries")
+	fs.IntVar(&o.Objects, "objects", 300, fmt.Sprintf("managed objects per cluster (Deployments, Services and ConfigMaps; fleet: per entry, Deployments and ConfigMaps, default %d)", bench.FleetObjects))
 	fs.IntVar(&o.Drifts, "drifts", 200, "drifts to make in the watch and poll runs, over all clusters")
-	fs.Float64Var(&o.Rate, "rate", 20, "drifts per second per cluster")
+	fs.Float64Var(&o.Rate, "rate", 20, fmt.Sprintf("drifts per second per cluster (fleet: per entry, default %g)", bench.FleetRate))
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "poll run: the hub's resync period (real poll tools use about 5m)")
 	fs.IntVar(&o.Burst, "burst", 1000, "burst run: objects deleted at once on the first cluster (created when --objects is smaller)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the drift schedule (same seed: same targets and actions)")
 	fs.StringVarP(&o.Output, "output", "o", "table", "output: table or json")
 	fs.Float64Var(&o.QPS, "qps", 0, "the hub's client rate limit per cluster, burst twice that (0: the config default, adaptive: APF-aware)")
 	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4)")
-	fs.DurationVar(&o.Idle, "idle", 5*time.Second, "scale run: how long idle CPU is measured")
+	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale and fleet runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))
+	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
@@ -33,6 +34,8 @@ func TestParseBench(t *testing.T) {
 	for _, args := range [][]string{
 		{"--mode", "fast"}, {"-o", "yaml"}, {"--clusters", "0"}, {"--objects", "0"}, {"--drifts", "0"},
 		{"--rate", "0"}, {"--interval", "0s"}, {"--burst", "0"}, {"--qps", "-1"}, {"extra"}, {"--nope"},
+		{"--mode", "fleet", "--apiservers", "0"}, {"--mode", "fleet", "--duration", "0s"}, {"--mode", "fleet", "--clusters", "2", "--apiservers", "3"},
+		{"--clusters", "250"},
 	} {
 		err := run(t.Context(), append([]string{"bench"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
 		var ee *app.ExitError
@@ -121,4 +124,89 @@ func parseTableDuration(t *testing.T, s string) time.Duration {
 		t.Fatalf("cell %q: %v", s, err)
 	}
 	return time.Duration(v * float64(unit))
+}
+
+// TestBenchFleet runs a tiny `driftwatch bench --mode fleet` (4 cluster
+// entries on 2 real local apiservers, 5 objects each) and checks the JSON
+// report: every entry synced, every object created, memory and idle CPU
+// measured, every drift repaired, and the fleet's targets reported.
+func TestBenchFleet(t *testing.T) {
+	bins := lctest.BinDir(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	getenv := func(k string) string {
+		if k == app.EnvBinDir {
+			return bins
+		}
+		return ""
+	}
+	err := run(ctx, []string{"bench", "--mode", "fleet", "--clusters", "4", "--apiservers", "2", "--objects", "5",
+		"--rate", "1", "--duration", "4s", "--idle", "1s", "-o", "json", "--dir", t.TempDir()}, getenv, out, errOut)
+	if err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	var rep struct {
+		Clusters   int `json:"clusters"`
+		APIServers int `json:"apiservers"`
+		Drifts     int `json:"drifts"`
+		Fleet      struct {
+			Entries        int     `json:"entries"`
+			Objects        int     `json:"objects"`
+			ClustersSynced float64 `json:"clustersSyncedMs"`
+			ColdSync       float64 `json:"coldSyncMs"`
+			RSS            uint64  `json:"steadyRSSBytes"`
+			HeapInUse      uint64  `json:"heapInUseBytes"`
+			IdleFor        float64 `json:"idleForMs"`
+			IdleCPUPercent float64 `json:"idleCPUPercentOfCore"`
+			SyncFailed     bool    `json:"syncFailed"`
+		} `json:"fleet"`
+		Runs []struct {
+			Mode     string `json:"mode"`
+			Drifts   int    `json:"drifts"`
+			Repaired int    `json:"repaired"`
+			Failed   int    `json:"failed"`
+			Detect   struct {
+				N   int     `json:"n"`
+				P99 float64 `json:"p99Ms"`
+			} `json:"detect"`
+			Repair struct {
+				N   int     `json:"n"`
+				P99 float64 `json:"p99Ms"`
+			} `json:"repair"`
+			ByAction map[string]any `json:"byAction"`
+		} `json:"runs"`
+		Targets []struct {
+			Goal string `json:"goal"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	t.Logf("report:\n%s", out)
+	f := rep.Fleet
+	if rep.Clusters != 4 || rep.APIServers != 2 || f.Entries != 4 || f.Objects != 20 || f.SyncFailed {
+		t.Errorf("fleet: %d entries on %d apiservers, %+v", rep.Clusters, rep.APIServers, f)
+	}
+	if f.ClustersSynced <= 0 || f.ColdSync < f.ClustersSynced || f.RSS == 0 || f.HeapInUse == 0 || f.IdleFor != 1000 {
+		t.Errorf("fleet figures: %+v", f)
+	}
+	// 4 entries x 1 drift/s x 4s: each object drifts at most once (5 per
+	// entry), so no drift can supersede another.
+	if rep.Drifts != 16 || len(rep.Runs) != 1 {
+		t.Fatalf("%d drifts, runs %+v", rep.Drifts, rep.Runs)
+	}
+	r := rep.Runs[0]
+	if r.Mode != "fleet" || r.Drifts != 16 || r.Repaired != 16 || r.Failed != 0 || r.Detect.N != 16 || r.Repair.N != 16 || r.Repair.P99 <= 0 || len(r.ByAction) == 0 {
+		t.Errorf("fleet run: %+v", r)
+	}
+	var goals []string
+	for _, g := range rep.Targets {
+		goals = append(goals, g.Goal)
+	}
+	for _, want := range []string{"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99"} {
+		if !strings.Contains(strings.Join(goals, "\n"), want) {
+			t.Errorf("targets lack %q: %q", want, goals)
+		}
+	}
 }

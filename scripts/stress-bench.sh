@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# stress-bench.sh runs `driftwatch bench --mode watch` N times in a row
-# (default 10) and stops at the first failed run: a run fails when the bench
-# exits non-zero or when its report shows a drift that was not repaired (a
-# failed drift call, a missing repair, a timeout). With
-# STRESS_BENCH_STRICT=1 a missed bench target fails the run too.
+# stress-bench.sh runs `driftwatch bench` N times in a row (default 10, mode
+# watch unless --mode says otherwise) and stops at the first failed run: a
+# run fails when the bench exits non-zero or when its report shows a drift
+# that was not repaired (a failed drift call, a missing repair, a timeout) or
+# a hub that never showed everything in sync. A failed run prints why: each
+# run's problem, then the objects concerned with what the hub's status said
+# of them and of their cluster. With STRESS_BENCH_STRICT=1 a missed bench
+# target fails the run too.
 #
 # It builds driftwatch once into a temporary folder, exports
 # DRIFTWATCH_BIN_DIR from scripts/build-binaries.sh, and keeps each run's
@@ -11,8 +14,9 @@
 # (STRESS_BENCH_RESULTS, default a new folder under $TMPDIR). Every run
 # prints one summary line on stdout; progress goes to stderr.
 #
-#   scripts/stress-bench.sh                  # 10 runs with the bench defaults
-#   scripts/stress-bench.sh 3 --objects 100  # 3 runs; flags after N go to the bench
+#   scripts/stress-bench.sh                   # 10 runs of --mode watch with the bench defaults
+#   scripts/stress-bench.sh 10 --mode all     # 10 runs of watch, poll and burst
+#   scripts/stress-bench.sh 3 --objects 100   # 3 runs; flags after N go to the bench
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,8 +27,9 @@ usage: scripts/stress-bench.sh [N [BENCH FLAGS...]]
 
 Runs `driftwatch bench --mode watch -o json` N times (default 10) and stops at
 the first failed run. Flags after N are passed to every bench run (see
-`driftwatch bench -h`), e.g. scripts/stress-bench.sh 3 --objects 100.
---mode and -o are set by this script.
+`driftwatch bench -h`), e.g. scripts/stress-bench.sh 3 --objects 100;
+--mode picks another mode (watch, poll, burst, all, scale or fleet), e.g.
+scripts/stress-bench.sh 10 --mode all. -o is set by this script.
 
 Environment:
   STRESS_BENCH_RESULTS  folder for the per-run logs and reports (default: a new temporary folder)
@@ -51,15 +56,34 @@ if [[ $# -gt 0 ]]; then
   shift
 fi
 bench_args=("$@")
-for a in "${bench_args[@]}"; do
+mode=watch
+have_mode=0
+for ((j = 0; j < ${#bench_args[@]}; j++)); do
+  a="${bench_args[j]}"
   case "${a}" in
-    -mode | --mode | -mode=* | --mode=* | -o | --o | -o=* | --o=*)
-      printf 'stress-bench: %s is set by this script (--mode watch -o json)\n' "${a}" >&2
+    -mode | --mode)
+      if ((j + 1 >= ${#bench_args[@]})); then
+        printf 'stress-bench: %s needs a value\n' "${a}" >&2
+        usage
+        exit 2
+      fi
+      mode="${bench_args[j + 1]}"
+      have_mode=1
+      ;;
+    -mode=* | --mode=*)
+      mode="${a#*=}"
+      have_mode=1
+      ;;
+    -o | --o | -o=* | --o=* | -output | --output | -output=* | --output=*)
+      printf 'stress-bench: %s is set by this script (-o json)\n' "${a}" >&2
       usage
       exit 2
       ;;
   esac
 done
+if ((!have_mode)); then
+  bench_args=(--mode "${mode}" "${bench_args[@]}")
+fi
 strict="${STRESS_BENCH_STRICT:-0}"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/driftwatch-stress-bench.XXXXXX")"
@@ -91,18 +115,53 @@ type latency struct {
 	P99 float64 `json:"p99Ms"`
 }
 
+type failure struct {
+	Cluster      string `json:"cluster"`
+	NodeID       string `json:"nodeID"`
+	Action       string `json:"action"`
+	DriftError   string `json:"driftError"`
+	Seen         string `json:"seen"`
+	HubStatus    string `json:"hubStatus"`
+	HubReason    string `json:"hubReason"`
+	LastStep     string `json:"lastStep"`
+	ClusterState string `json:"clusterState"`
+	ClusterError string `json:"clusterError"`
+}
+
+type run struct {
+	Mode       string    `json:"mode"`
+	Drifts     int       `json:"drifts"`
+	Repaired   int       `json:"repaired"`
+	Failed     int       `json:"failed"`
+	FirstError string    `json:"firstError"`
+	TimedOut   bool      `json:"timedOut"`
+	SyncFailed bool      `json:"syncFailed"`
+	Floor      latency   `json:"floor"`
+	Detect     latency   `json:"detect"`
+	Repair     latency   `json:"repair"`
+	Sync       float64   `json:"syncMs"`
+	Elapsed    float64   `json:"elapsedMs"`
+	Failures   []failure `json:"failures"`
+}
+
 type report struct {
-	Runs []struct {
-		Mode       string  `json:"mode"`
-		Drifts     int     `json:"drifts"`
-		Repaired   int     `json:"repaired"`
-		Failed     int     `json:"failed"`
-		FirstError string  `json:"firstError"`
-		TimedOut   bool    `json:"timedOut"`
-		Floor      latency `json:"floor"`
-		Detect     latency `json:"detect"`
-		Repair     latency `json:"repair"`
-	} `json:"runs"`
+	Mode  string `json:"mode"`
+	Runs  []run  `json:"runs"`
+	Scale *struct {
+		InitialSync float64   `json:"initialSyncMs"`
+		RSS         float64   `json:"steadyRSSBytes"`
+		PerObject   float64   `json:"bytesPerObject"`
+		IdleCPU     float64   `json:"idleCPUPercentOfCore"`
+		SyncFailed  bool      `json:"syncFailed"`
+		Failures    []failure `json:"failures"`
+	} `json:"scale"`
+	Fleet *struct {
+		ColdSync   float64   `json:"coldSyncMs"`
+		RSS        float64   `json:"steadyRSSBytes"`
+		IdleCPU    float64   `json:"idleCPUPercentOfCore"`
+		SyncFailed bool      `json:"syncFailed"`
+		Failures   []failure `json:"failures"`
+	} `json:"fleet"`
 	Targets []struct {
 		Goal   string `json:"goal"`
 		Met    bool   `json:"met"`
@@ -110,11 +169,43 @@ type report struct {
 	} `json:"targets"`
 }
 
+// shown bounds the failures printed per run (the report has them all).
+const shown = 10
+
 func ms(v float64) string {
-	if v <= 0 {
+	switch {
+	case v <= 0:
+		return "-"
+	case v >= 1000:
+		return fmt.Sprintf("%.2fs", v/1000)
+	default:
+		return fmt.Sprintf("%.2fms", v)
+	}
+}
+
+func mib(v float64) string { return fmt.Sprintf("%.0fMiB", v/(1<<20)) }
+
+func dash(s string) string {
+	if s == "" {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fms", v)
+	return s
+}
+
+// explain prints up to shown failures, one per line.
+func explain(what string, fs []failure) {
+	for i, f := range fs {
+		if i == shown {
+			fmt.Printf("    %s: ... and %d more (all of them in the run's JSON report)\n", what, len(fs)-shown)
+			return
+		}
+		saw := "bench saw: " + dash(f.Seen)
+		if f.DriftError != "" {
+			saw = "drift call: " + f.DriftError
+		}
+		fmt.Printf("    %s: cluster %s object %s action %s; %s; hub status %s (reason %s, last step %s); cluster %s (error %s)\n",
+			what, f.Cluster, f.NodeID, dash(f.Action), saw, f.HubStatus, dash(f.HubReason), dash(f.LastStep), f.ClusterState, dash(f.ClusterError))
+	}
 }
 
 func main() {
@@ -133,50 +224,74 @@ func main() {
 		fmt.Printf("unreadable report: %v\n", err)
 		os.Exit(1)
 	}
-	i := -1
-	for j, r := range rep.Runs {
-		if r.Mode == "watch" {
-			i = j
+	var parts, why []string
+	var details []func()
+	for _, r := range rep.Runs {
+		p := fmt.Sprintf("%s: detect p50 %s p99 %s, repair p50 %s p99 %s", r.Mode, ms(r.Detect.P50), ms(r.Detect.P99), ms(r.Repair.P50), ms(r.Repair.P99))
+		if r.Floor.N > 0 {
+			p += fmt.Sprintf(", floor p99 %s", ms(r.Floor.P99))
+		}
+		if r.Mode == "burst" {
+			p += fmt.Sprintf(", all repaired in %s", ms(r.Elapsed))
+		}
+		p += fmt.Sprintf(", repaired %d/%d", r.Repaired, r.Drifts)
+		parts = append(parts, p)
+		var rw []string
+		if r.SyncFailed {
+			rw = append(rw, fmt.Sprintf("%s: the hub never showed every object in sync (%d objects not in sync)", r.Mode, len(r.Failures)))
+		}
+		if r.TimedOut {
+			rw = append(rw, r.Mode+": timed out waiting for the repairs")
+		}
+		if r.Failed > 0 {
+			rw = append(rw, fmt.Sprintf("%s: %d drift call(s) failed, the first: %s", r.Mode, r.Failed, r.FirstError))
+		}
+		if !r.SyncFailed && r.Repaired+r.Failed < r.Drifts {
+			rw = append(rw, fmt.Sprintf("%s: %d drift(s) never seen repaired", r.Mode, r.Drifts-r.Repaired-r.Failed))
+		}
+		if len(rw) > 0 || len(r.Failures) > 0 {
+			why = append(why, rw...)
+			details = append(details, func() { explain(r.Mode, r.Failures) })
 		}
 	}
-	if i < 0 {
-		fmt.Println("the report has no watch run")
-		os.Exit(1)
+	if s := rep.Scale; s != nil {
+		parts = append(parts, fmt.Sprintf("scale: initial sync %s, steady rss %s, %.0f B/object, idle cpu %.1f%%", ms(s.InitialSync), mib(s.RSS), s.PerObject, s.IdleCPU))
+		if s.SyncFailed {
+			why = append(why, fmt.Sprintf("scale: the hub never showed every object in sync (%d objects not in sync)", len(s.Failures)))
+			details = append(details, func() { explain("scale", s.Failures) })
+		}
 	}
-	r := rep.Runs[i]
-	var line strings.Builder
-	fmt.Fprintf(&line, "detect p50 %s p99 %s  repair p50 %s p99 %s", ms(r.Detect.P50), ms(r.Detect.P99), ms(r.Repair.P50), ms(r.Repair.P99))
-	if r.Floor.N > 0 {
-		fmt.Fprintf(&line, "  floor p99 %s", ms(r.Floor.P99))
+	if f := rep.Fleet; f != nil {
+		parts = append(parts, fmt.Sprintf("fleet: cold sync %s, steady rss %s, idle cpu %.1f%%", ms(f.ColdSync), mib(f.RSS), f.IdleCPU))
+		if f.SyncFailed {
+			why = append(why, fmt.Sprintf("fleet: the hub never showed every cluster synced and every object in sync (%d objects not in sync)", len(f.Failures)))
+			details = append(details, func() { explain("fleet sync", f.Failures) })
+		}
 	}
-	fmt.Fprintf(&line, "  repaired %d/%d", r.Repaired, r.Drifts)
+	if len(parts) == 0 {
+		why = append(why, "the report has no run")
+	}
 	var missed []string
 	for _, t := range rep.Targets {
 		if !t.Met {
 			missed = append(missed, fmt.Sprintf("%s (%s)", t.Goal, t.Actual))
 		}
 	}
+	line := strings.Join(parts, " | ")
 	if len(rep.Targets) > 0 {
-		fmt.Fprintf(&line, "  targets %d/%d met", len(rep.Targets)-len(missed), len(rep.Targets))
-	}
-	var why []string
-	if r.TimedOut {
-		why = append(why, "timed out waiting for the repairs")
-	}
-	if r.Failed > 0 {
-		why = append(why, fmt.Sprintf("%d drift call(s) failed, the first: %s", r.Failed, r.FirstError))
-	}
-	if r.Repaired+r.Failed < r.Drifts {
-		why = append(why, fmt.Sprintf("%d drift(s) never seen repaired", r.Drifts-r.Repaired-r.Failed))
+		line += fmt.Sprintf(" | targets %d/%d met", len(rep.Targets)-len(missed), len(rep.Targets))
 	}
 	if strict && len(missed) > 0 {
 		why = append(why, "missed: "+strings.Join(missed, "; "))
 	}
 	if len(why) > 0 {
-		fmt.Printf("%s  FAILED: %s\n", line.String(), strings.Join(why, "; "))
+		fmt.Printf("%s  FAILED: %s\n", line, strings.Join(why, "; "))
+		for _, d := range details {
+			d()
+		}
 		os.Exit(1)
 	}
-	fmt.Println(line.String())
+	fmt.Println(line)
 }
 EOF
 (cd "${tmp}" && GOFLAGS='' GOWORK=off go build -o summarize ./summarize.go)
@@ -196,19 +311,21 @@ for ((i = 1; i <= runs; i++)); do
   n="$(printf '%0*d' "${width}" "${i}")"
   run_log="${results}/run-${n}.log"
   run_json="${results}/run-${n}.json"
-  log "run ${i}/${runs}: driftwatch bench --mode watch -o json ${bench_args[*]}"
+  log "run ${i}/${runs}: driftwatch bench -o json ${bench_args[*]}"
   began="$(now_us)"
   status=0
-  "${tmp}/driftwatch" bench --mode watch -o json "${bench_args[@]}" >"${run_json}" 2>"${run_log}" || status=$?
+  "${tmp}/driftwatch" bench -o json "${bench_args[@]}" >"${run_json}" 2>"${run_log}" || status=$?
   elapsed_us=$(($(now_us) - began))
   wall="$(printf '%d.%01ds' $((elapsed_us / 1000000)) $((elapsed_us % 1000000 / 100000)))"
   verdict=0
   figures="$("${tmp}/summarize" "${run_json}" "${strict}")" || verdict=$?
   if [[ ${status} -ne 0 ]]; then
-    figures="bench exited with status ${status}"
+    exited="bench exited with status ${status}"
     if [[ ${status} -eq 2 ]]; then
-      figures+=" (bad command line)"
+      exited+=" (bad command line)"
     fi
+    # The report, when there is one, says why.
+    figures="${exited}: ${figures}"
   fi
   if [[ ${status} -eq 0 && ${verdict} -eq 0 ]]; then
     printf 'run %d/%d  pass  %s  %s\n' "${i}" "${runs}" "${wall}" "${figures}"

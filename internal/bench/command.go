@@ -43,6 +43,7 @@ const (
 	ModeBurst = "burst"
 	ModeAll   = "all"
 	ModeScale = "scale"
+	ModeFleet = "fleet"
 )
 
 // benchNamespace holds every object the bench manages.
@@ -58,11 +59,18 @@ const benchBurstWorkers = 32
 // Options are the settings of Run (the flags of driftwatch bench; their
 // defaults are the command's).
 type Options struct {
-	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll or ModeScale.
+	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale or
+	// ModeFleet.
 	Mode string
-	// Clusters is how many local control planes to start (1 to 20).
+	// Clusters is how many local control planes to start (1 to 20); for
+	// ModeFleet, how many cluster entries the config has (1 to 2000),
+	// served by APIServers control planes.
 	Clusters int
-	// Objects is the managed objects per cluster.
+	// APIServers is how many local control planes serve the fleet's
+	// entries (ModeFleet, 1 to 20).
+	APIServers int
+	// Objects is the managed objects per cluster (per entry for
+	// ModeFleet).
 	Objects int
 	// Drifts is the drifts of the watch and poll runs, over all clusters,
 	// made at Rate per second per cluster.
@@ -80,8 +88,11 @@ type Options struct {
 	// its reconcile workers (0: the config defaults).
 	QPS     float64
 	Workers int
-	// Idle is how long the scale run measures idle CPU.
+	// Idle is how long the scale and fleet runs measure idle CPU.
 	Idle time.Duration
+	// Duration is how long the fleet run makes drift (Rate per second per
+	// entry).
+	Duration time.Duration
 	// Dir holds the clusters and the configs; "" makes a temporary folder.
 	Dir string
 	// CPUProfile and MemProfile, when set, are where CPU and heap profiles
@@ -95,12 +106,18 @@ type Options struct {
 // Validate checks the options; its errors say which flag is wrong.
 func (o Options) Validate() error {
 	switch {
-	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale}, o.Mode):
-		return fmt.Errorf("--mode %q: want watch, poll, burst, all or scale", o.Mode)
+	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet}, o.Mode):
+		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale or fleet", o.Mode)
 	case o.Output != "table" && o.Output != "json":
 		return fmt.Errorf("-o %q: want table or json", o.Output)
-	case o.Clusters < 1 || o.Clusters > 20:
+	case o.Mode == ModeFleet && (o.Clusters < 1 || o.Clusters > 2000):
+		return fmt.Errorf("--clusters must be between 1 and 2000 with --mode fleet")
+	case o.Mode != ModeFleet && (o.Clusters < 1 || o.Clusters > 20):
 		return fmt.Errorf("--clusters must be between 1 and 20")
+	case o.Mode == ModeFleet && (o.APIServers < 1 || o.APIServers > 20 || o.APIServers > o.Clusters):
+		return fmt.Errorf("--apiservers must be between 1 and 20, and at most --clusters")
+	case o.Mode == ModeFleet && o.Duration <= 0:
+		return fmt.Errorf("--duration must be positive")
 	case o.Objects < 1 || o.Objects > 100_000:
 		return fmt.Errorf("--objects must be between 1 and 100000")
 	case o.Drifts < 1:
@@ -155,9 +172,13 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		defer os.RemoveAll(dir)
 	}
 	b.dir = dir
-	b.progress("starting %d local control plane(s) (etcd, kube-apiserver)", o.Clusters)
+	planes := o.Clusters
+	if o.Mode == ModeFleet {
+		planes = o.APIServers
+	}
+	b.progress("starting %d local control plane(s) (etcd, kube-apiserver)", planes)
 	began := time.Now()
-	set, err := localcluster.Start(ctx, localcluster.Options{Count: o.Clusters, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Logger: log})
+	set, err := localcluster.Start(ctx, localcluster.Options{Count: planes, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Logger: log})
 	if err != nil {
 		return fmt.Errorf("bench: start local clusters: %w", err)
 	}
@@ -180,14 +201,19 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		}
 		b.clients[lc.Name] = c
 	}
+	b.targets = b.clients
 
 	rep := benchReport{
 		Mode: o.Mode, Clusters: o.Clusters, ObjectsPerCluster: o.Objects, Seed: o.Seed,
 		QPS: b.opts.QPS, CPUs: runtime.NumCPU(), LoadBefore: load,
 	}
-	if o.Mode == ModeScale {
+	switch o.Mode {
+	case ModeScale:
 		rep.Scale, err = b.scale(ctx)
-	} else {
+	case ModeFleet:
+		rep.APIServers = o.APIServers
+		rep.Fleet, rep.Runs, err = b.fleet(ctx, &rep)
+	default:
 		rep.Drifts, rep.Rate = o.Drifts, o.Rate
 		rep.Runs, err = b.driftRuns(ctx, &rep)
 	}
@@ -220,6 +246,9 @@ type bencher struct {
 	dir     string
 	set     *localcluster.Set
 	clients map[string]kubernetes.Interface
+	// targets are the drift clients by cluster id of the config: clients,
+	// or for the fleet each entry's apiserver's client.
+	targets map[string]kubernetes.Interface
 	// current receives the raw watch's events (nil between runs).
 	current atomic.Pointer[Tracker]
 	// workers is the hub's effective worker count (from the config).
@@ -306,22 +335,23 @@ func benchConfig(set *localcluster.Set, objects, extra int, qps float64, workers
 		fmt.Fprintf(&sb, "  - id: %s\n    kubeconfig: %s\n    labels: {bench: \"true\"}\n", lc.Name, lc.Kubeconfig)
 	}
 	sb.WriteString("applications:\n")
-	writeApps(&sb, "a", "selector: bench=true", objects, benchMaxServices)
+	writeApps(&sb, "a", benchNamespace, "selector: bench=true", objects, benchMaxServices)
 	if extra > 0 {
-		writeApps(&sb, "x", "clusters: ["+set.Clusters[0].Name+"]", extra, 0)
+		writeApps(&sb, "x", benchNamespace, "clusters: ["+set.Clusters[0].Name+"]", extra, 0)
 	}
 	return sb.String()
 }
 
-// writeApps writes applications named prefix00001... holding n objects.
-func writeApps(sb *strings.Builder, prefix, target string, n, maxServices int) {
+// writeApps writes applications named prefix00001... in namespace holding n
+// objects.
+func writeApps(sb *strings.Builder, prefix, namespace, target string, n, maxServices int) {
 	full := min(n/3, maxServices)
 	rest := n - 3*full
 	i := 0
 	app := func(port, cfg bool) {
 		i++
 		fmt.Fprintf(sb, "  - id: %s%05d\n    namespace: %s\n    %s\n    image: registry.example/bench:1\n    replicas: 2\n",
-			prefix, i, benchNamespace, target)
+			prefix, i, namespace, target)
 		if port {
 			sb.WriteString("    port: 8080\n")
 		}
@@ -605,7 +635,7 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	}
 	cpu0 := CPUTime()
 	issued := time.Now()
-	Execute(ctx, driftgen.New(b.clients, o.Seed), tr, steps, workers)
+	Execute(ctx, driftgen.New(b.targets, o.Seed), tr, steps, workers)
 	r.Issue = msDuration(time.Since(issued))
 	stopProgress := b.every(5*time.Second, func() {
 		n := 0
@@ -634,7 +664,9 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 			r.APIServer = apiserverLatencies(b.clusterNames(), before, after)
 		}
 	}
-	b.writeHeapProfile()
+	if mode != ModeFleet { // the fleet's profile is its steady state's
+		b.writeHeapProfile()
+	}
 	snap := rh.app.Hub().Snapshot()
 	stopped = true
 	if err := rh.Stop(); err != nil {
@@ -807,8 +839,11 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // benchReport is the output of `driftwatch bench` (-o json).
 type benchReport struct {
-	Mode              string    `json:"mode"`
+	Mode string `json:"mode"`
+	// Clusters is the local clusters, or for the fleet its cluster
+	// entries, served by APIServers local clusters.
 	Clusters          int       `json:"clusters"`
+	APIServers        int       `json:"apiservers,omitempty"`
 	ObjectsPerCluster int       `json:"objectsPerCluster"`
 	Mix               objectMix `json:"mix"`
 	Seed              uint64    `json:"seed"`
@@ -823,6 +858,7 @@ type benchReport struct {
 	Runs         []runReport  `json:"runs,omitempty"`
 	Ratios       *benchRatios `json:"ratios,omitempty"`
 	Scale        *scaleReport `json:"scale,omitempty"`
+	Fleet        *fleetReport `json:"fleet,omitempty"`
 	Targets      []benchGoal  `json:"targets,omitempty"`
 	Notes        []string     `json:"notes,omitempty"`
 	// CPUs is the machine's CPU count; LoadBefore its 1, 5 and 15 minute
@@ -978,6 +1014,9 @@ func (rep *benchReport) failed() bool {
 			return true
 		}
 	}
+	if rep.Fleet != nil && (rep.Fleet.SyncFailed || len(rep.Fleet.Failures) > 0) {
+		return true
+	}
 	return rep.Scale != nil && (rep.Scale.SyncFailed || len(rep.Scale.Failures) > 0)
 }
 
@@ -1033,6 +1072,7 @@ func (rep *benchReport) finish(o Options) {
 			Met:    rep.Scale.BytesPerObject > 0 && rep.Scale.BytesPerObject < 2048,
 			Actual: fmtBytes(uint64(rep.Scale.BytesPerObject))})
 	}
+	rep.finishFleet()
 	if pollRun != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("poll: watches off, the hub's resync alone finds drift, every %s (+ up to 10%% jitter); each pass GETs every object through the hub's client rate limit (%s per cluster). Real poll tools use about 5m: poll figures scale with the interval.", o.Interval, clusters.DescribeRateLimit(float32(rep.QPS), 0)))
 	}
@@ -1077,8 +1117,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	if rep.Scale != nil {
 		mix = rep.Scale.Mix
 	}
-	fmt.Fprintf(tw, "driftwatch bench --mode %s: %d cluster(s) x %d objects (%d Deployments, %d Services, %d ConfigMaps each); hub: %d workers, client rate limit %s per cluster\n",
-		rep.Mode, rep.Clusters, rep.ObjectsPerCluster, mix.Deployments, mix.Services, mix.ConfigMaps, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
+	clustersText := fmt.Sprintf("%d cluster(s)", rep.Clusters)
+	if rep.APIServers > 0 {
+		clustersText = fmt.Sprintf("%d cluster entries on %d apiserver(s)", rep.Clusters, rep.APIServers)
+	}
+	fmt.Fprintf(tw, "driftwatch bench --mode %s: %s x %d objects (%d Deployments, %d Services, %d ConfigMaps each); hub: %d workers, client rate limit %s per cluster\n",
+		rep.Mode, clustersText, rep.ObjectsPerCluster, mix.Deployments, mix.Services, mix.ConfigMaps, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
 	if rep.LoadBefore != "" {
 		fmt.Fprintf(tw, "machine: %d CPUs, load average before the bench %s\n", rep.CPUs, rep.LoadBefore)
 	}
@@ -1103,9 +1147,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Mode, r.Drifts, repaired, r.Failed,
 				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), fmtBytes(r.PeakRSS))
 		}
-		if r := findRun(rep.Runs, ModeWatch); r != nil {
+		for _, r := range rep.Runs {
+			if r.Mode != ModeWatch && r.Mode != ModeFleet {
+				continue
+			}
 			fmt.Fprintln(tw)
-			fmt.Fprintln(tw, "watch by action\tn\tfloor p50\tfloor p99\tdetect p50\tdetect p99\trepair p50\trepair p99")
+			fmt.Fprintf(tw, "%s by action\tn\tfloor p50\tfloor p99\tdetect p50\tdetect p99\trepair p50\trepair p99\n", r.Mode)
 			for _, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
 				l, ok := r.ByAction[string(a)]
 				if !ok {
@@ -1157,6 +1204,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "hub heap per managed object\t%s\n", fmtBytes(uint64(s.BytesPerObject)))
 		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), s.IdleCPUPercent)
 	}
+	rep.Fleet.writeTable(tw)
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "target\tresult\tactual")
@@ -1182,6 +1230,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	}
 	if s := rep.Scale; s != nil {
 		writeFailures(w, "scale: the hub never showed every object in sync; objects not in sync", s.Failures)
+	}
+	if f := rep.Fleet; f != nil {
+		writeFailures(w, "fleet: the hub never showed every entry synced and every object in sync; objects not in sync", f.Failures)
 	}
 	if len(rep.Notes) > 0 {
 		fmt.Fprintln(w)

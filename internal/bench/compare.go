@@ -94,6 +94,15 @@ func figures(rep *benchReport) []figure {
 		bytes("scale hub heap per object", s.BytesPerObject)
 		dur("scale idle cpu", s.IdleCPU)
 	}
+	if f := rep.Fleet; f != nil {
+		dur("fleet every entry synced", f.ClustersSynced)
+		dur("fleet cold sync", f.ColdSync)
+		bytes("fleet peak rss", float64(f.PeakRSS))
+		bytes("fleet steady rss", float64(f.RSS))
+		bytes("fleet heap in use", float64(f.HeapInUse))
+		bytes("fleet hub heap per object", f.BytesPerObject)
+		dur("fleet idle cpu", f.IdleCPU)
+	}
 	return out
 }
 
@@ -189,7 +198,11 @@ func Compare(w io.Writer, oldName string, old *benchReport, newName string, cur 
 
 // describeReport is one line saying what a report measured.
 func describeReport(rep *benchReport) string {
-	s := fmt.Sprintf("--mode %s, %d cluster(s) x %d objects, seed %d", rep.Mode, rep.Clusters, rep.ObjectsPerCluster, rep.Seed)
+	clusters := fmt.Sprintf("%d cluster(s)", rep.Clusters)
+	if rep.APIServers > 0 {
+		clusters = fmt.Sprintf("%d cluster entries on %d apiserver(s)", rep.Clusters, rep.APIServers)
+	}
+	s := fmt.Sprintf("--mode %s, %s x %d objects, seed %d", rep.Mode, clusters, rep.ObjectsPerCluster, rep.Seed)
 	if rep.Drifts > 0 {
 		s += fmt.Sprintf(", %d drifts at %g/s per cluster", rep.Drifts, rep.Rate)
 	}
@@ -213,6 +226,7 @@ func setupDiffs(a, b *benchReport) []string {
 	}
 	add("mode", a.Mode != b.Mode)
 	add("clusters", a.Clusters != b.Clusters)
+	add("apiservers", a.APIServers != b.APIServers)
 	add("objects", a.ObjectsPerCluster != b.ObjectsPerCluster)
 	add("drift schedule", a.Schedule != b.Schedule)
 	add("rate", a.Rate != b.Rate)

@@ -255,13 +255,24 @@ func testReport(mode string) *benchReport {
 	o := Options{Mode: mode, Clusters: 2, Objects: 300, Drifts: 200, Rate: 20, Interval: 10 * time.Second, Burst: 1000, Seed: 7, Output: "json", Idle: 5 * time.Second}
 	rep := &benchReport{Mode: mode, Clusters: 2, ObjectsPerCluster: 300, Mix: objectMix{120, 100, 80}, Seed: 7, QPS: 0, Workers: 4,
 		CPUs: 2, LoadBefore: "0.52 0.61 0.70"}
-	if mode == ModeScale {
+	switch mode {
+	case ModeFleet:
+		o.Clusters, o.APIServers, o.Objects, o.Rate, o.Duration, o.Idle = 250, 3, 100, 1, 30*time.Second, 10*time.Second
+		rep.Clusters, rep.APIServers, rep.ObjectsPerCluster, rep.Mix = 250, 3, 100, objectMix{Deployments: 50, ConfigMaps: 50}
+		rep.Drifts, rep.Rate, rep.Schedule = 7500, 1, "9d0c1e22"
+		rep.Fleet = &fleetReport{Entries: 250, APIServers: 3, ObjectsPerEntry: 100, Objects: 25000, Mix: rep.Mix,
+			ClustersSynced: msDuration(4321 * time.Millisecond), ColdSync: msDuration(28765432 * time.Microsecond),
+			PeakRSS: 900 << 20, RSS: 700 << 20, HeapInUse: 300 << 20, BytesPerObject: 9876.5, OpenFDs: 260, Goroutines: 4100,
+			IdleCPU: msDuration(1234567 * time.Microsecond), IdleFor: msDuration(10 * time.Second), IdleCPUPercent: 12.34567,
+			DriftFor: msDuration(30 * time.Second)}
+		rep.Runs = append(rep.Runs, testRun(ModeFleet, 7500, 3*time.Millisecond))
+	case ModeScale:
 		rep.Scale = &scaleReport{Objects: 600, Mix: objectMix{240, 200, 160}, Precreate: msDuration(3456789 * time.Microsecond),
 			InitialSync: msDuration(2345678 * time.Microsecond), PeakRSS: 300 << 20, RSS: 250 << 20, HeapInUse: 90 << 20,
 			BytesPerObject: 12143.5, IdleCPU: msDuration(123456 * time.Microsecond), IdleFor: msDuration(5 * time.Second),
 			IdleCPUPercent: 2.46912, SyncFailed: true,
 			Failures: []failureReport{{Cluster: "c2", NodeID: "c2:bench/a00002:ConfigMap", HubStatus: "unknown", ClusterState: "connecting", ClusterError: "cluster c2: list configmaps: timeout"}}}
-	} else {
+	default:
 		rep.Drifts, rep.Rate, rep.Schedule = 200, 20, "3f2a9c01"
 		if mode == ModeWatch || mode == ModeAll {
 			rep.Runs = append(rep.Runs, testRun(ModeWatch, 200, 2*time.Millisecond))
@@ -281,7 +292,7 @@ func testReport(mode string) *benchReport {
 // every figure the table prints: the table of the report decoded from the
 // JSON is the table of the report, and the decoded report equals it.
 func TestJSONCompleteEveryMode(t *testing.T) {
-	for _, mode := range []string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale} {
+	for _, mode := range []string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet} {
 		t.Run(mode, func(t *testing.T) {
 			rep := testReport(mode)
 			js, err := json.Marshal(rep)
@@ -312,6 +323,9 @@ func TestJSONCompleteEveryMode(t *testing.T) {
 				ModeBurst: {"burst: each apiserver's own request latency", "apiserver mutating p99 under 1s (Kubernetes SLO) during the burst  met"},
 				ModeAll:   {"poll detect p50 / watch detect p50", "apiserver  verb-class  n"},
 				ModeScale: {"hub heap per managed object", "2.47% of a core", "scale: the hub never showed every object in sync"},
+				ModeFleet: {"250 cluster entries on 3 apiserver(s) x 100 objects", "fleet by action", "cold sync (hub start to every object created and in sync)  28.77s",
+					"fleet cold sync of 250 entries x 100 objects under 30.00s  met", "12.35% over 10.00s", "fleet steady rss under 1 GiB",
+					"fleet repair p99 under 250.0ms at 1 drifts/s per entry", "260 / 4100"},
 			}[mode] {
 				if !strings.Contains(want.String(), s) {
 					t.Errorf("table lacks %q:\n%s", s, &want)

@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+)
+
+// TestFleetConfig checks the generated fleet config: entries round-robin
+// over the apiservers with their kubeconfigs, each entry watching only its
+// own namespace, and exactly objects objects per entry in it.
+func TestFleetConfig(t *testing.T) {
+	apiservers := []*localcluster.Cluster{{Name: "c1", Kubeconfig: "/tmp/c1.kubeconfig"}, {Name: "c2", Kubeconfig: "/tmp/c2.kubeconfig"}}
+	for _, tc := range []struct {
+		entries, objects int
+		wantFirst        string
+		want             map[hub.Kind]int // per entry
+	}{
+		{4, 5, "f1", map[hub.Kind]int{hub.KindDeployment: 3, hub.KindConfigMap: 2}},
+		{12, 100, "f01", map[hub.Kind]int{hub.KindDeployment: 50, hub.KindConfigMap: 50}},
+		{3, 1, "f1", map[hub.Kind]int{hub.KindDeployment: 1}},
+	} {
+		entries := fleetEntries(apiservers, tc.entries)
+		if entries[0].ID != tc.wantFirst || entries[0].Namespace != "fleet-"+tc.wantFirst {
+			t.Errorf("%d entries: first %+v", tc.entries, entries[0])
+		}
+		path := filepath.Join(t.TempDir(), "fleet.yaml")
+		if err := os.WriteFile(path, []byte(fleetConfig(entries, tc.objects, 0, 8)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatalf("%d entries x %d objects: %v", tc.entries, tc.objects, err)
+		}
+		if len(cfg.Clusters) != tc.entries || cfg.Hub.Workers != 8 {
+			t.Fatalf("%d clusters, hub %+v", len(cfg.Clusters), cfg.Hub)
+		}
+		ccs := app.ClusterConfigs(cfg, func(string) string { return "" })
+		for i, cc := range ccs {
+			e := entries[i]
+			if cc.ID != e.ID || cc.Kubeconfig != apiservers[i%2].Kubeconfig || !slices.Equal(cc.Namespaces, []string{e.Namespace}) {
+				t.Errorf("entry %d: cluster config %s kubeconfig %s namespaces %v, want %s on %s in %s",
+					i, cc.ID, cc.Kubeconfig, cc.Namespaces, e.ID, apiservers[i%2].Kubeconfig, e.Namespace)
+			}
+		}
+		got := map[string]map[hub.Kind]int{}
+		for _, s := range config.Compile(cfg) {
+			if s.Namespace != "fleet-"+s.ID.Cluster {
+				t.Errorf("%s is in namespace %s", s.ID, s.Namespace)
+			}
+			if got[s.ID.Cluster] == nil {
+				got[s.ID.Cluster] = map[hub.Kind]int{}
+			}
+			got[s.ID.Cluster][s.ID.Kind]++
+		}
+		if len(got) != tc.entries {
+			t.Errorf("objects on %d entries, want %d", len(got), tc.entries)
+		}
+		for _, e := range entries {
+			if !reflect.DeepEqual(got[e.ID], tc.want) {
+				t.Errorf("%d entries x %d objects: %s has %v, want %v", tc.entries, tc.objects, e.ID, got[e.ID], tc.want)
+			}
+		}
+	}
+}
+
+// TestSpreadPlan: the same drifts as Plan, each cluster still at the rate,
+// and the fleet's drifts evenly spaced in time.
+func TestSpreadPlan(t *testing.T) {
+	ts := testTargets(4, 10)
+	const rate = 2.0
+	plain, spread := Plan(ts, 40, rate, 3), SpreadPlan(ts, 40, rate, 3)
+	if len(spread) != len(plain) {
+		t.Fatalf("%d steps, want %d", len(spread), len(plain))
+	}
+	gap := time.Duration(float64(time.Second) / (4 * rate))
+	perCluster := map[string][]time.Duration{}
+	for j, s := range spread {
+		p := plain[j]
+		if s.Target.ID != p.Target.ID || s.Action != p.Action || s.Seq != p.Seq {
+			t.Fatalf("step %d: %s %s, Plan has %s %s", j, s.Target.ID, s.Action, p.Target.ID, p.Action)
+		}
+		if want := time.Duration(j) * gap; absDur(s.Offset-want) > time.Microsecond {
+			t.Errorf("step %d at %v, want %v", j, s.Offset, want)
+		}
+		perCluster[s.Target.ID.Cluster] = append(perCluster[s.Target.ID.Cluster], s.Offset)
+	}
+	for c, offs := range perCluster {
+		for i := 1; i < len(offs); i++ {
+			if d := offs[i] - offs[i-1]; absDur(d-time.Duration(float64(time.Second)/rate)) > time.Microsecond {
+				t.Errorf("%s: drifts %d and %d are %v apart, want %v", c, i-1, i, d, time.Second/2)
+			}
+		}
+	}
+	if SpreadPlan(nil, 10, 1, 1) != nil {
+		t.Error("a plan without targets")
+	}
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func TestFleetDefaults(t *testing.T) {
+	base := Options{Mode: ModeFleet, Clusters: 3, Objects: 300, Rate: 20, Idle: 5 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		in      Options
+		changed []string
+		want    Options
+	}{
+		{"fleet, nothing set", base, nil, Options{Mode: ModeFleet, Clusters: 250, Objects: 100, Rate: 1, Idle: 10 * time.Second}},
+		{"fleet, flags set win", base, []string{"clusters", "objects", "rate", "idle"}, base},
+		{"fleet, some set", base, []string{"objects"}, Options{Mode: ModeFleet, Clusters: 250, Objects: 300, Rate: 1, Idle: 10 * time.Second}},
+		{"another mode", Options{Mode: ModeWatch, Clusters: 3, Objects: 300, Rate: 20}, nil, Options{Mode: ModeWatch, Clusters: 3, Objects: 300, Rate: 20}},
+	} {
+		o := tc.in
+		FleetDefaults(&o, func(f string) bool { return slices.Contains(tc.changed, f) })
+		if o != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, o, tc.want)
+		}
+	}
+}
+
+func TestFleetValidate(t *testing.T) {
+	ok := Options{Mode: ModeFleet, Clusters: 250, APIServers: 3, Objects: 100, Drifts: 1, Rate: 1, Interval: time.Second,
+		Burst: 1, Output: "table", Idle: time.Second, Duration: time.Second}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"too many entries", func(o *Options) { o.Clusters = 2001 }, "--clusters"},
+		{"no apiserver", func(o *Options) { o.APIServers = 0 }, "--apiservers"},
+		{"more apiservers than entries", func(o *Options) { o.Clusters, o.APIServers = 2, 3 }, "--apiservers"},
+		{"no duration", func(o *Options) { o.Duration = 0 }, "--duration"},
+		{"250 clusters outside the fleet", func(o *Options) { o.Mode = ModeWatch }, "--clusters"},
+	} {
+		o := ok
+		tc.mod(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error about %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestFillDesired decodes each planned object once and refuses a target
+// the config does not have.
+func TestFillDesired(t *testing.T) {
+	apiservers := []*localcluster.Cluster{{Name: "c1", Kubeconfig: "/tmp/c1.kubeconfig"}}
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(fleetConfig(fleetEntries(apiservers, 2), 4, 0, 0)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := config.Compile(cfg)
+	steps := SpreadPlan(fleetTargets(specs), 16, 1, 1) // every object twice
+	if err := fillDesired(steps, specs); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[hub.NodeID]any{}
+	for _, s := range steps {
+		d := s.Target.Desired
+		if d == nil || d.GetName() != s.Target.ID.Name() || d.GetNamespace() != s.Target.ID.Namespace() {
+			t.Fatalf("%s: desired %v", s.Target.ID, d)
+		}
+		if prev, ok := seen[s.Target.ID]; ok && prev != any(d) {
+			t.Errorf("%s decoded twice", s.Target.ID)
+		}
+		seen[s.Target.ID] = d
+	}
+	if len(seen) != 8 {
+		t.Errorf("%d objects planned, want 8", len(seen))
+	}
+	bad := []Step{{Target: Target{ID: hub.NewNodeID("f9", "fleet-f9", "nope", hub.KindDeployment)}}}
+	if err := fillDesired(bad, specs); err == nil || !strings.Contains(err.Error(), "f9:fleet-f9/nope") {
+		t.Errorf("unknown target: %v", err)
+	}
+}
+
+// TestCompareFleet compares two fleet reports: the fleet's own figures and
+// its drift run are in the table, a different apiserver count is noted.
+func TestCompareFleet(t *testing.T) {
+	old, cur := testReport(ModeFleet), testReport(ModeFleet)
+	cur.APIServers = 4
+	cur.Fleet.ColdSync = msDuration(20 * time.Second)
+	cur.Fleet.RSS = 900 << 20
+	cur.Runs[0].Repair.P99 = msDuration(40 * time.Millisecond)
+	var out bytes.Buffer
+	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare-fleet.golden", out.Bytes())
+	for _, s := range []string{"note: the runs differ in apiservers", "250 cluster entries on 3 apiserver(s)",
+		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("compare lacks %q:\n%s", s, &out)
+		}
+	}
+}
+
+// TestFinishFleet checks the fleet's bars against the figures.
+func TestFinishFleet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*benchReport)
+		want map[string]bool // goal prefix -> met
+	}{
+		{"as measured", func(*benchReport) {}, map[string]bool{"fleet cold sync": true, "fleet steady rss": true, "fleet idle cpu": false, "fleet repair p99": false}},
+		{"all met", func(r *benchReport) {
+			r.Fleet.IdleCPUPercent = 4.9
+			r.Runs[0].Repaired, r.Runs[0].Failed = r.Runs[0].Drifts, 0
+		}, map[string]bool{"fleet cold sync": true, "fleet steady rss": true, "fleet idle cpu": true, "fleet repair p99": true}},
+		{"slow and big", func(r *benchReport) {
+			r.Fleet.ColdSync, r.Fleet.RSS = msDuration(31*time.Second), 1<<30
+			r.Runs[0].Repaired = r.Runs[0].Drifts
+			r.Runs[0].Repair.P99 = msDuration(250 * time.Millisecond)
+		}, map[string]bool{"fleet cold sync": false, "fleet steady rss": false, "fleet idle cpu": false, "fleet repair p99": false}},
+		{"sync failed", func(r *benchReport) {
+			r.Fleet.SyncFailed, r.Fleet.ColdSync, r.Fleet.RSS, r.Runs = true, 0, 0, nil
+		}, map[string]bool{"fleet cold sync": false}},
+	} {
+		rep := testReport(ModeFleet)
+		tc.mod(rep)
+		rep.Targets, rep.Notes = nil, nil
+		rep.finishFleet()
+		got := map[string]bool{}
+		for _, g := range rep.Targets {
+			for prefix := range tc.want {
+				if strings.HasPrefix(g.Goal, prefix) {
+					got[prefix] = g.Met
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) || len(rep.Targets) != len(tc.want) {
+			t.Errorf("%s: targets %+v, want %v", tc.name, rep.Targets, tc.want)
+		}
+	}
+}
