@@ -71,8 +71,12 @@ func (m *Manager) resourceError(verb, resource, namespace string, err error) err
 }
 
 // ReadState reads spec's object: from the synced informer cache when fresh is
-// false (converted to a copy: cached objects are never modified), else, or
-// when the cache is not synced, with a GET (managedFields dropped). An object
+// false (its compact form decoded into a copy: cached objects are never
+// modified), else, or when the cache is not synced, with a GET. Either way
+// the live object keeps only the managedFields entries of other managers
+// that touched spec or metadata (see compactManagedFields); a cached read's
+// live object has no status either (State.Progress carries what the loop
+// needs of it). An object
 // that does not exist is State{Exists: false} without an error; Fresh then
 // says whether the apiserver said so or the label-filtered cache.
 func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) (hub.State, error) {
@@ -89,11 +93,20 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 			if !ok {
 				return hub.State{}, nil
 			}
-			obj, ok := item.(runtime.Object)
+			c, ok := item.(*cachedObject)
 			if !ok {
 				return hub.State{}, m.callError("read cached", spec, fmt.Errorf("cache holds %T", item))
 			}
-			return m.stateOf(kind, spec, obj, false)
+			obj, err := c.object()
+			if err != nil {
+				return hub.State{}, m.callError("read cached", spec, err)
+			}
+			var progress *hub.Progress
+			if c.progress != nil {
+				p := *c.progress
+				progress = &p
+			}
+			return m.stateOf(kind, spec, obj, progress, false)
 		}
 	}
 	c := m.clientset()
@@ -107,14 +120,19 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 	if err != nil {
 		return hub.State{}, m.callError("get", spec, err)
 	}
-	if acc, err := meta.Accessor(obj); err == nil {
-		acc.SetManagedFields(nil)
+	var progress *hub.Progress
+	if kind.progress != nil {
+		progress = kind.progress(obj)
 	}
-	return m.stateOf(kind, spec, obj, true)
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetManagedFields(compactManagedFields(acc.GetManagedFields()))
+	}
+	return m.stateOf(kind, spec, obj, progress, true)
 }
 
-// stateOf describes a live typed object. It only reads obj.
-func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, fresh bool) (hub.State, error) {
+// stateOf describes a live typed object with its rollout progress. It only
+// reads obj.
+func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, progress *hub.Progress, fresh bool) (hub.State, error) {
 	live, err := kind.toUnstructured(obj)
 	if err != nil {
 		return hub.State{}, m.callError("convert", spec, err)
@@ -126,10 +144,8 @@ func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, 
 		Owned:      m.owns(live),
 		Deleting:   live.GetDeletionTimestamp() != nil,
 		Finalizers: live.GetFinalizers(),
+		Progress:   progress,
 		Live:       live,
-	}
-	if kind.progress != nil {
-		st.Progress = kind.progress(obj)
 	}
 	return st, nil
 }

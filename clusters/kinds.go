@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -26,8 +27,16 @@ type kindInfo struct {
 	gvk schema.GroupVersionKind
 	// resource is the plural resource name, for messages ("deployments").
 	resource string
-	// informer returns the kind's shared informer from a factory.
-	informer func(f informers.SharedInformerFactory) cache.SharedIndexInformer
+	// newInformer returns a new informer of the kind in one namespace,
+	// without indexers (the watch caches are only read by namespace/name).
+	newInformer func(c kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	// newObject returns an empty typed object of the kind, which the
+	// compact cache form decodes its body into.
+	newObject func() protoObject
+	// dropStatus clears the status of a typed object of the kind (the
+	// compact cache form keeps the Progress, not the status); nil for kinds
+	// without one.
+	dropStatus func(obj runtime.Object)
 	// client returns the kind's typed client in a namespace.
 	client func(c kubernetes.Interface, namespace string) kindClient
 	// progress reads the rollout progress of a typed object of the kind;
@@ -40,8 +49,14 @@ var kindTable = map[hub.Kind]kindInfo{
 	hub.KindDeployment: {
 		gvk:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		resource: "deployments",
-		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Apps().V1().Deployments().Informer()
+		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredDeploymentInformer(c, ns, 0, cache.Indexers{}, tweak)
+		},
+		newObject: func() protoObject { return &appsv1.Deployment{} },
+		dropStatus: func(obj runtime.Object) {
+			if d, ok := obj.(*appsv1.Deployment); ok {
+				d.Status = appsv1.DeploymentStatus{}
+			}
 		},
 		client: func(c kubernetes.Interface, ns string) kindClient {
 			return typedClient[*appsv1.Deployment]{c.AppsV1().Deployments(ns)}
@@ -51,8 +66,14 @@ var kindTable = map[hub.Kind]kindInfo{
 	hub.KindService: {
 		gvk:      corev1.SchemeGroupVersion.WithKind("Service"),
 		resource: "services",
-		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Core().V1().Services().Informer()
+		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredServiceInformer(c, ns, 0, cache.Indexers{}, tweak)
+		},
+		newObject: func() protoObject { return &corev1.Service{} },
+		dropStatus: func(obj runtime.Object) {
+			if s, ok := obj.(*corev1.Service); ok {
+				s.Status = corev1.ServiceStatus{}
+			}
 		},
 		client: func(c kubernetes.Interface, ns string) kindClient {
 			return typedClient[*corev1.Service]{c.CoreV1().Services(ns)}
@@ -61,9 +82,10 @@ var kindTable = map[hub.Kind]kindInfo{
 	hub.KindConfigMap: {
 		gvk:      corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 		resource: "configmaps",
-		informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Core().V1().ConfigMaps().Informer()
+		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredConfigMapInformer(c, ns, 0, cache.Indexers{}, tweak)
 		},
+		newObject: func() protoObject { return &corev1.ConfigMap{} },
 		client: func(c kubernetes.Interface, ns string) kindClient {
 			return typedClient[*corev1.ConfigMap]{c.CoreV1().ConfigMaps(ns)}
 		},
@@ -98,6 +120,15 @@ func (k kindInfo) toUnstructured(obj runtime.Object) (*unstructured.Unstructured
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(k.gvk)
 	return u, nil
+}
+
+// protoObject is a typed Kubernetes object with its generated protobuf
+// encoding: the compact cache form keeps objects as these bytes.
+type protoObject interface {
+	runtime.Object
+	metav1.Object
+	Marshal() ([]byte, error)
+	Unmarshal(data []byte) error
 }
 
 // kindClient is a typed client of one kind in one namespace, with results

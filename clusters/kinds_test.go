@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -31,7 +30,6 @@ func TestKindTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
 	for _, kind := range hub.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			info, err := kindOf(kind)
@@ -50,8 +48,14 @@ func TestKindTable(t *testing.T) {
 			if resourceOf(kind) != info.resource || (informerKey{kind: kind}).resource() != info.resource {
 				t.Errorf("resourceOf(%s) = %q", kind, resourceOf(kind))
 			}
-			if info.informer == nil || info.informer(factory) == nil {
+			if info.newInformer == nil || info.newInformer(client, "ns", nil) == nil {
 				t.Fatal("no informer")
+			}
+			if info.newObject == nil || info.newObject().GetObjectKind() == nil {
+				t.Fatal("no typed object")
+			}
+			if got, _, err := scheme.Scheme.ObjectKinds(info.newObject()); err != nil || len(got) == 0 || got[0] != info.gvk {
+				t.Fatalf("newObject is %v, want %v (%v)", got, info.gvk, err)
 			}
 			if info.client == nil || info.client(client, "ns") == nil {
 				t.Fatal("no typed client")

@@ -23,10 +23,6 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// lastAppliedAnnotation is dropped from cached objects: it can be as large as
-// the object and driftwatch never reads it.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
 // informerKey names one informer of a manager.
 type informerKey struct {
 	namespace string
@@ -222,17 +218,17 @@ func (m *Manager) run(parent context.Context) error {
 	if !m.cfg.DisableWatch {
 		selector := labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
 		for _, ns := range m.cfg.Namespaces {
-			f := informers.NewSharedInformerFactoryWithOptions(m.client, 0,
-				informers.WithNamespace(ns),
-				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-				informers.WithTransform(stripForCache),
-			)
+			f := informers.NewSharedInformerFactoryWithOptions(m.client, 0, informers.WithNamespace(ns))
+			tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 			for _, kind := range hub.Kinds() {
 				info, err := kindOf(kind)
 				if err != nil {
 					return fmt.Errorf("cluster %q: watch %s: %w", m.cfg.ID, kind, err)
 				}
-				inf := info.informer(f)
+				inf, err := m.newInformer(f, ns, kind, info, tweak)
+				if err != nil {
+					return err
+				}
 				key := informerKey{namespace: ns, kind: kind}
 				m.mu.Lock()
 				m.informers[key] = &informerState{informer: inf}
@@ -291,24 +287,20 @@ func (m *Manager) run(parent context.Context) error {
 	return nil
 }
 
-// stripForCache drops managedFields and the last-applied annotation from
-// objects before they enter the informer cache (memory).
-func stripForCache(obj any) (any, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return d, nil
+// newInformer registers with f the informer of one namespace and kind,
+// whose transform keeps objects in the compact cache form (cachedObject).
+func (m *Manager) newInformer(f informers.SharedInformerFactory, ns string, kind hub.Kind, info kindInfo, tweak func(*metav1.ListOptions)) (cache.SharedIndexInformer, error) {
+	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: kind, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID}
+	var setErr error
+	inf := f.InformerFor(info.newObject(), func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
+		inf := info.newInformer(c, ns, tweak)
+		setErr = inf.SetTransform(shared.compact)
+		return inf
+	})
+	if setErr != nil {
+		return nil, fmt.Errorf("cluster %q: watch %s in %q: %w", m.cfg.ID, info.resource, ns, setErr)
 	}
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return obj, nil
-	}
-	acc.SetManagedFields(nil)
-	if ann := acc.GetAnnotations(); ann != nil {
-		if _, ok := ann[lastAppliedAnnotation]; ok {
-			delete(ann, lastAppliedAnnotation)
-			acc.SetAnnotations(ann)
-		}
-	}
-	return obj, nil
+	return inf, nil
 }
 
 // handler returns the event handler of one kind: it only maps the object to

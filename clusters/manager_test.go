@@ -403,19 +403,58 @@ func TestBackend(t *testing.T) {
 	t.Run("modified and added", func(t *testing.T) {
 		// Another manager changes the image and adds an env var.
 		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"evil:1","env":[{"name":"DEBUG","value":"true"}]}]}}}}`)
-		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		edited, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"})
+		if err != nil {
 			t.Fatal(err)
 		}
-		st, d := readDetect(t, true)
-		if d.Class != hub.DriftModified || len(d.Fields) != 2 {
-			t.Fatalf("drift = %s", d.Summary())
-		}
 		want := map[string]bool{"spec.template.spec.containers[app].image": false, "spec.template.spec.containers[app].env[DEBUG]": true}
-		for _, f := range d.Fields {
-			if added, ok := want[f.Path]; !ok || added != f.Added {
+		checkDrift := func(t *testing.T, d hub.Drift) {
+			t.Helper()
+			if d.Class != hub.DriftModified || len(d.Fields) != 2 {
 				t.Fatalf("drift = %s", d.Summary())
 			}
+			for _, f := range d.Fields {
+				if added, ok := want[f.Path]; !ok || added != f.Added {
+					t.Fatalf("drift = %s", d.Summary())
+				}
+			}
 		}
+		// The cache holds the edit in its compact form: no status, none of
+		// our managedFields, but the entry of the manager that edited the
+		// spec; detection from it finds the same drift.
+		sink.waitFor(t, 10*time.Second, "the edit in the cache", cachedVersion(edited.ResourceVersion))
+		item, ok, err := be.(*Manager).informerFor("apps", hub.KindDeployment).GetIndexer().GetByKey("apps/api")
+		if err != nil || !ok {
+			t.Fatalf("cached item: %v, %v", ok, err)
+		}
+		co, ok := item.(*cachedObject)
+		if !ok {
+			t.Fatalf("the cache holds %T, not the compact form", item)
+		}
+		if len(co.body) >= edited.Size() {
+			t.Errorf("cached body %d bytes, the object %d: not compact", len(co.body), edited.Size())
+		}
+		decoded, err := co.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mf := decoded.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kubectl-edit" {
+			t.Errorf("cached managedFields = %v, want kubectl-edit's entry only", managers(mf))
+		}
+		if len(edited.ManagedFields) < 2 {
+			t.Errorf("the live object's managedFields = %v, want ours and kubectl-edit's", managers(edited.ManagedFields))
+		}
+		cachedSt, cd := readDetect(t, false)
+		if cachedSt.Fresh || cachedSt.Version != edited.ResourceVersion {
+			t.Fatalf("cached state %+v, want version %s", cachedSt, edited.ResourceVersion)
+		}
+		checkDrift(t, cd)
+		// Attribution reads what the cache dropped with a GET.
+		if a, err := be.Attribute(ctx, spec, cd); err != nil || a == nil || a.Manager != "kubectl-edit" {
+			t.Fatalf("attribution from a cached drift = %+v, %v", a, err)
+		}
+		st, d := readDetect(t, true)
+		checkDrift(t, d)
 		a, err := be.Attribute(ctx, spec, d)
 		if err != nil {
 			t.Fatal(err)
@@ -730,11 +769,17 @@ func TestEventFor(t *testing.T) {
 	if !ok || ev.ID.String() != "c1:ns/x:configmap" {
 		t.Fatalf("empty tombstone event = %+v", ev)
 	}
-	// The transform drops managedFields and the last-applied annotation.
-	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
-	cm.Annotations[lastAppliedAnnotation] = "{}"
-	if _, err := stripForCache(cm); err != nil || cm.ManagedFields != nil || cm.Annotations[lastAppliedAnnotation] != "" {
-		t.Fatalf("stripForCache left %+v", cm.ObjectMeta)
+	// A compact cached object maps to the same event.
+	info, _ := kindOf(hub.KindConfigMap)
+	shared := &cacheShared{cluster: "c1", namespace: "ns", kind: hub.KindConfigMap, info: info, managedBy: hub.DefaultManagedBy}
+	cm.ResourceVersion, cm.UID = "7", "u-1"
+	want, _ := eventFor("c1", hub.KindConfigMap, hub.EventUpdated, cm, now)
+	cached, err := shared.compact(cm.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := eventFor("c1", hub.KindConfigMap, hub.EventUpdated, cached, now); !ok || ev != want {
+		t.Fatalf("event of the cached object = %+v, want %+v", ev, want)
 	}
 	_ = fmt.Sprint()
 }

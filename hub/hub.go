@@ -167,17 +167,14 @@ type Hub struct {
 	metrics *metrics
 	status  *store
 
-	mu        sync.Mutex
-	backends  Backends
-	desired   map[NodeID]*NodeSpec
-	decom     map[NodeID]*decommission
-	loop      map[NodeID]*nodeLoop
+	mu       sync.Mutex
+	backends Backends
+	// nodes holds one record per NodeID the hub wants, decommissions or
+	// remembers applying (see node).
+	nodes     map[NodeID]*node
 	clusters  map[string]*clusterLoop
 	appPolicy map[string]Policy
 	holds     map[HoldTarget]Hold
-	// applied are the NodeIDs applied by this hub (now or, restored from
-	// the intent store, by an earlier run) with the hash of the spec.
-	applied map[NodeID]SpecRef
 	// orphans are the objects found carrying our marks that nothing
 	// wants or remembers, by cluster.
 	orphans map[string]map[NodeID]SpecRef
@@ -185,6 +182,59 @@ type Hub struct {
 	scans   map[string]bool
 	scanNow chan struct{}
 	running bool
+}
+
+// node is everything the loop keeps about one NodeID (guarded by Hub.mu),
+// in one record: what is wanted (spec), what is being pruned (dec), what was
+// applied, and the loop's bookkeeping. A NodeID has a record while spec,
+// dec or applied is set; spec and dec are never both set; the loop fields
+// matter only while the NodeID is managed (spec or dec set) and start from
+// zero each time it becomes managed.
+type node struct {
+	// spec is the desired spec; nil when the NodeID is not desired.
+	spec *NodeSpec
+	// dec is set while the NodeID is decommissioned.
+	dec *decommission
+	// applied is the spec this hub last applied (now or, restored from the
+	// intent store, by an earlier run; then without a body); nil when none.
+	applied *NodeSpec
+	nodeLoop
+}
+
+// managed reports whether the NodeID is desired or being decommissioned
+// (false for a nil record).
+func (n *node) managed() bool { return n != nil && (n.spec != nil || n.dec != nil) }
+
+// of returns the spec the NodeID is managed by: the desired one, else the
+// decommissioned one.
+func (n *node) of() *NodeSpec {
+	if n.spec != nil {
+		return n.spec
+	}
+	return n.dec.spec
+}
+
+// nodeForLocked returns the record of a NodeID, creating it if needed; a
+// record that was not managed gets fresh loop bookkeeping.
+func (h *Hub) nodeForLocked(id NodeID) *node {
+	n := h.nodes[id]
+	if n == nil {
+		n = &node{}
+		h.nodes[id] = n
+	}
+	if !n.managed() {
+		n.nodeLoop = nodeLoop{}
+	}
+	return n
+}
+
+// loopLocked returns the loop bookkeeping of a managed NodeID, or nil.
+func (h *Hub) loopLocked(id NodeID) *nodeLoop {
+	n := h.nodes[id]
+	if !n.managed() {
+		return nil
+	}
+	return &n.nodeLoop
 }
 
 // decommission is a NodeID whose application left the config.
@@ -241,13 +291,10 @@ func New(opts Options) *Hub {
 		log:       opts.Logger,
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[NodeID]{Name: "driftwatch"}),
 		metrics:   newMetrics(),
-		desired:   make(map[NodeID]*NodeSpec),
-		decom:     make(map[NodeID]*decommission),
-		loop:      make(map[NodeID]*nodeLoop),
+		nodes:     make(map[NodeID]*node),
 		clusters:  make(map[string]*clusterLoop),
 		appPolicy: make(map[string]Policy),
 		holds:     make(map[HoldTarget]Hold),
-		applied:   make(map[NodeID]SpecRef),
 		orphans:   make(map[string]map[NodeID]SpecRef),
 		scans:     make(map[string]bool),
 		scanNow:   make(chan struct{}, 1),
@@ -365,34 +412,20 @@ func (h *Hub) ForgetCluster(cluster string) {
 // applied records and status; it returns the NodeIDs whose durable records
 // must be deleted (after the lock is released).
 func (h *Hub) forgetClusterLocked(cluster string) []NodeID {
-	gone := make(map[NodeID]struct{})
-	for id := range h.desired {
-		if id.Cluster == cluster {
-			delete(h.desired, id)
-			delete(h.loop, id)
+	var ids []NodeID
+	for id, n := range h.nodes {
+		if id.Cluster != cluster {
+			continue
 		}
-	}
-	for id := range h.decom {
-		if id.Cluster == cluster {
-			delete(h.decom, id)
-			delete(h.loop, id)
-			gone[id] = struct{}{}
+		if n.dec != nil || n.applied != nil {
+			ids = append(ids, id)
 		}
-	}
-	for id := range h.applied {
-		if id.Cluster == cluster {
-			delete(h.applied, id)
-			gone[id] = struct{}{}
-		}
+		delete(h.nodes, id)
 	}
 	delete(h.clusters, cluster)
 	delete(h.orphans, cluster)
 	delete(h.scans, cluster)
 	h.status.forgetCluster(cluster)
-	ids := make([]NodeID, 0, len(gone))
-	for id := range gone {
-		ids = append(ids, id)
-	}
 	return ids
 }
 
@@ -418,14 +451,15 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	// What leaves: desired NodeIDs in scope, plus what an earlier run
 	// applied and nothing wants any more.
 	leaving := make(map[NodeID]*NodeSpec)
-	for id, s := range h.desired {
-		if scope(id) && next[id] == nil {
-			leaving[id] = s
+	for id, n := range h.nodes {
+		if !scope(id) || next[id] != nil {
+			continue
 		}
-	}
-	for id, ref := range h.applied {
-		if scope(id) && next[id] == nil && h.desired[id] == nil && h.decom[id] == nil {
-			rs := ref.Spec()
+		switch {
+		case n.spec != nil:
+			leaving[id] = n.spec
+		case n.dec == nil && n.applied != nil:
+			rs := RefOf(*n.applied).Spec()
 			leaving[id] = &rs
 		}
 	}
@@ -441,28 +475,23 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	}
 	var revived []NodeID
 	for id, s := range next {
-		old, ok := h.desired[id]
-		if !ok || old.Hash != s.Hash || old.Policy != s.Policy {
+		n := h.nodeForLocked(id)
+		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy {
 			changed = append(changed, id)
 		}
-		h.desired[id] = s
-		if h.decom[id] != nil {
+		n.spec = s
+		if n.dec != nil {
 			revived = append(revived, id)
-			delete(h.decom, id)
-		}
-		if h.loop[id] == nil {
-			h.loop[id] = &nodeLoop{}
+			n.dec = nil
 		}
 		h.status.track(s, false, now)
 	}
 	records := make([]DecommissionRecord, 0, len(leaving))
 	for id, s := range leaving {
 		removed = append(removed, id)
-		delete(h.desired, id)
-		h.decom[id] = &decommission{spec: s, since: now}
-		if h.loop[id] == nil {
-			h.loop[id] = &nodeLoop{}
-		}
+		n := h.nodeForLocked(id)
+		n.spec = nil
+		n.dec = &decommission{spec: s, since: now}
 		h.status.track(s, true, now)
 		records = append(records, DecommissionRecord{Ref: RefOf(*s), Since: now})
 	}
@@ -500,13 +529,8 @@ func (h *Hub) guardLocked(leaving map[NodeID]*NodeSpec, scope func(NodeID) bool)
 		return nil
 	}
 	managed := make(map[string]int)
-	for id := range h.desired {
-		if scope(id) {
-			managed[id.Cluster]++
-		}
-	}
-	for id := range h.applied {
-		if scope(id) && h.desired[id] == nil && h.decom[id] == nil {
+	for id, n := range h.nodes {
+		if scope(id) && (n.spec != nil || (n.dec == nil && n.applied != nil)) {
 			managed[id.Cluster]++
 		}
 	}
@@ -537,11 +561,11 @@ func sortIDs(ids []NodeID) {
 func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, ok := h.desired[id]
-	if !ok {
+	n := h.nodes[id]
+	if n == nil || n.spec == nil {
 		return NodeSpec{}, false
 	}
-	return *s, true
+	return *n.spec, true
 }
 
 // Observe implements Sink: it records the event time and enqueues the
@@ -550,7 +574,7 @@ func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 func (h *Hub) Observe(ev Event) {
 	h.metrics.watch.WithLabelValues(ev.ID.Cluster, string(ev.Type)).Inc()
 	h.mu.Lock()
-	n := h.loop[ev.ID]
+	n := h.loopLocked(ev.ID)
 	if n == nil {
 		h.mu.Unlock()
 		return
@@ -608,7 +632,7 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 		ids = h.clusterIDsLocked(ch.Cluster)
 		if catchUp {
 			for _, id := range ids {
-				if n := h.loop[id]; n != nil {
+				if n := h.loopLocked(id); n != nil {
 					n.fresh = true
 				}
 			}
@@ -642,13 +666,8 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 
 func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for id := range h.desired {
-		if id.Cluster == cluster {
-			ids = append(ids, id)
-		}
-	}
-	for id := range h.decom {
-		if id.Cluster == cluster {
+	for id, n := range h.nodes {
+		if id.Cluster == cluster && n.managed() {
 			ids = append(ids, id)
 		}
 	}
@@ -661,12 +680,12 @@ func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 func (h *Hub) RepairNow(id NodeID) error {
 	now := h.opts.Now()
 	h.mu.Lock()
-	n := h.loop[id]
-	_, desired := h.desired[id]
-	if n == nil || !desired {
+	rec := h.nodes[id]
+	if rec == nil || rec.spec == nil {
 		h.mu.Unlock()
 		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
 	}
+	n := &rec.nodeLoop
 	n.manual = true
 	n.backoffTill = time.Time{}
 	if n.pendingAt.IsZero() {
@@ -717,8 +736,8 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 		h.appPolicy[app] = p
 	}
 	var ids []NodeID
-	for id, s := range h.desired {
-		if s.Application == app {
+	for id, n := range h.nodes {
+		if n.spec != nil && n.spec.Application == app {
 			ids = append(ids, id)
 		}
 	}
@@ -797,13 +816,8 @@ func (h *Hub) holdsLocked() []Hold {
 // heldIDsLocked lists the NodeIDs a hold target covers.
 func (h *Hub) heldIDsLocked(t HoldTarget) []NodeID {
 	var ids []NodeID
-	for id, s := range h.desired {
-		if covers(t, id, s.Application) {
-			ids = append(ids, id)
-		}
-	}
-	for id, d := range h.decom {
-		if covers(t, id, d.spec.Application) {
+	for id, n := range h.nodes {
+		if n.managed() && covers(t, id, n.of().Application) {
 			ids = append(ids, id)
 		}
 	}
@@ -886,30 +900,37 @@ func (h *Hub) LoadIntent() error {
 	}
 	h.status.setHolds(h.holdsLocked())
 	for id, ref := range in.Applied {
-		h.applied[id] = ref
+		n := h.nodes[id]
+		if n == nil {
+			n = &node{}
+			h.nodes[id] = n
+		}
+		rs := ref.Spec()
+		n.applied = &rs
 	}
 	for _, d := range in.Decommissions {
 		s := d.Ref.Spec()
-		h.decom[s.ID] = &decommission{spec: &s, since: d.Since}
-		if h.loop[s.ID] == nil {
-			h.loop[s.ID] = &nodeLoop{}
-		}
+		n := h.nodeForLocked(s.ID)
+		n.spec = nil
+		n.dec = &decommission{spec: &s, since: d.Since}
 		h.status.track(&s, true, now)
 	}
 	h.mu.Unlock()
 	return nil
 }
 
-// noteApplied records that spec is what the object now carries.
+// noteApplied records that spec is what the object now carries. The record
+// holds the spec itself (shared and immutable), not a copy of its fields; a
+// NodeID no longer managed (its cluster forgotten mid-pass) is not recorded.
 func (h *Hub) noteApplied(spec *NodeSpec) {
 	ref := RefOf(*spec)
 	h.mu.Lock()
-	old, ok := h.applied[spec.ID]
-	if ok && old == ref {
+	n := h.nodes[spec.ID]
+	if !n.managed() || n.applied == spec || (n.applied != nil && RefOf(*n.applied) == ref) {
 		h.mu.Unlock()
 		return
 	}
-	h.applied[spec.ID] = ref
+	n.applied = spec
 	h.mu.Unlock()
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.PutApplied(ref); err != nil {
@@ -990,12 +1011,11 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 // periodic safety-net resync).
 func (h *Hub) EnqueueAll() {
 	h.mu.Lock()
-	ids := make([]NodeID, 0, len(h.desired)+len(h.decom))
-	for id := range h.desired {
-		ids = append(ids, id)
-	}
-	for id := range h.decom {
-		ids = append(ids, id)
+	ids := make([]NodeID, 0, len(h.nodes))
+	for id, n := range h.nodes {
+		if n.managed() {
+			ids = append(ids, id)
+		}
 	}
 	h.mu.Unlock()
 	for _, id := range ids {
@@ -1175,10 +1195,8 @@ func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
 	}
 	found := make(map[NodeID]SpecRef)
 	for _, r := range refs {
-		if r.ID.Cluster != cluster || h.desired[r.ID] != nil || h.decom[r.ID] != nil {
-			continue
-		}
-		if _, ok := h.applied[r.ID]; ok {
+		// Wanted, decommissioned or applied before: not an orphan.
+		if r.ID.Cluster != cluster || h.nodes[r.ID] != nil {
 			continue
 		}
 		found[r.ID] = r
@@ -1199,10 +1217,8 @@ func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
 			pruning = true
 			for _, id := range ids {
 				s := found[id].Spec()
-				h.decom[id] = &decommission{spec: &s, since: now}
-				if h.loop[id] == nil {
-					h.loop[id] = &nodeLoop{}
-				}
+				n := h.nodeForLocked(id)
+				n.dec = &decommission{spec: &s, since: now}
 				h.status.track(&s, true, now)
 				records = append(records, DecommissionRecord{Ref: found[id], Since: now})
 			}

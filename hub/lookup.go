@@ -23,13 +23,8 @@ func (h *Hub) KnowsCluster(cluster string) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id := range h.desired {
-		if id.Cluster == cluster {
-			return true
-		}
-	}
-	for id := range h.decom {
-		if id.Cluster == cluster {
+	for id, n := range h.nodes {
+		if id.Cluster == cluster && n.managed() {
 			return true
 		}
 	}
@@ -41,13 +36,8 @@ func (h *Hub) KnowsCluster(cluster string) bool {
 func (h *Hub) KnowsApplication(app string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.desired {
-		if s.Application == app {
-			return true
-		}
-	}
-	for _, d := range h.decom {
-		if d.spec.Application == app {
+	for _, n := range h.nodes {
+		if n.managed() && n.of().Application == app {
 			return true
 		}
 	}
@@ -58,9 +48,7 @@ func (h *Hub) KnowsApplication(app string) bool {
 func (h *Hub) KnowsNode(id NodeID) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, desired := h.desired[id]
-	_, decom := h.decom[id]
-	return desired || decom
+	return h.nodes[id].managed()
 }
 
 // KnowsTarget reports whether a hold target names something the hub

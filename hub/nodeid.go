@@ -48,6 +48,37 @@ func (id NodeID) String() string {
 	return id.Cluster + ":" + id.Resource + ":" + string(id.Kind)
 }
 
+// CompareText orders NodeIDs as their text forms (String) compare, without
+// building them: -1, 0 or +1.
+func CompareText(a, b NodeID) int {
+	as := [...]string{a.Cluster, ":", a.Resource, ":", string(a.Kind)}
+	bs := [...]string{b.Cluster, ":", b.Resource, ":", string(b.Kind)}
+	i, j, ai, bj := 0, 0, 0, 0
+	for {
+		for i < len(as) && ai == len(as[i]) {
+			i, ai = i+1, 0
+		}
+		for j < len(bs) && bj == len(bs[j]) {
+			j, bj = j+1, 0
+		}
+		switch {
+		case i == len(as) && j == len(bs):
+			return 0
+		case i == len(as):
+			return -1
+		case j == len(bs):
+			return 1
+		}
+		if ca, cb := as[i][ai], bs[j][bj]; ca != cb {
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+		ai, bj = ai+1, bj+1
+	}
+}
+
 // MarshalText implements encoding.TextMarshaler with the canonical form.
 func (id NodeID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 

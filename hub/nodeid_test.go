@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -90,6 +91,34 @@ func FuzzNodeIDRoundTrip(f *testing.F) {
 		again, err := ParseNodeID(id.String())
 		if err != nil || again != id {
 			t.Fatalf("round trip of %#v = %#v, %v", id, again, err)
+		}
+	})
+}
+
+// TestCompareText: NodeIDs order as their text forms do, also where the
+// field-by-field order differs (a cluster id that is a prefix of another).
+func TestCompareText(t *testing.T) {
+	ids := []NodeID{
+		{"a", "ns/x", KindService}, {"a-b", "ns/x", KindService}, {"a", "ns/x", KindConfigMap},
+		{"a", "ns", KindDeployment}, {"a", "ns/x:y", KindService}, {"a", "ns/x", "servic"},
+		{"b", "a", "a"}, {"a", "ns/x", KindService},
+	}
+	for _, a := range ids {
+		for _, b := range ids {
+			if got, want := CompareText(a, b), strings.Compare(a.String(), b.String()); got != want {
+				t.Errorf("CompareText(%s, %s) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+func FuzzCompareText(f *testing.F) {
+	f.Add("a", "ns/x", "service", "a-b", "ns/x", "service")
+	f.Add("a", "x", "y", "a", "x:", "y")
+	f.Fuzz(func(t *testing.T, c1, r1, k1, c2, r2, k2 string) {
+		a, b := NodeID{c1, r1, Kind(k1)}, NodeID{c2, r2, Kind(k2)}
+		if got, want := CompareText(a, b), strings.Compare(a.String(), b.String()); got != want {
+			t.Fatalf("CompareText(%q, %q) = %d, want %d", a, b, got, want)
 		}
 	})
 }

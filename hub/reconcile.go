@@ -79,12 +79,12 @@ func (h *Hub) stopping() bool { return h.queue.ShuttingDown() }
 // ClusterChanged's release of parked NodeIDs, so no wake-up is lost.
 func (h *Hub) begin(id NodeID) (pass, Result, bool) {
 	h.mu.Lock()
-	n := h.loop[id]
-	spec, dec := h.desired[id], h.decom[id]
-	if n == nil || (spec == nil && dec == nil) {
+	rec := h.nodes[id]
+	if !rec.managed() {
 		h.mu.Unlock()
 		return pass{}, Result{}, false
 	}
+	n, spec, dec := &rec.nodeLoop, rec.spec, rec.dec
 	cl := h.clusters[id.Cluster]
 	if cl == nil {
 		cl = &clusterLoop{state: ClusterConnecting}
@@ -144,7 +144,7 @@ func (h *Hub) begin(id NodeID) (pass, Result, bool) {
 func (h *Hub) restore(p pass) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.loop[p.id]
+	n := h.loopLocked(p.id)
 	if n == nil {
 		return
 	}
@@ -171,7 +171,7 @@ func (h *Hub) read(ctx context.Context, p pass, fresh bool) (State, error) {
 	}
 	if st.Fresh {
 		h.mu.Lock()
-		if n := h.loop[p.id]; n != nil {
+		if n := h.loopLocked(p.id); n != nil {
 			n.expect = ""
 		}
 		h.mu.Unlock()
@@ -184,7 +184,7 @@ func (h *Hub) read(ctx context.Context, p pass, fresh bool) (State, error) {
 func (h *Hub) stale(id NodeID, version string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.loop[id]
+	n := h.loopLocked(id)
 	if n == nil || n.expect == "" {
 		return false
 	}
@@ -206,7 +206,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		return Result{}, fmt.Errorf("detect drift: %w", err)
 	}
 	h.mu.Lock()
-	n := h.loop[p.id]
+	n := h.loopLocked(p.id)
 	if n == nil {
 		h.mu.Unlock()
 		return Result{}, nil
@@ -321,7 +321,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	h.metrics.repaired.Observe(latency.Seconds())
 
 	h.mu.Lock()
-	if n := h.loop[p.id]; n != nil {
+	if n := h.loopLocked(p.id); n != nil {
 		n.expect = rr.Version
 		n.recent = append(n.recent, appliedAt)
 		n.verifying = true
@@ -348,7 +348,7 @@ func (h *Hub) fight(id NodeID) (time.Duration, bool) {
 	now := h.opts.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.loop[id]
+	n := h.loopLocked(id)
 	if n == nil {
 		return 0, false
 	}
@@ -388,7 +388,7 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 	}
 	now := h.opts.Now()
 	h.mu.Lock()
-	if n := h.loop[p.id]; n != nil {
+	if n := h.loopLocked(p.id); n != nil {
 		n.seen = true
 		n.expect = rr.Version
 	}
@@ -404,7 +404,7 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 func (h *Hub) inSync(p pass, st State) {
 	now := h.opts.Now()
 	h.mu.Lock()
-	n := h.loop[p.id]
+	n := h.loopLocked(p.id)
 	if n == nil {
 		h.mu.Unlock()
 		return
@@ -504,20 +504,19 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 func (h *Hub) stillDecommissioning(p pass) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.decom[p.id] == p.dec
+	n := h.nodes[p.id]
+	return n != nil && n.dec == p.dec
 }
 
 // endDecommission stops tracking a finished decommission; false when it was
 // no longer current (the NodeID is wanted again or its cluster forgotten).
 func (h *Hub) endDecommission(p pass) bool {
 	h.mu.Lock()
-	if h.decom[p.id] != p.dec {
+	if n := h.nodes[p.id]; n == nil || n.dec != p.dec {
 		h.mu.Unlock()
 		return false
 	}
-	delete(h.decom, p.id)
-	delete(h.loop, p.id)
-	delete(h.applied, p.id)
+	delete(h.nodes, p.id)
 	h.status.untrack(p.id)
 	h.mu.Unlock()
 	h.forgetApplied(p.id)
@@ -549,7 +548,7 @@ func (h *Hub) fail(p pass, err error) {
 func (h *Hub) record(p pass, rep Repair, st Status, reason string, step Step) {
 	now := h.opts.Now()
 	h.mu.Lock()
-	if n := h.loop[p.id]; n != nil {
+	if n := h.loopLocked(p.id); n != nil {
 		n.verifying = false
 	}
 	h.mu.Unlock()

@@ -199,10 +199,9 @@ type Snapshot struct {
 // Node returns the status of one NodeID.
 func (s *Snapshot) Node(id NodeID) (NodeStatus, bool) {
 	lo, hi := 0, len(s.Nodes)
-	key := id.String()
 	for lo < hi {
 		m := (lo + hi) / 2
-		if s.Nodes[m].ID.String() < key {
+		if CompareText(s.Nodes[m].ID, id) < 0 {
 			lo = m + 1
 		} else {
 			hi = m

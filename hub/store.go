@@ -66,8 +66,10 @@ type store struct {
 	metrics     *metrics
 }
 
+// nodeStatus is what users see of one NodeID. Fields at their zero value
+// cost nothing beyond the struct: the drift record and the timeline are
+// allocated only once the NodeID has something to show.
 type nodeStatus struct {
-	idText     string
 	spec       *NodeSpec
 	decom      bool
 	orphan     bool
@@ -117,7 +119,7 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 	s.mu.Lock()
 	n := s.nodes[spec.ID]
 	if n == nil {
-		n = &nodeStatus{idText: spec.ID.String(), status: StatusUnknown, lastChange: now}
+		n = &nodeStatus{status: StatusUnknown, lastChange: now}
 		s.nodes[spec.ID] = n
 		s.orderDirty = true
 	}
@@ -174,7 +176,7 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.
 			continue // tracked as desired or decommissioning
 		}
 		spec := r.Spec()
-		n := &nodeStatus{idText: id.String(), spec: &spec, orphan: true, lastChange: now}
+		n := &nodeStatus{spec: &spec, orphan: true, lastChange: now}
 		setStatus(n, StatusOrphan, "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans", now)
 		s.nodes[id] = n
 		s.orderDirty = true
@@ -421,7 +423,14 @@ func (s *store) subscribe() (<-chan *Snapshot, func()) {
 func (s *store) publish(now time.Time) {
 	snap := s.snapshot(now)
 	s.mu.Lock()
-	s.latest = snap
+	// Kept for the next subscriber only while someone subscribes: a
+	// snapshot nobody reads would hold a copy of every NodeID's status
+	// (a new subscriber without one gets the next, which subscribe asks
+	// for at once).
+	s.latest = nil
+	if len(s.subs) > 0 {
+		s.latest = snap
+	}
 	for _, ch := range s.subs {
 		select {
 		case <-ch:
@@ -441,9 +450,7 @@ func (s *store) orderLocked() []NodeID {
 		for id := range s.nodes {
 			s.order = append(s.order, id)
 		}
-		slices.SortFunc(s.order, func(a, b NodeID) int {
-			return strings.Compare(s.nodes[a].idText, s.nodes[b].idText)
-		})
+		slices.SortFunc(s.order, CompareText)
 		s.orderDirty = false
 	}
 	return s.order

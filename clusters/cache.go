@@ -1,0 +1,312 @@
+package clusters
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// lastAppliedAnnotation is dropped from cached objects: it can be as large as
+// the object and driftwatch never reads it.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// cacheShared is what every object of one informer has in common: the
+// compact form points at it instead of repeating it.
+type cacheShared struct {
+	cluster   string
+	namespace string
+	kind      hub.Kind
+	info      kindInfo
+	// managedBy and hubID are the values of our ownership marks.
+	managedBy string
+	hubID     string
+}
+
+// Which ownership marks an object carries with their usual value (see
+// cachedObject.marks).
+const (
+	markLabel  uint8 = 1 << iota // ManagedByLabel = cacheShared.managedBy
+	markHub                      // HubAnnotation = cacheShared.hubID
+	markNodeID                   // NodeIDAnnotation = the NodeID derived from the name
+)
+
+// unusualMarks holds an object's ownership marks when they are not the
+// usual ones (another value, or a namespace other than the informer's).
+type unusualMarks struct {
+	namespace string
+	labels    map[string]string
+	annots    map[string]string
+}
+
+// cachedObject is the compact form in which a watch cache keeps a live
+// object: the identity and ownership fields the handlers, the expectations
+// and the ownership checks read, the rollout Progress, and the rest of the
+// object as its protobuf encoding (body), decoded only when a reconcile reads
+// it (ReadState). The transform (compactor) builds it before the object
+// enters the store; it drops what drift detection never reads: the status
+// (Progress is kept), the last-applied annotation, our own managedFields
+// entries and status-subresource entries (entries of other managers that
+// touched spec or metadata stay, for the detection of who owns what). The
+// fields it keeps apart (name, namespace, uid, resourceVersion, generation
+// and the ownership marks) are cut from the body and put back on decode.
+//
+// A cachedObject is immutable once built; GetObjectMeta returns a new
+// ObjectMeta with the identity fields and the ownership marks (labels and
+// annotations hold only those), which is all the informer's key functions
+// and our handlers read.
+type cachedObject struct {
+	shared            *cacheShared
+	name              string
+	uid               types.UID
+	resourceVersion   string
+	generation        int64
+	deletionTimestamp *metav1.Time
+	progress          *hub.Progress
+	unusual           *unusualMarks
+	marks             uint8
+	body              []byte
+}
+
+var (
+	_ runtime.Object            = (*cachedObject)(nil)
+	_ metav1.ObjectMetaAccessor = (*cachedObject)(nil)
+)
+
+// GetObjectKind implements runtime.Object: a cached object has no type
+// meta of its own.
+func (c *cachedObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object. A cachedObject is immutable, so
+// the copy shares the body and the shared fields.
+func (c *cachedObject) DeepCopyObject() runtime.Object {
+	cp := *c
+	return &cp
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
+// identity fields and the ownership marks, in a new ObjectMeta.
+func (c *cachedObject) GetObjectMeta() metav1.Object {
+	m := &metav1.ObjectMeta{
+		Name:              c.name,
+		Namespace:         c.namespace(),
+		UID:               c.uid,
+		ResourceVersion:   c.resourceVersion,
+		Generation:        c.generation,
+		DeletionTimestamp: c.deletionTimestamp,
+	}
+	m.Labels, m.Annotations = c.ownershipMarks()
+	return m
+}
+
+func (c *cachedObject) namespace() string {
+	if c.unusual != nil {
+		return c.unusual.namespace
+	}
+	return c.shared.namespace
+}
+
+// ownershipMarks returns the object's ownership labels and annotations (nil
+// maps when it carries none).
+func (c *cachedObject) ownershipMarks() (labels, annots map[string]string) {
+	if c.unusual != nil {
+		return c.unusual.labels, c.unusual.annots
+	}
+	if c.marks&markLabel != 0 {
+		labels = map[string]string{hub.ManagedByLabel: c.shared.managedBy}
+	}
+	if c.marks&(markHub|markNodeID) != 0 {
+		annots = make(map[string]string, 2)
+		if c.marks&markHub != 0 {
+			annots[hub.HubAnnotation] = c.shared.hubID
+		}
+		if c.marks&markNodeID != 0 {
+			annots[hub.NodeIDAnnotation] = hub.NewNodeID(c.shared.cluster, c.shared.namespace, c.name, c.shared.kind).String()
+		}
+	}
+	return labels, annots
+}
+
+// object decodes the cached object into a new typed object the caller owns:
+// the body with the identity fields and ownership marks put back. Its status
+// is empty (see progress).
+func (c *cachedObject) object() (protoObject, error) {
+	obj := c.shared.info.newObject()
+	if err := obj.Unmarshal(c.body); err != nil {
+		return nil, fmt.Errorf("decode cached %s %s: %w", c.shared.info.resource, c.name, err)
+	}
+	obj.SetName(c.name)
+	obj.SetNamespace(c.namespace())
+	obj.SetUID(c.uid)
+	obj.SetResourceVersion(c.resourceVersion)
+	obj.SetGeneration(c.generation)
+	labels, annots := c.ownershipMarks()
+	if len(labels) > 0 {
+		all := obj.GetLabels()
+		if all == nil {
+			all = make(map[string]string, len(labels))
+		}
+		for k, v := range labels {
+			all[k] = v
+		}
+		obj.SetLabels(all)
+	}
+	if len(annots) > 0 {
+		all := obj.GetAnnotations()
+		if all == nil {
+			all = make(map[string]string, len(annots))
+		}
+		for k, v := range annots {
+			all[k] = v
+		}
+		obj.SetAnnotations(all)
+	}
+	return obj, nil
+}
+
+// ownershipKeys are the label and annotation keys the compact form keeps
+// out of the body.
+var ownershipLabelKeys, ownershipAnnotationKeys = []string{hub.ManagedByLabel}, []string{hub.HubAnnotation, hub.NodeIDAnnotation}
+
+// compact is the informers' transform: it turns a typed object into its
+// cachedObject, mutating the object (the informer hands it over before it
+// enters the store). Tombstones and objects already compact pass unchanged.
+func (s *cacheShared) compact(obj any) (any, error) {
+	switch obj.(type) {
+	case *cachedObject, cache.DeletedFinalStateUnknown:
+		return obj, nil
+	}
+	po, ok := obj.(protoObject)
+	if !ok {
+		return obj, nil
+	}
+	c := &cachedObject{
+		shared:            s,
+		name:              po.GetName(),
+		uid:               po.GetUID(),
+		resourceVersion:   po.GetResourceVersion(),
+		generation:        po.GetGeneration(),
+		deletionTimestamp: po.GetDeletionTimestamp(),
+	}
+	if s.info.progress != nil {
+		c.progress = s.info.progress(po)
+	}
+	labels, annots := po.GetLabels(), po.GetAnnotations()
+	c.setMarks(po.GetNamespace(), labels, annots)
+	for _, k := range ownershipLabelKeys {
+		delete(labels, k)
+	}
+	for _, k := range ownershipAnnotationKeys {
+		delete(annots, k)
+	}
+	delete(annots, lastAppliedAnnotation)
+	if len(labels) == 0 {
+		labels = nil
+	}
+	if len(annots) == 0 {
+		annots = nil
+	}
+	po.SetLabels(labels)
+	po.SetAnnotations(annots)
+	po.SetManagedFields(compactManagedFields(po.GetManagedFields()))
+	if s.info.dropStatus != nil {
+		s.info.dropStatus(po)
+	}
+	po.SetName("")
+	po.SetNamespace("")
+	po.SetUID("")
+	po.SetResourceVersion("")
+	po.SetGeneration(0)
+	body, err := po.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: cache %s %s/%s: %w", s.cluster, s.info.resource, s.namespace, c.name, err)
+	}
+	c.body = body
+	return c, nil
+}
+
+// setMarks records the ownership marks: as bits when they are the usual
+// ones, else as an unusualMarks.
+func (c *cachedObject) setMarks(namespace string, labels, annots map[string]string) {
+	s := c.shared
+	usual := namespace == s.namespace
+	var marks uint8
+	if v, ok := labels[hub.ManagedByLabel]; ok {
+		marks |= markLabel
+		usual = usual && v == s.managedBy
+	}
+	if v, ok := annots[hub.HubAnnotation]; ok {
+		marks |= markHub
+		usual = usual && v == s.hubID
+	}
+	if v, ok := annots[hub.NodeIDAnnotation]; ok {
+		marks |= markNodeID
+		usual = usual && v == hub.NewNodeID(s.cluster, namespace, c.name, s.kind).String()
+	}
+	if usual {
+		c.marks = marks
+		return
+	}
+	u := &unusualMarks{namespace: namespace}
+	for _, k := range ownershipLabelKeys {
+		if v, ok := labels[k]; ok {
+			if u.labels == nil {
+				u.labels = make(map[string]string, 1)
+			}
+			u.labels[k] = v
+		}
+	}
+	for _, k := range ownershipAnnotationKeys {
+		if v, ok := annots[k]; ok {
+			if u.annots == nil {
+				u.annots = make(map[string]string, 2)
+			}
+			u.annots[k] = v
+		}
+	}
+	c.unusual = u
+}
+
+// compactManagedFields keeps the managedFields entries drift detection may
+// need: those of other managers that touched spec or metadata. Our own
+// entries (we know what we applied) and status-subresource entries go; an
+// entry whose fields are only status goes too. It returns nil when nothing
+// is kept.
+func compactManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var kept []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if e.Manager == hub.FieldManager || e.Subresource == "status" || onlyStatus(e.FieldsV1) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
+}
+
+// onlyStatus reports whether a FieldsV1 set holds nothing but status fields.
+func onlyStatus(f *metav1.FieldsV1) bool {
+	if f == nil {
+		return false
+	}
+	raw := f.GetRawBytes()
+	if !bytes.Contains(raw, []byte(`"f:status"`)) {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return false
+	}
+	for k := range top {
+		if k != "f:status" {
+			return false
+		}
+	}
+	return true
+}

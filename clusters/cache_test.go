@@ -1,0 +1,185 @@
+package clusters
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+func mfEntry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		Time: &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, FieldsType: "FieldsV1",
+		Subresource: subresource, FieldsV1: metav1.NewFieldsV1(fields)}
+}
+
+// TestCompactManagedFields: our own entries, status-subresource entries and
+// status-only entries go; other managers' spec and metadata entries
+// (kubectl scale's scale subresource included) stay.
+func TestCompactManagedFields(t *testing.T) {
+	ours := mfEntry(hub.FieldManager, "", `{"f:spec":{"f:replicas":{}}}`)
+	ours.Operation = metav1.ManagedFieldsOperationApply
+	edit := mfEntry("kubectl-edit", "", `{"f:spec":{"f:template":{}}}`)
+	scale := mfEntry("kubectl", "scale", `{"f:spec":{"f:replicas":{}}}`)
+	kcmStatus := mfEntry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`)
+	kcmMeta := mfEntry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`)
+	oldStatus := mfEntry("old-controller", "", `{"f:status":{"f:ready":{}}}`)
+	mixed := mfEntry("mixed", "", `{"f:metadata":{"f:labels":{}},"f:status":{"f:ready":{}}}`)
+	for _, tc := range []struct {
+		name string
+		in   []metav1.ManagedFieldsEntry
+		want []metav1.ManagedFieldsEntry
+	}{
+		{"none", nil, nil},
+		{"only ours", []metav1.ManagedFieldsEntry{ours}, nil},
+		{"ours and status", []metav1.ManagedFieldsEntry{ours, kcmStatus, oldStatus}, nil},
+		{"others kept", []metav1.ManagedFieldsEntry{ours, edit, kcmStatus, kcmMeta, scale}, []metav1.ManagedFieldsEntry{edit, kcmMeta, scale}},
+		{"spec and status", []metav1.ManagedFieldsEntry{mixed}, []metav1.ManagedFieldsEntry{mixed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := compactManagedFields(tc.in); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("kept %v, want %v", managers(got), managers(tc.want))
+			}
+		})
+	}
+}
+
+func managers(es []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Manager+"/"+e.Subresource)
+	}
+	return out
+}
+
+// TestCompactRoundTrip: the compact form decodes to the object it was built
+// from, minus what drift detection never reads (status, the last-applied
+// annotation, our own and status managedFields entries), with the identity
+// fields and ownership marks put back, usual or not; its metadata accessor
+// keys it as the object; the transform passes compact objects and tombstones
+// through unchanged.
+func TestCompactRoundTrip(t *testing.T) {
+	id := func(name string, kind hub.Kind) string { return hub.NewNodeID("c1", "shop", name, kind).String() }
+	edit := mfEntry("kubectl-edit", "", `{"f:spec":{"f:template":{}}}`)
+	ours := mfEntry(hub.FieldManager, "", `{"f:spec":{}}`)
+	status := mfEntry("kube-controller-manager", "status", `{"f:status":{}}`)
+	deletedAt := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	meta := func(name string, kind hub.Kind, labels, annots map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name), ResourceVersion: "42", Generation: 3,
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Labels:            labels, Annotations: annots, Finalizers: []string{"example.com/keep"},
+			ManagedFields: []metav1.ManagedFieldsEntry{ours, edit, status}}
+	}
+	usual := func(name string, kind hub.Kind) (map[string]string, map[string]string) {
+		return map[string]string{hub.ManagedByLabel: hub.DefaultManagedBy, "app": name},
+			map[string]string{hub.HubAnnotation: "hub-a", hub.NodeIDAnnotation: id(name, kind), lastAppliedAnnotation: "{}", "note": "x"}
+	}
+	depLabels, depAnnots := usual("web", hub.KindDeployment)
+	dep := deployment("shop", "web", nil)
+	dep.ObjectMeta = meta("web", hub.KindDeployment, depLabels, depAnnots)
+	dep.DeletionTimestamp = &deletedAt
+	dep.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: progressDeadlineExceeded, Message: "too slow"}}}
+	cmLabels, cmAnnots := usual("cfg", hub.KindConfigMap)
+	cm := &corev1.ConfigMap{ObjectMeta: meta("cfg", hub.KindConfigMap, cmLabels, cmAnnots), Data: map[string]string{"a": "1"}}
+	// Marks that are not the usual ones: another hub, a node-id that is not
+	// the derived one, another managed-by value.
+	odd := &corev1.ConfigMap{ObjectMeta: meta("odd", hub.KindConfigMap,
+		map[string]string{hub.ManagedByLabel: "someone-else"},
+		map[string]string{hub.HubAnnotation: "hub-b", hub.NodeIDAnnotation: "c1:shop/acme:eu/odd:configmap"}), Data: map[string]string{"b": "2"}}
+	svc := &corev1.Service{ObjectMeta: meta("svc", hub.KindService, nil, nil),
+		Spec:   corev1.ServiceSpec{Selector: map[string]string{"app": "svc"}, Ports: []corev1.ServicePort{{Port: 80}}},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}}}
+
+	for _, tc := range []struct {
+		kind     hub.Kind
+		obj      protoObject
+		progress *hub.Progress
+		unusual  bool
+	}{
+		{hub.KindDeployment, dep, &hub.Progress{Ready: 1, Desired: 1, Stuck: progressDeadlineExceeded + ": too slow"}, false},
+		{hub.KindConfigMap, cm, nil, false},
+		{hub.KindConfigMap, odd, nil, true},
+		{hub.KindService, svc, nil, false},
+	} {
+		t.Run(tc.obj.GetName(), func(t *testing.T) {
+			info, err := kindOf(tc.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: hub.DefaultManagedBy, hubID: "hub-a"}
+			// What the decoded object must be: the original, minus what
+			// the compact form drops.
+			want := tc.obj.DeepCopyObject().(protoObject)
+			if info.dropStatus != nil {
+				info.dropStatus(want)
+			}
+			want.SetManagedFields([]metav1.ManagedFieldsEntry{edit})
+			annots := want.GetAnnotations()
+			delete(annots, lastAppliedAnnotation)
+			want.SetAnnotations(annots)
+
+			out, err := shared.compact(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := out.(*cachedObject)
+			if !ok {
+				t.Fatalf("transform returned %T", out)
+			}
+			if (c.unusual != nil) != tc.unusual {
+				t.Errorf("unusual marks = %+v, want unusual %v", c.unusual, tc.unusual)
+			}
+			if !reflect.DeepEqual(c.progress, tc.progress) {
+				t.Errorf("progress = %+v, want %+v", c.progress, tc.progress)
+			}
+			got, err := c.object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Semantic: proto leaves empty collections empty, not nil.
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
+			}
+			// The informer's key functions and our handlers see the
+			// identity and the ownership marks.
+			if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "shop/"+want.GetName() {
+				t.Errorf("key = %q, %v", key, err)
+			}
+			m := c.GetObjectMeta()
+			if m.GetResourceVersion() != "42" || m.GetUID() != want.GetUID() || m.GetGeneration() != 3 ||
+				!reflect.DeepEqual(m.GetDeletionTimestamp(), want.GetDeletionTimestamp()) {
+				t.Errorf("meta = %+v", m)
+			}
+			for _, k := range ownershipLabelKeys {
+				if m.GetLabels()[k] != want.GetLabels()[k] {
+					t.Errorf("label %s = %q, want %q", k, m.GetLabels()[k], want.GetLabels()[k])
+				}
+			}
+			for _, k := range ownershipAnnotationKeys {
+				if m.GetAnnotations()[k] != want.GetAnnotations()[k] {
+					t.Errorf("annotation %s = %q, want %q", k, m.GetAnnotations()[k], want.GetAnnotations()[k])
+				}
+			}
+			if NodeIDFor("c1", tc.kind, m) != NodeIDFor("c1", tc.kind, want) {
+				t.Errorf("NodeID %s, want %s", NodeIDFor("c1", tc.kind, m), NodeIDFor("c1", tc.kind, want))
+			}
+			// Compact objects and tombstones pass the transform unchanged.
+			if again, err := shared.compact(c); err != nil || again != any(c) {
+				t.Errorf("compact of a compact object = %v, %v", again, err)
+			}
+			tomb := cache.DeletedFinalStateUnknown{Key: "shop/x", Obj: c}
+			if again, err := shared.compact(tomb); err != nil || again != any(tomb) {
+				t.Errorf("compact of a tombstone = %v, %v", again, err)
+			}
+		})
+	}
+}
