@@ -250,7 +250,11 @@ const maxTokenFile = 1 << 20
 
 // readPrivate reads a file that holds secrets, following a symbolic link,
 // and refuses it when group or others have any access to it (the mode is
-// checked on the opened file, so it is the one read).
+// checked on the opened file, so it is the one read). One exception, as
+// PostgreSQL makes for its key files: a file owned by root, read by another
+// user, may be readable by its group (0440 or 0640), which is how
+// Kubernetes mounts a Secret into a non-root container (owner root, group
+// the Pod's fsGroup).
 func readPrivate(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -264,7 +268,7 @@ func readPrivate(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+	if perm := fi.Mode().Perm(); !privateMode(perm, fileOwner(fi), os.Geteuid()) {
 		return nil, fmt.Errorf("%s: mode %04o lets group or others access the tokens: run chmod 600 %s", path, perm, path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
@@ -275,6 +279,17 @@ func readPrivate(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxTokenFile)
 	}
 	return data, nil
+}
+
+// privateMode reports whether a token file with permissions perm, owned by
+// uid owner (-1 when unknown), is private enough for a process running as
+// euid: no access for group or others, or, for a file of root read by
+// another user, read access for the group only.
+func privateMode(perm os.FileMode, owner, euid int) bool {
+	if perm&0o077 == 0 {
+		return true
+	}
+	return owner == 0 && euid > 0 && perm&0o037 == 0
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>"

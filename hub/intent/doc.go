@@ -3,6 +3,11 @@
 // what on-call engineers told the hub survives a restart. Store implements
 // hub.IntentStore.
 //
+// ConfigMapStore is the same store kept in ConfigMaps of the coordination
+// cluster instead, for replicated hubs: every replica reads and writes the
+// same records, so a failover keeps them. Its records have the same JSON
+// format; see its documentation for the layout.
+//
 // # Why bbolt
 //
 // The file is a bbolt database (go.etcd.io/bbolt): it is pure Go (no cgo), a
