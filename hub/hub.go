@@ -33,7 +33,9 @@ type Options struct {
 	// before it is stuck. Default 2m.
 	DecommissionTimeout time.Duration
 	// SnapshotInterval is the minimum time between snapshots. Default 100ms
-	// (at most 10 per second).
+	// (at most 10 per second). When building a snapshot takes long (tens
+	// of thousands of NodeIDs), the pause grows so that publishing takes at
+	// most a tenth of the time.
 	SnapshotInterval time.Duration
 	// TimelineLength bounds each NodeID's timeline. Default 32.
 	TimelineLength int
@@ -1110,8 +1112,9 @@ func (h *Hub) publishLoop(ctx context.Context) {
 			return
 		case <-h.status.dirty:
 		}
+		start := time.Now()
 		h.status.publish(h.opts.Now())
-		t := time.NewTimer(h.opts.SnapshotInterval)
+		t := time.NewTimer(publishPause(h.opts.SnapshotInterval, time.Since(start)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -1119,6 +1122,19 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// publishShare is the most of the wall time snapshot publishing may take:
+// building a snapshot walks every NodeID under the store's lock, so at
+// fleet scale (25,000 NodeIDs) publishing at a fixed 10 per second would
+// take a large share of a core and keep workers waiting for the lock.
+const publishShare = 10
+
+// publishPause is how long the publisher waits after a publish that took
+// took: at least interval, and long enough that publishing takes at most
+// 1/publishShare of the time.
+func publishPause(interval, took time.Duration) time.Duration {
+	return max(interval, (publishShare-1)*took)
 }
 
 // requestScanAll asks for an orphan scan of every ready cluster.

@@ -3,6 +3,7 @@ package intent
 import (
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -20,4 +21,22 @@ func BenchmarkPutApplied(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPutAppliedParallel measures PutApplied from concurrent workers,
+// as the hub's workers call it: the group commit shares one fsync among the
+// calls that arrive while a commit is running.
+func BenchmarkPutAppliedParallel(b *testing.B) {
+	s := openT(b, filepath.Join(b.TempDir(), "hub.db"))
+	b.SetParallelism(8)
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if err := s.PutApplied(ref("prod", "shop", "obj"+strconv.FormatInt(i%1000, 10), hub.KindDeployment)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

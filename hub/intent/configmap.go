@@ -338,56 +338,6 @@ func (s *ConfigMapStore) flush(name string, lbl map[string]string, batch map[str
 	return fmt.Errorf("created and deleted concurrently %d times in a row", maxCreateRaces)
 }
 
-// groupWriter batches the writes of one store to one ConfigMap: one flush
-// at a time; writes that arrive meanwhile wait and go into the next flush,
-// led by the first of them. It starts no goroutine: the leader is a caller.
-type groupWriter struct {
-	mu      sync.Mutex
-	busy    bool                 // a leader is flushing
-	pending map[string]*string   // the next batch
-	waiters []chan<- groupResult // the writers of the next batch, in order
-}
-
-// groupResult tells a waiting writer its write's result, or that it leads
-// the next flush.
-type groupResult struct {
-	err  error
-	lead bool
-}
-
-// do queues key=val and returns when a flush that included it returned.
-func (w *groupWriter) do(key string, val *string, flush func(map[string]*string) error) error {
-	me := make(chan groupResult, 1)
-	w.mu.Lock()
-	w.pending[key] = val
-	w.waiters = append(w.waiters, me)
-	lead := !w.busy
-	w.busy = true
-	w.mu.Unlock()
-	if !lead {
-		r := <-me
-		if !r.lead {
-			return r.err
-		}
-	}
-	w.mu.Lock()
-	batch, waiters := w.pending, w.waiters
-	w.pending, w.waiters = make(map[string]*string), nil
-	w.mu.Unlock()
-	err := flush(batch)
-	for _, c := range waiters {
-		c <- groupResult{err: err}
-	}
-	w.mu.Lock()
-	if len(w.waiters) > 0 {
-		w.waiters[0] <- groupResult{lead: true}
-	} else {
-		w.busy = false
-	}
-	w.mu.Unlock()
-	return (<-me).err
-}
-
 // SetPaused records a cluster's pause; false deletes it.
 func (s *ConfigMapStore) SetPaused(cluster string, paused bool) error {
 	what := fmt.Sprintf("set paused %q", cluster)

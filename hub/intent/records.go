@@ -155,26 +155,57 @@ func (s *Store) DeleteDecommission(id hub.NodeID) error {
 }
 
 // PutApplied records an applied spec, replacing one of the same NodeID.
+// Concurrent calls are committed together in one durable transaction (a
+// group commit); each returns once the transaction holding its record did.
 func (s *Store) PutApplied(r hub.SpecRef) error {
 	what := "put applied " + r.ID.String()
 	if err := validID(r.ID); err != nil {
 		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
 	}
-	rec := toRef(r)
-	return s.update(what, func(tx *bolt.Tx) error {
-		return put(tx, bucketApplied, r.ID.String(), rec)
-	})
+	data, err := json.Marshal(toRef(r))
+	if err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	val := string(data)
+	return s.writeApplied(what, r.ID.String(), &val)
 }
 
-// DeleteApplied deletes an applied record; none is not an error.
+// DeleteApplied deletes an applied record; none is not an error. It is
+// group-committed like PutApplied.
 func (s *Store) DeleteApplied(id hub.NodeID) error {
 	what := "delete applied " + id.String()
 	if err := validID(id); err != nil {
 		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
 	}
-	return s.update(what, func(tx *bolt.Tx) error {
-		return del(tx, bucketApplied, id.String())
+	return s.writeApplied(what, id.String(), nil)
+}
+
+// writeApplied sets (val non-nil) or deletes key in the applied bucket
+// through the group commit.
+func (s *Store) writeApplied(what, key string, val *string) error {
+	err := s.applied.do(key, val, func(batch map[string]*string) error {
+		return s.guard(func() error {
+			return s.db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte(bucketApplied))
+				for k, v := range batch {
+					var err error
+					if v == nil {
+						err = b.Delete([]byte(k))
+					} else {
+						err = b.Put([]byte(k), []byte(*v))
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
 	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	return err
 }
 
 // validID reports a NodeID whose text form would not parse back.

@@ -48,6 +48,11 @@ type Store struct {
 	path      string
 	ownerPath string
 
+	// applied group-commits applied-ref writes: the workers record every
+	// object they apply, and one durable transaction per record would
+	// serialise them on fsync (25,000 objects: 25,000 commits).
+	applied groupWriter
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -597,3 +597,45 @@ func TestOpenEmptyPath(t *testing.T) {
 		t.Error("Open(\"\") succeeded")
 	}
 }
+
+// TestAppliedGroupCommit checks the group commit of applied records: many
+// writers putting and deleting records concurrently, each call returning
+// only once its own write is durable, lose nothing and resurrect nothing.
+func TestAppliedGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	s := openT(t, path)
+	const writers, each = 16, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*2)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				r := ref(fmt.Sprintf("c%d", w), "ns", fmt.Sprintf("obj%d", i), hub.KindDeployment)
+				errs <- s.PutApplied(r)
+				if i%2 == 0 {
+					errs <- s.DeleteApplied(r.ID)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := load(t, openT(t, path)) // what the file holds, not a cache
+	if len(got.Applied) != writers*each/2 {
+		t.Fatalf("Applied has %d records, want %d", len(got.Applied), writers*each/2)
+	}
+	for id := range got.Applied {
+		var i int
+		if _, err := fmt.Sscanf(id.Name(), "obj%d", &i); err != nil || i%2 == 0 {
+			t.Errorf("record %s should have been deleted", id)
+		}
+	}
+}
