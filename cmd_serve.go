@@ -55,6 +55,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.InsecureListen, "insecure-listen", false, "allow a non-loopback --listen without TLS (e.g. behind a TLS proxy)")
 	fs.BoolVar(&o.ReadOnly, "readonly", false, "reject every action over the API")
 	fs.BoolVar(&o.AllowPrune, "allow-prune", false, allowPruneUsage)
+	fs.StringVar(&o.ReplicaID, "replica-id", "", "this replica's `id` when the config sets hub.coordination, unique among the replicas (default $POD_NAME, then the host name)")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "`host:port` at which the other replicas and attach reach this replica's API (default: the --listen address bound)")
 	fs.StringVar(&o.level, "log-level", "info", "log `level`: debug, info, warn, error")
 }
 

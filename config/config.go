@@ -107,7 +107,35 @@ type Hub struct {
 	// expanded like Cluster.Kubeconfig; "" means the default path for the
 	// hub id; StateFileNone keeps nothing.
 	StateFile string `yaml:"stateFile"`
+	// Coordination, when set, lets several replicas of this hub share its
+	// clusters through Leases in a coordination cluster (see package
+	// hub/coord); nil runs one process that manages every cluster.
+	Coordination *Coordination `yaml:"coordination"`
 }
+
+// Coordination is the `hub.coordination` section: where the replicas of a
+// hub keep their Leases (and, with it, their shared intent).
+type Coordination struct {
+	// Kubeconfig is the absolute path of the coordination cluster's
+	// kubeconfig file, expanded like Cluster.Kubeconfig; "" (the key left
+	// out) means the service account of the Pod the hub runs in.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context to use; "" means its current
+	// context. Only with Kubeconfig.
+	Context string `yaml:"context"`
+	// Namespace holds the Leases and the shared intent (required).
+	Namespace string `yaml:"namespace,required"`
+	// LeaseDuration is how long a replica that stopped renewing is still
+	// taken for alive: its clusters move to the others after it. Default
+	// DefaultLeaseDuration, at least MinLeaseDuration.
+	LeaseDuration time.Duration `yaml:"leaseDuration"`
+}
+
+// DefaultLeaseDuration is the default Coordination.LeaseDuration.
+const DefaultLeaseDuration = 10 * time.Second
+
+// MinLeaseDuration is the shortest Coordination.LeaseDuration accepted.
+const MinLeaseDuration = time.Second
 
 // Cluster is one cluster named in the file (a `clusters:` entry). It is
 // reached in one of three ways: through the kubeconfig file Kubeconfig;

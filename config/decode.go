@@ -176,7 +176,35 @@ func (d *decoder) hub(c child) {
 			}
 		}),
 		on(&h.StateFile, func(c child) { h.StateFile = d.stateFile(c) }),
+		on(&h.Coordination, func(c child) { h.Coordination = d.coordination(c) }),
 	)
+}
+
+// coordination reads hub.coordination; nil when it is absent or invalid
+// (reported).
+func (d *decoder) coordination(c child) *Coordination {
+	if !c.set {
+		return nil
+	}
+	co := &Coordination{LeaseDuration: DefaultLeaseDuration}
+	o := d.fields(c.node, c.field, c.pos, co,
+		on(&co.Kubeconfig, func(c child) { co.Kubeconfig = d.kubeconfig(c) }),
+		on(&co.Namespace, func(c child) {
+			if s, ok := d.str(c); ok && d.dnsLabel(c, s) {
+				co.Namespace = s
+			}
+		}),
+	)
+	if o == nil {
+		return nil
+	}
+	if ctx := o.get("context"); ctx.set && !o.get("kubeconfig").set {
+		d.errorf(ctx.pos, ctx.field, "needs kubeconfig (without it the hub uses the service account of its Pod)")
+	}
+	if ld := o.get("leaseDuration"); ld.set && co.LeaseDuration < MinLeaseDuration {
+		d.errorf(ld.pos, ld.field, "must be at least %v", MinLeaseDuration)
+	}
+	return co
 }
 
 // stateFile reads hub.stateFile: StateFileNone as is, any other path

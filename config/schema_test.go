@@ -120,6 +120,7 @@ type frame struct {
 // value that differs from the default (see sampleValue).
 var samples = map[string]string{
 	"Config.hub":                     "{id: other}",
+	"Hub.coordination":               "{namespace: ns}",
 	"Config.clusters":                "[{id: c, kubeconfig: /k}, {id: d, kubeconfig: /k}]",
 	"Config.clusterAPI":              "[{name: m, kubeconfig: /k}]",
 	"Config.applications":            "[{id: a, namespace: ns, image: i, clusters: [c]}]",
@@ -175,6 +176,11 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 		reflect.TypeFor[Hub](): {
 			wrap: func(m string) string { return "hub: " + m + "\n" + clusters },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Hub) },
+		},
+		reflect.TypeFor[Coordination](): {
+			base: []string{"namespace: ns", "kubeconfig: /k"},
+			wrap: func(m string) string { return "hub: {coordination: " + m + "}\n" + clusters },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Hub.Coordination) },
 		},
 		reflect.TypeFor[Cluster](): {
 			base: []string{"id: c", "context: ctx"},

@@ -86,6 +86,10 @@ func (h *Hub) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{})
 }
 
+// Registerer is the hub's metrics registry, for the metrics of the parts
+// wired around it (they are served by MetricsHandler too).
+func (h *Hub) Registerer() prometheus.Registerer { return h.metrics.reg }
+
 // RecordReload counts a config reload by outcome ("applied" or "rejected").
 func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(outcome).Inc() }
 

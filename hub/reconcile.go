@@ -211,7 +211,12 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		h.mu.Unlock()
 		return Result{}, nil
 	}
-	first := !n.seen && d.Class == DriftMissing
+	// An object this hub (or, with a shared intent store, another replica
+	// of it) applied before is drift when missing, never a first apply: a
+	// pause or a hold recorded before a restart or a takeover holds.
+	rec := h.nodes[p.id]
+	appliedBefore := rec != nil && rec.applied != nil
+	first := !n.seen && !appliedBefore && d.Class == DriftMissing
 	if st.Exists {
 		n.seen = true
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/sourcegraph/conc"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
@@ -34,6 +35,10 @@ type App struct {
 	// state, lose the race to a just-discovered cluster, and then prune
 	// that cluster's objects.
 	desiredMu sync.Mutex
+
+	// rep, with hub.coordination, is this replica's share of the
+	// clusters; nil: every cluster is registered.
+	rep *replicas
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -60,6 +65,9 @@ type Options struct {
 	// AllowPrune lets the initial desired state decommission every managed
 	// object of a cluster, or more than the prune limit (--allow-prune).
 	AllowPrune bool
+	// ReplicaID names this replica when the config sets hub.coordination
+	// (see ResolveReplicaID).
+	ReplicaID string
 }
 
 // New builds the hub and the registry for a loaded config: it opens the
@@ -72,7 +80,16 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	var store hub.IntentStore
-	if opts.StateFile != "" {
+	var coordClient kubernetes.Interface
+	if co := cfg.Hub.Coordination; co != nil {
+		// Replicas share their intent in the coordination namespace; the
+		// state file is not used.
+		cs, s, err := openSharedIntent(co, cfg.Hub.ID, cfg.Hub.ManagedBy, opts.LoadOptions.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		coordClient, store = cs, s
+	} else if opts.StateFile != "" {
 		s, err := openState(opts.StateFile)
 		if err != nil {
 			return nil, err
@@ -108,8 +125,17 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
 	h.SetBackends(a.reg)
+	if co := cfg.Hub.Coordination; co != nil {
+		r, err := newReplicas(a, co, coordClient, opts.ReplicaID)
+		if err != nil {
+			_ = a.Close()
+			return nil, err
+		}
+		a.rep = r
+		h.SetBackends(fencedBackends{reg: a.reg, coord: r.coord})
+	}
 	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
-		if err := a.reg.Add(cc); err != nil {
+		if err := a.putCluster(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
 		}
 	}
@@ -164,6 +190,11 @@ func (a *App) Run(ctx context.Context) error {
 		hubErr = a.hub.Run(ctx)
 	})
 	wg.Go(func() { regErr = a.reg.Run(regCtx) })
+	var coordErr error
+	if a.rep != nil {
+		wg.Go(func() { coordErr = a.rep.coord.Run(ctx) })
+		wg.Go(func() { a.rep.refreshIntent(ctx) })
+	}
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.mu.Unlock()
@@ -171,7 +202,34 @@ func (a *App) Run(ctx context.Context) error {
 		wg.Go(func() { a.runDiscovery(ctx, src) })
 	}
 	wg.Wait()
-	return errors.Join(hubErr, regErr)
+	return errors.Join(hubErr, regErr, coordErr)
+}
+
+// putCluster registers a cluster, or with coordination records it and
+// registers it only while this replica owns it.
+func (a *App) putCluster(cc clusters.ClusterConfig) error {
+	if a.rep != nil {
+		return a.rep.put(cc)
+	}
+	return a.reg.Update(cc)
+}
+
+// dropCluster deregisters a cluster (and with coordination forgets it).
+func (a *App) dropCluster(id string) {
+	if a.rep != nil {
+		a.rep.drop(id)
+		return
+	}
+	a.reg.Remove(id)
+}
+
+// clusterConfig returns the configuration of a cluster the app manages (or
+// with coordination, that any replica manages).
+func (a *App) clusterConfig(id string) (clusters.ClusterConfig, bool) {
+	if a.rep != nil {
+		return a.rep.config(id)
+	}
+	return a.reg.Config(id)
 }
 
 // Reload re-reads the config file. An invalid file changes nothing and
@@ -217,11 +275,11 @@ func (a *App) Reload(allowPrune bool) error {
 	a.cfg = cfg
 	a.mu.Unlock()
 	for _, id := range gone {
-		a.reg.Remove(id)
+		a.dropCluster(id)
 		a.hub.ForgetCluster(id) // a report sent while it stopped
 	}
 	for _, cc := range next {
-		if err := a.reg.Update(cc); err != nil {
+		if err := a.putCluster(cc); err != nil {
 			a.log.Error("update cluster", "cluster", cc.ID, "err", err)
 		}
 	}
@@ -280,6 +338,9 @@ func (a *App) Ready() error {
 	}
 	var waiting []string
 	for _, c := range cfg.Clusters {
+		if a.rep != nil && !a.rep.owns(c.ID) {
+			continue // another replica's
+		}
 		cs, ok := a.hub.Health(c.ID)
 		if !ok || (cs.State == hub.ClusterConnecting && cs.LastError == "") {
 			waiting = append(waiting, c.ID)

@@ -42,7 +42,7 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		return
 	}
 	if d.Err != nil {
-		if _, ok := a.reg.Config(d.ID); ok {
+		if _, ok := a.clusterConfig(d.ID); ok {
 			// Keep the working connection; say what is wrong.
 			a.log.Error("discovered cluster: kubeconfig secret unusable, keeping the current connection", "cluster", d.ID, "err", d.Err)
 			return
@@ -75,7 +75,7 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		// client-go enforces the exec allowlist before running a plugin.
 		KubeconfigPolicy: kubeconfigPolicy(c.source),
 	}
-	if err := a.reg.Update(cc); err != nil {
+	if err := a.putCluster(cc); err != nil {
 		a.log.Error("register discovered cluster", "cluster", d.ID, "err", err)
 	}
 }
@@ -90,7 +90,7 @@ func (c capiHandler) ClusterGone(id string) {
 	delete(a.found, id)
 	a.mu.Unlock()
 	a.hub.ForgetCluster(id) // no desired state: workers stop repairing it now
-	a.reg.Remove(id)
+	a.dropCluster(id)
 	// Its manager may have reported health between the two calls.
 	a.hub.ForgetCluster(id)
 }

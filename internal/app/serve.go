@@ -46,6 +46,12 @@ type ServeOptions struct {
 	AllowPrune bool
 	// LogLevel is the level of the JSON logs on stderr.
 	LogLevel slog.Level
+	// ReplicaID names this replica when the config sets
+	// hub.coordination; "" means $POD_NAME, else the host name.
+	ReplicaID string
+	// AdvertiseAddress is the API address the other replicas and attach
+	// reach this one at; "" means the address Listen bound.
+	AdvertiseAddress string
 }
 
 // DefaultListen is serve's default API address; `driftwatch reload` talks
@@ -127,11 +133,17 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	if err != nil {
 		return StartError("serve", err)
 	}
+	replicaID := ""
+	if cfg.Hub.Coordination != nil {
+		if replicaID, err = ResolveReplicaID(o.ReplicaID, getenv); err != nil {
+			return StartError("serve", err)
+		}
+	}
 	// klog's logger is global: set it only once the checks above passed,
 	// just before client-go starts.
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv},
-		StateFile: stateFile, AllowPrune: o.AllowPrune})
+		StateFile: stateFile, AllowPrune: o.AllowPrune, ReplicaID: replicaID})
 	if err != nil {
 		return StartError("serve", err)
 	}
@@ -146,6 +158,14 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
+	}
+	if a.rep != nil {
+		addr := o.AdvertiseAddress
+		if addr == "" {
+			addr = ln.Addr().String()
+		}
+		a.rep.coord.SetAddress(scheme + "://" + addr)
+		log.Info("running as a replica", "replica", replicaID, "namespace", cfg.Hub.Coordination.Namespace, "advertise", scheme+"://"+addr)
 	}
 	log.Info("driftwatch serving", "config", o.File, "listen", ln.Addr().String(), "tls", tlsCfg != nil,
 		"probeListen", probeLn.Addr().String(), "tokens", tokens.Len(), "clusters", len(cfg.Clusters), "applications", len(cfg.Applications))

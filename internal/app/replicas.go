@@ -1,0 +1,244 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/clusters"
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/coord"
+	"github.com/driftwatch/driftwatch/hub/intent"
+)
+
+// replicas is an App's share of the clusters when it runs as one replica
+// of several (hub.coordination): every cluster the config and Cluster API
+// discovery name is wanted, and only those whose claim this replica holds
+// are registered (watched and repaired). An ownership change adds or
+// removes a cluster from the registry as discovery does, and never prunes
+// anything: the hub keeps the cluster's desired state, and a cluster that
+// is not registered is only parked.
+type replicas struct {
+	a     *App
+	coord *coord.Coordinator
+	// client reaches the coordination cluster.
+	client kubernetes.Interface
+	// lease is the lease duration, also the period of the intent refresh.
+	lease time.Duration
+
+	mu     sync.Mutex
+	wanted map[string]clusters.ClusterConfig
+	owned  map[string]bool
+}
+
+// ResolveReplicaID returns the replica id: flag when set, else $POD_NAME,
+// else the host name (lower-cased).
+func ResolveReplicaID(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if p := getenv("POD_NAME"); p != "" {
+		return p, nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("replica id: no --replica-id, no $POD_NAME, and the host name: %w", err)
+	}
+	return strings.ToLower(h), nil
+}
+
+// sharedIntentTimeout bounds the first call to the coordination cluster.
+const sharedIntentTimeout = 30 * time.Second
+
+// openSharedIntent connects to the coordination cluster (its kubeconfig is
+// checked like every other) and opens the intent store the replicas share
+// in its namespace.
+func openSharedIntent(co *config.Coordination, hubID, managedBy string, getenv func(string) string) (kubernetes.Interface, hub.IntentStore, error) {
+	rc, err := clusters.RESTConfig(clusters.ClusterConfig{
+		ID: "coordination", Kubeconfig: co.Kubeconfig, Context: co.Context, InCluster: co.Kubeconfig == "", Getenv: getenv,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub.coordination: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub.coordination: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedIntentTimeout)
+	defer cancel()
+	s, err := intent.NewConfigMapStore(ctx, cs, co.Namespace, hubID, intent.ConfigMapOptions{ManagedBy: managedBy})
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub.coordination: %w", err)
+	}
+	return cs, s, nil
+}
+
+// newReplicas prepares the coordinator (it joins when the App runs).
+func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, replicaID string) (*replicas, error) {
+	r := &replicas{a: a, client: cs, lease: co.LeaseDuration, wanted: make(map[string]clusters.ClusterConfig), owned: make(map[string]bool)}
+	var err error
+	r.coord, err = coord.New(coord.Options{
+		Client: cs, Namespace: co.Namespace, HubID: a.hub.ID(), ReplicaID: replicaID,
+		LeaseDuration: co.LeaseDuration, Handler: r, Logger: a.log.With("component", "coordination"),
+		Registerer: a.hub.Registerer(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// put records a wanted cluster and registers it when owned.
+func (r *replicas) put(cc clusters.ClusterConfig) error {
+	r.mu.Lock()
+	_, known := r.wanted[cc.ID]
+	r.wanted[cc.ID] = cc
+	owned := r.owned[cc.ID]
+	ids := slices.Collect(maps.Keys(r.wanted))
+	r.mu.Unlock()
+	if !known {
+		r.coord.SetClusters(ids)
+	}
+	if owned {
+		return r.a.reg.Update(cc)
+	}
+	return nil
+}
+
+// drop forgets a wanted cluster and deregisters it.
+func (r *replicas) drop(id string) {
+	r.mu.Lock()
+	delete(r.wanted, id)
+	ids := slices.Collect(maps.Keys(r.wanted))
+	r.mu.Unlock()
+	r.coord.SetClusters(ids)
+	r.a.reg.Remove(id)
+}
+
+// config returns a wanted cluster's configuration.
+func (r *replicas) config(id string) (clusters.ClusterConfig, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cc, ok := r.wanted[id]
+	return cc, ok
+}
+
+// owns reports whether this replica manages the cluster.
+func (r *replicas) owns(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owned[id]
+}
+
+// Own implements coord.Handler: the cluster is registered; its manager's
+// first list finds the drift made while nobody managed it.
+func (r *replicas) Own(id string) {
+	r.mu.Lock()
+	r.owned[id] = true
+	cc, ok := r.wanted[id]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	// Pauses, holds and overrides another replica recorded hold here
+	// before the first repair.
+	if err := r.a.hub.RefreshIntent(); err != nil {
+		r.a.log.Error("take over cluster: shared intent", "cluster", id, "err", err)
+	}
+	if err := r.a.reg.Update(cc); err != nil {
+		r.a.log.Error("register owned cluster", "cluster", id, "err", err)
+	}
+}
+
+// Disown implements coord.Handler: the cluster is deregistered, nothing
+// is pruned.
+func (r *replicas) Disown(id string) {
+	r.mu.Lock()
+	delete(r.owned, id)
+	r.mu.Unlock()
+	r.a.reg.Remove(id)
+}
+
+// refreshIntent re-reads the shared intent every lease duration until ctx
+// ends, so an override or a hold recorded through another replica holds
+// here too.
+func (r *replicas) refreshIntent(ctx context.Context) {
+	t := time.NewTicker(r.lease)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.a.hub.RefreshIntent(); err != nil {
+			r.a.log.Error("refresh shared intent", "err", err)
+		}
+	}
+}
+
+// fencedBackends hands the hub each cluster's backend behind the
+// coordinator's fence.
+type fencedBackends struct {
+	reg   *clusters.Registry
+	coord *coord.Coordinator
+}
+
+// Backend implements hub.Backends.
+func (f fencedBackends) Backend(id string) (hub.Backend, bool) {
+	b, ok := f.reg.Backend(id)
+	if !ok {
+		return nil, false
+	}
+	return fencedBackend{Backend: b, cluster: id, coord: f.coord}, true
+}
+
+// fencedBackend is a cluster's backend whose writes (Repair, Delete) run
+// only while this replica holds the cluster's claim, checked right before
+// the write and cancelled the moment the claim is given up or its
+// validity runs out. Reads are not fenced.
+type fencedBackend struct {
+	hub.Backend
+	cluster string
+	coord   *coord.Coordinator
+}
+
+// Repair implements hub.Backend behind the fence.
+func (f fencedBackend) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.RepairResult, error) {
+	wctx, done, err := f.coord.Guard(ctx, f.cluster)
+	if err != nil {
+		return hub.RepairResult{}, fmt.Errorf("repair %s: %w: %w", spec.ID, hub.ErrUnreachable, err)
+	}
+	defer done()
+	return f.Backend.Repair(wctx, spec, st, d)
+}
+
+// Delete implements hub.Backend behind the fence.
+func (f fencedBackend) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) error {
+	wctx, done, err := f.coord.Guard(ctx, f.cluster)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w: %w", spec.ID, hub.ErrUnreachable, err)
+	}
+	defer done()
+	return f.Backend.Delete(wctx, spec, st)
+}
+
+// ListOwned implements hub.OwnedLister when the backend does.
+func (f fencedBackend) ListOwned(ctx context.Context) ([]hub.SpecRef, error) {
+	l, ok := f.Backend.(hub.OwnedLister)
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: the backend cannot list its objects", f.cluster)
+	}
+	return l.ListOwned(ctx)
+}
