@@ -107,6 +107,9 @@ type Hub struct {
 	// expanded like Cluster.Kubeconfig; "" means the default path for the
 	// hub id; StateFileNone keeps nothing.
 	StateFile string `yaml:"stateFile"`
+	// Ignore are ignore rules for every application (before each
+	// application's own): see IgnoreRule.
+	Ignore []IgnoreRule `yaml:"ignore"`
 }
 
 // Cluster is one cluster named in the file (a `clusters:` entry). It is
@@ -276,6 +279,9 @@ type Application struct {
 	ProgressDeadlineSeconds int32 `yaml:"progressDeadlineSeconds,min=1"`
 	// NodeSelector constrains the pods to matching nodes.
 	NodeSelector map[string]string `yaml:"nodeSelector"`
+	// Ignore are the application's ignore rules: differences they cover
+	// (fields an autoscaler or a webhook owns) are not drift.
+	Ignore []IgnoreRule `yaml:"ignore"`
 }
 
 // SecretKeyRef names one key of a Secret in the application's namespace.

@@ -176,6 +176,7 @@ func (d *decoder) hub(c child) {
 			}
 		}),
 		on(&h.StateFile, func(c child) { h.StateFile = d.stateFile(c) }),
+		on(&h.Ignore, func(c child) { h.Ignore = d.ignoreRules(c) }),
 	)
 }
 
@@ -628,6 +629,7 @@ func (d *decoder) app(it item) {
 				a.NodeSelector = l
 			}
 		}),
+		on(&a.Ignore, func(c child) { a.Ignore = d.ignoreRules(c) }),
 	)
 	if o == nil {
 		return

@@ -215,6 +215,8 @@ type nodeLoop struct {
 	recent      []time.Time
 	fights      int
 	backoffTill time.Time
+	// fight is who undoes the repairs, and the contest shown.
+	fight fightState
 	// verifying is set after a repair until the object is seen in sync.
 	verifying bool
 }
@@ -442,8 +444,11 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	var revived []NodeID
 	for id, s := range next {
 		old, ok := h.desired[id]
-		if !ok || old.Hash != s.Hash || old.Policy != s.Policy {
+		if !ok || old.Hash != s.Hash || old.Policy != s.Policy || old.Ignore.key() != s.Ignore.key() {
 			changed = append(changed, id)
+			if n := h.loop[id]; ok && n != nil {
+				n.resetFight() // what was fought over may be ignored now
+			}
 		}
 		h.desired[id] = s
 		if h.decom[id] != nil {
