@@ -164,8 +164,11 @@ func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstruc
 }
 
 // DetectDrift classifies how st's live object differs from spec (see
-// drift.Classify). It does not call the apiserver.
-func (m *Manager) DetectDrift(_ context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
+// drift.ClassifyIgnoring): differences spec's ignore rules cover are set
+// apart in Drift.Ignored. A manager rule needs the live object's
+// managedFields: from the cached object when it kept them, else from a GET
+// (only when such a rule must be matched against a difference).
+func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
 	desired, err := spec.Object()
 	if err != nil {
 		return hub.Drift{}, m.callError("compare", spec, err)
@@ -177,16 +180,30 @@ func (m *Manager) DetectDrift(_ context.Context, spec hub.NodeSpec, st hub.State
 	if err != nil {
 		return hub.Drift{}, err
 	}
-	return drift.Classify(desired, live, m.cfg.ManagedBy), nil
+	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind)}
+	if len(ig.Rules) > 0 && live != nil {
+		ig.Owners = func() ([]drift.FieldOwner, error) {
+			if mf := live.GetManagedFields(); len(mf) > 0 {
+				return fieldOwners(mf)
+			}
+			mf, err := m.managedFields(ctx, spec)
+			if err != nil {
+				return nil, err
+			}
+			return fieldOwners(mf)
+		}
+	}
+	d, err := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
+	if err != nil {
+		// Manager rules matched nothing: the fields stay drift.
+		m.log.Debug("ignore rules: managedFields unavailable", "node", spec.ID.String(), "err", err)
+	}
+	return d, nil
 }
 
-// Attribute GETs the live object's managedFields and says which field
-// manager changed d's fields last, and when (see drift.Attribute). A drift
-// without fields, or a missing object, has no attribution.
-func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift) (*hub.Attribution, error) {
-	if len(d.Fields) == 0 {
-		return nil, nil
-	}
+// managedFields GETs the managedFields of spec's object (nil when it is
+// gone).
+func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, error) {
 	kind, err := kindOf(spec.Kind)
 	if err != nil {
 		return nil, m.callError("get", spec, err)
@@ -206,7 +223,21 @@ func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift)
 	if err != nil {
 		return nil, m.callError("get", spec, err)
 	}
-	owners, err := fieldOwners(acc.GetManagedFields())
+	return acc.GetManagedFields(), nil
+}
+
+// Attribute GETs the live object's managedFields and says which field
+// manager changed d's fields last, and when (see drift.Attribute). A drift
+// without fields, or a missing object, has no attribution.
+func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift) (*hub.Attribution, error) {
+	if len(d.Fields) == 0 {
+		return nil, nil
+	}
+	mf, err := m.managedFields(ctx, spec)
+	if err != nil || mf == nil {
+		return nil, err
+	}
+	owners, err := fieldOwners(mf)
 	if err != nil {
 		return nil, m.callError("read managedFields of", spec, err)
 	}
@@ -253,6 +284,9 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	}
 	if len(spec.Body) == 0 {
 		return res, m.callError("apply", spec, errors.New("no desired object"))
+	}
+	if spec, err = m.pinIgnored(spec, st, d); err != nil {
+		return res, err
 	}
 	c := m.clientset()
 	if c == nil {
@@ -304,6 +338,36 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	return res, nil
 }
 
+// pinIgnored returns spec with a body that keeps the live value of each
+// field an ignore rule covered (see drift.Pin), so a repair of the other
+// differences does not undo what another writer is right to change.
+func (m *Manager) pinIgnored(spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.NodeSpec, error) {
+	if len(d.Ignored) == 0 || !st.Exists {
+		return spec, nil
+	}
+	live, err := m.liveOf(spec, st)
+	if err != nil {
+		return spec, err
+	}
+	desired, err := spec.Object()
+	if err != nil {
+		return spec, m.callError("apply", spec, err)
+	}
+	fields := make([][]string, 0, len(d.Ignored))
+	for _, f := range d.Ignored {
+		fields = append(fields, f.Segments)
+	}
+	if !drift.Pin(desired.Object, live.Object, fields) {
+		return spec, nil
+	}
+	body, err := hub.EncodeBody(desired)
+	if err != nil {
+		return spec, m.callError("apply", spec, err)
+	}
+	spec.Body = body
+	return spec, nil
+}
+
 // pairGrace bounds the apply that completes a remove-then-apply pair after
 // the caller's context has ended (cancelled, or past its deadline).
 const pairGrace = time.Second
@@ -340,7 +404,9 @@ func (m *Manager) removeAdded(ctx context.Context, c kubernetes.Interface, kind 
 	if err != nil {
 		return false, m.callError("get", spec, err)
 	}
+	var mf []metav1.ManagedFieldsEntry
 	if acc, err := meta.Accessor(obj); err == nil {
+		mf = acc.GetManagedFields()
 		acc.SetManagedFields(nil)
 	}
 	live, err := kind.toUnstructured(obj)
@@ -352,7 +418,10 @@ func (m *Manager) removeAdded(ctx context.Context, c kubernetes.Interface, kind 
 	if err != nil {
 		return false, m.callError("compare", spec, err)
 	}
-	for _, f := range drift.Classify(desired, live, m.cfg.ManagedBy).Fields {
+	// Entries an ignore rule covers (an injected sidecar) are not removed.
+	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Owners: func() ([]drift.FieldOwner, error) { return fieldOwners(mf) }}
+	d, _ := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
+	for _, f := range d.Fields {
 		if f.Added && f.Pointer != "" {
 			pointers = append(pointers, f.Pointer)
 		}

@@ -66,7 +66,7 @@ func sortSpecs(specs []hub.NodeSpec) {
 
 // compileApp builds the objects of one application on one cluster.
 func compileApp(c *Config, a Application, info ClusterInfo) []hub.NodeSpec {
-	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info)}
+	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a)}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
 	specs := []hub.NodeSpec{b.deployment()}
 	if a.Service != nil {
@@ -84,6 +84,7 @@ type appBuilder struct {
 	app     Application
 	cluster string
 	policy  hub.Policy
+	ignore  *hub.IgnoreSet
 	// resource is the NodeID resource (namespace/name) the app's specs
 	// share: one string per app, not one per kind, in every NodeID the
 	// hub keeps.
@@ -145,6 +146,7 @@ func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Durati
 		ProgressDeadline: deadline,
 		Body:             body,
 		Hash:             hashBody(body),
+		Ignore:           b.ignore,
 	}
 }
 

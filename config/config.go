@@ -111,6 +111,9 @@ type Hub struct {
 	// clusters through Leases in a coordination cluster (see package
 	// hub/coord); nil runs one process that manages every cluster.
 	Coordination *Coordination `yaml:"coordination"`
+	// Ignore are ignore rules for every application (before each
+	// application's own): see IgnoreRule.
+	Ignore []IgnoreRule `yaml:"ignore"`
 }
 
 // Coordination is the `hub.coordination` section: where the replicas of a
@@ -304,6 +307,9 @@ type Application struct {
 	ProgressDeadlineSeconds int32 `yaml:"progressDeadlineSeconds,min=1"`
 	// NodeSelector constrains the pods to matching nodes.
 	NodeSelector map[string]string `yaml:"nodeSelector"`
+	// Ignore are the application's ignore rules: differences they cover
+	// (fields an autoscaler or a webhook owns) are not drift.
+	Ignore []IgnoreRule `yaml:"ignore"`
 }
 
 // SecretKeyRef names one key of a Secret in the application's namespace.

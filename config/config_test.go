@@ -218,7 +218,7 @@ applications:
 		ID: "driftwatch", ManagedBy: "driftwatch", Resync: 5 * time.Minute, Policy: hub.PolicyRepair,
 		Workers: 4, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
 	}
-	if cfg.Hub != wantHub {
+	if !reflect.DeepEqual(cfg.Hub, wantHub) {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, wantHub)
 	}
 	wantClusters := []Cluster{
@@ -285,7 +285,7 @@ clusters:
 `)
 	want := Hub{ID: "my-hub", ManagedBy: "drift-hub", Resync: 90 * time.Second, Policy: hub.PolicyWarn,
 		QPS: 20, Burst: 30, Workers: 8, DecommissionTimeout: 90 * time.Second, PruneLimit: 200, StateFile: "/home/ops/state/hub.db"}
-	if cfg.Hub != want {
+	if !reflect.DeepEqual(cfg.Hub, want) {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, want)
 	}
 }

@@ -177,6 +177,7 @@ func (d *decoder) hub(c child) {
 		}),
 		on(&h.StateFile, func(c child) { h.StateFile = d.stateFile(c) }),
 		on(&h.Coordination, func(c child) { h.Coordination = d.coordination(c) }),
+		on(&h.Ignore, func(c child) { h.Ignore = d.ignoreRules(c) }),
 	)
 }
 
@@ -656,6 +657,7 @@ func (d *decoder) app(it item) {
 				a.NodeSelector = l
 			}
 		}),
+		on(&a.Ignore, func(c child) { a.Ignore = d.ignoreRules(c) }),
 	)
 	if o == nil {
 		return

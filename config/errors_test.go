@@ -450,6 +450,24 @@ clusters:
   - id: a
     kubeconfig: /k
 `},
+		{name: "ignore-rules", src: `hub:
+  ignore:
+    - name: nothing
+    - paths: [/spec//replicas, "containers[app"]
+      kinds: [Pod]
+clusters:
+  - id: a
+    kubeconfig: /k
+applications:
+  - id: x
+    namespace: ns
+    clusters: [a]
+    image: nginx
+    ignore:
+      - managers: [""]
+      - paths: /spec/replicas
+      - pathz: [/spec/replicas]
+`},
 		{name: "not-a-list-clusterapi", src: "clusterAPI: {name: mgmt}\napplications:\n  - {id: x, namespace: ns, selector: env=prod, image: nginx}\n"},
 	}
 	for _, tt := range tests {

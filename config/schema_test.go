@@ -133,6 +133,9 @@ var samples = map[string]string{
 	"Service.type":                   "NodePort",
 	"Resources.requests":             "{cpu: 1}",
 	"Resources.limits":               "{cpu: 1}",
+	"Hub.ignore":                     "[{paths: [/spec/replicas]}]",
+	"Application.ignore":             "[{managers: [hpa]}]",
+	"IgnoreRule.kinds":               "[Deployment]",
 }
 
 // sampleValue returns a valid value for a key of type t that differs from
@@ -211,6 +214,11 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"port: 80"},
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", service: " + m + "}]\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Applications[0].Service) },
+		},
+		reflect.TypeFor[IgnoreRule](): {
+			base: []string{"managers: [m]"},
+			wrap: func(m string) string { return clusters + "applications: [" + app + ", ignore: [" + m + "]}]\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Applications[0].Ignore[0]) },
 		},
 		reflect.TypeFor[Resources](): {
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", resources: " + m + "}]\n" },

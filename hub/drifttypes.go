@@ -49,6 +49,10 @@ func (f FieldDiff) String() string {
 type Drift struct {
 	Class  DriftClass
 	Fields []FieldDiff
+	// Ignored are the differences ignore rules cover: not drift, not
+	// repaired, shown. A drift whose only differences are ignored is in
+	// sync.
+	Ignored []IgnoredField `json:",omitempty"`
 }
 
 // InSync reports whether there is no drift.

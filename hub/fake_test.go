@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -167,7 +168,17 @@ func (b *fakeBackend) DetectDrift(_ context.Context, spec NodeSpec, st State) (D
 	case !o.owned:
 		return Drift{Class: DriftUnlabelled, Fields: []FieldDiff{{Path: "owner", Desired: "us", Actual: "<none>"}}}, nil
 	case o.content != spec.Hash:
-		return Drift{Class: DriftModified, Fields: []FieldDiff{{Path: "content", Desired: spec.Hash, Actual: o.content}}}, nil
+		f := FieldDiff{Path: "content", Desired: spec.Hash, Actual: o.content}
+		// A rule naming the manager the fake attributes drift to covers it.
+		b.mu.Lock()
+		a := b.attrib
+		b.mu.Unlock()
+		for _, r := range spec.Ignore.For(spec.Kind) {
+			if a != nil && slices.Contains(r.Managers, a.Manager) {
+				return Drift{Class: DriftNone, Ignored: []IgnoredField{{FieldDiff: f, Rule: r.Name, Manager: a.Manager}}}, nil
+			}
+		}
+		return Drift{Class: DriftModified, Fields: []FieldDiff{f}}, nil
 	case o.added:
 		return Drift{Class: DriftAdded, Fields: []FieldDiff{{Path: "extra", Actual: "x", Added: true}}}, nil
 	}

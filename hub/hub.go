@@ -267,6 +267,8 @@ type nodeLoop struct {
 	recent      []time.Time
 	fights      int
 	backoffTill time.Time
+	// fight is who undoes the repairs, and the contest shown.
+	fight fightState
 	// verifying is set after a repair until the object is seen in sync.
 	verifying bool
 }
@@ -478,8 +480,11 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	var revived []NodeID
 	for id, s := range next {
 		n := h.nodeForLocked(id)
-		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy {
+		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy || old.Ignore.key() != s.Ignore.key() {
 			changed = append(changed, id)
+			if old != nil {
+				n.resetFight() // what was fought over may be ignored now
+			}
 		}
 		n.spec = s
 		if n.dec != nil {

@@ -305,8 +305,8 @@ func TestFightBackoff(t *testing.T) {
 		}()
 		time.Sleep(20 * time.Second)
 		n := f.node(s.ID)
-		if !strings.Contains(n.Reason, "fighting with hpa") && n.Status != StatusRepairing {
-			t.Errorf("status %s %q, want a fight with hpa", n.Status, n.Reason)
+		if n.Status != StatusContested || n.Contested == nil || n.Contested.Manager != "hpa" || !strings.Contains(n.Reason, "contested with hpa") {
+			t.Errorf("status %s %q (%+v), want contested with hpa", n.Status, n.Reason, n.Contested)
 		}
 		close(stop)
 		synctest.Wait()

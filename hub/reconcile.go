@@ -225,11 +225,31 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		return h.create(ctx, p, st, d)
 	}
 
-	// Decide before asking who changed it: a repair that happens now
-	// needs no confirmation of a delete the watch reported.
+	h.status.setIgnored(p.id, d.Ignored)
+
+	// Who changed it decides whether this is a fight: the same manager
+	// undoing repair after repair. A missing object has no fields to
+	// attribute (a delete's manager is unknown).
+	var att *Attribution
+	attributed := false
+	attribute := func() {
+		attributed = true
+		if d.InSync() || d.Class == DriftMissing || d.Class == DriftDeleting {
+			return
+		}
+		a, err := p.backend.Attribute(ctx, *p.spec, d)
+		if err != nil {
+			h.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
+		}
+		att = a
+	}
 	wait, fighting := time.Duration(0), false
 	if !p.manual && !p.paused && p.held == nil && p.policy != PolicyWarn && d.Class != DriftDeleting && !d.InSync() {
-		wait, fighting = h.fight(p.id)
+		attribute()
+		wait, fighting = h.fight(p.id, managerOf(att))
+		if c := h.currentContest(p.id); c != nil && !fighting {
+			h.status.setContest(p.id, c) // the backoff ran out: watching
+		}
 	}
 	repairNow := d.Class != DriftDeleting && !d.InSync() && !fighting &&
 		(p.manual || (!p.paused && p.held == nil && p.policy != PolicyWarn))
@@ -242,10 +262,11 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		if d, err = p.backend.DetectDrift(ctx, *p.spec, st); err != nil {
 			return Result{}, fmt.Errorf("detect drift: %w", err)
 		}
+		h.status.setIgnored(p.id, d.Ignored)
+		attributed = false
 	}
 	if d.InSync() {
-		h.inSync(p, st)
-		return Result{}, nil
+		return h.inSync(p, st, d), nil
 	}
 	// A missing object read from the cache may turn out unlabelled when
 	// repaired: count it once the repair says which.
@@ -253,14 +274,8 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	if !countLater {
 		h.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(d.Class)).Inc()
 	}
-
-	var att *Attribution
-	if d.Class != DriftMissing && d.Class != DriftDeleting {
-		a, err := p.backend.Attribute(ctx, *p.spec, d)
-		if err != nil {
-			h.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
-		}
-		att = a
+	if !attributed {
+		attribute()
 	}
 	classifiedAt := h.opts.Now()
 	h.metrics.classified.Observe(classifiedAt.Sub(p.observedAt).Seconds())
@@ -286,12 +301,10 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		h.record(p, rep, StatusWarnOnly, "warn-only: reported, not repaired", StepWarned)
 		return Result{}, nil
 	case fighting:
-		who := "another controller"
-		if att != nil {
-			who = att.Manager
-		}
+		c := h.contest(p.id, att, wait)
 		rep.Action = "backoff"
-		h.record(p, rep, StatusDrifted, fmt.Sprintf("fighting with %s: next repair in %s", who, wait.Round(time.Second)), StepClassified)
+		h.status.setContest(p.id, &c)
+		h.record(p, rep, StatusContested, contestedReason(c, h.opts.Now()), StepClassified)
 		return Result{RequeueAfter: wait}, nil
 	}
 
@@ -329,6 +342,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	if n := h.loopLocked(p.id); n != nil {
 		n.expect = rr.Version
 		n.recent = append(n.recent, appliedAt)
+		n.fight.repairs++
 		n.verifying = true
 	}
 	h.mu.Unlock()
@@ -346,10 +360,11 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 }
 
 // fight reports whether repairs of a NodeID are being undone by another
-// controller (FightThreshold repairs within FightWindow) and, if so, how
-// long to back off; the backoff doubles with each fight in a row. When a
-// backoff has run out, one repair goes through.
-func (h *Hub) fight(id NodeID) (time.Duration, bool) {
+// writer, the same field manager (manager, "" when unknown) undoing
+// FightThreshold repairs in a row within FightWindow, and, if so, how long
+// to back off; the backoff doubles with each fight in a row. When a backoff
+// has run out, one repair goes through.
+func (h *Hub) fight(id NodeID, manager string) (time.Duration, bool) {
 	now := h.opts.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -364,7 +379,7 @@ func (h *Hub) fight(id NodeID) (time.Duration, bool) {
 		}
 	}
 	n.recent = recent
-	if len(recent) < h.opts.FightThreshold {
+	if undone := n.noteUndo(manager); len(recent) < h.opts.FightThreshold || undone < h.opts.FightThreshold {
 		return 0, false
 	}
 	switch {
@@ -373,12 +388,37 @@ func (h *Hub) fight(id NodeID) (time.Duration, bool) {
 	case !n.backoffTill.IsZero():
 		// The backoff ran out: repair now, back off longer next time.
 		n.backoffTill = time.Time{}
+		if c := n.fight.contest; c != nil {
+			cp := *c
+			cp.NextAttempt, cp.ClearsAt = time.Time{}, now.Add(h.opts.FightWindow)
+			n.fight.contest = &cp
+		}
 		return 0, false
 	}
 	n.fights++
 	wait := min(time.Duration(1<<min(n.fights, 10))*time.Second, h.opts.FailureMaxDelay)
 	n.backoffTill = now.Add(wait)
 	return wait, true
+}
+
+// contest returns the NodeID's contest for the backoff fight just decided.
+func (h *Hub) contest(id NodeID, att *Attribution, wait time.Duration) Contest {
+	now := h.opts.Now()
+	var fields []string
+	if att != nil {
+		fields = att.Fields
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.loopLocked(id)
+	if n == nil {
+		return Contest{Manager: managerOf(att), Fields: fields, Since: now, Backoff: wait, NextAttempt: now.Add(wait)}
+	}
+	till := n.backoffTill
+	if till.IsZero() {
+		till = now.Add(wait)
+	}
+	return n.contestFor(managerOf(att), fields, wait, till, now)
 }
 
 // create applies an object the hub has never seen on its cluster: the first
@@ -405,21 +445,37 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 }
 
 // inSync records that a NodeID matches its desired state, verifying a pending
-// repair and checking rollout progress.
-func (h *Hub) inSync(p pass, st State) {
+// repair and checking rollout progress. A contested NodeID stays contested
+// until its last repair has held for FightWindow (it is looked at again
+// then), or at once when ignore rules now cover the differences.
+func (h *Hub) inSync(p pass, st State, d Drift) Result {
 	now := h.opts.Now()
 	h.mu.Lock()
 	n := h.loopLocked(p.id)
 	if n == nil {
 		h.mu.Unlock()
-		return
+		return Result{}
 	}
 	verifying := n.verifying
 	n.verifying = false
-	if n.fights > 0 && len(n.recent) > 0 && now.Sub(n.recent[len(n.recent)-1]) > h.opts.FightWindow {
+	var lastRepair time.Time
+	if len(n.recent) > 0 {
+		lastRepair = n.recent[len(n.recent)-1]
+	}
+	if n.fights > 0 && (len(d.Ignored) > 0 || lastRepair.IsZero() || now.Sub(lastRepair) >= h.opts.FightWindow) {
 		n.fights = 0
+		n.fight = fightState{repairs: n.fight.repairs, counted: n.fight.repairs}
 	}
 	n.backoffTill = time.Time{}
+	var contest *Contest
+	var res Result
+	if c := n.fight.contest; c != nil && n.fights > 0 {
+		cp := *c
+		cp.NextAttempt, cp.ClearsAt = time.Time{}, lastRepair.Add(h.opts.FightWindow)
+		n.fight.contest = &cp
+		contest = &cp
+		res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
+	}
 	h.mu.Unlock()
 	if st.Exists {
 		h.noteApplied(p.spec)
@@ -433,17 +489,21 @@ func (h *Hub) inSync(p pass, st State) {
 	case p.manual:
 		h.status.step(p.id, StepVerified, "manual repair: already in sync", now)
 	}
+	h.status.setContest(p.id, contest)
 	switch {
 	case st.Progress != nil && st.Progress.Stuck != "":
 		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
 			h.status.step(p.id, StepStuck, st.Progress.Stuck, now)
 		}
 		h.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
+	case contest != nil:
+		h.status.setStatus(p.id, StatusContested, contestedReason(*contest, now), now)
 	case h.status.recentlyRepaired(p.id, now):
 		h.status.setStatus(p.id, StatusRepaired, "", now)
 	default:
 		h.status.setStatus(p.id, StatusInSync, "", now)
 	}
+	return res
 }
 
 // decommission prunes an object whose application left the config and

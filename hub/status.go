@@ -31,12 +31,16 @@ const (
 	// the hub has no record of (state file lost, or an older run). Pruned
 	// only with Options.PruneOrphans.
 	StatusOrphan Status = "orphan"
+	// StatusContested: another writer keeps undoing the repairs (the same
+	// field manager, again and again): repairs back off, and
+	// NodeStatus.Contested says who, the backoff and the next attempt.
+	StatusContested Status = "contested"
 )
 
 // Problem reports whether the status needs attention.
 func (s Status) Problem() bool {
 	switch s {
-	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld, StatusOrphan:
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld, StatusOrphan, StatusContested:
 		return true
 	}
 	return false
@@ -148,6 +152,12 @@ type NodeStatus struct {
 	LastChange time.Time
 	// Repairs counts repairs applied to this NodeID.
 	Repairs int
+	// Ignored are the differences ignore rules covered on the last
+	// comparison: not drift, shown as "ignored (rule ...)".
+	Ignored []IgnoredField `json:",omitempty"`
+	// Contested describes the fight with another writer while the status
+	// is StatusContested; nil otherwise.
+	Contested *Contest `json:",omitempty"`
 	// Spec is the desired state (shared, immutable). It is not part of
 	// the JSON form of a snapshot (see the API's node endpoint).
 	Spec *NodeSpec `json:"-"`
@@ -225,6 +235,6 @@ func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
 
 // AllStatuses lists every node status in display order.
 func AllStatuses() []Status {
-	return []Status{StatusInSync, StatusRepaired, StatusRepairing, StatusDrifted, StatusWarnOnly,
+	return []Status{StatusInSync, StatusRepaired, StatusRepairing, StatusDrifted, StatusContested, StatusWarnOnly,
 		StatusPaused, StatusHeld, StatusFailed, StatusForbidden, StatusStuck, StatusDecommissioning, StatusOrphan, StatusUnknown}
 }

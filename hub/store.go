@@ -82,6 +82,7 @@ type nodeStatus struct {
 	replicas   int32
 	repairs    int
 	repairedAt time.Time
+	extra      *nodeExtra // ignored differences and contest (contested.go)
 }
 
 type clusterStatus struct {
@@ -502,6 +503,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			ReadyReplicas: n.ready, DesiredReplicas: n.replicas, LastChange: n.lastChange, Repairs: n.repairs,
 			Spec: n.spec,
 		}
+		n.fillExtra(&ns)
 		if n.spec != nil {
 			ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
 			if p, ok := s.appPolicy[n.spec.Application]; ok {

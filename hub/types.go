@@ -70,6 +70,10 @@ type NodeSpec struct {
 	Body []byte
 	// Hash is a content hash of Body, to tell changed specs on reload.
 	Hash string
+	// Ignore are the ignore rules of the object's application (shared by
+	// its specs; nil when it has none): differences they cover are not
+	// drift.
+	Ignore *IgnoreSet
 }
 
 // Object decodes Body into a new object the caller owns (integers decode as

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +32,8 @@ type detailView struct {
 	holds         []hub.Hold // holds covering the NodeID (active when received)
 	hasSnapshot   bool
 	off           int
-	lineCount     int // lines of the last render, to bound scrolling
+	lineCount     int  // lines of the last render, to bound scrolling
+	propose       bool // show the proposed ignore rule (key i)
 }
 
 func newDetailView(st *styles, keys *keyMap, now func() time.Time) *detailView {
@@ -41,7 +43,7 @@ func newDetailView(st *styles, keys *keyMap, now func() time.Time) *detailView {
 // open shows a NodeID.
 func (v *detailView) open(id hub.NodeID, s *hub.Snapshot) {
 	if id != v.id {
-		v.off = 0
+		v.off, v.propose = 0, false
 	}
 	v.id = id
 	if s != nil {
@@ -79,6 +81,9 @@ func (v *detailView) Update(msg tea.Msg) tea.Cmd {
 	}
 	if d, ok := v.keys.movement(k, v.height); ok {
 		v.off = clamp(v.off+d, 0, max(v.lineCount-v.height, 0))
+	}
+	if key.Matches(k, v.keys.Ignore) {
+		v.propose = !v.propose
 	}
 	return nil
 }
@@ -161,6 +166,9 @@ func (v *detailView) lines() []string {
 	if n.Reason != "" {
 		add(v.wrapped("reason", n.Reason, style{})...)
 	}
+	if c := n.Contested; c != nil {
+		add(v.field("contested", contestLine(v.st, *c, now)))
+	}
 	for _, hd := range v.holds {
 		if !hd.Active(now) {
 			continue
@@ -186,8 +194,16 @@ func (v *detailView) lines() []string {
 	}
 	add(v.field("application", obj+v.st.dim.render(" · policy ")+policy))
 
+	if v.propose {
+		add("")
+		l = append(l, v.proposalLines()...)
+	}
 	add("")
 	l = append(l, v.driftLines()...)
+	if len(n.Ignored) > 0 {
+		add("")
+		l = append(l, v.ignoredLines()...)
+	}
 	add("")
 	l = append(l, v.timelineLines()...)
 	add("")

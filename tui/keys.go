@@ -11,7 +11,9 @@ type keyMap struct {
 	Help, Command, Filter                 key.Binding
 	Sort, Reverse, Problems               key.Binding
 	Repair, Pause, Warn, Hold, Release    key.Binding
-	Yes, No                               key.Binding
+	// Ignore shows the ignore rule that would end a node's drift or fight.
+	Ignore  key.Binding
+	Yes, No key.Binding
 	// Commands typed after ":" (documentation only: never matched).
 	CmdCluster, CmdNode, CmdReload, CmdQuit key.Binding
 }
@@ -44,6 +46,7 @@ func defaultKeys() keyMap {
 		Warn:      b("w", "toggle warn-only (app)", "w"),
 		Hold:      b("h", "hold repairs (ttl, reason)", "h"),
 		Release:   b("H", "release the hold", "H"),
+		Ignore:    b("i", "propose an ignore rule (node)", "i"),
 		Yes:       b("y", "confirm", "y", "Y"),
 		No:        b("n/esc", "cancel", "n", "N", "esc"),
 

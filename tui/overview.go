@@ -210,6 +210,7 @@ const (
 	ocFixing
 	ocFailed
 	ocStuck
+	ocContested
 	ocRate
 	ocLast
 	ocTTR
@@ -217,19 +218,20 @@ const (
 
 func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 	t := newTable(v.st, []column{
-		ocCluster: {title: "CLUSTER", flex: 2},
-		ocState:   {title: "STATE"},
-		ocPaused:  {title: ""},
-		ocSource:  {title: "SOURCE", flex: 1, width: 6, drop: 3},
-		ocObjects: {title: "OBJ", right: true},
-		ocSync:    {title: "SYNC", right: true},
-		ocDrift:   {title: "DRIFT", right: true},
-		ocFixing:  {title: "FIXING", right: true},
-		ocFailed:  {title: "FAIL", right: true},
-		ocStuck:   {title: "STUCK", right: true},
-		ocRate:    {title: "EV/S", right: true, drop: 4},
-		ocLast:    {title: "LAST", right: true, drop: 2},
-		ocTTR:     {title: "TTR", right: true, drop: 1},
+		ocCluster:   {title: "CLUSTER", flex: 2},
+		ocState:     {title: "STATE"},
+		ocPaused:    {title: ""},
+		ocSource:    {title: "SOURCE", flex: 1, width: 6, drop: 3},
+		ocObjects:   {title: "OBJ", right: true},
+		ocSync:      {title: "SYNC", right: true},
+		ocDrift:     {title: "DRIFT", right: true},
+		ocFixing:    {title: "FIXING", right: true},
+		ocFailed:    {title: "FAIL", right: true},
+		ocStuck:     {title: "STUCK", right: true},
+		ocContested: {title: "FIGHT", right: true},
+		ocRate:      {title: "EV/S", right: true, drop: 4},
+		ocLast:      {title: "LAST", right: true, drop: 2},
+		ocTTR:       {title: "TTR", right: true, drop: 1},
 	})
 	num := func(n int, hot style) cell {
 		if n == 0 {
@@ -250,19 +252,20 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 			source = "-"
 		}
 		rows[i] = []cell{
-			ocCluster: {c.Cluster, v.st.bold},
-			ocState:   {string(c.State), v.st.health(c.State)},
-			ocPaused:  paused,
-			ocSource:  {source, v.st.dim},
-			ocObjects: {strconv.Itoa(c.Objects), style{}},
-			ocSync:    num(sync, v.st.green),
-			ocDrift:   num(drift, v.st.yellow),
-			ocFixing:  num(fixing, v.st.cyan),
-			ocFailed:  num(failed, v.st.errText),
-			ocStuck:   num(stuck, v.st.errText),
-			ocRate:    {rate(c.EventsPerSecond), style{}},
-			ocLast:    {age(now, c.LastEvent), style{}},
-			ocTTR:     {optDur(c.MedianRepair), style{}},
+			ocCluster:   {c.Cluster, v.st.bold},
+			ocState:     {string(c.State), v.st.health(c.State)},
+			ocPaused:    paused,
+			ocSource:    {source, v.st.dim},
+			ocObjects:   {strconv.Itoa(c.Objects), style{}},
+			ocSync:      num(sync, v.st.green),
+			ocDrift:     num(drift, v.st.yellow),
+			ocFixing:    num(fixing, v.st.cyan),
+			ocFailed:    num(failed, v.st.errText),
+			ocStuck:     num(stuck, v.st.errText),
+			ocContested: num(c.Counts[hub.StatusContested], v.st.contested),
+			ocRate:      {rate(c.EventsPerSecond), style{}},
+			ocLast:      {age(now, c.LastEvent), style{}},
+			ocTTR:       {optDur(c.MedianRepair), style{}},
 		}
 		for j, cl := range rows[i] {
 			wmax[j] = max(wmax[j], width(cl.text))
@@ -282,6 +285,13 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 				t.cols[j].width = 0
 			} else {
 				t.setWidth(j, wmax[j])
+			}
+		case ocContested:
+			if !anyContested(v.clusters) {
+				t.cols[j].drop = 99 // no fight anywhere: hide
+				t.cols[j].width = 0
+			} else {
+				t.setWidth(j, max(wmax[j], width(t.cols[j].title)))
 			}
 		default:
 			t.setWidth(j, wmax[j])
@@ -457,4 +467,15 @@ func (v *overviewView) clusterNote(c hub.ClusterStatus, now time.Time) string {
 		s += ": " + oneLine(c.LastError)
 	}
 	return v.st.health(c.State).render(truncate(s, v.width))
+}
+
+// anyContested reports whether a cluster has a contested object (the FIGHT
+// column shows only then).
+func anyContested(cs []hub.ClusterStatus) bool {
+	for _, c := range cs {
+		if c.Counts[hub.StatusContested] > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -60,6 +60,7 @@ type styles struct {
 	magenta   style
 	cyan      style
 	green     style
+	contested style // contested objects: a fight with another writer
 	help      help.Styles
 	// cursor is what replaces the input cursor cell when styles are off.
 	plainCursor string
@@ -92,6 +93,7 @@ func newStyles(noColor bool) *styles {
 		magenta:   on(fg("5")),
 		cyan:      on(fg("6")),
 		green:     on(fg("2")),
+		contested: on(fg("208").Bold(true)),
 	}
 	st.help = help.Styles{
 		Ellipsis:       fg("8"),
@@ -132,6 +134,8 @@ func (st *styles) status(s hub.Status) style {
 		return st.magenta
 	case hub.StatusFailed, hub.StatusStuck, hub.StatusForbidden:
 		return st.errText
+	case hub.StatusContested:
+		return st.contested
 	}
 	return st.grey
 }

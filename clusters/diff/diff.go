@@ -109,6 +109,9 @@ type Object struct {
 	// Fields are the differing fields (none when in sync, missing or
 	// deleting).
 	Fields []hub.FieldDiff
+	// Ignored are the differences ignore rules cover: not drift, and left
+	// out of Diff.
+	Ignored []hub.IgnoredField
 	// Attribution says which field manager changed Fields last, and when;
 	// nil when unknown, and for missing and deleting objects.
 	Attribution *hub.Attribution
@@ -318,7 +321,7 @@ func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log
 	if err != nil {
 		return o, err
 	}
-	o.Class, o.Fields = d.Class, d.Fields
+	o.Class, o.Fields, o.Ignored = d.Class, d.Fields, d.Ignored
 	if d.InSync() {
 		return o, nil
 	}
@@ -340,6 +343,14 @@ func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log
 	desired, err := spec.Object()
 	if err != nil {
 		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
+	}
+	if live != nil && len(d.Ignored) > 0 {
+		// Ignored fields show their live value on both sides.
+		fields := make([][]string, 0, len(d.Ignored))
+		for _, f := range d.Ignored {
+			fields = append(fields, f.Segments)
+		}
+		drift.Pin(desired.Object, live.Object, fields)
 	}
 	if o.Diff, err = Unified(desired, live); err != nil {
 		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)

@@ -23,7 +23,9 @@ var driftClasses = [...]hub.DriftClass{hub.DriftMissing, hub.DriftModified, hub.
 //	@@ -20,7 +20,7 @@
 //	...
 //
-// then a line per object that could not be checked and per unreachable
+// then a line per difference an ignore rule covers ("ignored <nodeid>
+// <path>: <desired> -> <actual>, ignored (rule <name>)"), per object that
+// could not be checked and per unreachable
 // cluster, and a summary line. In-sync objects print nothing but the
 // summary.
 func (r *Report) WriteText(w io.Writer) error {
@@ -43,6 +45,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString(o.Diff)
 		if o.Diff != "" && !strings.HasSuffix(o.Diff, "\n") {
 			b.WriteString("\n")
+		}
+	}
+	for _, o := range r.Objects {
+		for _, f := range o.Ignored {
+			fmt.Fprintf(&b, "ignored %s %s\n", o.ID, f)
 		}
 	}
 	for _, o := range r.Objects {
@@ -165,6 +172,7 @@ type (
 		Application string           `json:"application"`
 		Class       string           `json:"class,omitempty"`
 		Fields      []jsonField      `json:"fields,omitempty"`
+		Ignored     []jsonIgnored    `json:"ignored,omitempty"`
 		Attribution *jsonAttribution `json:"attribution,omitempty"`
 		Diff        string           `json:"diff,omitempty"`
 		Error       string           `json:"error,omitempty"`
@@ -174,6 +182,11 @@ type (
 		Desired string `json:"desired"`
 		Actual  string `json:"actual"`
 		Added   bool   `json:"added,omitempty"`
+	}
+	jsonIgnored struct {
+		jsonField
+		Rule    string `json:"rule"`
+		Manager string `json:"manager,omitempty"`
 	}
 	jsonAttribution struct {
 		Manager   string     `json:"manager"`
@@ -210,6 +223,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		for _, f := range o.Fields {
 			jo.Fields = append(jo.Fields, jsonField{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added})
+		}
+		for _, f := range o.Ignored {
+			jo.Ignored = append(jo.Ignored, jsonIgnored{jsonField: jsonField{Path: f.Path, Desired: f.Desired, Actual: f.Actual, Added: f.Added},
+				Rule: f.Rule, Manager: f.Manager})
 		}
 		if a := o.Attribution; a != nil {
 			ja := &jsonAttribution{Manager: a.Manager, Operation: a.Operation, Fields: a.Fields}

@@ -152,6 +152,14 @@ func redactNode(n apiv1.Node) apiv1.Node {
 		rr.Error = redactText(r.Error, known)
 		n.LastRepair = &rr
 	}
+	if len(n.Ignored) > 0 {
+		ig := make([]apiv1.IgnoredField, len(n.Ignored))
+		for i, f := range n.Ignored {
+			ig[i] = f
+			ig[i].FieldDiff = redactDiffs([]apiv1.FieldDiff{f.FieldDiff})[0]
+		}
+		n.Ignored = ig
+	}
 	n.Reason = redactText(n.Reason, known)
 	var tl []apiv1.TimelineEntry
 	for i, e := range n.Timeline {

@@ -23,16 +23,36 @@ const none = "<none>"
 // managedBy is the expected value of hub.ManagedByLabel (empty means
 // hub.DefaultManagedBy).
 func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.Drift {
+	d, _ := ClassifyIgnoring(desired, actual, managedBy, Ignore{})
+	return d
+}
+
+// Ignore is what ClassifyIgnoring needs to set ignored differences apart.
+type Ignore struct {
+	// Rules are the ignore rules that apply to the object's kind.
+	Rules []hub.IgnoreRule
+	// Owners returns the live object's field owners (its managedFields).
+	// It is called at most once, and only when a rule with managers must
+	// be matched against a difference.
+	Owners func() ([]FieldOwner, error)
+}
+
+// ClassifyIgnoring is Classify with ignore rules: the differences a rule
+// covers move to Drift.Ignored, with the rule's name, and the class is
+// decided by the rest (only ignored differences: in sync). A missing or
+// deleting object has no fields to ignore. The error is Owners' (the
+// manager rules then match nothing); the drift is still returned.
+func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore) (hub.Drift, error) {
 	if actual == nil {
-		return hub.Drift{Class: hub.DriftMissing}
+		return hub.Drift{Class: hub.DriftMissing}, nil
 	}
 	if actual.GetDeletionTimestamp() != nil {
-		return hub.Drift{Class: hub.DriftDeleting}
+		return hub.Drift{Class: hub.DriftDeleting}, nil
 	}
 	if managedBy == "" {
 		managedBy = hub.DefaultManagedBy
 	}
-	c := comparer{}
+	c := comparer{keepSegs: len(ig.Rules) > 0}
 	for k, dv := range desired.Object {
 		switch k {
 		case "apiVersion", "kind", "status":
@@ -46,12 +66,17 @@ func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.
 		c.compare(dv, av, ok)
 		c.pop()
 	}
-	sort.Slice(c.diffs, func(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path })
+	sort.Sort(&c)
+	var ignored []hub.IgnoredField
+	var err error
+	if c.keepSegs && len(c.diffs) > 0 {
+		c.diffs, ignored, err = applyIgnore(c.diffs, c.segs, ig)
+	}
 	if v, ok := actual.GetLabels()[hub.ManagedByLabel]; !ok || v != managedBy {
-		return hub.Drift{Class: hub.DriftUnlabelled, Fields: c.diffs}
+		return hub.Drift{Class: hub.DriftUnlabelled, Fields: c.diffs, Ignored: ignored}, err
 	}
 	if len(c.diffs) == 0 {
-		return hub.Drift{Class: hub.DriftNone}
+		return hub.Drift{Class: hub.DriftNone, Ignored: ignored}, err
 	}
 	class := hub.DriftAdded
 	for _, f := range c.diffs {
@@ -60,7 +85,7 @@ func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.
 			break
 		}
 	}
-	return hub.Drift{Class: class, Fields: c.diffs}
+	return hub.Drift{Class: class, Fields: c.diffs, Ignored: ignored}, err
 }
 
 // comparer walks desired and actual objects. It keeps the current field path
@@ -70,6 +95,20 @@ type comparer struct {
 	diffs []hub.FieldDiff
 	path  []string // "spec", ".replicas", "[app]", ...
 	ptr   []string // "/spec", "/replicas", "/0", ...
+	// keepSegs records, for each difference, its path as segments (segs,
+	// parallel to diffs), for the ignore rules.
+	keepSegs bool
+	segs     [][]string
+}
+
+// Len, Less and Swap sort the differences (and their segments) by path.
+func (c *comparer) Len() int           { return len(c.diffs) }
+func (c *comparer) Less(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path }
+func (c *comparer) Swap(i, j int) {
+	c.diffs[i], c.diffs[j] = c.diffs[j], c.diffs[i]
+	if c.keepSegs {
+		c.segs[i], c.segs[j] = c.segs[j], c.segs[i]
+	}
 }
 
 func (c *comparer) push(pathSeg, ptrSeg string) {
@@ -93,7 +132,29 @@ func (c *comparer) field(k string) string {
 	return "." + k
 }
 
-func (c *comparer) add(f hub.FieldDiff) { c.diffs = append(c.diffs, f) }
+func (c *comparer) add(f hub.FieldDiff) {
+	c.diffs = append(c.diffs, f)
+	if !c.keepSegs {
+		return
+	}
+	if len(c.path) == 0 {
+		// metadata.labels.<key> and metadata.annotations.<key>: the key
+		// may hold dots.
+		c.segs = append(c.segs, strings.SplitN(f.Path, ".", 3))
+		return
+	}
+	segs := make([]string, len(c.path))
+	for i, p := range c.path {
+		switch {
+		case strings.HasPrefix(p, "."):
+			p = p[1:]
+		case strings.HasPrefix(p, "[") && strings.HasSuffix(p, "]"):
+			p = p[1 : len(p)-1]
+		}
+		segs[i] = p
+	}
+	c.segs = append(c.segs, segs)
+}
 
 // differ records a modified field at the current path.
 func (c *comparer) differ(desired, actual string) {

@@ -3,6 +3,9 @@
 // the difference into a hub.DriftClass with the differing fields,
 // FieldsV1Paths reads the field paths a managedFields entry owns, and
 // Attribute matches the two to name the field manager behind a drift.
+// ClassifyIgnoring sets apart the differences ignore rules cover (by field
+// path, or by the field's current owner: CurrentOwner), and Pin keeps their
+// live values in an object about to be applied.
 //
 // Field paths name one field of an object in the form users read, and in the
 // same form for drift and for managedFields, so the two can be matched:

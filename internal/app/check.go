@@ -149,7 +149,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		tw.Flush()
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, s := range specs {
-			fmt.Fprintf(tw, "    %s\t%s\t%s\n", s.ID, s.Application, s.Policy)
+			fmt.Fprintf(tw, "    %s\t%s\t%s%s\n", s.ID, s.Application, s.Policy, ignoreNote(s))
 		}
 		tw.Flush()
 	}
@@ -235,4 +235,17 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("1 %s", noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ignoreNote lists the ignore rules that apply to a spec, for the plan.
+func ignoreNote(s hub.NodeSpec) string {
+	rules := s.Ignore.For(s.Kind)
+	if len(rules) == 0 {
+		return ""
+	}
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.Name
+	}
+	return "\tignoring: " + strings.Join(names, "; ")
 }

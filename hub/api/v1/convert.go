@@ -172,6 +172,13 @@ func FromNode(n hub.NodeStatus) Node {
 	for i, e := range n.Timeline {
 		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail}
 	}
+	for _, f := range n.Ignored {
+		out.Ignored = append(out.Ignored, IgnoredField{FieldDiff: FromFieldDiffs([]hub.FieldDiff{f.FieldDiff})[0], Rule: f.Rule, Manager: f.Manager})
+	}
+	if c := n.Contested; c != nil {
+		out.Contested = &Contest{Manager: c.Manager, Fields: c.Fields, Undone: c.Undone, Since: c.Since,
+			Backoff: Duration(c.Backoff), NextAttempt: c.NextAttempt, ClearsAt: c.ClearsAt}
+	}
 	return out
 }
 
@@ -200,6 +207,16 @@ func (n Node) ToHub() (hub.NodeStatus, error) {
 	}
 	for _, e := range n.Timeline {
 		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail})
+	}
+	for _, f := range n.Ignored {
+		fd := f.FieldDiff
+		out.Ignored = append(out.Ignored, hub.IgnoredField{
+			FieldDiff: hub.FieldDiff{Path: fd.Path, Desired: fd.Desired, Actual: fd.Actual, Added: fd.Added, Pointer: fd.Pointer},
+			Rule:      f.Rule, Manager: f.Manager})
+	}
+	if c := n.Contested; c != nil {
+		out.Contested = &hub.Contest{Manager: c.Manager, Fields: c.Fields, Undone: c.Undone, Since: c.Since,
+			Backoff: time.Duration(c.Backoff), NextAttempt: c.NextAttempt, ClearsAt: c.ClearsAt}
 	}
 	return out, nil
 }

@@ -131,7 +131,7 @@ type Node struct {
 	Policy string `json:"policy"`
 	// Status is what users see: in-sync, drifted, repairing, repaired,
 	// failed, warn-only, paused, stuck, decommissioning, forbidden, held,
-	// orphan or unknown.
+	// orphan, contested or unknown.
 	Status string `json:"status"`
 	// Reason explains the status (last error, stuck reason, hold).
 	Reason string `json:"reason,omitempty"`
@@ -146,6 +146,41 @@ type Node struct {
 	LastChange time.Time `json:"lastChange,omitzero"`
 	// Repairs counts the repairs applied to the NodeID.
 	Repairs int `json:"repairs"`
+	// Ignored are the differences ignore rules covered on the last
+	// comparison: not drift, not repaired.
+	Ignored []IgnoredField `json:"ignored,omitempty"`
+	// Contested describes the fight with another writer while the status
+	// is contested.
+	Contested *Contest `json:"contested,omitempty"`
+}
+
+// IgnoredField is a difference an ignore rule covers.
+type IgnoredField struct {
+	FieldDiff
+	// Rule names the rule that covers it.
+	Rule string `json:"rule"`
+	// Manager is the field's current owner when a manager rule matched.
+	Manager string `json:"manager,omitempty"`
+}
+
+// Contest is a fight with another writer over one NodeID: the same field
+// manager undoing repair after repair.
+type Contest struct {
+	// Manager is the field manager ("" when unknown, as for deletes).
+	Manager string `json:"manager"`
+	// Fields are the fields it changed, when known.
+	Fields []string `json:"fields,omitempty"`
+	// Undone counts the repairs it undid in a row.
+	Undone int `json:"undone"`
+	// Since is when the fight was detected.
+	Since time.Time `json:"since,omitzero"`
+	// Backoff is the current wait between repairs.
+	Backoff Duration `json:"backoff"`
+	// NextAttempt is when the next repair goes through; left out once it
+	// went through.
+	NextAttempt time.Time `json:"nextAttempt,omitzero"`
+	// ClearsAt is when the fight is over if the last repair still holds.
+	ClearsAt time.Time `json:"clearsAt,omitzero"`
 }
 
 // Repair is the record of one drift and its repair, with the time of each

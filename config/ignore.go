@@ -1,0 +1,169 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/drift"
+)
+
+// IgnoreRule is an `ignore:` entry of the hub or of an application: the
+// differences it covers are not drift (not repaired, not counted, shown as
+// ignored). It needs paths, managers or both.
+type IgnoreRule struct {
+	// Name names the rule in messages; default "paths <paths>" or
+	// "managers <managers>".
+	Name string `yaml:"name"`
+	// Paths are field paths, as JSON pointers ("/spec/replicas") or in the
+	// dotted form drift reports ("spec.replicas"); "*" stands for any one
+	// list item ("/spec/template/spec/containers/*/image"). A path covers
+	// the field and everything inside it.
+	Paths []string `yaml:"paths"`
+	// Managers are field manager names: a field whose current owner (in
+	// the live object's managedFields) is one of them is not drift. With
+	// Paths too, only fields under those paths.
+	Managers []string `yaml:"managers"`
+	// Kinds limits the rule to these kinds (Deployment, Service,
+	// ConfigMap; stored lowercase, as hub.Kind); nil means every kind.
+	Kinds []string `yaml:"kinds"`
+}
+
+// ignoreRules reads an `ignore:` list; every entry is validated with its
+// position. Entries with errors are left out.
+func (d *decoder) ignoreRules(c child) []IgnoreRule {
+	items, ok := d.list(c)
+	if !ok {
+		return nil
+	}
+	var out []IgnoreRule
+	for _, it := range items {
+		var r IgnoreRule
+		valid := true
+		var pathsAt, managersAt child
+		o := d.fields(it.node, it.field, it.pos, &r,
+			on(&r.Paths, func(c child) {
+				pathsAt = c
+				if c.node == nil {
+					return
+				}
+				vals, items, ok := d.strList(c)
+				if !ok {
+					valid = false
+					return
+				}
+				for i, v := range vals {
+					if _, err := drift.ParsePath(v); err != nil {
+						d.errorf(items[i].pos, items[i].field, "invalid field path: %v", err)
+						valid = false
+						continue
+					}
+					r.Paths = append(r.Paths, v)
+				}
+			}),
+			on(&r.Managers, func(c child) {
+				managersAt = c
+				if c.node == nil {
+					return
+				}
+				vals, items, ok := d.strList(c)
+				if !ok {
+					valid = false
+					return
+				}
+				for i, v := range vals {
+					if strings.TrimSpace(v) == "" {
+						d.errorf(items[i].pos, items[i].field, "must not be empty")
+						valid = false
+						continue
+					}
+					r.Managers = append(r.Managers, v)
+				}
+			}),
+			on(&r.Kinds, func(c child) {
+				if c.node == nil {
+					return
+				}
+				vals, items, ok := d.strList(c)
+				if !ok {
+					valid = false
+					return
+				}
+				for i, v := range vals {
+					k := hub.Kind(strings.ToLower(v))
+					if !slices.Contains(hub.Kinds(), k) {
+						d.errorf(items[i].pos, items[i].field, "unknown kind %q: want Deployment, Service or ConfigMap", v)
+						valid = false
+						continue
+					}
+					r.Kinds = append(r.Kinds, string(k))
+				}
+			}),
+		)
+		if o == nil {
+			continue
+		}
+		if valid && len(r.Paths) == 0 && len(r.Managers) == 0 {
+			at := pathsAt
+			if !at.set {
+				at = managersAt
+			}
+			d.errorf(at.pos, it.field, "an ignore rule needs paths, managers or both")
+			valid = false
+		}
+		if valid {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DisplayName is the rule's name, or one made from its paths and managers.
+func (r IgnoreRule) DisplayName() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	var parts []string
+	if len(r.Managers) > 0 {
+		parts = append(parts, "managers "+strings.Join(r.Managers, ","))
+	}
+	if len(r.Paths) > 0 {
+		parts = append(parts, "paths "+strings.Join(r.Paths, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// compile turns the rule into its hub form. The paths were validated by
+// Load; a path that does not parse (a Config built by hand) is left out.
+func (r IgnoreRule) compile() hub.IgnoreRule {
+	out := hub.IgnoreRule{Name: r.DisplayName(), Managers: slices.Clone(r.Managers)}
+	for _, p := range r.Paths {
+		if segs, err := drift.ParsePath(p); err == nil {
+			out.Paths = append(out.Paths, segs)
+		}
+	}
+	for _, k := range r.Kinds {
+		out.Kinds = append(out.Kinds, hub.Kind(strings.ToLower(k)))
+	}
+	return out
+}
+
+// IgnoreFor returns the compiled ignore rules of an application: the hub's,
+// then its own; nil when there are none.
+func (c *Config) IgnoreFor(app Application) *hub.IgnoreSet {
+	rules := slices.Concat(c.Hub.Ignore, app.Ignore)
+	if len(rules) == 0 {
+		return nil
+	}
+	set := &hub.IgnoreSet{}
+	for _, r := range rules {
+		set.Rules = append(set.Rules, r.compile())
+	}
+	b, _ := json.Marshal(set.Rules) // plain strings and slices: cannot fail
+	sum := sha256.Sum256(b)
+	set.Key = hex.EncodeToString(sum[:8])
+	return set
+}
