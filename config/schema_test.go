@@ -132,6 +132,13 @@ var samples = map[string]string{
 	"Service.type":                   "NodePort",
 	"Resources.requests":             "{cpu: 1}",
 	"Resources.limits":               "{cpu: 1}",
+	"Config.notifications":           "{webhooks: [{name: w, url: 'https://h/x'}]}",
+	"Notifications.webhooks":         "[{name: w, url: 'https://h/x'}]",
+	"Webhook.url":                    "'https://other/y'",
+	"Webhook.format":                 "slack",
+	"Webhook.events":                 "[stuck]",
+	"Webhook.classes":                "[missing]",
+	"Webhook.minSeverity":            "critical",
 }
 
 // sampleValue returns a valid value for a key of type t that differs from
@@ -205,6 +212,15 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"port: 80"},
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", service: " + m + "}]\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Applications[0].Service) },
+		},
+		reflect.TypeFor[Notifications](): {
+			wrap: func(m string) string { return clusters + "notifications: " + m + "\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications) },
+		},
+		reflect.TypeFor[Webhook](): {
+			base: []string{"name: w", "url: 'https://h/x'"},
+			wrap: func(m string) string { return clusters + "notifications: {webhooks: [" + m + "]}\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications.Webhooks[0]) },
 		},
 		reflect.TypeFor[Resources](): {
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", resources: " + m + "}]\n" },

@@ -86,6 +86,10 @@ func (h *Hub) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{})
 }
 
+// MetricsRegisterer registers more collectors (a notifier's) with the
+// hub's metrics, so MetricsHandler serves them too.
+func (h *Hub) MetricsRegisterer() prometheus.Registerer { return h.metrics.reg }
+
 // RecordReload counts a config reload by outcome ("applied" or "rejected").
 func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(outcome).Inc() }
 
