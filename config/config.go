@@ -65,6 +65,9 @@ type Config struct {
 	ClusterAPI []ClusterAPISource `yaml:"clusterAPI"`
 	// Applications are the applications, in file order.
 	Applications []Application `yaml:"applications"`
+	// Notifications are the webhooks that receive the hub's notable
+	// events (see notifications.go).
+	Notifications Notifications `yaml:"notifications"`
 }
 
 // Hub holds the hub-wide settings (the `hub:` section).

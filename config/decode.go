@@ -139,6 +139,7 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 		on(&cfg.Clusters, d.clusterList),
 		on(&cfg.ClusterAPI, d.sourceList),
 		on(&cfg.Applications, d.appList),
+		on(&cfg.Notifications, d.notifications),
 	)
 	if top == nil {
 		return nil

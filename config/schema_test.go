@@ -136,6 +136,13 @@ var samples = map[string]string{
 	"Hub.ignore":                     "[{paths: [/spec/replicas]}]",
 	"Application.ignore":             "[{managers: [hpa]}]",
 	"IgnoreRule.kinds":               "[Deployment]",
+	"Config.notifications":           "{webhooks: [{name: w, url: 'https://h/x'}]}",
+	"Notifications.webhooks":         "[{name: w, url: 'https://h/x'}]",
+	"Webhook.url":                    "'https://other/y'",
+	"Webhook.format":                 "slack",
+	"Webhook.events":                 "[stuck]",
+	"Webhook.classes":                "[missing]",
+	"Webhook.minSeverity":            "critical",
 }
 
 // sampleValue returns a valid value for a key of type t that differs from
@@ -219,6 +226,15 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"managers: [m]"},
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", ignore: [" + m + "]}]\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Applications[0].Ignore[0]) },
+		},
+		reflect.TypeFor[Notifications](): {
+			wrap: func(m string) string { return clusters + "notifications: " + m + "\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications) },
+		},
+		reflect.TypeFor[Webhook](): {
+			base: []string{"name: w", "url: 'https://h/x'"},
+			wrap: func(m string) string { return clusters + "notifications: {webhooks: [" + m + "]}\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications.Webhooks[0]) },
 		},
 		reflect.TypeFor[Resources](): {
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", resources: " + m + "}]\n" },

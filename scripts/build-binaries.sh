@@ -15,6 +15,9 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# Prometheus tags its Go module v0.x.y for release 3.x.y; keep in step with
+# PromtoolVersion in deploy/monitoring/monitoring_test.go.
+PROMTOOL_VERSION="${PROMTOOL_VERSION:-v0.316.0}"
 
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/driftwatch"
 stamp="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
@@ -23,6 +26,21 @@ work_dir="${cache_root}/${stamp}/build"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
 
 log() { printf 'build-binaries: %s\n' "$*" >&2; }
+
+# build_promtool builds promtool, which runs the unit tests of the
+# Prometheus rules in deploy/monitoring, into a cache folder of its own
+# (where deploy/monitoring's test looks for it). It does not touch the
+# control-plane folder.
+build_promtool() {
+  local dir="${cache_root}/promtool-${PROMTOOL_VERSION}/bin"
+  [[ -x "${dir}/promtool" ]] && return 0
+  command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
+  log "promtool ${PROMTOOL_VERSION}: building into ${dir} (once)"
+  mkdir -p "${dir}"
+  GOBIN="${dir}" GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN="${GOTOOLCHAIN:-local}" \
+    go install "github.com/prometheus/prometheus/cmd/promtool@${PROMTOOL_VERSION}" >&2
+}
+build_promtool
 
 all_present() {
   local b

@@ -49,6 +49,10 @@ type Options struct {
 	// a status message. Nil: the command says reload is not available.
 	// It is an action: disabled in read-only mode.
 	Reload func() (string, error)
+	// Alerts, when set, returns short texts of problems the snapshot does
+	// not show (a failing notification webhook); the status bar shows
+	// them at every render, so it must be cheap. Nil: none.
+	Alerts func() []string
 }
 
 // Screen names what the UI shows.
@@ -1032,6 +1036,11 @@ func (m *Model) statusLine() string {
 	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + strconv.Itoa(total) + " clusters up │ " + mode
 	if n := m.activeHolds(); n > 0 {
 		left += " │ " + plural(n, "hold")
+	}
+	if m.opts.Alerts != nil {
+		if a := m.opts.Alerts(); len(a) > 0 {
+			left += " │ ! " + strings.Join(a, ", ")
+		}
 	}
 	if m.status != "" {
 		msg := m.status

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"syscall"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/notify"
 )
 
 // App wires one running hub: the config's desired state, the reconcile loop
@@ -29,6 +31,9 @@ type App struct {
 	// intent is the hub's durable state (nil: memory only); Close closes
 	// it.
 	intent hub.IntentStore
+	// notifier sends the hub's events to the config's webhooks (nil:
+	// none configured).
+	notifier *notify.Notifier
 
 	// desiredMu serialises every writer of the desired state (reloads and
 	// Cluster API discovery), so a reload can never compute its desired
@@ -123,6 +128,12 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
+	n, err := newNotifier(cfg, h, opts.Logger)
+	if err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	a.notifier = n
 	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
 	h.SetBackends(a.reg)
 	if co := cfg.Hub.Coordination; co != nil {
@@ -194,6 +205,17 @@ func (a *App) Run(ctx context.Context) error {
 	if a.rep != nil {
 		wg.Go(func() { coordErr = a.rep.coord.Run(ctx) })
 		wg.Go(func() { a.rep.refreshIntent(ctx) })
+	}
+	if a.notifier != nil {
+		// The notifier stops after the hub, so the hub's last
+		// snapshots still reach it.
+		notifyCtx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopNotify()
+		wg.Go(func() {
+			<-regCtx.Done()
+			stopNotify()
+		})
+		wg.Go(func() { _ = a.notifier.Run(notifyCtx) })
 	}
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
@@ -285,6 +307,9 @@ func (a *App) Reload(allowPrune bool) error {
 	}
 	if old.Hub.PruneLimit != cfg.Hub.PruneLimit || old.Hub.StateFile != cfg.Hub.StateFile {
 		a.log.Warn("hub.pruneLimit and hub.stateFile changes take effect at the next start", "path", a.path)
+	}
+	if !reflect.DeepEqual(old.Notifications, cfg.Notifications) {
+		a.log.Warn("notifications changes take effect at the next start", "path", a.path)
 	}
 	a.hub.RecordReload("applied")
 	a.log.Info("config reloaded", "path", a.path, "changed", len(changed), "removed", len(removed), "allowPrune", allowPrune)

@@ -104,7 +104,7 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
 	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "",
-		Reload: a.reloadFromUI})
+		Reload: a.reloadFromUI, Alerts: a.notificationAlerts})
 	stop()
 	uiErr = uiEnded(log, uiErr)
 	wg.Wait()

@@ -1,0 +1,326 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+)
+
+// receiver is a webhook receiver: it answers its first `fail` requests
+// with 500 and records the events it accepts.
+type receiver struct {
+	mu       sync.Mutex
+	fail     int
+	rejected []string
+	accepted []notify.Event
+	bodies   []string
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.rejected) < r.fail {
+		r.rejected = append(r.rejected, string(b))
+		http.Error(w, "try again", http.StatusInternalServerError)
+		return
+	}
+	var ev notify.Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.accepted = append(r.accepted, ev)
+	r.bodies = append(r.bodies, string(b))
+}
+
+func (r *receiver) events() []notify.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.accepted)
+}
+
+func eventKey(ev notify.Event) string {
+	k := string(ev.Type) + " " + ev.Cluster
+	if ev.NodeID != "" {
+		k = string(ev.Type) + " " + ev.NodeID
+	}
+	if ev.Reason != "" {
+		k += " " + ev.Reason
+	}
+	return k
+}
+
+// waitEvent waits until the receiver has accepted an event with key.
+func (r *receiver) waitEvent(t *testing.T, key string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, ev := range r.events() {
+			if eventKey(ev) == key {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got []string
+	for _, ev := range r.events() {
+		got = append(got, eventKey(ev))
+	}
+	t.Fatalf("no %q event after %s; got:\n%s", key, timeout, strings.Join(got, "\n"))
+}
+
+// denyConfigMap makes the apiserver refuse every write of the ConfigMap
+// ns/name (a ValidatingAdmissionPolicy), and waits until it does.
+func denyConfigMap(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx := t.Context()
+	fail := admissionv1.Fail
+	pol := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-" + name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name),
+				Message:    "writes of this ConfigMap are blocked by policy",
+			}},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-" + name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: pol.Name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "blocked by policy") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admission policy is not enforced after 30s (last answer: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNotifications: a webhook receiver gets each event type once -- drift
+// repaired, left unrepaired (warn, hold, pause), repair failed, stuck, the
+// cluster unreachable and back -- after two 500s it retried through; and
+// while two other webhooks hang or refuse connections, the hub keeps
+// repairing and counts their failures.
+func TestNotifications(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	ctx := t.Context()
+	const ns = "alerts"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denyConfigMap(t, admin, ns, "blocked")
+
+	good := &receiver{fail: 2}
+	goodSrv := httptest.NewServer(good)
+	defer goodSrv.Close()
+	var hanging atomic.Int32
+	release := make(chan struct{})
+	hangSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging.Add(1)
+		defer hanging.Add(-1)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hangSrv.Close()
+	defer close(release)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The paths stand for the secret part of a real webhook URL.
+	refusedURL := "http://" + l.Addr().String() + "/hook/SECRET-TOKEN"
+	l.Close() // nothing listens there: connections are refused
+
+	cfg := fmt.Sprintf(`hub:
+  id: e2e-notify
+  workers: 4
+clusters:
+  - id: %s
+    kubeconfig: %s
+applications:
+  - {id: web, namespace: %[3]s, clusters: [%[1]s], image: registry.example/web:1, port: 8080, config: {LOG_LEVEL: info}}
+  - {id: watch, namespace: %[3]s, clusters: [%[1]s], image: registry.example/watch:1, config: {A: b}, policy: warn}
+  - {id: blocked, namespace: %[3]s, clusters: [%[1]s], image: registry.example/blocked:1, config: {A: b}}
+  - {id: nowhere, namespace: %[3]s, clusters: [%[1]s], image: registry.example/nowhere:1, progressDeadlineSeconds: 3, nodeSelector: {disk: none}}
+notifications:
+  webhooks:
+    - {name: good, url: "%[4]s/hook", perMinute: 6000, burst: 100, timeout: 5s, maxAttempts: 5}
+    - {name: hang, url: "%[5]s/hook/SECRET-TOKEN", timeout: 5s, maxAttempts: 3, queueSize: 2}
+    - {name: refused, url: "%[6]s", maxAttempts: 2}
+`, lc.Name, lc.Kubeconfig, ns, goodSrv.URL, hangSrv.URL, refusedURL)
+	path := filepath.Join(t.TempDir(), "driftwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+	id := func(app string, k hub.Kind) hub.NodeID { return hub.NewNodeID(lc.Name, ns, app, k) }
+	key := func(typ notify.EventType, id hub.NodeID, reason string) string {
+		return strings.TrimSpace(string(typ) + " " + id.String() + " " + reason)
+	}
+
+	// At start: the blocked ConfigMap cannot be created, the Deployment
+	// that can never schedule gets stuck.
+	good.waitEvent(t, key(notify.EventRepairFailed, id("blocked", hub.KindConfigMap), ""), 60*time.Second)
+	good.waitEvent(t, key(notify.EventStuck, id("nowhere", hub.KindDeployment), ""), 60*time.Second)
+
+	// Repaired, while one webhook hangs and one refuses: the repair does
+	// not wait for them.
+	t0 := time.Now()
+	if err := admin.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := a.waitSnap(t, 20*time.Second, "web configmap repaired", repairedAfter(id("web", hub.KindConfigMap), t0))
+	if hanging.Load() == 0 {
+		t.Error("the hanging webhook had no request in flight while the hub repaired")
+	}
+	n, _ := s.Node(id("web", hub.KindConfigMap))
+	if lat := n.LastRepair.RepairLatency(); lat >= 5*time.Second {
+		t.Errorf("repair took %v, as long as the hanging webhook's timeout", lat)
+	}
+	good.waitEvent(t, key(notify.EventRepaired, id("web", hub.KindConfigMap), ""), 20*time.Second)
+
+	// Left unrepaired: warn-only.
+	patch := []byte(`{"data":{"A":"changed"}}`)
+	if _, err := admin.CoreV1().ConfigMaps(ns).Patch(ctx, "watch", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, key(notify.EventUnrepaired, id("watch", hub.KindConfigMap), notify.ReasonWarn), 20*time.Second)
+
+	// Left unrepaired: held; repaired once the hold is released.
+	target := hub.HoldTarget{Scope: hub.HoldNode, Name: id("web", hub.KindDeployment).String()}
+	if _, err := a.hub.Hold(target, time.Hour, "change freeze"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, key(notify.EventUnrepaired, id("web", hub.KindDeployment), notify.ReasonHold), 20*time.Second)
+	if err := a.hub.ReleaseHold(target); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, key(notify.EventRepaired, id("web", hub.KindDeployment), ""), 20*time.Second)
+
+	// Left unrepaired: paused; repaired once resumed.
+	if err := a.hub.PauseCluster(lc.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, key(notify.EventUnrepaired, id("web", hub.KindService), notify.ReasonPause), 20*time.Second)
+	if err := a.hub.PauseCluster(lc.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, key(notify.EventRepaired, id("web", hub.KindService), ""), 20*time.Second)
+
+	// The cluster unreachable, and back.
+	if err := lc.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, string(notify.EventClusterUnreachable)+" "+lc.Name, 30*time.Second)
+	if err := lc.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	good.waitEvent(t, string(notify.EventClusterRecovered)+" "+lc.Name, 60*time.Second)
+
+	// Each event arrived once: the two 500s were retried, not repeated.
+	time.Sleep(500 * time.Millisecond)
+	seen := map[string]int{}
+	for _, ev := range good.events() {
+		seen[eventKey(ev)]++
+		if ev.Version != notify.PayloadVersion || ev.Hub != "e2e-notify" || ev.Message == "" || ev.Time.IsZero() {
+			t.Errorf("event %+v lacks header fields", ev)
+		}
+	}
+	for k, c := range seen {
+		if c != 1 {
+			t.Errorf("event %q delivered %d times", k, c)
+		}
+	}
+	good.mu.Lock()
+	rejected, firstBody := slices.Clone(good.rejected), good.bodies[0]
+	good.mu.Unlock()
+	if len(rejected) != 2 || rejected[0] != firstBody || rejected[1] != firstBody {
+		t.Errorf("the first event was not retried after the 500s: rejected %d bodies", len(rejected))
+	}
+
+	// The dead webhooks are reported failing, counted, and never shown
+	// with their URL.
+	st := map[string]notify.WebhookStatus{}
+	for _, w := range a.Notifier().Status() {
+		st[w.Name] = w
+	}
+	if w := st["good"]; w.Failing || w.Sent != int64(len(good.events())) {
+		t.Errorf("good webhook status %+v, want %d sent and not failing", w, len(good.events()))
+	}
+	for _, name := range []string{"hang", "refused"} {
+		w := st[name]
+		if !w.Failing || w.Failed+w.Dropped == 0 || strings.Contains(w.LastError, "SECRET") {
+			t.Errorf("%s webhook status %+v, want failing with failures counted and no URL", name, w)
+		}
+	}
+	if alerts := a.notificationAlerts(); !slices.Contains(alerts, "webhook refused failing") {
+		t.Errorf("status bar alerts %v lack the refused webhook", alerts)
+	}
+	rec := httptest.NewRecorder()
+	a.hub.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		fmt.Sprintf(`driftwatch_notifications_sent_total{webhook="good"} %d`, len(good.events())),
+		`driftwatch_notifications_failed_total{webhook="refused"}`,
+		`driftwatch_notification_webhook_up{webhook="refused"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	t.Logf("events: %v; hang %+v; refused %+v", seen, st["hang"], st["refused"])
+}
