@@ -132,6 +132,10 @@ var samples = map[string]string{
 	"Service.type":                   "NodePort",
 	"Resources.requests":             "{cpu: 1}",
 	"Resources.limits":               "{cpu: 1}",
+	"Config.terraform":               "[{id: w, dir: /w}]",
+	"Workspace.dir":                  "/other",
+	"Workspace.binary":               "terraform",
+	"Workspace.targets":              "[local_file.a]",
 }
 
 // sampleValue returns a valid value for a key of type t that differs from
@@ -205,6 +209,11 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"port: 80"},
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", service: " + m + "}]\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Applications[0].Service) },
+		},
+		reflect.TypeFor[Workspace](): {
+			base: []string{"id: w", "dir: /w"},
+			wrap: func(m string) string { return "terraform: [" + m + "]\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Terraform[0]) },
 		},
 		reflect.TypeFor[Resources](): {
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", resources: " + m + "}]\n" },

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -38,6 +40,9 @@ type App struct {
 	mu    sync.Mutex
 	cfg   *config.Config
 	found map[string]discovered // clusters discovered through Cluster API
+
+	// ws are the config's Terraform workspaces (fixed at start).
+	ws *workspaceSet
 }
 
 // Options tune an App. Zero values take the documented defaults.
@@ -60,6 +65,9 @@ type Options struct {
 	// AllowPrune lets the initial desired state decommission every managed
 	// object of a cluster, or more than the prune limit (--allow-prune).
 	AllowPrune bool
+	// TerraformEnv is added to the environment of every Terraform run
+	// (the demo and tests point TF_CLI_CONFIG_FILE at a provider mirror).
+	TerraformEnv map[string]string
 }
 
 // New builds the hub and the registry for a loaded config: it opens the
@@ -107,7 +115,13 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
 	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
-	h.SetBackends(a.reg)
+	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
+	if err != nil {
+		_ = a.Close()
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
+	a.ws = ws
+	h.SetBackends(backends{clusters: a.reg, workspaces: ws.byID})
 	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
 		if err := a.reg.Add(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
@@ -164,6 +178,7 @@ func (a *App) Run(ctx context.Context) error {
 		hubErr = a.hub.Run(ctx)
 	})
 	wg.Go(func() { regErr = a.reg.Run(regCtx) })
+	wg.Go(func() { a.ws.run(ctx, a.log) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.mu.Unlock()
@@ -199,6 +214,11 @@ func (a *App) Reload(allowPrune bool) error {
 		keep[cc.ID] = true
 	}
 	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
+	// Workspaces are set at start: their resources stay as they are.
+	specs = append(specs, a.ws.allSpecs()...)
+	if !slices.EqualFunc(old.Terraform, cfg.Terraform, func(x, y config.Workspace) bool { return reflect.DeepEqual(x, y) }) {
+		a.log.Warn("terraform section changes take effect at the next start", "path", a.path)
+	}
 	// A cluster removed from the config is no longer managed, never
 	// pruned: the hub forgets it in the same guarded change (nothing is
 	// forgotten if the guard refuses), then it is deregistered.
