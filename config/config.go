@@ -58,7 +58,7 @@ type Config struct {
 	// Hub holds the hub-wide settings.
 	Hub Hub `yaml:"hub"`
 	// Clusters are the clusters named in the file, in file order. It may be
-	// empty when ClusterAPI is not.
+	// empty when ClusterAPI or Terraform is not.
 	Clusters []Cluster `yaml:"clusters"`
 	// ClusterAPI are the Cluster API management clusters to discover more
 	// clusters from (the `clusterAPI:` section), in file order.
@@ -68,6 +68,9 @@ type Config struct {
 	// Notifications are the webhooks that receive the hub's notable
 	// events (see notifications.go).
 	Notifications Notifications `yaml:"notifications"`
+	// Terraform are the Terraform/OpenTofu workspaces (the `terraform:`
+	// section), in file order. A config may hold only workspaces.
+	Terraform []Workspace `yaml:"terraform"`
 }
 
 // Hub holds the hub-wide settings (the `hub:` section).

@@ -92,6 +92,11 @@ type decoder struct {
 	clusters         []clusterSrc
 	sources          []sourceSrc
 	apps             []appSrc
+	workspaces       []workspaceSrc
+	// workspaceEntries counts the terraform section's entries, even
+	// unreadable ones; workspacesBroken is set when it is not a list.
+	workspaceEntries int
+	workspacesBroken bool
 	// clustersSec and sourcesSec are the clusters and clusterAPI sections;
 	// *Entries count their entries, even unreadable ones, and *Broken is
 	// set when a section is not a list.
@@ -140,6 +145,7 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 		on(&cfg.ClusterAPI, d.sourceList),
 		on(&cfg.Applications, d.appList),
 		on(&cfg.Notifications, d.notifications),
+		on(&cfg.Terraform, d.workspaceList),
 	)
 	if top == nil {
 		return nil
@@ -702,7 +708,9 @@ func (d *decoder) references() {
 		}
 	}
 	d.sourceReferences(clusterAt)
-	if d.clusterEntries == 0 && d.sourceEntries == 0 && !d.clustersBroken && !d.sourcesBroken {
+	d.workspaceReferences(clusterAt)
+	if d.clusterEntries == 0 && d.sourceEntries == 0 && !d.clustersBroken && !d.sourcesBroken &&
+		d.workspaceEntries == 0 && !d.workspacesBroken {
 		c := d.clustersSec
 		if !c.set && d.sourcesSec.set {
 			c = d.sourcesSec

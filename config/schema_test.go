@@ -143,6 +143,10 @@ var samples = map[string]string{
 	"Webhook.events":                 "[stuck]",
 	"Webhook.classes":                "[missing]",
 	"Webhook.minSeverity":            "critical",
+	"Config.terraform":               "[{id: w, dir: /w}]",
+	"Workspace.dir":                  "/other",
+	"Workspace.binary":               "terraform",
+	"Workspace.targets":              "[local_file.a]",
 }
 
 // sampleValue returns a valid value for a key of type t that differs from
@@ -235,6 +239,11 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"name: w", "url: 'https://h/x'"},
 			wrap: func(m string) string { return clusters + "notifications: {webhooks: [" + m + "]}\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications.Webhooks[0]) },
+		},
+		reflect.TypeFor[Workspace](): {
+			base: []string{"id: w", "dir: /w"},
+			wrap: func(m string) string { return "terraform: [" + m + "]\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Terraform[0]) },
 		},
 		reflect.TypeFor[Resources](): {
 			wrap: func(m string) string { return clusters + "applications: [" + app + ", resources: " + m + "}]\n" },

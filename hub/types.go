@@ -170,6 +170,10 @@ type ClusterHealth struct {
 	// Generation increases each time the cluster (re)syncs; the loop
 	// enqueues every NodeID of the cluster when it changes.
 	Generation int64
+	// Detection says how the backend finds changes, for display: "" for
+	// a watch (Kubernetes), "poll 1m0s" for a backend polled at an
+	// interval (Terraform).
+	Detection string `json:",omitempty"`
 	// Seq orders reports: it increases with every report a watch manager
 	// sends (across restarts of the same cluster), and the hub drops a
 	// report older than one it already applied. Zero means unordered (a

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh runs driftwatch's full test suite: it builds (or finds in the
-# cache) the real control-plane binaries, exports DRIFTWATCH_BIN_DIR so that
-# real-cluster tests run instead of skipping, checks formatting, vets, runs
+# cache) the real control-plane binaries and the Terraform tools, exports
+# DRIFTWATCH_BIN_DIR and DRIFTWATCH_TOFU_DIR so that real-cluster and real
+# tofu tests run instead of skipping, checks formatting, vets, runs
 # staticcheck (installed at a pinned version), runs every test with the race
 # detector and ends with a short fuzz run.
 set -euo pipefail
@@ -10,10 +11,10 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "control-plane binaries (scripts/build-binaries.sh)"
-DRIFTWATCH_BIN_DIR="$(scripts/build-binaries.sh)"
-export DRIFTWATCH_BIN_DIR
-printf 'DRIFTWATCH_BIN_DIR=%s\n' "${DRIFTWATCH_BIN_DIR}" >&2
+step "control-plane binaries and Terraform tools (scripts/build-binaries.sh --env)"
+build_env="$(scripts/build-binaries.sh --env)"
+eval "${build_env}"
+printf 'DRIFTWATCH_BIN_DIR=%s\nDRIFTWATCH_TOFU_DIR=%s\n' "${DRIFTWATCH_BIN_DIR}" "${DRIFTWATCH_TOFU_DIR}" >&2
 
 step "gofmt -l ."
 unformatted="$(gofmt -l .)"
@@ -72,13 +73,14 @@ fi
 # The core is proved without any control plane: its packages must keep at
 # least 80% statement coverage from their own unit tests.
 step "core coverage without a control plane (go test -cover ./hub/..., at least 80% each)"
-cover="$(env -u DRIFTWATCH_BIN_DIR go test -count=1 -cover ./hub/...)"
+cover="$(env -u DRIFTWATCH_BIN_DIR -u DRIFTWATCH_TOFU_DIR go test -count=1 -cover ./hub/...)"
 printf '%s\n' "${cover}"
 if ! awk '/coverage:/ { for (i = 1; i <= NF; i++) if ($i == "coverage:") { pct = $(i + 1); sub("%", "", pct); if (pct + 0 < 80) { print "below 80%: " $2; bad = 1 } } } END { exit bad }' <<<"${cover}"; then
   exit 1
 fi
 
-step "fuzz FuzzNodeIDRoundTrip (5s)"
+step "fuzz FuzzNodeIDRoundTrip (5s each)"
 go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 5s ./hub/
+go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 5s ./clusters/terraform/
 
 step "all checks passed"

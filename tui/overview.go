@@ -204,6 +204,7 @@ const (
 	ocState
 	ocPaused
 	ocSource
+	ocDetect
 	ocObjects
 	ocSync
 	ocDrift
@@ -222,6 +223,7 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 		ocState:     {title: "STATE"},
 		ocPaused:    {title: ""},
 		ocSource:    {title: "SOURCE", flex: 1, width: 6, drop: 3},
+		ocDetect:    {title: "DETECT", drop: 3},
 		ocObjects:   {title: "OBJ", right: true},
 		ocSync:      {title: "SYNC", right: true},
 		ocDrift:     {title: "DRIFT", right: true},
@@ -241,6 +243,12 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 	}
 	rows := make([][]cell, len(v.clusters))
 	wmax := make([]int, len(t.cols))
+	// The detection column shows only beside a polled backend (a
+	// Terraform workspace): "watch" for clusters, "poll 1m" for it.
+	polled := false
+	for _, c := range v.clusters {
+		polled = polled || c.Detection != ""
+	}
 	for i, c := range v.clusters {
 		sync, drift, fixing, failed, stuck := counts(c)
 		paused := cell{}
@@ -251,11 +259,19 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 		if source == "" {
 			source = "-"
 		}
+		detect := cell{}
+		if polled {
+			detect = cell{"watch", v.st.dim}
+			if c.Detection != "" {
+				detect = cell{c.Detection, v.st.dim}
+			}
+		}
 		rows[i] = []cell{
 			ocCluster:   {c.Cluster, v.st.bold},
 			ocState:     {string(c.State), v.st.health(c.State)},
 			ocPaused:    paused,
 			ocSource:    {source, v.st.dim},
+			ocDetect:    detect,
 			ocObjects:   {strconv.Itoa(c.Objects), style{}},
 			ocSync:      num(sync, v.st.green),
 			ocDrift:     num(drift, v.st.yellow),
@@ -279,7 +295,7 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 		case ocSource:
 			t.setWidth(j, min(wmax[j], 6))
 			t.cols[j].max = max(wmax[j], width(t.cols[j].title))
-		case ocPaused:
+		case ocPaused, ocDetect:
 			if wmax[j] == 0 {
 				t.cols[j].drop = 99 // nothing paused: hide
 				t.cols[j].width = 0

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -48,6 +49,9 @@ type App struct {
 	mu    sync.Mutex
 	cfg   *config.Config
 	found map[string]discovered // clusters discovered through Cluster API
+
+	// ws are the config's Terraform workspaces (fixed at start).
+	ws *workspaceSet
 }
 
 // Options tune an App. Zero values take the documented defaults.
@@ -73,6 +77,9 @@ type Options struct {
 	// ReplicaID names this replica when the config sets hub.coordination
 	// (see ResolveReplicaID).
 	ReplicaID string
+	// TerraformEnv is added to the environment of every Terraform run
+	// (the demo and tests point TF_CLI_CONFIG_FILE at a provider mirror).
+	TerraformEnv map[string]string
 }
 
 // New builds the hub and the registry for a loaded config: it opens the
@@ -135,16 +142,27 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.notifier = n
 	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
-	h.SetBackends(a.reg)
+	var clusterBackends hub.Backends = a.reg
 	if co := cfg.Hub.Coordination; co != nil {
+		if len(cfg.Terraform) > 0 {
+			_ = a.Close()
+			return nil, fmt.Errorf("config %s: terraform: workspaces are not shared among replicas yet; run them in a hub without hub.coordination", cfg.Path)
+		}
 		r, err := newReplicas(a, co, coordClient, opts.ReplicaID)
 		if err != nil {
 			_ = a.Close()
 			return nil, err
 		}
 		a.rep = r
-		h.SetBackends(fencedBackends{reg: a.reg, coord: r.coord})
+		clusterBackends = fencedBackends{reg: a.reg, coord: r.coord}
 	}
+	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
+	if err != nil {
+		_ = a.Close()
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
+	a.ws = ws
+	h.SetBackends(backends{clusters: clusterBackends, workspaces: ws.byID})
 	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
 		if err := a.putCluster(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
@@ -217,6 +235,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 		wg.Go(func() { _ = a.notifier.Run(notifyCtx) })
 	}
+	wg.Go(func() { a.ws.run(ctx, a.log) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.mu.Unlock()
@@ -279,6 +298,11 @@ func (a *App) Reload(allowPrune bool) error {
 		keep[cc.ID] = true
 	}
 	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
+	// Workspaces are set at start: their resources stay as they are.
+	specs = append(specs, a.ws.allSpecs()...)
+	if !slices.EqualFunc(old.Terraform, cfg.Terraform, func(x, y config.Workspace) bool { return reflect.DeepEqual(x, y) }) {
+		a.log.Warn("terraform section changes take effect at the next start", "path", a.path)
+	}
 	// A cluster removed from the config is no longer managed, never
 	// pruned: the hub forgets it in the same guarded change (nothing is
 	// forgotten if the guard refuses), then it is deregistered.

@@ -49,6 +49,7 @@ func Check(file, output string, env Env) error {
 			fmt.Fprintf(stderr, "driftwatch: warning: clusterAPI source %q: kubeconfig %s does not exist\n", src.Name, src.Kubeconfig)
 		}
 	}
+	warnWorkspaces(stderr, cfg)
 	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: warning: %v\n", err)
@@ -62,6 +63,9 @@ func Check(file, output string, env Env) error {
 // --allow-prune, but the file is most likely a mistake).
 func warnManagesNothing(w io.Writer, cfg *config.Config) {
 	const consequence = "a running hub given this file would prune every object it manages there (refused without --allow-prune)"
+	if len(cfg.Applications) == 0 && len(cfg.Clusters)+len(cfg.ClusterAPI) == 0 {
+		return // only Terraform workspaces: their resources are their own
+	}
 	if len(cfg.Applications) == 0 {
 		fmt.Fprintf(w, "driftwatch: WARNING: no applications: this config manages nothing on any cluster; %s\n", consequence)
 		return
@@ -156,9 +160,13 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	for _, src := range cfg.ClusterAPI {
 		printSource(&b, cfg, src)
 	}
+	printWorkspaces(&b, cfg)
 	summary := []string{plural(len(cfg.Clusters), "cluster")}
 	if len(cfg.ClusterAPI) > 0 {
 		summary = append(summary, plural(len(cfg.ClusterAPI), "clusterAPI source"))
+	}
+	if len(cfg.Terraform) > 0 {
+		summary = append(summary, plural(len(cfg.Terraform), "terraform workspace"))
 	}
 	summary = append(summary, plural(len(cfg.Applications), "application"), plural(total, "object"))
 	fmt.Fprintf(&b, "\n%s\n", strings.Join(summary, ", "))

@@ -40,7 +40,7 @@ func BinDir(ctx context.Context, env Env) (string, error) {
 	if len(env.BuildScript) == 0 {
 		return "", fmt.Errorf("no control-plane binaries: set %s", EnvBinDir)
 	}
-	cmd := exec.CommandContext(ctx, "bash", "-s")
+	cmd := exec.CommandContext(ctx, "bash", "-s", "k8s") // the control plane only
 	cmd.Stdin = bytes.NewReader(env.BuildScript)
 	var out bytes.Buffer
 	cmd.Stdout = &out
