@@ -87,6 +87,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.StringVarP(&o.File, "file", "f", "", "config `FILE` (required)")
 	f.BoolVar(&o.ReadOnly, "readonly", false, "disable every action in the UI")
 	f.BoolVar(&o.AllowPrune, "allow-prune", false, allowPruneUsage)
+	f.BoolVar(&o.WriteConfig, "write-config", false, "let the node detail's W key add the proposed ignore rule to the config file and reload")
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),

@@ -103,7 +103,7 @@ func kindName(k hub.Kind) string {
 // proposalLines shows the proposed ignore rule (key i).
 func (v *detailView) proposalLines() []string {
 	rule := ProposeIgnoreRule(v.node)
-	l := []string{v.title("PROPOSED IGNORE RULE") + v.st.dim.render(" · add to application "+v.node.Application+" in the config, then reload · i hides")}
+	l := []string{v.title("PROPOSED IGNORE RULE") + v.st.dim.render(" · add to application "+v.node.Application+" in the config, then reload · W writes it · i hides")}
 	if rule == "" {
 		return append(l, v.st.dim.render("  no drift recorded: nothing to propose"))
 	}
@@ -111,4 +111,35 @@ func (v *detailView) proposalLines() []string {
 		l = append(l, "  "+line)
 	}
 	return l
+}
+
+// askWriteRule asks to write the proposed ignore rule of the open node into
+// the config file (key W, once i shows the proposal).
+func (m *Model) askWriteRule() {
+	v := m.detail
+	switch {
+	case m.opts.ReadOnly:
+		m.setStatus(ReadOnlyMessage, true)
+		return
+	case m.opts.WriteRule == nil:
+		m.setStatus(WriteRuleHint, true)
+		return
+	case !v.propose:
+		m.setStatus("press i first to see the proposed ignore rule", true)
+		return
+	case !v.found || v.node.Application == "":
+		m.setStatus("no application known for "+v.id.String(), true)
+		return
+	}
+	rule := ProposeIgnoreRule(v.node)
+	if rule == "" {
+		m.setStatus("no drift recorded: nothing to propose", true)
+		return
+	}
+	app, write := v.node.Application, m.opts.WriteRule
+	m.confirm = &pendingAction{
+		question: "Add the proposed ignore rule to application " + app + " in the config file and reload?",
+		started:  "writing the ignore rule of " + app + "…",
+		run:      func() (string, error) { return write(app, rule) },
+	}
 }

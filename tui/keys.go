@@ -12,8 +12,10 @@ type keyMap struct {
 	Sort, Reverse, Problems               key.Binding
 	Repair, Pause, Warn, Hold, Release    key.Binding
 	// Ignore shows the ignore rule that would end a node's drift or fight.
-	Ignore  key.Binding
-	Yes, No key.Binding
+	Ignore key.Binding
+	// WriteRule writes the proposed ignore rule into the config file.
+	WriteRule key.Binding
+	Yes, No   key.Binding
 	// Commands typed after ":" (documentation only: never matched).
 	CmdCluster, CmdNode, CmdReload, CmdQuit key.Binding
 }
@@ -47,6 +49,7 @@ func defaultKeys() keyMap {
 		Hold:      b("h", "hold repairs (ttl, reason)", "h"),
 		Release:   b("H", "release the hold", "H"),
 		Ignore:    b("i", "propose an ignore rule (node)", "i"),
+		WriteRule: b("W", "write the proposed ignore rule to the config (node)", "W"),
 		Yes:       b("y", "confirm", "y", "Y"),
 		No:        b("n/esc", "cancel", "n", "N", "esc"),
 

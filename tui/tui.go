@@ -53,7 +53,16 @@ type Options struct {
 	// not show (a failing notification webhook); the status bar shows
 	// them at every render, so it must be cheap. Nil: none.
 	Alerts func() []string
+	// WriteRule adds an ignore rule (YAML as ProposeIgnoreRule returns it)
+	// to application app in the config file and reloads; it returns a
+	// status message. Nil: the W key says how to enable it (the
+	// --write-config flag). It is an action: disabled in read-only mode.
+	WriteRule func(app, rule string) (string, error)
 }
+
+// WriteRuleHint is the status message of W when writing rules is not
+// enabled.
+const WriteRuleHint = "writing the config is off: start driftwatch with --write-config to let W add the rule (or copy it by hand)"
 
 // Screen names what the UI shows.
 type Screen int
@@ -457,6 +466,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Release):
 		m.askRelease()
+		return nil
+	case m.top() == ScreenDetail && key.Matches(k, m.keys.WriteRule):
+		m.askWriteRule()
 		return nil
 	}
 	switch m.top() {

@@ -41,6 +41,8 @@ type App struct {
 	// state, lose the race to a just-discovered cluster, and then prune
 	// that cluster's objects.
 	desiredMu sync.Mutex
+	// writeMu serialises edits of the config file (WriteIgnoreRule).
+	writeMu sync.Mutex
 
 	// rep, with hub.coordination, is this replica's share of the
 	// clusters; nil: every cluster is registered.

@@ -56,7 +56,9 @@ func BinDir(ctx context.Context, env Env) (string, error) {
 func demoClusterNames() []string { return []string{"prod-eu", "prod-us", "staging-eu"} }
 
 // demoConfig is the demo's config; %s are the three kubeconfig paths.
-const demoConfig = `# driftwatch demo: three local clusters, five applications.
+const demoConfig = `# driftwatch demo: three local clusters, five applications; a fake
+# autoscaler (field manager demo-autoscaler) scales storefront and checkout
+# on prod-eu.
 hub:
   id: demo-hub
   resync: 5m
@@ -80,6 +82,14 @@ applications:
     port: 8080
     env: {MODE: production}
     config: {CURRENCY: EUR, FEATURE_SEARCH: "on"}
+    ignore:
+      # The demo's autoscaler scales storefront on prod-eu: spec.replicas is
+      # its while it owns the field. checkout on prod-eu, scaled by the same
+      # autoscaler without such a rule, shows as contested.
+      - name: autoscaler
+        managers: [demo-autoscaler]
+        paths: ["/spec/replicas"]
+        kinds: [Deployment]
   - id: checkout
     namespace: shop
     selector: env in (prod, staging)
@@ -108,6 +118,19 @@ applications:
     progressDeadlineSeconds: 20
     nodeSelector: {disk: none}
 `
+
+// demoAutoscaled are the Deployments the demo's fake autoscaler scales:
+// storefront (its replicas ignored by a manager rule in demoConfig) and
+// checkout (no rule: contested).
+func demoAutoscaled() []hub.NodeID {
+	return []hub.NodeID{
+		hub.NewNodeID("prod-eu", "shop", "storefront", hub.KindDeployment),
+		hub.NewNodeID("prod-eu", "shop", "checkout", hub.KindDeployment),
+	}
+}
+
+// demoAutoscaleInterval is the time between the fake autoscaler's scales.
+const demoAutoscaleInterval = 3 * time.Second
 
 // demoStopGrace is how long each of the demo's control-plane processes gets
 // to exit before it is killed: the demo ends within about two seconds.
@@ -233,6 +256,12 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 				log.Warn("drift generator", "err", d.Err)
 			}
 		})
+	})
+	// The fake autoscaler: storefront's replicas are ignored, checkout's
+	// are fought over.
+	autoscaler := driftgen.NewAutoscaler(clients, demoAutoscaled(), 4, 5)
+	wg.Go(func() {
+		autoscaler.Run(runCtx, demoAutoscaleInterval, func(err error) { log.Warn("demo autoscaler", "err", err) })
 	})
 	var uiErr error
 	if o.Headless {

@@ -44,6 +44,9 @@ type TUIOptions struct {
 	// AllowPrune confirms an initial desired state the prune guard would
 	// refuse.
 	AllowPrune bool
+	// WriteConfig lets the UI write a proposed ignore rule into File (key
+	// W in the node detail) and reload.
+	WriteConfig bool
 }
 
 // Log rotation of the TUI modes: the file is rotated at logMaxBytes, and
@@ -103,8 +106,11 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "",
-		Reload: a.reloadFromUI, Alerts: a.notificationAlerts})
+	uiOpts := tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "", Reload: a.reloadFromUI, Alerts: a.notificationAlerts}
+	if o.WriteConfig {
+		uiOpts.WriteRule = a.WriteIgnoreRule
+	}
+	uiErr := tui.Run(runCtx, tui.HubSource(a.hub), uiOpts)
 	stop()
 	uiErr = uiEnded(log, uiErr)
 	wg.Wait()
