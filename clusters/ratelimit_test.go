@@ -228,10 +228,31 @@ func TestClientLimiterAdaptive(t *testing.T) {
 		t.Fatalf("bucket mode: %+v, want calls past the burst delayed", st)
 	}
 
-	// The bucket is drained: most of these wait for a token until the
-	// first response with APF headers lets them all go.
+	// Calls wait for a token: their responses (with APF headers again) are
+	// held until some calls are waiting in the limiter, so the bucket is
+	// drained however slow the machine; the first response then lets the
+	// waiting calls go at once.
 	srv.apf.Store(true)
-	getMany(t, c, 300, "back-")
+	var held conc.WaitGroup
+	heldErrs := make(chan error, 1000)
+	for i := range 1000 {
+		held.Go(func() {
+			if _, err := c.CoreV1().ConfigMaps("shop").Get(t.Context(), fmt.Sprintf("held-back-%d", i), metav1.GetOptions{}); err != nil {
+				heldErrs <- err
+			}
+		})
+	}
+	waitUntil(t, "calls waiting for a token", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.waiters) > 0
+	})
+	close(srv.release)
+	held.Wait()
+	close(heldErrs)
+	for err := range heldErrs {
+		t.Fatal(err)
+	}
 	st = l.stats()
 	if st.mode != limitAPF || st.switches != 3 || st.released == 0 {
 		t.Fatalf("after APF came back: %+v, want mode %s after 3 switches with waiting calls released", st, limitAPF)
