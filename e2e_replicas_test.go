@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -623,4 +624,76 @@ func testReplicaRollingRestart(t *testing.T, e *haEnv) {
 	for _, r := range live {
 		r.stop(t)
 	}
+}
+
+// TestReplicasOneView runs two `serve` replicas of one hub over one managed
+// cluster (real control planes): a view attached through the replica that
+// does not manage the cluster shows it with its owner, synced; a pause and
+// a repair now sent through that view reach the owner (the pause stops the
+// automatic repair, the repair now repairs), and the same repair sent to
+// the non-owner's API directly is refused with 421, naming the owner.
+func TestReplicasOneView(t *testing.T) {
+	const hubID, ns = "ha-view", "ha-view"
+	set := lctest.Start(t, localcluster.Options{Count: 2})
+	e := &haEnv{set: set, coord: kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig()),
+		workload: set.Clusters[1:], admins: make(map[string]kubernetes.Interface), dir: t.TempDir(), lease: replicaTestLease}
+	tok, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.token, e.tokenFile = tok, filepath.Join(e.dir, "tokens")
+	if err := os.WriteFile(e.tokenFile, []byte(tok+" operator test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cluster := e.workload[0].Name
+	e.admins[cluster] = kubernetes.NewForConfigOrDie(e.workload[0].RESTConfig())
+	if _, err := e.coord.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: replicaLeaseNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := e.config(t, hubID, ns)
+	a, b := e.startReplica(t, "a", path), e.startReplica(t, "b", path)
+	e.waitOwned(t, hubID, []*replicaProc{a, b}, 60*time.Second)
+	e.waitApplied(t, ns)
+	owner, other := a, b
+	if coord.Owner(cluster, []string{"a", "b"}) == "b" {
+		owner, other = b, a
+	}
+
+	rc := api.NewReplicaClient(other.client(t, e), 200*time.Millisecond)
+	snaps, stop := rc.Subscribe()
+	defer stop()
+	deadline := time.After(30 * time.Second)
+	var last *hub.Snapshot
+	for settled := false; !settled; {
+		select {
+		case s := <-snaps:
+			last = s
+			c, ok := s.Cluster(cluster)
+			settled = ok && c.Owner == owner.id && c.State == hub.ClusterSynced && len(s.Replicas) == 2 &&
+				s.Replicas[0].Reachable && s.Replicas[1].Reachable && len(s.Clusters) == 1
+		case <-deadline:
+			if last == nil {
+				t.Fatalf("the view through %s sent no snapshot", other.id)
+			}
+			t.Fatalf("the view through %s never showed %s synced and owned by %s: clusters %+v, replicas %+v", other.id, cluster, owner.id, last.Clusters, last.Replicas)
+		}
+	}
+
+	id := hub.NewNodeID(cluster, ns, "app", hub.KindConfigMap)
+	var ae *api.Error
+	if err := other.client(t, e).RepairNow(id); !errors.As(err, &ae) || ae.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(err.Error(), owner.id) {
+		t.Fatalf("repair through %s's API directly: %v, want 421 naming %s", other.id, err, owner.id)
+	}
+	if err := rc.PauseCluster(cluster, true); err != nil {
+		t.Fatal(err)
+	}
+	old := e.drift(t, ns, []string{cluster})
+	e.stillMissing(t, ns, []string{cluster}, time.Second, "while paused through the view")
+	now := time.Now()
+	if err := rc.RepairNow(id); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRepaired(t, ns, old, now)
+	a.stop(t)
+	b.stop(t)
 }

@@ -172,6 +172,24 @@ type ClusterStatus struct {
 	Counts  map[Status]int
 	// MedianRepair is the median event-to-repaired time of recent repairs.
 	MedianRepair time.Duration
+	// Owner is the replica that manages the cluster when the hub runs as
+	// several replicas and the snapshot is their merged view; the hub
+	// itself leaves it empty.
+	Owner string `json:",omitempty"`
+}
+
+// ReplicaStatus is one replica of a hub that runs as several, as a merged
+// view of the replicas sees it.
+type ReplicaStatus struct {
+	// ID is the replica id; Address its API address.
+	ID, Address string
+	// Self is true for the replica the view was asked of.
+	Self bool
+	// Reachable says its API answered; Err says why not.
+	Reachable bool
+	Err       string `json:",omitempty"`
+	// Clusters are the clusters it manages, sorted.
+	Clusters []string
 }
 
 // FeedEntry is one line of the live drift and repair feed.
@@ -204,6 +222,10 @@ type Snapshot struct {
 	QueueDepth int
 	// Holds are the active holds, sorted by target.
 	Holds []Hold `json:",omitempty"`
+	// Replicas are the replicas of a hub that runs as several, sorted by
+	// id, when the snapshot is their merged view; the hub itself leaves it
+	// empty.
+	Replicas []ReplicaStatus `json:",omitempty"`
 }
 
 // Node returns the status of one NodeID.

@@ -1024,8 +1024,31 @@ func (m *Model) shortHelp() []key.Binding {
 	return append(b, short(k.Command, "cmd"), key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")))
 }
 
-// statusLine is the status bar: hub, clusters up, repair mode, the last
-// message and the snapshot's age.
+// replicasSummary says how many replicas the hub runs as and the health
+// of each ("2 replicas: a up, b down"; * marks the one attached to), or ""
+// for a hub of one process.
+func (m *Model) replicasSummary() string {
+	if m.snap == nil || len(m.snap.Replicas) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(m.snap.Replicas))
+	for _, r := range m.snap.Replicas {
+		name := r.ID
+		if r.Self {
+			name += "*"
+		}
+		health := "up"
+		if !r.Reachable {
+			health = "down"
+		}
+		parts = append(parts, name+" "+health)
+	}
+	return plural(len(m.snap.Replicas), "replica") + ": " + strings.Join(parts, ", ")
+}
+
+// statusLine is the status bar: hub, clusters up, repair mode, holds, the
+// replicas of a hub that runs as several, the last message and the
+// snapshot's age.
 func (m *Model) statusLine() string {
 	hubID, up, total, mode, snapAge := "-", 0, 0, "-", "no snapshot yet"
 	if s := m.snap; s != nil {
@@ -1048,6 +1071,9 @@ func (m *Model) statusLine() string {
 	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + strconv.Itoa(total) + " clusters up │ " + mode
 	if n := m.activeHolds(); n > 0 {
 		left += " │ " + plural(n, "hold")
+	}
+	if r := m.replicasSummary(); r != "" {
+		left += " │ " + r
 	}
 	if m.opts.Alerts != nil {
 		if a := m.opts.Alerts(); len(a) > 0 {

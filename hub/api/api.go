@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 )
 
 // Options configure the handler.
@@ -42,6 +44,10 @@ type Options struct {
 	// Logger receives request errors and a line per write. Default:
 	// discard.
 	Logger *slog.Logger
+	// Replicas returns the live replicas of a hub that runs as several
+	// (GET /api/v1/replicas, and the owner of each cluster of GET
+	// /api/v1/snapshot). Nil: a hub of one process, with no replicas.
+	Replicas func() []apiv1.Replica
 	// MaxStreams caps the open watch streams; past it GET /api/v1/watch
 	// answers 503 with Retry-After. Default 64.
 	MaxStreams int
@@ -74,7 +80,8 @@ func (o Options) withDefaults() Options {
 //	viewer    GET  /api/v1/snapshot                   the latest snapshot (JSON)
 //	viewer    GET  /api/v1/watch                      snapshots as server-sent events
 //	viewer    GET  /api/v1/nodes/{id}                 one NodeID's status and desired object
-//	operator  POST /api/v1/nodes/{id}/repair          repair now (404 unknown NodeID)
+//	viewer    GET  /api/v1/replicas                   the live replicas and the clusters each manages
+//	operator  POST /api/v1/nodes/{id}/repair          repair now (404 unknown NodeID, 421 another replica's cluster)
 //	operator  POST /api/v1/clusters/{id}/pause        pause repairs on a cluster (404 unknown cluster)
 //	operator  POST /api/v1/clusters/{id}/resume       resume repairs (404 unknown cluster)
 //	operator  POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|""} (404 unknown application)
@@ -103,6 +110,7 @@ func Handler(h *hub.Hub, opts Options) http.Handler {
 	mux.HandleFunc("GET /api/v1/snapshot", s.snapshot)
 	mux.Handle("GET /api/v1/watch", s.watchHandler())
 	mux.HandleFunc("GET /api/v1/nodes/{id}", s.node)
+	mux.HandleFunc("GET /api/v1/replicas", s.replicas)
 	mux.Handle("POST /api/v1/nodes/{id}/repair", s.write(noBody, s.action(s.repair)))
 	mux.Handle("POST /api/v1/clusters/{id}/pause", s.write(noBody, s.action(s.pause(true))))
 	mux.Handle("POST /api/v1/clusters/{id}/resume", s.write(noBody, s.action(s.pause(false))))
@@ -211,7 +219,25 @@ func (s *server) repair(r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.misdirected(id.Cluster); err != nil {
+		return err
+	}
 	return s.h.RepairNow(id)
+}
+
+// misdirected refuses, with 421 Misdirected Request naming the owner, an
+// action only the replica that manages the cluster can carry out (a repair
+// now: another replica does not watch the cluster). Actions recorded in
+// the intent the replicas share (pauses, holds, policies) reach the owner
+// from any replica and are not refused.
+func (s *server) misdirected(cluster string) error {
+	for _, r := range s.replicaList().Replicas {
+		if !r.Self && slices.Contains(r.Clusters, cluster) {
+			return &statusError{code: http.StatusMisdirectedRequest,
+				err: fmt.Errorf("cluster %q is managed by replica %q at %s: send the request there", cluster, r.ID, r.Address)}
+		}
+	}
+	return nil
 }
 
 // pause pauses or resumes a cluster the hub knows (404 otherwise: a pause

@@ -23,6 +23,9 @@ type Client struct {
 	base  string
 	http  *http.Client
 	token string
+	// opts made the client: a ReplicaClient reaches the other replicas
+	// with the same ones.
+	opts ClientOptions
 }
 
 // ClientOptions configure a Client.
@@ -71,7 +74,7 @@ func NewClientWithOptions(base string, opts ClientOptions) (*Client, error) {
 		}
 		tr.TLSClientConfig.RootCAs = pool
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr}, token: opts.Token}, nil
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr}, token: opts.Token, opts: opts}, nil
 }
 
 // CloseIdleConnections closes the client's idle connections.
@@ -196,6 +199,17 @@ func (c *Client) Holds(ctx context.Context) ([]hub.Hold, error) {
 		return nil, fmt.Errorf("hub %s: %w", c.base, err)
 	}
 	return hs, nil
+}
+
+// Replicas lists the live replicas of a hub that runs as several, each
+// with its API address and the clusters it manages (empty for a hub of
+// one process).
+func (c *Client) Replicas(ctx context.Context) (apiv1.ReplicaList, error) {
+	var l apiv1.ReplicaList
+	if err := c.do(ctx, http.MethodGet, "/api/v1/replicas", nil, &l); err != nil {
+		return apiv1.ReplicaList{}, err
+	}
+	return l, nil
 }
 
 // Reload asks the hub to reload its config file. Unless allowPrune, a

@@ -56,10 +56,33 @@ func (s *server) watchHandler() http.Handler {
 // environment values redacted unless the caller is an operator.
 func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
 	snap := apiv1.FromSnapshot(s.h.Snapshot())
+	if owners := s.replicaList().Owners(); len(owners) > 0 {
+		for i := range snap.Clusters {
+			snap.Clusters[i].Owner = owners[snap.Clusters[i].ID]
+		}
+	}
 	if viewOf(r) == viewRedacted {
 		snap = redactSnapshot(snap)
 	}
 	writeJSON(w, http.StatusOK, snap)
+}
+
+// replicaList returns the live replicas (none for a hub of one process).
+func (s *server) replicaList() apiv1.ReplicaList {
+	l := apiv1.ReplicaList{APIVersion: apiv1.APIVersion, Replicas: []apiv1.Replica{}}
+	if s.opts.Replicas != nil {
+		if rs := s.opts.Replicas(); rs != nil {
+			l.Replicas = rs
+		}
+	}
+	return l
+}
+
+// replicas answers the live replicas of a hub that runs as several, each
+// with its API address and the clusters it manages (an apiv1.ReplicaList;
+// its list is empty for a hub of one process).
+func (s *server) replicas(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.replicaList())
 }
 
 // node answers one NodeID's status and desired object (an

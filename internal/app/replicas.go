@@ -15,6 +15,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 	"github.com/driftwatch/driftwatch/hub/coord"
 	"github.com/driftwatch/driftwatch/hub/intent"
 )
@@ -241,4 +242,18 @@ func (f fencedBackend) ListOwned(ctx context.Context) ([]hub.SpecRef, error) {
 		return nil, fmt.Errorf("cluster %q: the backend cannot list its objects", f.cluster)
 	}
 	return l.ListOwned(ctx)
+}
+
+// apiReplicas returns the coordinator's view of the live replicas for the
+// API (GET /api/v1/replicas and each cluster's owner in the snapshot).
+func (r *replicas) apiReplicas() []apiv1.Replica {
+	v := r.coord.View()
+	out := make([]apiv1.Replica, 0, len(v.Replicas))
+	for _, rep := range v.Replicas {
+		out = append(out, apiv1.Replica{
+			ID: rep.ID, Address: rep.Address, Self: rep.Self, State: apiv1.ReplicaLive,
+			Clusters: append([]string{}, rep.Clusters...),
+		})
+	}
+	return out
 }

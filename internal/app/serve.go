@@ -271,6 +271,9 @@ type serveSetup struct {
 // until ctx ends, then shuts everything down and waits for it.
 func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error {
 	opts := api.Options{Tokens: s.tokens, ReadOnly: s.readOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
+	if a.rep != nil {
+		opts.Replicas = a.rep.apiReplicas
+	}
 	errLog := slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
 	apiServer := api.NewServer(a.hub, opts)
 	apiSrv := &http.Server{

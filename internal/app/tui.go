@@ -145,7 +145,10 @@ func (a *App) reloadFromUI() (string, error) {
 }
 
 // Attach is `driftwatch attach URL`: the terminal UI over a headless
-// hub's API, with the client's options (see ClientOptions).
+// hub's API, with the client's options (see ClientOptions). Attached to a
+// replica of a hub that runs as several (or a Service in front of them),
+// it shows every replica's clusters with their owner and sends each
+// action to the owner (api.ReplicaClient).
 func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptions, env Env) error {
 	c, err := api.NewClientWithOptions(url, opts)
 	if err != nil {
@@ -160,7 +163,14 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 		}
 		return "the hub reloaded its config", nil
 	}
-	err = tui.Run(ctx, c, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload})
+	// A hub that runs as several replicas: one view of all of them, each
+	// action sent to the replica that manages its cluster. A hub of one
+	// process (or one older than GET /api/v1/replicas) is attached as is.
+	var src tui.Source = c
+	if l, err := c.Replicas(ctx); err == nil && len(l.Replicas) > 0 {
+		src = api.NewReplicaClient(c, 0)
+	}
+	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload})
 	if errors.Is(err, tui.ErrHangup) {
 		return nil // the terminal went away: end as q does
 	}

@@ -117,6 +117,10 @@ type Cluster struct {
 	Counts map[string]int `json:"counts"`
 	// MedianRepair is the median event-to-repaired time of recent repairs.
 	MedianRepair Duration `json:"medianRepair"`
+	// Owner is the id of the replica that manages the cluster when the
+	// hub runs as several replicas (GET /api/v1/snapshot only); empty for
+	// a hub of one process.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Node is the status of one managed object (one NodeID).
@@ -298,6 +302,50 @@ type HoldList struct {
 	APIVersion string `json:"apiVersion"`
 	// Holds are the active holds, sorted by target.
 	Holds []Hold `json:"holds"`
+}
+
+// Replica states.
+const (
+	// ReplicaLive is a replica whose membership Lease is renewed.
+	ReplicaLive = "live"
+	// ReplicaUnreachable is a live replica whose API did not answer a
+	// client that merges the replicas' views.
+	ReplicaUnreachable = "unreachable"
+)
+
+// Replica is one replica of a hub that runs as several.
+type Replica struct {
+	// ID is the replica id.
+	ID string `json:"id"`
+	// Address is its API address as its membership Lease advertises it
+	// (a URL such as "https://10.0.0.7:7070", or host:port).
+	Address string `json:"address,omitempty"`
+	// Self is true for the replica that answered.
+	Self bool `json:"self"`
+	// State is ReplicaLive or ReplicaUnreachable.
+	State string `json:"state"`
+	// Clusters are the clusters it manages, sorted.
+	Clusters []string `json:"clusters"`
+}
+
+// ReplicaList is the answer of GET /api/v1/replicas: the live replicas,
+// sorted by id; empty for a hub of one process.
+type ReplicaList struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	// Replicas are the live replicas, sorted by id.
+	Replicas []Replica `json:"replicas"`
+}
+
+// Owners maps every cluster of the list to the replica that manages it.
+func (l ReplicaList) Owners() map[string]string {
+	m := make(map[string]string)
+	for _, r := range l.Replicas {
+		for _, c := range r.Clusters {
+			m[c] = r.ID
+		}
+	}
+	return m
 }
 
 // NodeDetail is one NodeID's status and desired object: GET

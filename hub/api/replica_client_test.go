@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+)
+
+// recorder records the writes a replica's API receives.
+type recorder struct {
+	mu     sync.Mutex
+	writes []string
+	next   http.Handler
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet {
+		r.mu.Lock()
+		r.writes = append(r.writes, req.Method+" "+req.URL.Path)
+		r.mu.Unlock()
+	}
+	r.next.ServeHTTP(w, req)
+}
+
+func (r *recorder) got() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.writes, ";")
+}
+
+// startReplicaHub runs a hub that knows the clusters c1 and c2.
+func startReplicaHub(t *testing.T, id string) *hub.Hub {
+	t.Helper()
+	h := hub.New(hub.Options{ID: "hub", SnapshotInterval: 10 * time.Millisecond})
+	var specs []hub.NodeSpec
+	for _, c := range []string{"c1", "c2"} {
+		specs = append(specs, hub.NodeSpec{ID: hub.NewNodeID(c, "ns", "web", hub.KindDeployment), Namespace: "ns", Name: "web",
+			Kind: hub.KindDeployment, Application: "web", Policy: hub.PolicyRepair, Hash: "1"})
+	}
+	h.SetDesired(specs)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = h.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return h
+}
+
+// TestReplicaClient attaches to replica a of two (a manages c1, b c2):
+// the merged view has both clusters with their owners, actions on c2 sent
+// through a reach b and only b, with the caller's token, and once b is
+// gone its cluster stays in the view, unreachable.
+func TestReplicaClient(t *testing.T) {
+	tokens, err := ParseTokens("test", []byte("op-token-0123456789abcdef0123456789 operator alice\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var list []apiv1.Replica // a's and b's view alike, but Self
+	view := func(self string) func() []apiv1.Replica {
+		return func() []apiv1.Replica {
+			mu.Lock()
+			defer mu.Unlock()
+			out := make([]apiv1.Replica, len(list))
+			for i, r := range list {
+				r.Self = r.ID == self
+				out[i] = r
+			}
+			return out
+		}
+	}
+	ha, hb := startReplicaHub(t, "a"), startReplicaHub(t, "b")
+	recA := &recorder{next: Handler(ha, Options{Tokens: tokens, Replicas: view("a")})}
+	recB := &recorder{next: Handler(hb, Options{Tokens: tokens, Replicas: view("b")})}
+	srvA, srvB := httptest.NewServer(recA), httptest.NewServer(recB)
+	defer srvA.Close()
+	defer srvB.Close()
+	mu.Lock()
+	list = []apiv1.Replica{
+		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
+		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
+	}
+	mu.Unlock()
+
+	c, err := NewClientWithOptions(srvA.URL, ClientOptions{Token: "op-token-0123456789abcdef0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewReplicaClient(c, 50*time.Millisecond)
+	snaps, stop := rc.Subscribe()
+	defer stop()
+	wait := func(what string, cond func(*hub.Snapshot) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-snaps:
+				if cond(s) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	owner := func(s *hub.Snapshot, cluster string) (hub.ClusterStatus, bool) {
+		c, ok := s.Cluster(cluster)
+		return c, ok
+	}
+	wait("both clusters with their owners", func(s *hub.Snapshot) bool {
+		c1, ok1 := owner(s, "c1")
+		c2, ok2 := owner(s, "c2")
+		return ok1 && ok2 && c1.Owner == "a" && c2.Owner == "b" && len(s.Replicas) == 2 && s.Replicas[0].Reachable && s.Replicas[1].Reachable
+	})
+
+	// Actions on b's cluster, sent through a.
+	id2 := hub.NewNodeID("c2", "ns", "web", hub.KindDeployment)
+	if err := rc.RepairNow(id2); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.PauseCluster("c2", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Hold(hub.HoldTarget{Scope: hub.HoldNode, Name: id2.String()}, time.Hour, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	// And one on a's own cluster.
+	if err := rc.PauseCluster("c1", true); err != nil {
+		t.Fatal(err)
+	}
+	wantB := "POST /api/v1/nodes/c2:ns/web:deployment/repair;POST /api/v1/clusters/c2/pause;POST /api/v1/holds"
+	if got := recB.got(); got != wantB {
+		t.Errorf("replica b received %q, want %q", got, wantB)
+	}
+	if got, want := recA.got(), "POST /api/v1/clusters/c1/pause"; got != want {
+		t.Errorf("replica a received %q, want %q", got, want)
+	}
+	wait("c2 paused by b, c1 by a", func(s *hub.Snapshot) bool {
+		c1, _ := owner(s, "c1")
+		c2, _ := owner(s, "c2")
+		return c1.Paused && c2.Paused
+	})
+	if c2, _ := ha.Snapshot().Cluster("c2"); c2.Paused {
+		t.Error("replica a paused c2, which b manages")
+	}
+
+	// b goes away: its cluster stays, unreachable, its nodes unknown.
+	srvB.CloseClientConnections()
+	srvB.Close()
+	wait("c2 unreachable", func(s *hub.Snapshot) bool {
+		c2, ok := owner(s, "c2")
+		n, _ := s.Node(id2)
+		return ok && c2.State == hub.ClusterUnreachable && c2.Owner == "b" && n.Status == hub.StatusUnknown &&
+			!s.Replicas[1].Reachable && s.Replicas[1].Err != ""
+	})
+}
