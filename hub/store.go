@@ -51,7 +51,8 @@ type store struct {
 
 	mu          sync.Mutex
 	nodes       map[NodeID]*nodeStatus
-	order       []NodeID // sorted by text, rebuilt lazily
+	order       []NodeID      // sorted by text, rebuilt lazily
+	orderRecs   []*nodeStatus // the records of order, index for index (no map lookup per snapshot)
 	orderDirty  bool
 	clusters    map[string]*clusterStatus
 	appPolicy   map[string]Policy
@@ -452,6 +453,10 @@ func (s *store) orderLocked() []NodeID {
 			s.order = append(s.order, id)
 		}
 		slices.SortFunc(s.order, CompareText)
+		s.orderRecs = slices.Grow(s.orderRecs[:0], len(s.order))
+		for _, id := range s.order {
+			s.orderRecs = append(s.orderRecs, s.nodes[id])
+		}
 		s.orderDirty = false
 	}
 	return s.order
@@ -481,22 +486,47 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 	}
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))
-	for _, id := range order {
-		n := s.nodes[id]
+	// The order is by text, so a cluster's NodeIDs come together: what
+	// depends only on the cluster is looked up once per run of them.
+	var (
+		curName    string
+		curCounts  map[Status]int
+		curStale   bool   // the cluster is not connected: never show stale data as in sync
+		curReason  string // why, when curStale
+		curObjects int
+		started    bool
+	)
+	flush := func() {
+		if started {
+			objects[curName] += curObjects
+		}
+	}
+	for i, id := range order {
+		if !started || id.Cluster != curName {
+			flush()
+			started, curName, curObjects = true, id.Cluster, 0
+			curCounts = counts[curName]
+			if curCounts == nil {
+				curCounts = make(map[Status]int)
+				counts[curName] = curCounts
+			}
+			c := s.clusters[curName]
+			curStale = c == nil || !c.known || !usable(c.health.State)
+			curReason = "cluster not connected"
+			if curStale && c != nil && c.known {
+				curReason = "cluster " + string(c.health.State)
+				if c.health.LastError != "" {
+					curReason += ": " + c.health.LastError
+				}
+			}
+		}
+		n := s.orderRecs[i]
 		st, reason := n.status, n.reason
 		if st == StatusRepaired && now.Sub(n.repairedAt) >= s.opts.RepairedHold {
 			st = StatusInSync
 		}
-		if c := s.clusters[id.Cluster]; c == nil || !c.known || !usable(c.health.State) {
-			// Never show stale data as in sync.
-			st = StatusUnknown
-			reason = "cluster not connected"
-			if c != nil && c.known {
-				reason = "cluster " + string(c.health.State)
-				if c.health.LastError != "" {
-					reason += ": " + c.health.LastError
-				}
-			}
+		if curStale {
+			st, reason = StatusUnknown, curReason
 		}
 		ns := NodeStatus{
 			ID: id, Status: st, Reason: reason, LastRepair: n.repair, Timeline: n.timeline,
@@ -511,12 +541,10 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			}
 		}
 		snap.Nodes = append(snap.Nodes, ns)
-		if counts[id.Cluster] == nil {
-			counts[id.Cluster] = make(map[Status]int)
-		}
-		counts[id.Cluster][st]++
-		objects[id.Cluster]++
+		curCounts[st]++
+		curObjects++
 	}
+	flush()
 	for id, c := range s.clusters {
 		if !c.known && objects[id] == 0 && !c.paused {
 			continue

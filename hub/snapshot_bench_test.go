@@ -1,0 +1,31 @@
+package hub
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkSnapshotFleet measures building one snapshot of a fleet: 250
+// clusters of 100 NodeIDs (25,000), as the publisher does up to 10 times a
+// second (bounded to a tenth of the time by publishPause).
+func BenchmarkSnapshotFleet(b *testing.B) {
+	h := New(Options{Workers: 1, Resync: -1})
+	var specs []NodeSpec
+	for c := range 250 {
+		cluster := fmt.Sprintf("f%03d", c)
+		for i := range 100 {
+			specs = append(specs, spec(cluster, fmt.Sprintf("app-%d", i), "v1"))
+		}
+	}
+	h.SetDesired(specs)
+	for c := range 250 {
+		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
+	}
+	now := time.Now()
+	for b.Loop() {
+		if snap := h.status.snapshot(now); len(snap.Nodes) != len(specs) {
+			b.Fatalf("snapshot has %d nodes, want %d", len(snap.Nodes), len(specs))
+		}
+	}
+}
