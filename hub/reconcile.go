@@ -606,6 +606,12 @@ func (h *Hub) fail(p pass, err error) {
 	h.status.step(p.id, StepFailed, err.Error(), now)
 	h.status.setStatus(p.id, st, err.Error(), now)
 	h.status.feed(FeedEntry{At: now, ID: p.id, Action: "failed", Err: err.Error(), Latency: now.Sub(p.observedAt)})
+	if errors.Is(err, ErrUnreachable) {
+		// The cluster is out: what this pass measured from is not the
+		// drift the next pass will find (the watch restarts and reports
+		// it anew), so the next pass measures from its own event.
+		p.observedAt = time.Time{}
+	}
 	h.restore(p)
 }
 
