@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // WriteIgnoreRule adds rule (YAML as tui.ProposeIgnoreRule returns it) to
@@ -36,7 +37,7 @@ func (a *App) WriteIgnoreRule(appID, rule string) (string, error) {
 	if _, err := config.Parse(a.path, data, a.loadOpts); err != nil {
 		return "", fmt.Errorf("write ignore rule: the edited config would be rejected, %s left as it was:\n%w", a.path, err)
 	}
-	if err := replaceFile(path, data, info.Mode().Perm()); err != nil {
+	if err := safefile.Replace(path, data, info.Mode().Perm()); err != nil {
 		return "", fmt.Errorf("write ignore rule: %w", err)
 	}
 	a.log.Info("ignore rule written to the config", "file", a.path, "application", appID)
@@ -45,32 +46,4 @@ func (a *App) WriteIgnoreRule(appID, rule string) (string, error) {
 		return "", fmt.Errorf("ignore rule written to %s; %w", a.path, err)
 	}
 	return "ignore rule added to application " + appID + " in " + a.path + "; config reloaded", nil
-}
-
-// replaceFile writes data to a new file next to path and renames it over
-// path, so readers see the old file or the new one, never a part.
-func replaceFile(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

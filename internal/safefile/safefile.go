@@ -159,6 +159,16 @@ func WritePrivate(path string, data []byte) error {
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("%s is not a regular file", path)
 	}
+	return Replace(path, data, 0o600)
+}
+
+// Replace replaces the file at path with data atomically and gives it mode
+// perm: it writes a temporary file in the same folder (created with O_EXCL),
+// syncs it, renames it over path and syncs the folder, so that path holds
+// either the old or the new content, never part of it. It does not check
+// the folder or what is at path: WritePrivate does, for private files.
+func Replace(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
 	// os.CreateTemp opens with O_CREATE|O_EXCL and mode 0600.
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -166,6 +176,9 @@ func WritePrivate(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil && perm != 0o600 {
+		err = f.Chmod(perm)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
