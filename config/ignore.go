@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -47,60 +49,30 @@ func (d *decoder) ignoreRules(c child) []IgnoreRule {
 		o := d.fields(it.node, it.field, it.pos, &r,
 			on(&r.Paths, func(c child) {
 				pathsAt = c
-				if c.node == nil {
-					return
-				}
-				vals, items, ok := d.strList(c)
-				if !ok {
-					valid = false
-					return
-				}
-				for i, v := range vals {
+				r.Paths = d.eachString(c, &valid, func(v string) (string, error) {
 					if _, err := drift.ParsePath(v); err != nil {
-						d.errorf(items[i].pos, items[i].field, "invalid field path: %v", err)
-						valid = false
-						continue
+						return "", fmt.Errorf("invalid field path: %w", err)
 					}
-					r.Paths = append(r.Paths, v)
-				}
+					return v, nil
+				})
 			}),
 			on(&r.Managers, func(c child) {
 				managersAt = c
-				if c.node == nil {
-					return
-				}
-				vals, items, ok := d.strList(c)
-				if !ok {
-					valid = false
-					return
-				}
-				for i, v := range vals {
+				r.Managers = d.eachString(c, &valid, func(v string) (string, error) {
 					if strings.TrimSpace(v) == "" {
-						d.errorf(items[i].pos, items[i].field, "must not be empty")
-						valid = false
-						continue
+						return "", errors.New("must not be empty")
 					}
-					r.Managers = append(r.Managers, v)
-				}
+					return v, nil
+				})
 			}),
 			on(&r.Kinds, func(c child) {
-				if c.node == nil {
-					return
-				}
-				vals, items, ok := d.strList(c)
-				if !ok {
-					valid = false
-					return
-				}
-				for i, v := range vals {
+				r.Kinds = d.eachString(c, &valid, func(v string) (string, error) {
 					k := hub.Kind(strings.ToLower(v))
 					if !slices.Contains(hub.Kinds(), k) {
-						d.errorf(items[i].pos, items[i].field, "unknown kind %q: want Deployment, Service or ConfigMap", v)
-						valid = false
-						continue
+						return "", fmt.Errorf("unknown kind %q: want Deployment, Service or ConfigMap", v)
 					}
-					r.Kinds = append(r.Kinds, string(k))
-				}
+					return string(k), nil
+				})
 			}),
 		)
 		if o == nil {
@@ -166,4 +138,30 @@ func (c *Config) IgnoreFor(app Application) *hub.IgnoreSet {
 	sum := sha256.Sum256(b)
 	set.Key = hex.EncodeToString(sum[:8])
 	return set
+}
+
+// eachString reads a list of strings and returns those check accepts (as
+// check rewrites them); each one it refuses is reported at its own position
+// with check's error, and so is a malformed list: both clear *valid. A
+// missing key gives nil.
+func (d *decoder) eachString(c child, valid *bool, check func(string) (string, error)) []string {
+	if c.node == nil {
+		return nil
+	}
+	vals, items, ok := d.strList(c)
+	if !ok {
+		*valid = false
+		return nil
+	}
+	var out []string
+	for i, v := range vals {
+		w, err := check(v)
+		if err != nil {
+			d.errorf(items[i].pos, items[i].field, "%v", err)
+			*valid = false
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
