@@ -102,6 +102,13 @@ type Intent struct {
 	Applied map[NodeID]SpecRef
 }
 
+// OverridesLoader is implemented by intent stores that can read the
+// operator's overrides alone (Paused, Policies, Holds), without the applied
+// and decommission records; RefreshIntent uses it when available.
+type OverridesLoader interface {
+	LoadOverrides() (Intent, error)
+}
+
 // IntentStore keeps Intent durably. Every write is durable when it returns.
 // Implementations must be safe for concurrent use.
 type IntentStore interface {

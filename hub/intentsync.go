@@ -16,7 +16,11 @@ func (h *Hub) RefreshIntent() error {
 	if h.opts.Intent == nil {
 		return nil
 	}
-	in, err := h.opts.Intent.Load()
+	load := h.opts.Intent.Load
+	if o, ok := h.opts.Intent.(OverridesLoader); ok {
+		load = o.LoadOverrides
+	}
+	in, err := load()
 	if err != nil {
 		return fmt.Errorf("refresh intent: %w", err)
 	}

@@ -431,6 +431,22 @@ const maxRecordErrors = 10
 // by NodeID text. Corrupt records fail it with an error wrapping ErrCorrupt
 // that names each ConfigMap and key (up to 10, then a count).
 func (s *ConfigMapStore) Load() (hub.Intent, error) {
+	return s.load(s.selector())
+}
+
+// LoadOverrides reads only the operator's overrides (pauses, policy
+// overrides, holds): the ConfigMaps of those kinds, not the per-cluster
+// shards of applied and decommission records, which replicas re-reading
+// the intent every lease would otherwise list again and again. It
+// implements hub.OverridesLoader.
+func (s *ConfigMapStore) LoadOverrides() (hub.Intent, error) {
+	sel := labels.SelectorFromSet(labels.Set{hub.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID}).String() +
+		"," + LabelIntent + " in (" + kindPaused + "," + kindPolicies + "," + kindHolds + ")"
+	return s.load(sel)
+}
+
+// load reads the records of the ConfigMaps selector matches.
+func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
 	in := hub.Intent{
@@ -439,7 +455,7 @@ func (s *ConfigMapStore) Load() (hub.Intent, error) {
 		Applied:  make(map[hub.NodeID]hub.SpecRef),
 	}
 	var bad []error
-	opts := metav1.ListOptions{LabelSelector: s.selector(), Limit: 250}
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 250}
 	for {
 		list, err := s.cs.CoreV1().ConfigMaps(s.namespace).List(ctx, opts)
 		if err != nil {

@@ -201,6 +201,15 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load =\n%+v\nwant\n%+v", got, want)
 	}
+	// The overrides alone: no applied or decommission record read.
+	over, err := other.LoadOverrides()
+	if err != nil {
+		t.Fatalf("LoadOverrides: %v", err)
+	}
+	wantOver := hub.Intent{Paused: want.Paused, Policies: want.Policies, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
+	if !reflect.DeepEqual(over, wantOver) {
+		t.Fatalf("LoadOverrides =\n%+v\nwant\n%+v", over, wantOver)
+	}
 
 	// Every ConfigMap carries the labels.
 	list, err := admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{})
