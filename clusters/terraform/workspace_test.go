@@ -19,13 +19,18 @@ import (
 )
 
 // tools returns the tofu binary and the CLI config of the tools folder. It
-// skips without $DRIFTWATCH_TOFU_DIR (a plain `go test`), and fails when
-// the variable is set but the tools are not there: under scripts/test.sh
-// every test here must run.
+// skips without $DRIFTWATCH_TOFU_DIR in a plain `go test`, and fails when
+// the variable is set but the tools are not there, or when it is unset but
+// $DRIFTWATCH_BIN_DIR is (as under scripts/test.sh): there every test here
+// must run.
 func tools(t *testing.T) (bin, cliConfig string) {
 	t.Helper()
 	dir := os.Getenv(terraform.EnvToolsDir)
 	if dir == "" {
+		if os.Getenv("DRIFTWATCH_BIN_DIR") != "" {
+			// scripts/test.sh sets both: a real-tool test never skips there.
+			t.Fatalf("$DRIFTWATCH_BIN_DIR is set but $%s is not: run scripts/test.sh, or export both from scripts/build-binaries.sh --env", terraform.EnvToolsDir)
+		}
 		t.Skipf("$%s is not set: build the tools with scripts/build-binaries.sh tofu", terraform.EnvToolsDir)
 	}
 	bin = filepath.Join(dir, "bin", "tofu")
