@@ -58,6 +58,9 @@ type Options struct {
 	// status message. Nil: the W key says how to enable it (the
 	// --write-config flag). It is an action: disabled in read-only mode.
 	WriteRule func(app, rule string) (string, error)
+	// Status is a status message shown from the start until the next one
+	// (the demo says there how to add what it could not start).
+	Status string
 }
 
 // WriteRuleHint is the status message of W when writing rules is not
@@ -190,6 +193,9 @@ func New(src Source, opts Options) *Model {
 	m.detail = newDetailView(st, &m.keys, opts.Now)
 	m.helpView = newHelpView(st, &m.keys, opts.Extra)
 	m.setSize(80, 24)
+	if opts.Status != "" {
+		m.setStatus(opts.Status, false)
+	}
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -69,15 +70,22 @@ func (w *Workspace) Attribute(context.Context, hub.NodeSpec, hub.Drift) (*hub.At
 	return nil, nil
 }
 
-// Repair runs `apply -target=ADDRESS` under the workspace's lock, then
-// polls so the cache (and the version returned) shows the result.
+// Repair plans `plan -target=ADDRESS` into a file under the workspace's
+// lock, refuses a plan that would destroy a resource (a resource removed
+// from the configuration but still in the state: decommissioning is
+// Terraform's own job), applies exactly that plan, then polls so the cache
+// (and the version returned) shows the result.
 func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, _ hub.Drift) (hub.RepairResult, error) {
 	w.op.Lock()
 	defer w.op.Unlock()
 	if err := w.setupLocked(ctx); err != nil {
 		return hub.RepairResult{}, err
 	}
-	opts := []tfexec.ApplyOption{tfexec.Target(spec.Name), tfexec.LockTimeout("0s")}
+	if w.tmp == "" {
+		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: %s: not running", w.opts.ID, spec.Name)
+	}
+	planPath := filepath.Join(w.tmp, "repair.tfplan")
+	opts := []tfexec.PlanOption{tfexec.Target(spec.Name), tfexec.Out(planPath), tfexec.LockTimeout("0s")}
 	for _, v := range w.varArgs() {
 		opts = append(opts, tfexec.Var(v))
 	}
@@ -85,15 +93,22 @@ func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, 
 		opts = append(opts, tfexec.VarFile(f))
 	}
 	var out bytes.Buffer
-	if err := w.tf.ApplyJSON(ctx, &out, opts...); err != nil {
-		msg := diagnostics(out.Bytes())
-		if msg == "" {
-			msg = err.Error()
+	if _, err := w.tf.PlanJSON(ctx, &out, opts...); err != nil {
+		return hub.RepairResult{}, w.repairFailed("plan -target="+spec.Name, err, &out)
+	}
+	plan, err := w.tf.ShowPlanFile(ctx, planPath)
+	if err != nil {
+		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: show plan -target=%s: %w", w.opts.ID, spec.Name, err)
+	}
+	for _, rc := range plan.ResourceChanges {
+		if rc != nil && rc.Change != nil && rc.Change.Actions.Delete() {
+			return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: %s: %w: the plan would destroy %s",
+				w.opts.ID, spec.Name, ErrRemovedFromConfig, rc.Address)
 		}
-		if isLockError(msg) {
-			return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: apply -target=%s: %w: %s", w.opts.ID, spec.Name, errLocked, msg)
-		}
-		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: apply -target=%s: %s", w.opts.ID, spec.Name, msg)
+	}
+	out.Reset()
+	if err := w.tf.ApplyJSON(ctx, &out, tfexec.DirOrPlan(planPath), tfexec.LockTimeout("0s")); err != nil {
+		return hub.RepairResult{}, w.repairFailed("apply -target="+spec.Name, err, &out)
 	}
 	if err := w.pollLocked(ctx); err != nil {
 		return hub.RepairResult{Action: "apply -target"}, fmt.Errorf("terraform workspace %q: after apply -target=%s: %w", w.opts.ID, spec.Name, err)
@@ -107,6 +122,24 @@ func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, 
 	}
 	return rr, nil
 }
+
+// repairFailed is the error of a failed run of a repair, with tofu's own
+// diagnostics; a held state lock wraps errLocked.
+func (w *Workspace) repairFailed(verb string, err error, out *bytes.Buffer) error {
+	msg := diagnostics(out.Bytes())
+	if msg == "" {
+		msg = err.Error()
+	}
+	if isLockError(msg) {
+		return fmt.Errorf("terraform workspace %q: %s: %w: %s", w.opts.ID, verb, errLocked, msg)
+	}
+	return fmt.Errorf("terraform workspace %q: %s: %s", w.opts.ID, verb, msg)
+}
+
+// ErrRemovedFromConfig is wrapped by Repair's error when the repair's plan
+// would destroy a resource: it was removed from the configuration but is
+// still in the state, and driftwatch never destroys (run apply yourself).
+var ErrRemovedFromConfig = errors.New("removed from config: driftwatch never destroys it (run apply to decommission it)")
 
 // ErrNoDelete is returned by Delete: decommissioning a resource is
 // Terraform's own job (remove it from the configuration and apply).

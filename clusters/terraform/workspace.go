@@ -68,6 +68,10 @@ type Options struct {
 	Env map[string]string
 	// Getenv finds the binaries cache (nil: os.Getenv).
 	Getenv func(string) string
+	// StopGrace is how long a run of the binary gets to exit after an
+	// interrupt when ctx ends, before it is killed. Default: terraform-exec's
+	// (a minute); the demo shortens it to exit fast.
+	StopGrace time.Duration
 	// Logger receives the workspace's logs. Default: discard.
 	Logger *slog.Logger
 	// OnSpecs receives the workspace's desired state each time the set of
@@ -348,6 +352,11 @@ func (w *Workspace) setupLocked(ctx context.Context) error {
 		if err := tf.SetEnv(env); err != nil {
 			w.report(hub.ClusterUnreachable, err.Error())
 			return fmt.Errorf("terraform workspace %q: environment: %w", w.opts.ID, err)
+		}
+		if w.opts.StopGrace > 0 {
+			if err := tf.SetWaitDelay(w.opts.StopGrace); err != nil {
+				return fmt.Errorf("terraform workspace %q: stop grace: %w", w.opts.ID, err)
+			}
 		}
 		w.tf = tf
 	}

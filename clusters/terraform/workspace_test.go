@@ -2,6 +2,7 @@ package terraform_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -370,4 +371,46 @@ func TestWorkspaceLockedStateIsReportedAndRetried(t *testing.T) {
 	}
 	// Retried at LockRetry, not at the hour-long interval.
 	r.waitFor(t, "ready once the lock is gone", 60*time.Second, ready)
+}
+
+// TestWorkspaceNeverDestroysARemovedResource: a repair of a resource
+// removed from the configuration but still in the state is refused,
+// because its plan would destroy it, and the file stays.
+func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
+	bin, cli := tools(t)
+	dir := workspaceDir(t, bin, cli)
+	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
+	r.waitFor(t, "workspace ready", 60*time.Second, ready)
+	i := strings.Index(mainTF, `resource "local_file" "deep"`)
+	if i < 0 {
+		t.Fatal("mainTF has no local_file.deep")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF[:i]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Still in the state: a repair's plan for it would destroy it.
+	if err := r.ws.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deepPath := filepath.Join(dir, "out", "deep.txt")
+	_, err := r.ws.Repair(t.Context(), hub.NodeSpec{ID: deep, Name: "local_file.deep", Kind: "local_file"}, hub.State{}, hub.Drift{Class: hub.DriftModified})
+	if !errors.Is(err, terraform.ErrRemovedFromConfig) {
+		t.Fatalf("repair of a resource removed from the configuration: %v, want %v", err, terraform.ErrRemovedFromConfig)
+	}
+	t.Logf("refused: %v", err)
+	if got := readFile(t, deepPath); got != "deep\n" {
+		t.Fatalf("out/deep.txt = %q after a refused repair, want it left (never destroyed)", got)
+	}
+	// The resources still in the configuration are still repaired.
+	motdPath := filepath.Join(dir, "motd.txt")
+	if err := os.WriteFile(motdPath, []byte("defaced\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "motd repaired", 60*time.Second, func(s *hub.Snapshot) bool {
+		n, _ := s.Node(motd)
+		return n.Repairs >= 1 && readFile(t, motdPath) == "hello\n"
+	})
+	if got := readFile(t, deepPath); got != "deep\n" {
+		t.Fatalf("out/deep.txt = %q after motd's repair, want it left", got)
+	}
 }

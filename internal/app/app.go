@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/sourcegraph/conc"
 	"k8s.io/client-go/kubernetes"
@@ -82,6 +83,9 @@ type Options struct {
 	// TerraformEnv is added to the environment of every Terraform run
 	// (the demo and tests point TF_CLI_CONFIG_FILE at a provider mirror).
 	TerraformEnv map[string]string
+	// TerraformStopGrace is how long a Terraform run gets to exit after an
+	// interrupt at shutdown before it is killed (0: a minute).
+	TerraformStopGrace time.Duration
 }
 
 // New builds the hub and the registry for a loaded config: it opens the
@@ -158,7 +162,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		a.rep = r
 		clusterBackends = fencedBackends{reg: a.reg, coord: r.coord}
 	}
-	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
+	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.TerraformStopGrace, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
 	if err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)

@@ -147,13 +147,15 @@ type DemoOptions struct {
 	UntilRepairs int
 	// ReadOnly disables the TUI's actions.
 	ReadOnly bool
-	// Dir holds the clusters, the config and the log; "" makes a
-	// temporary folder, removed at the end.
+	// Dir holds the clusters, the Terraform workspace, the config and the
+	// log; "" makes a temporary folder, removed at the end.
 	Dir string
 }
 
-// Demo is `driftwatch demo`: three local clusters with fake nodes, a demo
-// config, the hub, the TUI (or headless lines) and a drift generator.
+// Demo is `driftwatch demo`: three local clusters with fake nodes, a
+// Terraform workspace of local files (when the tools of
+// scripts/build-binaries.sh are built), a demo config, the hub, the TUI (or
+// headless lines) and a drift generator.
 func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	var err error
@@ -201,8 +203,33 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		progress("stopping the local clusters")
 		_ = set.Stop()
 	}()
+	// A Terraform workspace of local files beside the clusters, when the
+	// tools are built.
+	ws, err := setupDemoWorkspace(ctx, dir, getenv)
+	status := "" // the TUI's first status message
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		status = fmt.Sprintf("no Terraform workspace: %v", err)
+		progress("%s", status)
+		log.Warn("demo: no Terraform workspace", "err", err)
+	case ws == nil:
+		status = demoToolsHint
+		progress("%s", demoToolsHint)
+		log.Info("demo: " + demoToolsHint)
+	default:
+		progress("Terraform workspace %s initialised and applied in %s", demoWorkspaceID, ws.Dir)
+	}
 	cfgPath := filepath.Join(dir, "demo.yaml")
 	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
+	appOpts := Options{Logger: log, StateFile: filepath.Join(dir, "state.db"), LoadOptions: config.LoadOptions{Getenv: getenv}}
+	var wsFiles map[string]string
+	if ws != nil {
+		cfgText += demoTerraformSection(ws.Dir)
+		appOpts.TerraformEnv, appOpts.TerraformStopGrace = ws.Env, demoTerraformStopGrace
+		wsFiles = ws.Files
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return err
 	}
@@ -212,7 +239,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	}
 	progress("config written to %s; starting the hub", cfgPath)
 	// The demo's state stays in its own folder, never the user's.
-	a, err := New(cfg, Options{Logger: log, StateFile: filepath.Join(dir, "state.db")})
+	a, err := New(cfg, appOpts)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -231,8 +258,10 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	targets := func() []driftgen.Target {
 		var ts []driftgen.Target
 		for _, n := range a.hub.Snapshot().Nodes {
-			if n.Application != "nightly-report" && n.Status == hub.StatusInSync {
-				ts = append(ts, driftgen.Target{ID: n.ID, Kind: n.Kind})
+			if n.Application != "nightly-report" && n.Status == hub.StatusInSync &&
+				(n.ID.Cluster != demoWorkspaceID || wsFiles[n.ID.Resource] != "") {
+				// The workspace's files are edited rather than patched.
+				ts = append(ts, driftgen.Target{ID: n.ID, Kind: n.Kind, File: wsFiles[n.ID.Resource]})
 			}
 		}
 		return ts
@@ -268,7 +297,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		progress("headless: generated drift every %s; Ctrl-C stops everything", o.Interval)
 		uiErr = demoHeadless(runCtx, a.hub, tracker, o.UntilRepairs, stdout)
 	} else {
-		uiErr = runDemoTUI(runCtx, a.hub, gen, o.ReadOnly, getenv)
+		uiErr = runDemoTUI(runCtx, a.hub, gen, o.ReadOnly, status, getenv)
 	}
 	stop()
 	wg.Wait()

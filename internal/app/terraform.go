@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/conc"
 
@@ -40,14 +41,14 @@ type workspaceSet struct {
 
 // newWorkspaces builds a workspace per `terraform:` entry. Each hands its
 // desired state to the hub through onSpecs.
-func newWorkspaces(cfg *config.Config, sink hub.Sink, env map[string]string, getenv func(string) string, log *slog.Logger,
+func newWorkspaces(cfg *config.Config, sink hub.Sink, env map[string]string, stopGrace time.Duration, getenv func(string) string, log *slog.Logger,
 	onSpecs func(string, []hub.NodeSpec)) (*workspaceSet, error) {
 	set := &workspaceSet{byID: make(map[string]*terraform.Workspace), specs: make(map[string][]hub.NodeSpec)}
 	for _, wc := range cfg.Terraform {
 		w, err := terraform.New(terraform.Options{
 			ID: wc.ID, Dir: wc.Dir, Binary: wc.Binary, Vars: wc.Vars, VarFiles: wc.VarFiles,
 			Interval: wc.Interval, Policy: wc.Policy, Targets: wc.Targets, Env: env, Getenv: getenv,
-			Logger: log, OnSpecs: onSpecs,
+			StopGrace: stopGrace, Logger: log, OnSpecs: onSpecs,
 		}, sink)
 		if err != nil {
 			return nil, err

@@ -179,7 +179,7 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 
 // runDemoTUI runs the terminal UI for the demo until the user quits; `g`
 // toggles the drift generator.
-func runDemoTUI(ctx context.Context, h *hub.Hub, gen *driftgen.Generator, readOnly bool, getenv func(string) string) error {
+func runDemoTUI(ctx context.Context, h *hub.Hub, gen *driftgen.Generator, readOnly bool, status string, getenv func(string) string) error {
 	toggle := tui.ExtraKey{
 		Binding: key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "drift generator on/off")),
 		Run: func() string {
@@ -189,5 +189,5 @@ func runDemoTUI(ctx context.Context, h *hub.Hub, gen *driftgen.Generator, readOn
 			return "drift generator off"
 		},
 	}
-	return tui.Run(ctx, tui.HubSource(h), tui.Options{ReadOnly: readOnly, NoColor: getenv("NO_COLOR") != "", Extra: []tui.ExtraKey{toggle}})
+	return tui.Run(ctx, tui.HubSource(h), tui.Options{ReadOnly: readOnly, NoColor: getenv("NO_COLOR") != "", Extra: []tui.ExtraKey{toggle}, Status: status})
 }

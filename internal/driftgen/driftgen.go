@@ -1,6 +1,7 @@
 // Package driftgen makes drift on purpose: from a client of its own, with
 // its own field manager, it deletes, scales, edits the image of, or removes
-// the managed-by label from managed objects. The demo runs it every few
+// the managed-by label from managed objects; it edits or deletes the files
+// of a Terraform workspace's local_file resources. The demo runs it every few
 // seconds so drift and repair are visible live; the benchmark uses it on a
 // seeded schedule.
 package driftgen
@@ -9,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -33,12 +35,21 @@ const (
 	ActionUnlabel Action = "unlabel"
 	ActionEnv     Action = "env"
 	ActionData    Action = "data"
+	// ActionEdit rewrites a Target's File.
+	ActionEdit Action = "edit"
 )
+
+// EditedContent is what ActionEdit writes into a file.
+const EditedContent = "edited by " + FieldManager + "\n"
 
 // Target is a managed object the generator may break.
 type Target struct {
 	ID   hub.NodeID
 	Kind hub.Kind
+	// File is the file a Terraform local_file resource manages; when set,
+	// the generator edits it (and now and then deletes it) instead of
+	// calling a cluster.
+	File string
 }
 
 // Drift is one change the generator made.
@@ -97,18 +108,32 @@ func actionsFor(k hub.Kind) []Action {
 	return []Action{ActionDelete, ActionUnlabel}
 }
 
+// fileActions are the drifts of a file: mostly edits, now and then a
+// delete.
+func fileActions() []Action { return []Action{ActionEdit, ActionEdit, ActionEdit, ActionDelete} }
+
 // Pick chooses a target and an action (deterministic for a seed).
 func (g *Generator) Pick(targets []Target) (Target, Action) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := targets[g.rng.IntN(len(targets))]
 	acts := actionsFor(t.Kind)
+	if t.File != "" {
+		acts = fileActions()
+	}
 	return t, acts[g.rng.IntN(len(acts))]
 }
 
 // Do makes one drift.
 func (g *Generator) Do(ctx context.Context, t Target, a Action) Drift {
 	d := Drift{At: time.Now(), ID: t.ID, Action: a}
+	if t.File != "" {
+		d.Err = doFile(t.File, a)
+		if d.Err != nil {
+			d.Err = fmt.Errorf("%s %s: %w", a, t.ID, d.Err)
+		}
+		return d
+	}
 	c, ok := g.clients[t.ID.Cluster]
 	if !ok {
 		d.Err = fmt.Errorf("cluster %q: no client", t.ID.Cluster)
@@ -179,4 +204,15 @@ func (g *Generator) Run(ctx context.Context, interval time.Duration, targets fun
 		tgt, act := g.Pick(ts)
 		report(g.Do(ctx, tgt, act))
 	}
+}
+
+// doFile edits or deletes a file.
+func doFile(path string, a Action) error {
+	switch a {
+	case ActionEdit:
+		return os.WriteFile(path, []byte(EditedContent), 0o644)
+	case ActionDelete:
+		return os.Remove(path)
+	}
+	return fmt.Errorf("file %s: action %q does not apply to a file", path, a)
 }
