@@ -480,7 +480,7 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	var revived []NodeID
 	for id, s := range next {
 		n := h.nodeForLocked(id)
-		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy || old.Ignore.key() != s.Ignore.key() {
+		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy || old.Note != s.Note || old.Ignore.key() != s.Ignore.key() {
 			changed = append(changed, id)
 			if old != nil {
 				n.resetFight() // what was fought over may be ignored now

@@ -768,3 +768,33 @@ func TestResyncSafetyNet(t *testing.T) {
 		}
 	})
 }
+
+// A backend's note on a spec is the status reason when the loop has none,
+// and a changed note reaches the snapshot without a change of the body.
+func TestSpecNoteIsTheReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		s := spec("c1", "gone", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if n := f.node(s.ID); n.Status != StatusInSync || n.Reason != "" {
+			t.Fatalf("before the note: %s %q", n.Status, n.Reason)
+		}
+		s.Policy, s.Note = PolicyWarn, "removed from config"
+		f.h.SetDesired([]NodeSpec{s})
+		synctest.Wait()
+		if n := f.node(s.ID); n.Reason != "removed from config" || n.Policy != PolicyWarn {
+			t.Errorf("with the note: reason %q, policy %s", n.Reason, n.Policy)
+		}
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if n := f.node(s.ID); n.Status != StatusWarnOnly || n.Reason == "" {
+			t.Errorf("drifted with the note: %s %q", n.Status, n.Reason)
+		}
+		if b.repairCount(s.ID) != 1 {
+			t.Errorf("repairs = %d, want only the first apply", b.repairCount(s.ID))
+		}
+	})
+}

@@ -527,6 +527,8 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		}
 		if curStale {
 			st, reason = StatusUnknown, curReason
+		} else if reason == "" && n.spec != nil {
+			reason = n.spec.Note
 		}
 		ns := NodeStatus{
 			ID: id, Status: st, Reason: reason, LastRepair: n.repair, Timeline: n.timeline,

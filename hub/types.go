@@ -74,6 +74,10 @@ type NodeSpec struct {
 	// its specs; nil when it has none): differences they cover are not
 	// drift.
 	Ignore *IgnoreSet
+	// Note is the backend's remark on the desired object, shown as the
+	// status reason when the loop has none (a Terraform resource removed
+	// from its configuration but still in the state).
+	Note string
 }
 
 // Object decodes Body into a new object the caller owns (integers decode as

@@ -259,8 +259,8 @@ func (v *clusterView) clearFilter() bool {
 
 // headerLines is the number of lines above the table header.
 func (v *clusterView) headerLines() int {
-	if v.known && v.info.State != hub.ClusterSynced {
-		return 3
+	if v.known && (v.info.State != hub.ClusterSynced || v.info.LastError != "") {
+		return 3 // its state line: why it is not synced, or a synced workspace's note
 	}
 	return 2
 }

@@ -116,6 +116,9 @@ type resource struct {
 	actual map[string]any
 	// version changes whenever what was observed changes.
 	version string
+	// removed is why the resource left the configuration (the plan's
+	// action reason) while it is still in the state; "" when it is in it.
+	removed tfjson.ActionReason
 }
 
 // Live is the backend's view of one resource, passed back to it through
@@ -309,24 +312,48 @@ func (w *Workspace) pollLocked(ctx context.Context) error {
 	}
 	planPath := filepath.Join(w.tmp, "refresh.tfplan")
 	var out bytes.Buffer
-	opts := []tfexec.PlanOption{tfexec.RefreshOnly(true), tfexec.Out(planPath), tfexec.LockTimeout("0s")}
+	plan, err := w.planLocked(ctx, &out, planPath, tfexec.RefreshOnly(true))
+	if err != nil {
+		return err
+	}
+	// What the configuration holds that was not applied: a plan without
+	// refresh compares it with the state as last applied, so drift never
+	// shows there (a normal plan would hide the drift of resources it has
+	// no change for, such as one removed from the configuration).
+	out.Reset()
+	pendPlan, err := w.planLocked(ctx, &out, filepath.Join(w.tmp, "pending.tfplan"), tfexec.Refresh(false))
+	if err != nil {
+		return err
+	}
+	w.lastPoll = started
+	pend := pendingOf(pendPlan, w.managed)
+	w.apply(plan, pend, started)
+	w.report(hub.ClusterSynced, pend.String())
+	return nil
+}
+
+// planLocked runs plan -out with the workspace's variables and mode, and
+// reads the saved plan.
+func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, planPath string, mode tfexec.PlanOption) (*tfjson.Plan, error) {
+	opts := []tfexec.PlanOption{mode, tfexec.Out(planPath), tfexec.LockTimeout("0s")}
 	for _, v := range w.varArgs() {
 		opts = append(opts, tfexec.Var(v))
 	}
 	for _, f := range w.opts.VarFiles {
 		opts = append(opts, tfexec.VarFile(f))
 	}
-	if _, err := w.tf.PlanJSON(ctx, &out, opts...); err != nil {
-		return w.runFailed(ctx, "plan -refresh-only", err, &out)
+	verb := "plan -refresh-only"
+	if _, ok := mode.(*tfexec.RefreshOption); ok {
+		verb = "plan -refresh=false"
+	}
+	if _, err := w.tf.PlanJSON(ctx, out, opts...); err != nil {
+		return nil, w.runFailed(ctx, verb, err, out)
 	}
 	plan, err := w.tf.ShowPlanFile(ctx, planPath)
 	if err != nil {
-		return w.runFailed(ctx, "show -json", err, nil)
+		return nil, w.runFailed(ctx, "show -json", err, nil)
 	}
-	w.lastPoll = started
-	w.apply(plan, started)
-	w.report(hub.ClusterSynced, "")
-	return nil
+	return plan, nil
 }
 
 // setupLocked finds the binary and runs init once.
@@ -466,10 +493,11 @@ func (w *Workspace) managed(addr string) bool {
 }
 
 // apply takes a refresh-only plan: the refreshed state (prior_state) says
-// what exists now, the drift (resource_drift) what it was before. It
-// updates the cache, hands a changed desired state to OnSpecs and sends an
-// event for every resource whose observation changed.
-func (w *Workspace) apply(plan *tfjson.Plan, at time.Time) {
+// what exists now, the drift (resource_drift) what it was before; pend
+// says which resources left the configuration. It updates the cache, hands
+// a changed desired state to OnSpecs and sends an event for every resource
+// whose observation changed.
+func (w *Workspace) apply(plan *tfjson.Plan, pend pending, at time.Time) {
 	next := make(map[string]*resource)
 	if plan.PriorState != nil && plan.PriorState.Values != nil {
 		walkModule(plan.PriorState.Values.RootModule, func(r *tfjson.StateResource) {
@@ -501,6 +529,11 @@ func (w *Workspace) apply(plan *tfjson.Plan, at time.Time) {
 			}
 		}
 	}
+	for addr, why := range pend.removed {
+		if r := next[addr]; r != nil {
+			r.removed = why
+		}
+	}
 	specs := make([]hub.NodeSpec, 0, len(next))
 	for _, r := range next {
 		r.body = encodeValues(r.desired)
@@ -517,6 +550,11 @@ func (w *Workspace) apply(plan *tfjson.Plan, at time.Time) {
 		sum = append(sum, s.Name...)
 		sum = append(sum, 0)
 		sum = append(sum, s.Hash...)
+		sum = append(sum, 0)
+		sum = append(sum, s.Policy...)
+		sum = append(sum, 0)
+		sum = append(sum, s.Note...)
+		sum = append(sum, 0)
 	}
 	specsHash := hashOf(sum)
 
@@ -584,10 +622,17 @@ func (w *Workspace) nodeID(r *resource) hub.NodeID { return NodeID(w.opts.ID, r.
 
 // spec is the desired spec of a resource.
 func (w *Workspace) spec(r *resource) hub.NodeSpec {
-	return hub.NodeSpec{
+	s := hub.NodeSpec{
 		ID: w.nodeID(r), Name: r.addr, Kind: hub.Kind(r.typ), Application: w.opts.ID,
 		Policy: w.opts.Policy, Body: r.body, Hash: hashOf(r.body),
 	}
+	if r.removed != "" {
+		// Restoring it would need the configuration it left; applying
+		// without it destroys it, which is Terraform's own job.
+		s.Policy = hub.PolicyWarn
+		s.Note = RemovedNote
+	}
+	return s
 }
 
 // report sends the workspace's health when it changed.

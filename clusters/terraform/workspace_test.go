@@ -392,6 +392,13 @@ func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
 	if err := r.ws.Poll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	s := r.hub.Snapshot()
+	if n, _ := s.Node(deep); n.Reason != terraform.RemovedNote || n.Policy != hub.PolicyWarn {
+		t.Errorf("local_file.deep after it left the config: reason %q, policy %s; want %q, warn", n.Reason, n.Policy, terraform.RemovedNote)
+	}
+	if c, _ := s.Cluster("files"); c.State != hub.ClusterSynced || c.LastError != "not applied: removed from config (never destroyed) local_file.deep" {
+		t.Errorf("workspace health = %s %q, want synced with the removed resource named", c.State, c.LastError)
+	}
 	deepPath := filepath.Join(dir, "out", "deep.txt")
 	_, err := r.ws.Repair(t.Context(), hub.NodeSpec{ID: deep, Name: "local_file.deep", Kind: "local_file"}, hub.State{}, hub.Drift{Class: hub.DriftModified})
 	if !errors.Is(err, terraform.ErrRemovedFromConfig) {
@@ -413,4 +420,71 @@ func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
 	if got := readFile(t, deepPath); got != "deep\n" {
 		t.Fatalf("out/deep.txt = %q after motd's repair, want it left", got)
 	}
+	// Its drift is reported, never repaired: the loop treats it as warn.
+	if err := os.WriteFile(deepPath, []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.ws.Trigger()
+	r.waitFor(t, "deep warn-only", 60*time.Second, func(s *hub.Snapshot) bool {
+		return status(s, deep) == hub.StatusWarnOnly
+	})
+	if err := r.ws.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, deepPath); got != "edited\n" {
+		t.Errorf("out/deep.txt = %q, want the edit left (a removed resource is never repaired)", got)
+	}
+}
+
+// A configuration edited but not applied is not drift: the resources stay
+// in sync, and the workspace's note names what is not applied; applying it
+// clears the note.
+func TestWorkspaceReportsConfigNotApplied(t *testing.T) {
+	bin, cli := tools(t)
+	dir := workspaceDir(t, bin, cli)
+	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
+	r.waitFor(t, "workspace ready", 60*time.Second, ready)
+	edited := strings.Replace(mainTF, `content  = "hello\n"`, `content  = "hello, world\n"`, 1)
+	if edited == mainTF {
+		t.Fatal("mainTF has no motd content to change")
+	}
+	edited += `
+resource "local_file" "extra" {
+  filename = "${path.module}/extra.txt"
+  content  = "extra\n"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = "not applied: added in config local_file.extra; changed in config local_file.motd"
+	s := r.waitFor(t, "the note of what is not applied", 60*time.Second, func(s *hub.Snapshot) bool {
+		c, _ := s.Cluster("files")
+		return c.LastError == want
+	})
+	if !ready(s) {
+		t.Errorf("a config not applied made the workspace or a resource leave sync")
+	}
+	if n, _ := s.Node(motd); n.Repairs != 0 || n.Reason != "" {
+		t.Errorf("motd: %d repairs, reason %q; want none (a changed config is not drift)", n.Repairs, n.Reason)
+	}
+	if got := readFile(t, filepath.Join(dir, "motd.txt")); got != "hello\n" {
+		t.Errorf("motd.txt = %q, want it untouched until someone applies", got)
+	}
+	tf, err := tfexec.NewTerraform(dir, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.SetEnv(map[string]string{"TF_CLI_CONFIG_FILE": cli, "PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.Apply(t.Context()); err != nil {
+		t.Fatalf("tofu apply: %v", err)
+	}
+	r.ws.Trigger()
+	r.waitFor(t, "the note cleared and local_file.extra managed", 60*time.Second, func(s *hub.Snapshot) bool {
+		c, _ := s.Cluster("files")
+		extra := terraform.NodeID("files", "local_file.extra", "local_file")
+		return c.State == hub.ClusterSynced && c.LastError == "" && status(s, extra) == hub.StatusInSync
+	})
 }
