@@ -132,7 +132,7 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the drift schedule (same seed: same targets and actions)")
 	fs.StringVarP(&o.Output, "output", "o", "table", "output: table or json")
 	fs.Float64Var(&o.QPS, "qps", 0, "the hub's client rate limit per cluster, burst twice that (0: the config default, adaptive: APF-aware)")
-	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4)")
+	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4 per cluster, 8 to 64)")
 	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale and fleet runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")

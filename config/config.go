@@ -29,8 +29,14 @@ const (
 	// clusters package applies them (clusters.DefaultQPS and DefaultBurst).
 	DefaultQPS   float32 = 50
 	DefaultBurst int     = 100
-	// DefaultWorkers is the default number of reconcile workers.
-	DefaultWorkers = 4
+	// WorkersPerSource, MinWorkers and MaxAutoWorkers make the default
+	// number of reconcile workers (Hub.Workers left out): WorkersPerSource
+	// for each cluster entry, Terraform workspace and Cluster API source,
+	// at least MinWorkers, at most MaxAutoWorkers. Workers mostly wait on
+	// remote apiservers, so their number follows the count of clusters.
+	WorkersPerSource = 4
+	MinWorkers       = 8
+	MaxAutoWorkers   = 64
 	// DefaultDecommissionTimeout is the default Hub.DecommissionTimeout.
 	DefaultDecommissionTimeout = 2 * time.Minute
 	// DefaultPruneLimit is the default Hub.PruneLimit.
@@ -93,7 +99,8 @@ type Hub struct {
 	// default.
 	QPS   float32 `yaml:"qps"`
 	Burst int     `yaml:"burst,min=1"`
-	// Workers is the number of reconcile workers; default 4.
+	// Workers is the number of reconcile workers shared by every cluster;
+	// 0 (left out): Config.Workers picks it from the number of clusters.
 	Workers int `yaml:"workers,min=1,max=1024"`
 	// DecommissionTimeout is how long pruning an object may take before it
 	// is reported stuck; default 2m.
@@ -468,4 +475,21 @@ func (c *Config) PolicyFor(app Application, info ClusterInfo) hub.Policy {
 		return c.Hub.Policy
 	}
 	return DefaultPolicy
+}
+
+// Workers returns the number of reconcile workers the hub runs: Hub.Workers
+// when set, else AutoWorkers of the config's sources.
+func (c *Config) Workers() int {
+	if c.Hub.Workers > 0 {
+		return c.Hub.Workers
+	}
+	return AutoWorkers(len(c.Clusters) + len(c.Terraform) + len(c.ClusterAPI))
+}
+
+// AutoWorkers is the default worker count for a hub of sources cluster
+// entries, workspaces and Cluster API sources (each source's discovered
+// clusters are not known at start): WorkersPerSource each, clamped to
+// [MinWorkers, MaxAutoWorkers].
+func AutoWorkers(sources int) int {
+	return min(max(WorkersPerSource*sources, MinWorkers), MaxAutoWorkers)
 }

@@ -216,7 +216,7 @@ applications:
 	// QPS and Burst unset (0): the adaptive rate limit.
 	wantHub := Hub{
 		ID: "driftwatch", ManagedBy: "driftwatch", Resync: 5 * time.Minute, Policy: hub.PolicyRepair,
-		Workers: 4, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
+		Workers: 0, DecommissionTimeout: 2 * time.Minute, PruneLimit: 50,
 	}
 	if !reflect.DeepEqual(cfg.Hub, wantHub) {
 		t.Errorf("Hub = %+v, want %+v", cfg.Hub, wantHub)
@@ -614,5 +614,23 @@ func TestParseDeterministic(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Error("two parses of the same file differ")
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{}, MinWorkers},
+		{Config{Clusters: make([]Cluster, 3)}, 12},
+		{Config{Clusters: make([]Cluster, 3), Terraform: make([]Workspace, 1), ClusterAPI: make([]ClusterAPISource, 1)}, 20},
+		{Config{Clusters: make([]Cluster, 250)}, MaxAutoWorkers},
+		{Config{Hub: Hub{Workers: 2}, Clusters: make([]Cluster, 250)}, 2},
+	} {
+		if got := tc.cfg.Workers(); got != tc.want {
+			t.Errorf("%d clusters, %d workspaces, %d capi, hub.workers %d: Workers() = %d, want %d",
+				len(tc.cfg.Clusters), len(tc.cfg.Terraform), len(tc.cfg.ClusterAPI), tc.cfg.Hub.Workers, got, tc.want)
+		}
 	}
 }

@@ -159,8 +159,9 @@ func (d *decoder) hub(c child) {
 	h := &d.cfg.Hub
 	*h = Hub{
 		ID: DefaultHubID, ManagedBy: hub.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
-		Workers: DefaultWorkers, DecommissionTimeout: DefaultDecommissionTimeout, PruneLimit: DefaultPruneLimit,
-		// QPS and Burst stay 0 unless set: the adaptive rate limit.
+		DecommissionTimeout: DefaultDecommissionTimeout, PruneLimit: DefaultPruneLimit,
+		// QPS and Burst stay 0 unless set: the adaptive rate limit;
+		// Workers 0: Config.Workers.
 	}
 	d.fields(c.node, c.field, c.pos, h,
 		on(&h.ID, func(c child) {

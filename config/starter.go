@@ -116,7 +116,7 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	note("  # policy: "+string(DefaultPolicy), "repair, or warn to only report drift")
 	note("  # qps: 50", "a fixed client rate limit per cluster; unset: adaptive (APF-aware)")
 	note("  # burst: 100", "...and its burst")
-	note("  # workers: "+strconv.Itoa(DefaultWorkers), "reconcile workers shared by all clusters")
+	note("  # workers: 16", "reconcile workers shared by all clusters; unset: "+strconv.Itoa(WorkersPerSource)+" per cluster, "+strconv.Itoa(MinWorkers)+" to "+strconv.Itoa(MaxAutoWorkers))
 	note("  # decommissionTimeout: "+shortDuration(DefaultDecommissionTimeout), "pruning longer is reported stuck")
 	note("  # pruneLimit: "+strconv.Itoa(DefaultPruneLimit), "a change pruning more needs --allow-prune")
 	line("  # Where pauses, overrides, holds and what was applied survive restarts:")

@@ -119,7 +119,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	ho.ManagedBy = cfg.Hub.ManagedBy
 	ho.Policy = cfg.Hub.Policy
 	if ho.Workers == 0 {
-		ho.Workers = cfg.Hub.Workers
+		ho.Workers = cfg.Workers()
 	}
 	if ho.Resync == 0 {
 		ho.Resync = cfg.Hub.Resync

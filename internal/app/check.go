@@ -115,7 +115,11 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	fmt.Fprintf(tw, "  managedBy:\t%s\n", h.ManagedBy)
 	fmt.Fprintf(tw, "  policy:\t%s\n", h.Policy)
 	fmt.Fprintf(tw, "  resync:\t%s\n", h.Resync)
-	fmt.Fprintf(tw, "  workers:\t%d\n", h.Workers)
+	if h.Workers > 0 {
+		fmt.Fprintf(tw, "  workers:\t%d\n", h.Workers)
+	} else {
+		fmt.Fprintf(tw, "  workers:\t%d (%d per cluster source, %d to %d)\n", cfg.Workers(), config.WorkersPerSource, config.MinWorkers, config.MaxAutoWorkers)
+	}
 	fmt.Fprintf(tw, "  qps/burst:\t%s\n", clusters.DescribeRateLimit(h.QPS, h.Burst))
 	fmt.Fprintf(tw, "  decommissionTimeout:\t%s\n", h.DecommissionTimeout)
 	fmt.Fprintf(tw, "  pruneLimit:\t%d\n", h.PruneLimit)

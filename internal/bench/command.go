@@ -305,7 +305,7 @@ func (b *bencher) loadWorkload(name string, objects, extra int) (*workload, erro
 	if err != nil {
 		return nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
-	b.workers = cfg.Hub.Workers
+	b.workers = cfg.Workers()
 	w := &workload{cfg: cfg, specs: config.Compile(cfg), mix: map[hub.Kind]int{}}
 	first := b.set.Clusters[0].Name
 	for _, s := range w.specs {

@@ -171,7 +171,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
-	b.workers = cfg.Hub.Workers
+	b.workers = cfg.Workers()
 	specs := config.Compile(cfg)
 	mix := map[hub.Kind]int{}
 	for _, s := range specs {
