@@ -53,8 +53,10 @@ type App struct {
 	cfg   *config.Config
 	found map[string]discovered // clusters discovered through Cluster API
 
-	// ws are the config's Terraform workspaces (fixed at start).
-	ws *workspaceSet
+	// ws are the config's Terraform workspaces; wsSpecs (guarded by
+	// desiredMu) the desired state each last reported.
+	ws      *workspaceSet
+	wsSpecs map[string][]hub.NodeSpec
 }
 
 // Options tune an App. Zero values take the documented defaults.
@@ -167,8 +169,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	a.ws = ws
-	h.SetBackends(backends{clusters: clusterBackends, workspaces: ws.byID})
+	a.ws, a.wsSpecs = ws, make(map[string][]hub.NodeSpec)
+	h.SetBackends(backends{clusters: clusterBackends, workspaces: ws})
 	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
 		if err := a.putCluster(cc); err != nil {
 			a.log.Error("add cluster", "err", err)
@@ -241,7 +243,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 		wg.Go(func() { _ = a.notifier.Run(notifyCtx) })
 	}
-	wg.Go(func() { a.ws.run(ctx, a.log) })
+	wg.Go(func() { a.ws.run(ctx) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.mu.Unlock()
@@ -303,12 +305,17 @@ func (a *App) Reload(allowPrune bool) error {
 	for _, cc := range next {
 		keep[cc.ID] = true
 	}
-	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
-	// Workspaces are set at start: their resources stay as they are.
-	specs = append(specs, a.ws.allSpecs()...)
-	if !slices.EqualFunc(old.Terraform, cfg.Terraform, func(x, y config.Workspace) bool { return reflect.DeepEqual(x, y) }) {
-		a.log.Warn("terraform section changes take effect at the next start", "path", a.path)
+	if a.rep != nil && len(cfg.Terraform) > 0 {
+		a.hub.RecordReload("rejected")
+		return fmt.Errorf("reload %s: terraform: workspaces are not shared among replicas yet; run them in a hub without hub.coordination", a.path)
 	}
+	// A workspace removed from the config, or changed, is stopped and
+	// forgotten (never destroyed: Terraform resources are never deleted);
+	// a changed one starts again as new and finds its resources in its
+	// state. The others' resources stay as they are.
+	wsGone, wsAdded := a.ws.plan(cfg.Terraform)
+	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
+	specs = append(specs, a.workspaceSpecsLocked(wsGone)...)
 	// A cluster removed from the config is no longer managed, never
 	// pruned: the hub forgets it in the same guarded change (nothing is
 	// forgotten if the guard refuses), then it is deregistered.
@@ -318,7 +325,7 @@ func (a *App) Reload(allowPrune bool) error {
 			gone = append(gone, c.ID)
 		}
 	}
-	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Forget: gone})
+	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Forget: append(slices.Clone(gone), wsGone...)})
 	if err != nil {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: %w", a.path, err)
@@ -329,6 +336,19 @@ func (a *App) Reload(allowPrune bool) error {
 	for _, id := range gone {
 		a.dropCluster(id)
 		a.hub.ForgetCluster(id) // a report sent while it stopped
+	}
+	for _, id := range wsGone {
+		a.ws.remove(id) // no report of it reaches the hub after this
+		delete(a.wsSpecs, id)
+		a.hub.ForgetCluster(id)
+	}
+	for _, wc := range wsAdded {
+		if err := a.ws.add(wc); err != nil {
+			a.log.Error("add terraform workspace", "workspace", wc.ID, "err", err)
+		}
+	}
+	if len(wsGone)+len(wsAdded) > 0 {
+		a.log.Info("terraform workspaces reloaded", "stopped", wsGone, "started", len(wsAdded))
 	}
 	for _, cc := range next {
 		if err := a.putCluster(cc); err != nil {

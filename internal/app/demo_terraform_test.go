@@ -1,8 +1,10 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,92 @@ func TestDemoWorkspaceDriftAndRepair(t *testing.T) {
 		}
 		if string(got) != string(want[tt.addr]) {
 			t.Fatalf("%s after its repair: %q, want %q", tt.addr, got, want[tt.addr])
+		}
+	}
+}
+
+// TestReloadTerraformWorkspaces: a reload that renames a workspace stops
+// the old one (its resources and health leave the hub, its files are left
+// as they are) and starts the new one on the same folder; a changed
+// interval restarts it; the running workspace keeps repairing after each
+// reload, and a reload emptying the config is refused.
+func TestReloadTerraformWorkspaces(t *testing.T) {
+	requireTofu(t)
+	dir := t.TempDir()
+	ws, err := setupDemoWorkspace(t.Context(), dir, os.Getenv)
+	if err != nil || ws == nil {
+		t.Fatalf("demo workspace: %+v, %v", ws, err)
+	}
+	n := len(demoWorkspaceFiles())
+	path := filepath.Join(dir, "demo.yaml")
+	section := func(id, interval string) string {
+		return fmt.Sprintf("terraform:\n  - id: %s\n    dir: %s\n    interval: %s\n", id, strconv.Quote(ws.Dir), interval)
+	}
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(section("files-a", "1m"))
+	a := startApp(t, path, func(o *Options) {
+		o.TerraformEnv, o.TerraformStopGrace = ws.Env, demoTerraformStopGrace
+	})
+	only := func(id, detect string) func(*hub.Snapshot) bool {
+		return func(s *hub.Snapshot) bool {
+			if len(s.Clusters) != 1 || s.Clusters[0].Cluster != id || s.Clusters[0].State != hub.ClusterSynced || s.Clusters[0].Detection != detect {
+				return false
+			}
+			for _, nd := range s.Nodes {
+				if nd.ID.Cluster != id {
+					return false
+				}
+			}
+			return allInSync(n)(s)
+		}
+	}
+	a.waitSnap(t, 2*time.Minute, "files-a in sync", only("files-a", "poll 1m"))
+
+	write(section("files-b", "1m"))
+	if err := a.Reload(false); err != nil {
+		t.Fatalf("reload renaming the workspace: %v", err)
+	}
+	a.waitSnap(t, 2*time.Minute, "files-b alone, in sync", only("files-b", "poll 1m"))
+	if _, ok := a.Workspace("files-a"); ok {
+		t.Error("files-a is still a backend after its reload")
+	}
+
+	write(section("files-b", "30s"))
+	if err := a.Reload(false); err != nil {
+		t.Fatalf("reload changing the interval: %v", err)
+	}
+	a.waitSnap(t, 2*time.Minute, "files-b restarted with the new interval", only("files-b", "poll 30s"))
+
+	// Still repairing after the reloads.
+	id := terraform.NodeID("files-b", "local_file.motd", "local_file")
+	before, err := os.ReadFile(ws.Files["local_file.motd"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := driftgen.New(nil, 1).Do(t.Context(), driftgen.Target{ID: id, Kind: "local_file", File: ws.Files["local_file.motd"]}, driftgen.ActionEdit)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	a.waitSnap(t, 2*time.Minute, "motd repaired after the reloads", repairedAfter(id, d.At.Add(-time.Second)))
+	if got, _ := os.ReadFile(ws.Files["local_file.motd"]); string(got) != string(before) {
+		t.Errorf("motd after its repair = %q, want %q", got, before)
+	}
+
+	// A config emptied of its only workspace is refused: the running
+	// one keeps going with its resources, and its files stay.
+	write("hub:\n  stateFile: none\n")
+	if err := a.Reload(false); err == nil {
+		t.Fatal("a reload of a config without any cluster or workspace was accepted")
+	}
+	a.waitSnap(t, 2*time.Minute, "files-b still running after a refused reload", only("files-b", "poll 30s"))
+	for addr, f := range ws.Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s after the reloads: %v (never destroyed)", addr, err)
 		}
 	}
 }
