@@ -137,6 +137,7 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale and fleet runs: write a CPU profile of the idle window alone to this file")
 	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale: at steady state) to this file")
 }

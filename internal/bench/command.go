@@ -98,6 +98,9 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are where CPU and heap profiles
 	// are written.
 	CPUProfile, MemProfile string
+	// IdleCPUProfile, when set, is where a CPU profile of the scale and
+	// fleet runs' idle window alone is written.
+	IdleCPUProfile string
 	// Chart, when set, is an SVG file to draw the latency distributions
 	// and the burst's repairs over time to (package chart).
 	Chart string
@@ -132,6 +135,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--qps and --workers must not be negative")
 	case o.Idle <= 0:
 		return fmt.Errorf("--idle must be positive")
+	case o.IdleCPUProfile != "" && o.CPUProfile != "":
+		return fmt.Errorf("--idle-cpuprofile and --cpuprofile: one CPU profile at a time")
+	case o.IdleCPUProfile != "" && o.Mode != ModeScale && o.Mode != ModeFleet:
+		return fmt.Errorf("--idle-cpuprofile profiles the idle window of --mode scale or fleet")
 	case o.Chart != "" && o.Mode == ModeScale:
 		return fmt.Errorf("--chart draws drift runs: not with --mode scale")
 	}
@@ -811,7 +818,7 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	}
 	s.RSS, _ = RSS()
 	cpu0 := CPUTime()
-	if !sleepCtx(ctx, o.Idle) {
+	if !b.idle(ctx) {
 		return nil, ctx.Err()
 	}
 	s.IdleCPU = msDuration(CPUTime() - cpu0)
@@ -1276,4 +1283,24 @@ func fmtBytes(n uint64) string {
 	default:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
+}
+
+// idle waits out the idle window (--idle), CPU-profiling it alone with
+// --idle-cpuprofile; false when ctx ended first.
+func (b *bencher) idle(ctx context.Context) bool {
+	if b.opts.IdleCPUProfile == "" {
+		return sleepCtx(ctx, b.opts.Idle)
+	}
+	f, err := os.Create(b.opts.IdleCPUProfile)
+	if err != nil {
+		b.log.Warn("idle cpu profile", "err", err)
+		return sleepCtx(ctx, b.opts.Idle)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.log.Warn("idle cpu profile", "err", err)
+		return sleepCtx(ctx, b.opts.Idle)
+	}
+	defer pprof.StopCPUProfile()
+	return sleepCtx(ctx, b.opts.Idle)
 }

@@ -223,7 +223,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.OpenFDs = openFDs()
 	f.Goroutines = runtime.NumGoroutine()
 	cpu0 := CPUTime()
-	if !sleepCtx(ctx, o.Idle) {
+	if !b.idle(ctx) {
 		return nil, nil, ctx.Err()
 	}
 	f.IdleCPU = msDuration(CPUTime() - cpu0)
