@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/app"
@@ -501,20 +502,24 @@ func (b *bencher) waitInSync(ctx context.Context, h *hub.Hub, want int, limit ti
 	defer unsubscribe()
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
-	inSync := 0
+	inSync, others := 0, ""
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("bench: hub sync: %d of %d objects in sync after %s: %w", inSync, want, limit, ctx.Err())
+			return fmt.Errorf("bench: hub sync: %d of %d objects in sync after %s (%s): %w", inSync, want, limit, others, ctx.Err())
 		case <-t.C:
-			b.progress("hub sync: %d/%d objects in sync", inSync, want)
+			b.progress("hub sync: %d/%d objects in sync (%s)", inSync, want, others)
 		case s := <-snaps:
 			inSync = 0
+			byStatus := map[hub.Status]int{}
 			for _, n := range s.Nodes {
 				if n.Status == hub.StatusInSync || n.Status == hub.StatusRepaired {
 					inSync++
+				} else {
+					byStatus[n.Status]++
 				}
 			}
+			others = statusCounts(byStatus, s.QueueDepth)
 			if inSync == want && len(s.Nodes) == want {
 				return nil
 			}
@@ -1303,4 +1308,18 @@ func (b *bencher) idle(ctx context.Context) bool {
 	}
 	defer pprof.StopCPUProfile()
 	return sleepCtx(ctx, b.opts.Idle)
+}
+
+// statusCounts describes the statuses of the objects not in sync and the
+// hub's queue, for progress lines: "unknown 240, drifted 3; 12 queued".
+func statusCounts(by map[hub.Status]int, queued int) string {
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %d", st, by[st]))
+	}
+	s := strings.Join(parts, ", ")
+	if s != "" {
+		s += "; "
+	}
+	return s + fmt.Sprintf("%d queued", queued)
 }
