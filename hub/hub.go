@@ -1119,15 +1119,29 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		}
 		start := time.Now()
 		h.status.publish(h.opts.Now())
-		t := time.NewTimer(publishPause(h.opts.SnapshotInterval, time.Since(start)))
+		pause := publishPause(h.opts.SnapshotInterval, time.Since(start))
+		if !h.status.watched() {
+			// Nobody reads the snapshots: they only refresh the
+			// gauges, which scrapes read every 15 s or more.
+			pause = max(pause, unwatchedPublishPause)
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		case <-h.status.joined:
+			t.Stop() // a new subscriber waits for its first snapshot
 		}
 	}
 }
+
+// unwatchedPublishPause is the least time between publishes while nobody
+// subscribes (a headless hub with no TUI or stream attached): an idle fleet
+// hub's health reports would otherwise rebuild a snapshot of every NodeID
+// several times a second for the gauges alone.
+const unwatchedPublishPause = 2 * time.Second
 
 // publishShare is the most of the wall time snapshot publishing may take:
 // building a snapshot walks every NodeID under the store's lock, so at

@@ -63,6 +63,8 @@ type store struct {
 	seq         uint64
 	latest      *Snapshot
 	dirty       chan struct{}
+	// joined wakes a publisher pausing while nobody subscribed.
+	joined chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
@@ -103,6 +105,7 @@ func newStore(opts Options, m *metrics, queueLength func() int) *store {
 		appPolicy:   make(map[string]Policy),
 		subs:        make(map[int]chan *Snapshot),
 		dirty:       make(chan struct{}, 1),
+		joined:      make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
@@ -410,6 +413,10 @@ func (s *store) subscribe() (<-chan *Snapshot, func()) {
 	}
 	s.mu.Unlock()
 	s.markDirty()
+	select {
+	case s.joined <- struct{}{}:
+	default:
+	}
 	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
@@ -418,6 +425,13 @@ func (s *store) subscribe() (<-chan *Snapshot, func()) {
 			s.mu.Unlock()
 		})
 	}
+}
+
+// watched reports whether anyone subscribes to snapshots.
+func (s *store) watched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs) > 0
 }
 
 // publish builds a snapshot and hands it to every subscriber, replacing one
