@@ -49,22 +49,22 @@ type statusWriter interface {
 type store struct {
 	opts Options
 
-	mu          sync.Mutex
-	nodes       map[NodeID]*nodeStatus
-	order       []NodeID      // sorted by text, rebuilt lazily
-	orderRecs   []*nodeStatus // the records of order, index for index (no map lookup per snapshot)
-	orderDirty  bool
-	clusters    map[string]*clusterStatus
-	appPolicy   map[string]Policy
-	holds       []Hold
-	feedRing    []FeedEntry // newest at the end
-	subs        map[int]chan *Snapshot
-	nextSub     int
-	seq         uint64
-	latest      *Snapshot
-	dirty       chan struct{}
+	mu         sync.Mutex
+	nodes      map[NodeID]*nodeStatus
+	order      []NodeID      // sorted by text, rebuilt lazily
+	orderRecs  []*nodeStatus // the records of order, index for index (no map lookup per snapshot)
+	orderDirty bool
+	clusters   map[string]*clusterStatus
+	appPolicy  map[string]Policy
+	holds      []Hold
+	feedRing   []FeedEntry // newest at the end
+	subs       map[int]chan *Snapshot
+	nextSub    int
+	seq        uint64
+	latest     *Snapshot
+	dirty      chan struct{}
 	// joined wakes a publisher pausing while nobody subscribed.
-	joined chan struct{}
+	joined      chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
