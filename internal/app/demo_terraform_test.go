@@ -9,9 +9,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/driftwatch/driftwatch/clusters/terraform"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
 
 // requireTofu skips without $DRIFTWATCH_TOFU_DIR (a plain `go test`), and
@@ -205,4 +210,76 @@ func TestReloadTerraformWorkspaces(t *testing.T) {
 			t.Errorf("%s after the reloads: %v (never destroyed)", addr, err)
 		}
 	}
+}
+
+// TestBrokenWorkspaceClustersKeepWorking: a workspace whose configuration
+// does not load is a health error of its own (init or plan failing, with
+// tofu's file and line) while a cluster of the same hub is reconciled and
+// repaired as usual; once the file is fixed the workspace is ready and its
+// resources in sync.
+func TestBrokenWorkspaceClustersKeepWorking(t *testing.T) {
+	requireTofu(t)
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	ws, err := setupDemoWorkspace(t.Context(), t.TempDir(), os.Getenv)
+	if err != nil || ws == nil {
+		t.Fatalf("demo workspace: %+v, %v", ws, err)
+	}
+	broken := filepath.Join(ws.Dir, "broken.tf")
+	if err := os.WriteFile(broken, []byte("resource \"local_file\" \"oops\" {\n  filename = \n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := e2eConfig(t, set, "ops", fmt.Sprintf("terraform:\n  - id: infra\n    dir: %s\n", strconv.Quote(ws.Dir)), "web", "api")
+	a := startApp(t, path, func(o *Options) {
+		o.TerraformEnv, o.TerraformStopGrace = ws.Env, demoTerraformStopGrace
+	})
+	failing := func(s *hub.Snapshot) bool {
+		c, ok := s.Cluster("infra")
+		// init fails first on a file that does not parse.
+		return ok && c.State == hub.ClusterUnreachable && strings.Contains(c.LastError, "failing: broken.tf:2: Invalid expression")
+	}
+	clusterInSync := func(s *hub.Snapshot) bool {
+		n := 0
+		for _, nd := range s.Nodes {
+			if nd.ID.Cluster == "c1" {
+				if nd.Status != hub.StatusInSync && nd.Status != hub.StatusRepaired {
+					return false
+				}
+				n++
+			}
+		}
+		return n > 0
+	}
+	a.waitSnap(t, 2*time.Minute, "the workspace failing and the cluster in sync", func(s *hub.Snapshot) bool {
+		return failing(s) && clusterInSync(s)
+	})
+
+	worker := hub.NewNodeID("c1", "ops", "worker", hub.KindDeployment)
+	c := kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig())
+	deleted := time.Now()
+	if err := c.AppsV1().Deployments("ops").Delete(t.Context(), "worker", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, time.Minute, "the cluster's deleted Deployment repaired while the workspace fails", func(s *hub.Snapshot) bool {
+		return repairedAfter(worker, deleted.Add(-time.Second))(s) && failing(s)
+	})
+
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, 2*time.Minute, "the workspace ready with its resources in sync", func(s *hub.Snapshot) bool {
+		c, ok := s.Cluster("infra")
+		if !ok || c.State != hub.ClusterSynced {
+			return false
+		}
+		n := 0
+		for _, nd := range s.Nodes {
+			if nd.ID.Cluster == "infra" {
+				if nd.Status != hub.StatusInSync {
+					return false
+				}
+				n++
+			}
+		}
+		return n == len(demoWorkspaceFiles())
+	})
 }
