@@ -198,10 +198,18 @@ func (w *Workspace) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("terraform workspace %q: %w", w.opts.ID, err)
 	}
-	defer os.RemoveAll(tmp)
 	w.op.Lock()
 	w.tmp = tmp
 	w.op.Unlock()
+	defer func() {
+		// A repair still running (a worker's call) keeps its plan file:
+		// the folder goes once it is done, and later calls find the
+		// workspace not running.
+		w.op.Lock()
+		w.tmp = ""
+		w.op.Unlock()
+		os.RemoveAll(tmp)
+	}()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
