@@ -55,14 +55,18 @@ type fightState struct {
 // resetFight forgets every fight over the NodeID (its spec or ignore rules
 // changed: what was fought over may be ignored now).
 func (n *nodeLoop) resetFight() {
-	n.recent, n.fights, n.backoffTill = nil, 0, time.Time{}
-	n.fight = fightState{repairs: n.fight.repairs, counted: n.fight.repairs}
+	r := n.rep
+	if r == nil {
+		return // nothing to forget
+	}
+	r.recent, r.fights, r.backoffTill = nil, 0, time.Time{}
+	r.fight = fightState{repairs: r.fight.repairs, counted: r.fight.repairs}
 }
 
 // noteUndo records that a drift by manager undid our latest repair (when
 // one was made within the fight window) and returns how many repairs that
 // manager undid in a row. recent must already be trimmed to the window.
-func (n *nodeLoop) noteUndo(manager string) int {
+func (n *nodeRepairs) noteUndo(manager string) int {
 	if len(n.recent) == 0 {
 		n.fight.with, n.fight.undone = manager, 0
 		return 0
@@ -106,7 +110,7 @@ func contestedReason(c Contest, now time.Time) string {
 // contestFor updates the NodeID's contest for a backoff of wait ending at
 // till, against the manager whose drift (with fields) was just classified.
 // Callers hold h.mu.
-func (n *nodeLoop) contestFor(manager string, fields []string, wait time.Duration, till, now time.Time) Contest {
+func (n *nodeRepairs) contestFor(manager string, fields []string, wait time.Duration, till, now time.Time) Contest {
 	c := n.fight.contest
 	if c == nil || c.Manager != manager {
 		c = &Contest{Manager: manager, Since: now}
@@ -126,12 +130,17 @@ func (n *nodeLoop) contestFor(manager string, fields []string, wait time.Duratio
 	return *c
 }
 
-// nodeExtra is what the status store keeps of a NodeID beyond its status:
-// the differences ignore rules cover and the current contest. Most NodeIDs
-// have neither, so it is a pointer that stays nil.
+// nodeExtra is what the status store keeps of a NodeID beyond its status
+// that only drift sets: the latest drift record, the repairs applied and
+// when the latest was verified, the differences ignore rules cover and the
+// current contest. Most NodeIDs never drift, so it is a pointer that stays
+// nil (see nodeStatus.more).
 type nodeExtra struct {
-	ignored []IgnoredField
-	contest *Contest
+	repair     *Repair
+	repairs    int
+	repairedAt time.Time
+	ignored    []IgnoredField
+	contest    *Contest
 }
 
 // setIgnored records the differences ignore rules cover on a NodeID's last
@@ -141,10 +150,7 @@ func (s *store) setIgnored(id NodeID, ignored []IgnoredField) {
 	n := s.nodeLocked(id)
 	changed := n != nil && (len(ignored) > 0 || (n.extra != nil && len(n.extra.ignored) > 0))
 	if changed {
-		if n.extra == nil {
-			n.extra = &nodeExtra{}
-		}
-		n.extra.ignored = ignored
+		n.more().ignored = ignored
 		n.trimExtra()
 	}
 	s.mu.Unlock()
@@ -159,10 +165,7 @@ func (s *store) setContest(id NodeID, c *Contest) {
 	n := s.nodeLocked(id)
 	changed := n != nil && (c != nil || (n.extra != nil && n.extra.contest != nil))
 	if changed {
-		if n.extra == nil {
-			n.extra = &nodeExtra{}
-		}
-		n.extra.contest = c
+		n.more().contest = c
 		n.trimExtra()
 	}
 	s.mu.Unlock()
@@ -173,18 +176,20 @@ func (s *store) setContest(id NodeID, c *Contest) {
 
 // trimExtra drops an empty extra record.
 func (n *nodeStatus) trimExtra() {
-	if n.extra != nil && len(n.extra.ignored) == 0 && n.extra.contest == nil {
+	if x := n.extra; x != nil && x.repair == nil && x.repairs == 0 && x.repairedAt.IsZero() &&
+		len(x.ignored) == 0 && x.contest == nil {
 		n.extra = nil
 	}
 }
 
 // fillExtra copies the extra record into a snapshot's NodeStatus.
 func (n *nodeStatus) fillExtra(ns *NodeStatus) {
-	if n.extra == nil {
+	x := n.extra
+	if x == nil {
 		return
 	}
-	ns.Ignored = n.extra.ignored
-	ns.Contested = n.extra.contest
+	ns.LastRepair, ns.Repairs = x.repair, x.repairs
+	ns.Ignored, ns.Contested = x.ignored, x.contest
 }
 
 // currentContest returns a copy of the NodeID's contest, nil when none.
@@ -192,9 +197,9 @@ func (h *Hub) currentContest(id NodeID) *Contest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.loopLocked(id)
-	if n == nil || n.fight.contest == nil {
+	if n == nil || n.rep == nil || n.rep.fight.contest == nil {
 		return nil
 	}
-	c := *n.fight.contest
+	c := *n.rep.fight.contest
 	return &c
 }

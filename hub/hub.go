@@ -172,8 +172,8 @@ type Hub struct {
 	mu       sync.Mutex
 	backends Backends
 	// nodes holds one record per NodeID the hub wants, decommissions or
-	// remembers applying (see node).
-	nodes     map[NodeID]*node
+	// remembers applying (see node), by nodeKey.
+	nodes     *idIndex[*node]
 	clusters  map[string]*clusterLoop
 	appPolicy map[string]Policy
 	holds     map[HoldTarget]Hold
@@ -203,6 +203,21 @@ type node struct {
 	nodeLoop
 }
 
+// nodeKey is the NodeID of a record: that of its spec, decommission or
+// applied spec (one is set from the moment the record is created, in the
+// same critical section; a record without any is never looked up).
+func nodeKey(n *node) NodeID {
+	switch {
+	case n.spec != nil:
+		return n.spec.ID
+	case n.dec != nil:
+		return n.dec.spec.ID
+	case n.applied != nil:
+		return n.applied.ID
+	}
+	return NodeID{}
+}
+
 // managed reports whether the NodeID is desired or being decommissioned
 // (false for a nil record).
 func (n *node) managed() bool { return n != nil && (n.spec != nil || n.dec != nil) }
@@ -217,12 +232,13 @@ func (n *node) of() *NodeSpec {
 }
 
 // nodeForLocked returns the record of a NodeID, creating it if needed; a
-// record that was not managed gets fresh loop bookkeeping.
+// record that was not managed gets fresh loop bookkeeping. The caller sets
+// the record's spec or decommission before it releases h.mu (nodeKey).
 func (h *Hub) nodeForLocked(id NodeID) *node {
-	n := h.nodes[id]
+	n := h.nodes.at(id)
 	if n == nil {
 		n = &node{}
-		h.nodes[id] = n
+		h.nodes.put(id, n)
 	}
 	if !n.managed() {
 		n.nodeLoop = nodeLoop{}
@@ -232,7 +248,7 @@ func (h *Hub) nodeForLocked(id NodeID) *node {
 
 // loopLocked returns the loop bookkeeping of a managed NodeID, or nil.
 func (h *Hub) loopLocked(id NodeID) *nodeLoop {
-	n := h.nodes[id]
+	n := h.nodes.at(id)
 	if !n.managed() {
 		return nil
 	}
@@ -248,20 +264,31 @@ type decommission struct {
 // nodeLoop is the loop's bookkeeping of one NodeID (guarded by Hub.mu).
 type nodeLoop struct {
 	// pendingAt is the earliest event not yet reconciled (latencies are
-	// measured from it); manual asks for a repair that overrides warn-only
-	// and pause once; fresh makes the next read bypass the watch cache
-	// (catch-up after a disconnect).
+	// measured from it).
 	pendingAt time.Time
-	manual    bool
-	fresh     bool
-	// seen is set once the object was seen on its cluster or created by
-	// the hub: a missing object is then drift, not a first apply.
-	seen bool
 	// expect is the version our last write returned, until the backend's
 	// cache shows it (an event with that version) or a fresh read
 	// replaces it. A cached read of any other version is older than our
 	// write, and never evidence of drift (client-go's expectations).
 	expect string
+	// rep is the repair and fight bookkeeping, allocated by the first
+	// drift or repair (most NodeIDs never have one): nil reads as its
+	// zero value.
+	rep *nodeRepairs
+	// manual asks for a repair that overrides warn-only and pause once;
+	// fresh makes the next read bypass the watch cache (catch-up after a
+	// disconnect).
+	manual, fresh bool
+	// seen is set once the object was seen on its cluster or created by
+	// the hub: a missing object is then drift, not a first apply.
+	seen bool
+	// verifying is set after a repair until the object is seen in sync.
+	verifying bool
+}
+
+// nodeRepairs is the part of a NodeID's loop bookkeeping that only drift
+// and repairs set (guarded by Hub.mu).
+type nodeRepairs struct {
 	// recent are recent repair times (fight detection); fights counts
 	// backoffs in a row; backoffTill ends the current one.
 	recent      []time.Time
@@ -269,8 +296,15 @@ type nodeLoop struct {
 	backoffTill time.Time
 	// fight is who undoes the repairs, and the contest shown.
 	fight fightState
-	// verifying is set after a repair until the object is seen in sync.
-	verifying bool
+}
+
+// repairs returns the NodeID's repair bookkeeping, allocating it on first
+// use; readers that must not allocate check n.rep for nil instead.
+func (n *nodeLoop) repairs() *nodeRepairs {
+	if n.rep == nil {
+		n.rep = &nodeRepairs{}
+	}
+	return n.rep
 }
 
 // clusterLoop is the loop's view of one cluster (guarded by Hub.mu).
@@ -289,13 +323,12 @@ type clusterLoop struct {
 // New returns a hub. Call SetBackends before Run.
 func New(opts Options) *Hub {
 	opts = opts.withDefaults()
-	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[NodeID](opts.FailureBaseDelay, opts.FailureMaxDelay)
 	h := &Hub{
 		opts:      opts,
 		log:       opts.Logger,
-		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[NodeID]{Name: "driftwatch"}),
+		queue:     newQueue(opts),
 		metrics:   newMetrics(),
-		nodes:     make(map[NodeID]*node),
+		nodes:     newIDIndex(nodeKey),
 		clusters:  make(map[string]*clusterLoop),
 		appPolicy: make(map[string]Policy),
 		holds:     make(map[HoldTarget]Hold),
@@ -417,14 +450,14 @@ func (h *Hub) ForgetCluster(cluster string) {
 // must be deleted (after the lock is released).
 func (h *Hub) forgetClusterLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if id.Cluster != cluster {
 			continue
 		}
 		if n.dec != nil || n.applied != nil {
 			ids = append(ids, id)
 		}
-		delete(h.nodes, id)
+		h.nodes.del(id)
 	}
 	delete(h.clusters, cluster)
 	delete(h.orphans, cluster)
@@ -455,7 +488,7 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	// What leaves: desired NodeIDs in scope, plus what an earlier run
 	// applied and nothing wants any more.
 	leaving := make(map[NodeID]*NodeSpec)
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if !scope(id) || next[id] != nil {
 			continue
 		}
@@ -536,7 +569,7 @@ func (h *Hub) guardLocked(leaving map[NodeID]*NodeSpec, scope func(NodeID) bool)
 		return nil
 	}
 	managed := make(map[string]int)
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if scope(id) && (n.spec != nil || (n.dec == nil && n.applied != nil)) {
 			managed[id.Cluster]++
 		}
@@ -568,7 +601,7 @@ func sortIDs(ids []NodeID) {
 func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.nodes[id]
+	n := h.nodes.at(id)
 	if n == nil || n.spec == nil {
 		return NodeSpec{}, false
 	}
@@ -673,7 +706,7 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 
 func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if id.Cluster == cluster && n.managed() {
 			ids = append(ids, id)
 		}
@@ -687,14 +720,16 @@ func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 func (h *Hub) RepairNow(id NodeID) error {
 	now := h.opts.Now()
 	h.mu.Lock()
-	rec := h.nodes[id]
+	rec := h.nodes.at(id)
 	if rec == nil || rec.spec == nil {
 		h.mu.Unlock()
 		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
 	}
 	n := &rec.nodeLoop
 	n.manual = true
-	n.backoffTill = time.Time{}
+	if n.rep != nil {
+		n.rep.backoffTill = time.Time{}
+	}
 	if n.pendingAt.IsZero() {
 		n.pendingAt = now
 	}
@@ -743,7 +778,7 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 		h.appPolicy[app] = p
 	}
 	var ids []NodeID
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if n.spec != nil && n.spec.Application == app {
 			ids = append(ids, id)
 		}
@@ -823,7 +858,7 @@ func (h *Hub) holdsLocked() []Hold {
 // heldIDsLocked lists the NodeIDs a hold target covers.
 func (h *Hub) heldIDsLocked(t HoldTarget) []NodeID {
 	var ids []NodeID
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if n.managed() && covers(t, id, n.of().Application) {
 			ids = append(ids, id)
 		}
@@ -907,13 +942,13 @@ func (h *Hub) LoadIntent() error {
 	}
 	h.status.setHolds(h.holdsLocked())
 	for id, ref := range in.Applied {
-		n := h.nodes[id]
-		if n == nil {
-			n = &node{}
-			h.nodes[id] = n
-		}
 		rs := ref.Spec()
-		n.applied = &rs
+		rs.ID = id // the key (the store checks they match)
+		if n := h.nodes.at(id); n != nil {
+			n.applied = &rs
+		} else {
+			h.nodes.put(id, &node{applied: &rs})
+		}
 	}
 	for _, d := range in.Decommissions {
 		s := d.Ref.Spec()
@@ -932,7 +967,7 @@ func (h *Hub) LoadIntent() error {
 func (h *Hub) noteApplied(spec *NodeSpec) {
 	ref := RefOf(*spec)
 	h.mu.Lock()
-	n := h.nodes[spec.ID]
+	n := h.nodes.at(spec.ID)
 	if !n.managed() || n.applied == spec || (n.applied != nil && RefOf(*n.applied) == ref) {
 		h.mu.Unlock()
 		return
@@ -1018,8 +1053,8 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 // periodic safety-net resync).
 func (h *Hub) EnqueueAll() {
 	h.mu.Lock()
-	ids := make([]NodeID, 0, len(h.nodes))
-	for id, n := range h.nodes {
+	ids := make([]NodeID, 0, h.nodes.len())
+	for id, n := range h.nodes.all() {
 		if n.managed() {
 			ids = append(ids, id)
 		}
@@ -1231,7 +1266,7 @@ func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
 	found := make(map[NodeID]SpecRef)
 	for _, r := range refs {
 		// Wanted, decommissioned or applied before: not an orphan.
-		if r.ID.Cluster != cluster || h.nodes[r.ID] != nil {
+		if r.ID.Cluster != cluster || h.nodes.at(r.ID) != nil {
 			continue
 		}
 		found[r.ID] = r

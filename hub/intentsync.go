@@ -57,7 +57,7 @@ func (h *Hub) RefreshIntent() error {
 		if h.appPolicy == nil {
 			h.appPolicy = make(map[string]Policy)
 		}
-		for id, n := range h.nodes {
+		for id, n := range h.nodes.all() {
 			if n.spec != nil && changed[n.spec.Application] {
 				wake = append(wake, id)
 			}

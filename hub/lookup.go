@@ -23,7 +23,7 @@ func (h *Hub) KnowsCluster(cluster string) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id, n := range h.nodes {
+	for id, n := range h.nodes.all() {
 		if id.Cluster == cluster && n.managed() {
 			return true
 		}
@@ -36,7 +36,7 @@ func (h *Hub) KnowsCluster(cluster string) bool {
 func (h *Hub) KnowsApplication(app string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, n := range h.nodes {
+	for _, n := range h.nodes.all() {
 		if n.managed() && n.of().Application == app {
 			return true
 		}
@@ -48,7 +48,7 @@ func (h *Hub) KnowsApplication(app string) bool {
 func (h *Hub) KnowsNode(id NodeID) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.nodes[id].managed()
+	return h.nodes.at(id).managed()
 }
 
 // KnowsTarget reports whether a hold target names something the hub

@@ -79,7 +79,7 @@ func (h *Hub) stopping() bool { return h.queue.ShuttingDown() }
 // ClusterChanged's release of parked NodeIDs, so no wake-up is lost.
 func (h *Hub) begin(id NodeID) (pass, Result, bool) {
 	h.mu.Lock()
-	rec := h.nodes[id]
+	rec := h.nodes.at(id)
 	if !rec.managed() {
 		h.mu.Unlock()
 		return pass{}, Result{}, false
@@ -214,7 +214,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	// An object this hub (or, with a shared intent store, another replica
 	// of it) applied before is drift when missing, never a first apply: a
 	// pause or a hold recorded before a restart or a takeover holds.
-	rec := h.nodes[p.id]
+	rec := h.nodes.at(p.id)
 	appliedBefore := rec != nil && rec.applied != nil
 	first := !n.seen && !appliedBefore && d.Class == DriftMissing
 	if st.Exists {
@@ -341,8 +341,9 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	h.mu.Lock()
 	if n := h.loopLocked(p.id); n != nil {
 		n.expect = rr.Version
-		n.recent = append(n.recent, appliedAt)
-		n.fight.repairs++
+		r := n.repairs()
+		r.recent = append(r.recent, appliedAt)
+		r.fight.repairs++
 		n.verifying = true
 	}
 	h.mu.Unlock()
@@ -368,10 +369,11 @@ func (h *Hub) fight(id NodeID, manager string) (time.Duration, bool) {
 	now := h.opts.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.loopLocked(id)
-	if n == nil {
+	nl := h.loopLocked(id)
+	if nl == nil {
 		return 0, false
 	}
+	n := nl.repairs()
 	recent := n.recent[:0]
 	for _, t := range n.recent {
 		if now.Sub(t) < h.opts.FightWindow {
@@ -410,10 +412,11 @@ func (h *Hub) contest(id NodeID, att *Attribution, wait time.Duration) Contest {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.loopLocked(id)
-	if n == nil {
+	nl := h.loopLocked(id)
+	if nl == nil {
 		return Contest{Manager: managerOf(att), Fields: fields, Since: now, Backoff: wait, NextAttempt: now.Add(wait)}
 	}
+	n := nl.repairs()
 	till := n.backoffTill
 	if till.IsZero() {
 		till = now.Add(wait)
@@ -458,23 +461,25 @@ func (h *Hub) inSync(p pass, st State, d Drift) Result {
 	}
 	verifying := n.verifying
 	n.verifying = false
-	var lastRepair time.Time
-	if len(n.recent) > 0 {
-		lastRepair = n.recent[len(n.recent)-1]
-	}
-	if n.fights > 0 && (len(d.Ignored) > 0 || lastRepair.IsZero() || now.Sub(lastRepair) >= h.opts.FightWindow) {
-		n.fights = 0
-		n.fight = fightState{repairs: n.fight.repairs, counted: n.fight.repairs}
-	}
-	n.backoffTill = time.Time{}
 	var contest *Contest
 	var res Result
-	if c := n.fight.contest; c != nil && n.fights > 0 {
-		cp := *c
-		cp.NextAttempt, cp.ClearsAt = time.Time{}, lastRepair.Add(h.opts.FightWindow)
-		n.fight.contest = &cp
-		contest = &cp
-		res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
+	if r := n.rep; r != nil { // none: no repair, no fight, nothing to clear
+		var lastRepair time.Time
+		if len(r.recent) > 0 {
+			lastRepair = r.recent[len(r.recent)-1]
+		}
+		if r.fights > 0 && (len(d.Ignored) > 0 || lastRepair.IsZero() || now.Sub(lastRepair) >= h.opts.FightWindow) {
+			r.fights = 0
+			r.fight = fightState{repairs: r.fight.repairs, counted: r.fight.repairs}
+		}
+		r.backoffTill = time.Time{}
+		if c := r.fight.contest; c != nil && r.fights > 0 {
+			cp := *c
+			cp.NextAttempt, cp.ClearsAt = time.Time{}, lastRepair.Add(h.opts.FightWindow)
+			r.fight.contest = &cp
+			contest = &cp
+			res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
+		}
 	}
 	h.mu.Unlock()
 	if st.Exists {
@@ -569,7 +574,7 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 func (h *Hub) stillDecommissioning(p pass) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.nodes[p.id]
+	n := h.nodes.at(p.id)
 	return n != nil && n.dec == p.dec
 }
 
@@ -577,11 +582,11 @@ func (h *Hub) stillDecommissioning(p pass) bool {
 // no longer current (the NodeID is wanted again or its cluster forgotten).
 func (h *Hub) endDecommission(p pass) bool {
 	h.mu.Lock()
-	if n := h.nodes[p.id]; n == nil || n.dec != p.dec {
+	if n := h.nodes.at(p.id); n == nil || n.dec != p.dec {
 		h.mu.Unlock()
 		return false
 	}
-	delete(h.nodes, p.id)
+	h.nodes.del(p.id)
 	h.status.untrack(p.id)
 	h.mu.Unlock()
 	h.forgetApplied(p.id)

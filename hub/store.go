@@ -49,10 +49,13 @@ type statusWriter interface {
 type store struct {
 	opts Options
 
-	mu         sync.Mutex
-	nodes      map[NodeID]*nodeStatus
-	order      []NodeID      // sorted by text, rebuilt lazily
-	orderRecs  []*nodeStatus // the records of order, index for index (no map lookup per snapshot)
+	mu sync.Mutex
+	// nodes holds the records by NodeID (a record's spec.ID).
+	nodes *idIndex[*nodeStatus]
+	// order holds the records sorted by the text of their NodeID (their
+	// spec's ID), rebuilt lazily: a snapshot walks it with no map lookup
+	// and no copy of the NodeIDs.
+	order      []*nodeStatus
 	orderDirty bool
 	clusters   map[string]*clusterStatus
 	appPolicy  map[string]Policy
@@ -70,22 +73,46 @@ type store struct {
 }
 
 // nodeStatus is what users see of one NodeID. Fields at their zero value
-// cost nothing beyond the struct: the drift record and the timeline are
-// allocated only once the NodeID has something to show.
+// cost nothing beyond the struct: the timeline is allocated only once the
+// NodeID has something to show, and what only drift sets (the drift
+// record, the repair count and time, ignored differences, the contest)
+// lives in extra, allocated by the first of them.
 type nodeStatus struct {
-	spec       *NodeSpec
-	decom      bool
-	orphan     bool
-	status     Status
-	reason     string
-	lastChange time.Time
-	repair     *Repair
-	timeline   []TimelineEntry
-	ready      int32
-	replicas   int32
-	repairs    int
-	repairedAt time.Time
-	extra      *nodeExtra // ignored differences and contest (contested.go)
+	// spec is never nil, and spec.ID is the NodeID the record is kept
+	// under (track and setOrphans key the record by it).
+	spec            *NodeSpec
+	status          Status
+	reason          string
+	lastChange      time.Time
+	timeline        []TimelineEntry
+	ready, replicas int32
+	decom, orphan   bool
+	extra           *nodeExtra
+}
+
+// more returns the NodeID's extra record, allocating it on first use;
+// readers that must not allocate check n.extra for nil instead.
+func (n *nodeStatus) more() *nodeExtra {
+	if n.extra == nil {
+		n.extra = &nodeExtra{}
+	}
+	return n.extra
+}
+
+// lastRepair returns the latest drift record, nil when none.
+func (n *nodeStatus) lastRepair() *Repair {
+	if n.extra == nil {
+		return nil
+	}
+	return n.extra.repair
+}
+
+// repairedAt returns when the latest repair was verified (zero: never).
+func (n *nodeStatus) repairedAt() time.Time {
+	if n.extra == nil {
+		return time.Time{}
+	}
+	return n.extra.repairedAt
 }
 
 type clusterStatus struct {
@@ -100,7 +127,7 @@ var _ statusWriter = (*store)(nil)
 func newStore(opts Options, m *metrics, queueLength func() int) *store {
 	return &store{
 		opts:        opts,
-		nodes:       make(map[NodeID]*nodeStatus),
+		nodes:       newIDIndex(func(n *nodeStatus) NodeID { return n.spec.ID }),
 		clusters:    make(map[string]*clusterStatus),
 		appPolicy:   make(map[string]Policy),
 		subs:        make(map[int]chan *Snapshot),
@@ -122,10 +149,10 @@ func (s *store) clusterLocked(id string) *clusterStatus {
 
 func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 	s.mu.Lock()
-	n := s.nodes[spec.ID]
+	n := s.nodeLocked(spec.ID)
 	if n == nil {
-		n = &nodeStatus{status: StatusUnknown, lastChange: now}
-		s.nodes[spec.ID] = n
+		n = &nodeStatus{spec: spec, status: StatusUnknown, lastChange: now}
+		s.nodes.put(spec.ID, n)
 		s.orderDirty = true
 	}
 	n.spec = spec
@@ -143,8 +170,8 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 
 func (s *store) untrack(id NodeID) {
 	s.mu.Lock()
-	if _, ok := s.nodes[id]; ok {
-		delete(s.nodes, id)
+	if s.nodeLocked(id) != nil {
+		s.nodes.del(id)
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
@@ -153,11 +180,8 @@ func (s *store) untrack(id NodeID) {
 
 func (s *store) forgetCluster(cluster string) {
 	s.mu.Lock()
-	for id := range s.nodes {
-		if id.Cluster == cluster {
-			delete(s.nodes, id)
-			s.orderDirty = true
-		}
+	if s.nodes.deleteFunc(func(n *nodeStatus) bool { return n.spec.ID.Cluster == cluster }) > 0 {
+		s.orderDirty = true
 	}
 	delete(s.clusters, cluster)
 	s.mu.Unlock()
@@ -168,22 +192,21 @@ func (s *store) forgetCluster(cluster string) {
 // setOrphans replaces a cluster's orphans.
 func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.Time) {
 	s.mu.Lock()
-	for id, n := range s.nodes {
-		if id.Cluster == cluster && n.orphan {
-			if _, ok := orphans[id]; !ok {
-				delete(s.nodes, id)
-				s.orderDirty = true
-			}
-		}
+	if s.nodes.deleteFunc(func(n *nodeStatus) bool {
+		_, still := orphans[n.spec.ID]
+		return n.orphan && n.spec.ID.Cluster == cluster && !still
+	}) > 0 {
+		s.orderDirty = true
 	}
 	for id, r := range orphans {
-		if n := s.nodes[id]; n != nil {
+		if n := s.nodeLocked(id); n != nil {
 			continue // tracked as desired or decommissioning
 		}
 		spec := r.Spec()
+		spec.ID = id // the key, as it is the ref's
 		n := &nodeStatus{spec: &spec, orphan: true, lastChange: now}
 		setStatus(n, StatusOrphan, "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans", now)
-		s.nodes[id] = n
+		s.nodes.put(id, n)
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
@@ -192,7 +215,10 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.
 
 // node returns a tracked NodeID's status; nil when it is not tracked (its
 // cluster was forgotten mid-pass): every writer tolerates that.
-func (s *store) nodeLocked(id NodeID) *nodeStatus { return s.nodes[id] }
+func (s *store) nodeLocked(id NodeID) *nodeStatus {
+	n, _ := s.nodes.get(id)
+	return n
+}
 
 func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
 	if n.status != st {
@@ -238,12 +264,12 @@ func (s *store) drift(id NodeID, rep Repair) {
 		// A later pass over the same drift that cannot attribute it (the
 		// live object's managedFields already name us) never replaces a
 		// known attribution with "unknown".
-		if rep.Attribution == nil && n.repair != nil && n.repair.Attribution != nil &&
-			n.repair.VerifiedAt.IsZero() && n.repair.Drift.Summary() == rep.Drift.Summary() {
-			rep.Attribution = n.repair.Attribution
+		if last := n.lastRepair(); rep.Attribution == nil && last != nil && last.Attribution != nil &&
+			last.VerifiedAt.IsZero() && last.Drift.Summary() == rep.Drift.Summary() {
+			rep.Attribution = last.Attribution
 		}
 		r := rep
-		n.repair = &r
+		n.more().repair = &r
 	}
 	s.mu.Unlock()
 	s.markDirty()
@@ -252,12 +278,13 @@ func (s *store) drift(id NodeID, rep Repair) {
 func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 	s.mu.Lock()
 	if n := s.nodeLocked(id); n != nil {
-		if rep.Attribution == nil && n.repair != nil && n.repair.Attribution != nil {
-			rep.Attribution = n.repair.Attribution
+		if last := n.lastRepair(); rep.Attribution == nil && last != nil && last.Attribution != nil {
+			rep.Attribution = last.Attribution
 		}
 		r := rep
-		n.repair = &r
-		n.repairs++
+		x := n.more()
+		x.repair = &r
+		x.repairs++
 		c := s.clusterLocked(id.Cluster)
 		c.repairs = append(c.repairs, latency)
 		if len(c.repairs) > 100 {
@@ -271,14 +298,15 @@ func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 func (s *store) verified(id NodeID, observedAt, now time.Time) {
 	s.mu.Lock()
 	if n := s.nodeLocked(id); n != nil {
-		n.repairedAt = now
-		if n.repair != nil {
-			r := *n.repair
+		x := n.more()
+		x.repairedAt = now
+		if x.repair != nil {
+			r := *x.repair
 			r.VerifiedAt = observedAt
 			if r.VerifiedAt.Before(r.AppliedAt) {
 				r.VerifiedAt = now
 			}
-			n.repair = &r
+			x.repair = &r
 		}
 	}
 	s.mu.Unlock()
@@ -287,10 +315,10 @@ func (s *store) verified(id NodeID, observedAt, now time.Time) {
 
 func (s *store) failed(id NodeID, err string) {
 	s.mu.Lock()
-	if n := s.nodeLocked(id); n != nil && n.repair != nil {
-		r := *n.repair
+	if n := s.nodeLocked(id); n != nil && n.lastRepair() != nil {
+		r := *n.extra.repair
 		r.Err = err
-		n.repair = &r
+		n.extra.repair = &r
 	}
 	s.mu.Unlock()
 }
@@ -313,7 +341,7 @@ func (s *store) recentlyRepaired(id NodeID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodeLocked(id)
-	return n != nil && !n.repairedAt.IsZero() && now.Sub(n.repairedAt) < s.opts.RepairedHold
+	return n != nil && !n.repairedAt().IsZero() && now.Sub(n.repairedAt()) < s.opts.RepairedHold
 }
 
 // statusOf returns a NodeID's current status (tests and the loop's stuck
@@ -422,6 +450,12 @@ func (s *store) subscribe() (<-chan *Snapshot, func()) {
 		once.Do(func() {
 			s.mu.Lock()
 			delete(s.subs, id)
+			if len(s.subs) == 0 {
+				// The last subscriber left: nobody needs the kept
+				// snapshot (a copy of every NodeID's status) any
+				// more; the next subscriber asks for a new one.
+				s.latest = nil
+			}
 			s.mu.Unlock()
 		})
 	}
@@ -460,17 +494,15 @@ func (s *store) publish(now time.Time) {
 	s.mu.Unlock()
 }
 
-func (s *store) orderLocked() []NodeID {
-	if s.orderDirty || len(s.order) != len(s.nodes) {
-		s.order = s.order[:0]
-		for id := range s.nodes {
-			s.order = append(s.order, id)
+// orderLocked returns the records sorted by the text of their NodeID.
+func (s *store) orderLocked() []*nodeStatus {
+	if s.orderDirty || len(s.order) != s.nodes.len() {
+		clear(s.order) // no stale record stays reachable past the new length
+		s.order = slices.Grow(s.order[:0], s.nodes.len())
+		for _, n := range s.nodes.all() {
+			s.order = append(s.order, n)
 		}
-		slices.SortFunc(s.order, CompareText)
-		s.orderRecs = slices.Grow(s.orderRecs[:0], len(s.order))
-		for _, id := range s.order {
-			s.orderRecs = append(s.orderRecs, s.nodes[id])
-		}
+		slices.SortFunc(s.order, func(a, b *nodeStatus) int { return CompareText(a.spec.ID, b.spec.ID) })
 		s.orderDirty = false
 	}
 	return s.order
@@ -515,7 +547,8 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			objects[curName] += curObjects
 		}
 	}
-	for i, id := range order {
+	for _, n := range order {
+		id := n.spec.ID
 		if !started || id.Cluster != curName {
 			flush()
 			started, curName, curObjects = true, id.Cluster, 0
@@ -534,9 +567,8 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 				}
 			}
 		}
-		n := s.orderRecs[i]
 		st, reason := n.status, n.reason
-		if st == StatusRepaired && now.Sub(n.repairedAt) >= s.opts.RepairedHold {
+		if st == StatusRepaired && now.Sub(n.repairedAt()) >= s.opts.RepairedHold {
 			st = StatusInSync
 		}
 		if curStale {
@@ -545,16 +577,14 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			reason = n.spec.Note
 		}
 		ns := NodeStatus{
-			ID: id, Status: st, Reason: reason, LastRepair: n.repair, Timeline: n.timeline,
-			ReadyReplicas: n.ready, DesiredReplicas: n.replicas, LastChange: n.lastChange, Repairs: n.repairs,
+			ID: id, Status: st, Reason: reason, Timeline: n.timeline,
+			ReadyReplicas: n.ready, DesiredReplicas: n.replicas, LastChange: n.lastChange,
 			Spec: n.spec,
 		}
 		n.fillExtra(&ns)
-		if n.spec != nil {
-			ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
-			if p, ok := s.appPolicy[n.spec.Application]; ok {
-				ns.Policy = p
-			}
+		ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
+		if p, ok := s.appPolicy[n.spec.Application]; ok {
+			ns.Policy = p
 		}
 		snap.Nodes = append(snap.Nodes, ns)
 		curCounts[st]++

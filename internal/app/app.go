@@ -49,9 +49,14 @@ type App struct {
 	// clusters; nil: every cluster is registered.
 	rep *replicas
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// cfg is the config running now, as retainLocked keeps it: without
+	// its applications unless Cluster API discovery may compile them.
 	cfg   *config.Config
 	found map[string]discovered // clusters discovered through Cluster API
+	// discovering is set once Run started Cluster API discovery: its
+	// handlers compile the applications of a.cfg from then on.
+	discovering bool
 
 	// ws are the config's Terraform workspaces; wsSpecs (guarded by
 	// desiredMu) the desired state each last reported.
@@ -134,7 +139,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	ho.Intent = store
 	ho.Logger = opts.Logger.With("component", "hub")
 	h := hub.New(ho)
-	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, cfg: cfg, found: make(map[string]discovered)}
+	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered)}
+	a.cfg = a.retainLocked(cfg) // a is not shared yet
 	if err := h.LoadIntent(); err != nil {
 		_ = a.Close()
 		return nil, err
@@ -177,6 +183,23 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	return a, nil
+}
+
+// retainLocked returns what the app keeps of a loaded config for its life:
+// all of it while Cluster API discovery may run (its handlers compile the
+// applications for each discovered cluster), else all but the applications,
+// which only compiling the desired state needs and which are a large part
+// of a config at scale (every application's fields, config data, labels
+// and environment). Reloads compare the clusters, hub, notifications and
+// terraform sections and Ready reads the clusters: those stay. Callers hold
+// a.mu.
+func (a *App) retainLocked(cfg *config.Config) *config.Config {
+	if a.discovering || len(cfg.ClusterAPI) > 0 {
+		return cfg
+	}
+	kept := *cfg
+	kept.Applications = nil
+	return &kept
 }
 
 // Hub returns the app's hub.
@@ -246,6 +269,7 @@ func (a *App) Run(ctx context.Context) error {
 	wg.Go(func() { a.ws.run(ctx) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
+	a.discovering = a.discovering || len(sources) > 0
 	a.mu.Unlock()
 	for _, src := range sources {
 		wg.Go(func() { a.runDiscovery(ctx, src) })
@@ -331,7 +355,7 @@ func (a *App) Reload(allowPrune bool) error {
 		return fmt.Errorf("reload %s: %w", a.path, err)
 	}
 	a.mu.Lock()
-	a.cfg = cfg
+	a.cfg = a.retainLocked(cfg)
 	a.mu.Unlock()
 	for _, id := range gone {
 		a.dropCluster(id)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // TestWriteIgnoreRule: the rule lands in the file (comments kept) through
@@ -83,10 +84,11 @@ applications:
 	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
 		t.Fatalf("mode %v, want 0640 kept", fi.Mode().Perm())
 	}
-	a.mu.Lock()
-	rules := a.cfg.Applications[0].Ignore
-	a.mu.Unlock()
-	if len(rules) != 1 {
-		t.Fatalf("after the reload application web has %d ignore rules, want 1", len(rules))
+	spec, ok := a.Hub().Desired(hub.NewNodeID("c1", "shop", "web", hub.KindDeployment))
+	if !ok {
+		t.Fatal("after the reload the hub does not want web's Deployment")
+	}
+	if rules := spec.Ignore.For(hub.KindDeployment); len(rules) != 1 {
+		t.Fatalf("after the reload web's Deployment has %d ignore rules, want 1", len(rules))
 	}
 }

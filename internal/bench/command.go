@@ -790,23 +790,27 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 		return nil, err
 	}
 	s.Precreate = msDuration(time.Since(began))
-	// From here on only the hub holds the compiled objects.
-	cfg := w.cfg
-	w = nil
+	// From here on only the hub holds the config and the compiled objects
+	// (as much of them as it keeps): the heap per object is the hub's. A
+	// failed sync is explained from the file, loaded again.
+	path := w.cfg.Path
 
 	if err := ResetPeakRSS(); err != nil {
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
 	b.progress("scale: starting a fresh hub on %d existing objects", total)
 	began = time.Now()
-	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
+	rh, err := b.startHub(ctx, &workload{cfg: w.cfg}, hub.Options{}, false)
+	w = nil
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rh.Stop() }()
 	if err := b.waitInSync(ctx, rh.app.Hub(), total, b.syncLimit(o.Objects)); err != nil {
 		s.SyncFailed = true
-		s.Failures = explainUnsynced(config.Compile(cfg), rh.app.Hub().Snapshot())
+		if cfg, lerr := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }}); lerr == nil {
+			s.Failures = explainUnsynced(config.Compile(cfg), rh.app.Hub().Snapshot())
+		}
 		return s, fmt.Errorf("scale run: %w", err)
 	}
 	s.InitialSync = msDuration(time.Since(began))
@@ -832,7 +836,6 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	if err := rh.Stop(); err != nil {
 		return nil, fmt.Errorf("scale run: %w", err)
 	}
-	runtime.KeepAlive(cfg)
 	return s, nil
 }
 
