@@ -30,10 +30,27 @@ import (
 // `driftwatch -f PATH` in this process: the child on the pseudo-terminal.
 const tuiChildEnv = "DRIFTWATCH_TUI_CHILD"
 
-// noExitSleep keeps a -race child from sleeping a second at exit (the race
-// runtime's atexit_sleep_ms defaults to 1000): the exit budget is the
-// program's, not the race detector's.
-const noExitSleep = "GORACE=atexit_sleep_ms=0"
+// childRace is the GORACE of a -race child: no sleep at exit (the race
+// runtime's atexit_sleep_ms defaults to 1000; the exit budget is the
+// program's, not the race detector's), and its reports written under dir
+// (its stderr is the pseudo-terminal, which nobody reads): a child that
+// found a race exits with status 66, and raceReports shows why.
+func childRace(dir string) string {
+	return "GORACE=atexit_sleep_ms=0 log_path=" + filepath.Join(dir, "race")
+}
+
+// raceReports returns the race reports a child wrote under dir ("" if
+// none).
+func raceReports(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "race.*"))
+	var b strings.Builder
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			b.Write(data)
+		}
+	}
+	return b.String()
+}
 
 // hangupExitBudget is how long the TUI mode may take to exit once its
 // terminal is gone (the issue's bar).
@@ -79,7 +96,7 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 			logPath := filepath.Join(dir, "tui.log")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestTUIEndsWithItsTerminal$", "-test.timeout=5m")
 			cmd.Env = append(os.Environ(), tuiChildEnv+"="+path, "DRIFTWATCH_TUI_LOG="+logPath,
-				"XDG_STATE_HOME="+dir, "TERM=xterm-256color", noExitSleep)
+				"XDG_STATE_HOME="+dir, "TERM=xterm-256color", childRace(dir))
 			ptmx, tty := openPTY(t)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			if tc.controlling {
@@ -114,6 +131,9 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 				<-drained
 				if t.Failed() {
 					t.Logf("child log:\n%s", tail(logPath))
+					if r := raceReports(dir); r != "" {
+						t.Logf("child race reports:\n%s", r)
+					}
 				}
 			})
 
@@ -265,7 +285,7 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 	bins := lctest.BinDir(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoEndsWithItsTerminal$", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, app.EnvBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color", noExitSleep)
+	cmd.Env = append(os.Environ(), demoChildEnv+"="+dir, app.EnvBinDir+"="+bins, "XDG_STATE_HOME="+dir, "TERM=xterm-256color", childRace(dir))
 	ptmx, tty := openPTY(t)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -297,6 +317,9 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 			<-exited
 		}
 		<-drained
+		if r := raceReports(dir); t.Failed() && r != "" {
+			t.Logf("child race reports:\n%s", r)
+		}
 		for _, pid := range processesUnder(dir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -1,8 +1,12 @@
 package tui
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -45,4 +49,43 @@ func TestClusterViewShowsASyncedNote(t *testing.T) {
 			t.Errorf("the synced note is not shown:\n%s", out)
 		}
 	}
+}
+
+// TestStopOnDone: a program whose context ends is asked to quit (killed
+// only if it has not ended after quitGrace); after a hangup it is killed at
+// once; one that ended first is left alone.
+func TestStopOnDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(cause error, endsAfterQuit bool) (quits, kills int, took time.Duration) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			ended := make(chan struct{})
+			var once sync.Once
+			end := func() { once.Do(func() { close(ended) }) }
+			quit := func() {
+				quits++
+				if endsAfterQuit {
+					end()
+				}
+			}
+			kill := func() { kills++; end() }
+			start := time.Now()
+			done := make(chan struct{})
+			go func() { defer close(done); stopOnDone(ctx, ended, quit, kill) }()
+			cancel(cause)
+			<-done
+			return quits, kills, time.Since(start)
+		}
+		if q, k, d := run(context.Canceled, true); q != 1 || k != 0 || d != 0 {
+			t.Errorf("context ended, program quits: %d quits, %d kills after %s; want 1, 0 at once", q, k, d)
+		}
+		if q, k, d := run(context.Canceled, false); q != 1 || k != 1 || d != quitGrace {
+			t.Errorf("context ended, program stuck: %d quits, %d kills after %s; want 1, 1 after %s", q, k, d, quitGrace)
+		}
+		if q, k, d := run(fmt.Errorf("pty: %w", ErrHangup), true); q != 0 || k != 1 || d != 0 {
+			t.Errorf("hangup: %d quits, %d kills after %s; want 0, 1 at once", q, k, d)
+		}
+		ended := make(chan struct{})
+		close(ended)
+		stopOnDone(t.Context(), ended, func() { t.Error("quit after the program ended") }, func() { t.Error("kill after the program ended") })
+	})
 }

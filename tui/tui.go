@@ -13,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -214,12 +215,24 @@ func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramO
 	defer m.Close()
 	po, release := terminalOptions(hangup)
 	defer release()
-	po = append(po, tea.WithContext(ctx))
+	// The program is killed only through kill: when ctx ends with the
+	// terminal still there (SIGTERM, the hub stopping), it quits as q
+	// does, which waits for its input reader before closing it and
+	// restores the terminal; a kill does neither (and races its reader).
+	killCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	po = append(po, tea.WithContext(killCtx))
 	if opts.NoColor {
 		po = append(po, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	po = append(po, progOpts...)
-	_, err := tea.NewProgram(m, po...).Run()
+	p := tea.NewProgram(m, po...)
+	ended := make(chan struct{})
+	var wg conc.WaitGroup
+	wg.Go(func() { stopOnDone(ctx, ended, p.Quit, kill) })
+	_, err := p.Run()
+	close(ended)
+	wg.Wait()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHangup) {
 		return cause // a hangup seen here or by the caller's NotifyHangup
 	}
@@ -230,6 +243,34 @@ func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramO
 		return fmt.Errorf("tui: %w", err)
 	}
 	return nil
+}
+
+// quitGrace is how long a program asked to quit because its context ended
+// gets before it is killed.
+const quitGrace = time.Second
+
+// stopOnDone ends a program whose context ended before it did (ended):
+// after a hangup it is killed at once (the terminal is gone, nothing to
+// restore); otherwise it is asked to quit, and killed if it has not ended
+// after quitGrace.
+func stopOnDone(ctx context.Context, ended <-chan struct{}, quit, kill func()) {
+	select {
+	case <-ended:
+		return
+	case <-ctx.Done():
+	}
+	if errors.Is(context.Cause(ctx), ErrHangup) {
+		kill()
+		return
+	}
+	quit()
+	t := time.NewTimer(quitGrace)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+		kill()
+	}
 }
 
 // Close ends the hub subscription and releases the command waiting for the
