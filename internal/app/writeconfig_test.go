@@ -16,16 +16,7 @@ import (
 // config would reject leaves the file as it was.
 func TestWriteIgnoreRule(t *testing.T) {
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, dir)
 	target := filepath.Join(dir, "target.yaml")
 	original := `# the fleet
 clusters:
@@ -91,4 +82,22 @@ applications:
 	if rules := spec.Ignore.For(hub.KindDeployment); len(rules) != 1 {
 		t.Fatalf("after the reload web's Deployment has %d ignore rules, want 1", len(rules))
 	}
+}
+
+// unreachableKubeconfig writes a kubeconfig into dir whose one cluster
+// listens nowhere (https://127.0.0.1:1), for tests that need a valid config
+// but no cluster, and returns its path.
+func unreachableKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
