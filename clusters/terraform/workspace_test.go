@@ -16,33 +16,9 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/driftwatch/driftwatch/clusters/terraform"
+	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
 	"github.com/driftwatch/driftwatch/hub"
 )
-
-// tools returns the tofu binary and the CLI config of the tools folder. It
-// skips without $DRIFTWATCH_TOFU_DIR in a plain `go test`, and fails when
-// the variable is set but the tools are not there, or when it is unset but
-// $DRIFTWATCH_BIN_DIR is (as under scripts/test.sh): there every test here
-// must run.
-func tools(t *testing.T) (bin, cliConfig string) {
-	t.Helper()
-	dir := os.Getenv(terraform.EnvToolsDir)
-	if dir == "" {
-		if os.Getenv("DRIFTWATCH_BIN_DIR") != "" {
-			// scripts/test.sh sets both: a real-tool test never skips there.
-			t.Fatalf("$DRIFTWATCH_BIN_DIR is set but $%s is not: run scripts/test.sh, or export both from scripts/build-binaries.sh --env", terraform.EnvToolsDir)
-		}
-		t.Skipf("$%s is not set: build the tools with scripts/build-binaries.sh tofu", terraform.EnvToolsDir)
-	}
-	bin = filepath.Join(dir, "bin", "tofu")
-	cliConfig = filepath.Join(dir, "tofurc")
-	for _, p := range []string{bin, cliConfig} {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("$%s=%s: %v (build the tools with scripts/build-binaries.sh tofu)", terraform.EnvToolsDir, dir, err)
-		}
-	}
-	return bin, cliConfig
-}
 
 // mainTF manages two files in the workspace's folder (watched) and one in
 // its out/ subfolder (not watched: only a poll finds its drift); the keys
@@ -218,7 +194,7 @@ func lastDrift(s *hub.Snapshot, id hub.NodeID) (hub.DriftClass, []hub.FieldDiff)
 }
 
 func TestWorkspaceRepairsEditedAndDeletedFiles(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	// A long interval: detection below comes from fsnotify.
 	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
@@ -263,7 +239,7 @@ func TestWorkspaceRepairsEditedAndDeletedFiles(t *testing.T) {
 }
 
 func TestWorkspaceIntervalFindsUnwatchedDrift(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	// out/ is not watched: only the poll at the interval finds this.
 	r := start(t, dir, cli, hub.PolicyRepair, time.Second)
@@ -282,7 +258,7 @@ func TestWorkspaceIntervalFindsUnwatchedDrift(t *testing.T) {
 }
 
 func TestWorkspaceWarnReportsWithoutApplying(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	r := start(t, dir, cli, hub.PolicyWarn, time.Hour)
 	r.waitFor(t, "workspace ready", 60*time.Second, ready)
@@ -309,7 +285,7 @@ func TestWorkspaceWarnReportsWithoutApplying(t *testing.T) {
 }
 
 func TestWorkspaceBrokenConfigIsAHealthError(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
 	r.waitFor(t, "workspace ready", 60*time.Second, ready)
@@ -343,7 +319,7 @@ func TestWorkspaceBrokenConfigIsAHealthError(t *testing.T) {
 }
 
 func TestWorkspaceLockedStateIsReportedAndRetried(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	// Hold the local backend's lock (an fcntl write lock on the state
 	// file, as a running tofu apply would) before the workspace starts.
@@ -377,7 +353,7 @@ func TestWorkspaceLockedStateIsReportedAndRetried(t *testing.T) {
 // removed from the configuration but still in the state is refused,
 // because its plan would destroy it, and the file stays.
 func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
 	r.waitFor(t, "workspace ready", 60*time.Second, ready)
@@ -440,7 +416,7 @@ func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
 // in sync, and the workspace's note names what is not applied; applying it
 // clears the note.
 func TestWorkspaceReportsConfigNotApplied(t *testing.T) {
-	bin, cli := tools(t)
+	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
 	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
 	r.waitFor(t, "workspace ready", 60*time.Second, ready)

@@ -13,27 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters/terraform"
+	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
-
-// requireTofu skips without $DRIFTWATCH_TOFU_DIR (a plain `go test`), and
-// fails when the variable is set but the tools are not there: under
-// scripts/test.sh every test here must run.
-func requireTofu(t *testing.T) {
-	t.Helper()
-	dir := os.Getenv(terraform.EnvToolsDir)
-	if dir == "" {
-		t.Skipf("$%s is not set: build the tools with scripts/build-binaries.sh tofu", terraform.EnvToolsDir)
-	}
-	for _, p := range []string{filepath.Join(dir, "bin", "tofu"), filepath.Join(dir, "tofurc")} {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("$%s=%s: %v (build the tools with scripts/build-binaries.sh tofu)", terraform.EnvToolsDir, dir, err)
-		}
-	}
-}
 
 // TestDemoWorkspaceWithoutTools: without the tools the demo has no
 // workspace, and no error (it says how to build them).
@@ -59,7 +44,7 @@ func TestDemoWorkspaceWithoutTools(t *testing.T) {
 // section; the drift generator edits one file and deletes another, and the
 // hub repairs both (apply -target) back to the configuration's content.
 func TestDemoWorkspaceDriftAndRepair(t *testing.T) {
-	requireTofu(t)
+	tftest.Tools(t)
 	dir := t.TempDir()
 	ws, err := setupDemoWorkspace(t.Context(), dir, os.Getenv)
 	if err != nil {
@@ -132,7 +117,7 @@ func TestDemoWorkspaceDriftAndRepair(t *testing.T) {
 // interval restarts it; the running workspace keeps repairing after each
 // reload, and a reload emptying the config is refused.
 func TestReloadTerraformWorkspaces(t *testing.T) {
-	requireTofu(t)
+	tftest.Tools(t)
 	dir := t.TempDir()
 	ws, err := setupDemoWorkspace(t.Context(), dir, os.Getenv)
 	if err != nil || ws == nil {
@@ -218,7 +203,7 @@ func TestReloadTerraformWorkspaces(t *testing.T) {
 // repaired as usual; once the file is fixed the workspace is ready and its
 // resources in sync.
 func TestBrokenWorkspaceClustersKeepWorking(t *testing.T) {
-	requireTofu(t)
+	tftest.Tools(t)
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	ws, err := setupDemoWorkspace(t.Context(), t.TempDir(), os.Getenv)
 	if err != nil || ws == nil {
