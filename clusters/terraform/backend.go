@@ -85,15 +85,8 @@ func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, 
 		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: %s: not running", w.opts.ID, spec.Name)
 	}
 	planPath := filepath.Join(w.tmp, "repair.tfplan")
-	opts := []tfexec.PlanOption{tfexec.Target(spec.Name), tfexec.Out(planPath), tfexec.LockTimeout("0s")}
-	for _, v := range w.varArgs() {
-		opts = append(opts, tfexec.Var(v))
-	}
-	for _, f := range w.opts.VarFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
 	var out bytes.Buffer
-	if _, err := w.tf.PlanJSON(ctx, &out, opts...); err != nil {
+	if _, err := w.tf.PlanJSON(ctx, &out, w.planOptions(planPath, tfexec.Target(spec.Name))...); err != nil {
 		return hub.RepairResult{}, w.repairFailed("plan -target="+spec.Name, err, &out)
 	}
 	plan, err := w.tf.ShowPlanFile(ctx, planPath)

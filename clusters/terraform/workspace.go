@@ -320,7 +320,7 @@ func (w *Workspace) pollLocked(ctx context.Context) error {
 	}
 	planPath := filepath.Join(w.tmp, "refresh.tfplan")
 	var out bytes.Buffer
-	plan, err := w.planLocked(ctx, &out, planPath, tfexec.RefreshOnly(true))
+	plan, err := w.planLocked(ctx, &out, "plan -refresh-only", planPath, tfexec.RefreshOnly(true))
 	if err != nil {
 		return err
 	}
@@ -329,7 +329,7 @@ func (w *Workspace) pollLocked(ctx context.Context) error {
 	// shows there (a normal plan would hide the drift of resources it has
 	// no change for, such as one removed from the configuration).
 	out.Reset()
-	pendPlan, err := w.planLocked(ctx, &out, filepath.Join(w.tmp, "pending.tfplan"), tfexec.Refresh(false))
+	pendPlan, err := w.planLocked(ctx, &out, "plan -refresh=false", filepath.Join(w.tmp, "pending.tfplan"), tfexec.Refresh(false))
 	if err != nil {
 		return err
 	}
@@ -340,21 +340,10 @@ func (w *Workspace) pollLocked(ctx context.Context) error {
 	return nil
 }
 
-// planLocked runs plan -out with the workspace's variables and mode, and
-// reads the saved plan.
-func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, planPath string, mode tfexec.PlanOption) (*tfjson.Plan, error) {
-	opts := []tfexec.PlanOption{mode, tfexec.Out(planPath), tfexec.LockTimeout("0s")}
-	for _, v := range w.varArgs() {
-		opts = append(opts, tfexec.Var(v))
-	}
-	for _, f := range w.opts.VarFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
-	verb := "plan -refresh-only"
-	if _, ok := mode.(*tfexec.RefreshOption); ok {
-		verb = "plan -refresh=false"
-	}
-	if _, err := w.tf.PlanJSON(ctx, out, opts...); err != nil {
+// planLocked runs a poll's plan (verb names it in errors and health) into
+// planPath and reads the saved plan.
+func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, verb, planPath string, mode tfexec.PlanOption) (*tfjson.Plan, error) {
+	if _, err := w.tf.PlanJSON(ctx, out, w.planOptions(planPath, mode)...); err != nil {
 		return nil, w.runFailed(ctx, verb, err, out)
 	}
 	plan, err := w.tf.ShowPlanFile(ctx, planPath)
@@ -362,6 +351,20 @@ func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, planPath 
 		return nil, w.runFailed(ctx, "show -json", err, nil)
 	}
 	return plan, nil
+}
+
+// planOptions are the options of every plan the workspace runs: mode
+// (refresh-only, no refresh, a target), the saved plan's path, no waiting
+// for a held state lock, and the workspace's variables.
+func (w *Workspace) planOptions(planPath string, mode tfexec.PlanOption) []tfexec.PlanOption {
+	opts := []tfexec.PlanOption{mode, tfexec.Out(planPath), tfexec.LockTimeout("0s")}
+	for _, v := range w.varArgs() {
+		opts = append(opts, tfexec.Var(v))
+	}
+	for _, f := range w.opts.VarFiles {
+		opts = append(opts, tfexec.VarFile(f))
+	}
+	return opts
 }
 
 // setupLocked finds the binary and runs init once.
