@@ -183,6 +183,12 @@ func (d *decoder) binary(c child) string {
 // every cluster id and clusterAPI source name (they share the first part of
 // NodeIDs).
 func (d *decoder) workspaceReferences(clusterAt map[string]int) {
+	if d.cfg.Hub.Coordination != nil && len(d.workspaces) > 0 {
+		// Two replicas must never apply the same workspace, and
+		// workspaces are not claimed like clusters yet.
+		src := d.workspaces[0]
+		d.errorf(src.idPos, src.field, "terraform workspaces are not shared among replicas yet: run them in a hub without hub.coordination")
+	}
 	at := map[string]int{}
 	for i, w := range d.cfg.Terraform {
 		if w.ID == "" {

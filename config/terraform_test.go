@@ -77,6 +77,15 @@ terraform:
 			`config.yaml:7:9: terraform[1].id: duplicate terraform workspace id "files" (first at line 5)`,
 			`config.yaml:9:9: terraform[2].id: id "prod" is also a cluster id (clusters[0].id at line 2); workspace and cluster ids must differ`,
 		}},
+		{"with coordination", `hub:
+  coordination:
+    namespace: driftwatch
+terraform:
+  - id: files
+    dir: a
+`, []string{
+			`config.yaml:5:9: terraform[0]: terraform workspaces are not shared among replicas yet: run them in a hub without hub.coordination`,
+		}},
 		{"bad values", `terraform:
   - id: Files
     dir: a

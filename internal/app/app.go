@@ -104,6 +104,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Hub.Coordination != nil && len(cfg.Terraform) > 0 {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, errWorkspacesWithReplicas)
+	}
 	var store hub.IntentStore
 	var coordClient kubernetes.Interface
 	if co := cfg.Hub.Coordination; co != nil {
@@ -158,10 +161,6 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
 	var clusterBackends hub.Backends = a.reg
 	if co := cfg.Hub.Coordination; co != nil {
-		if len(cfg.Terraform) > 0 {
-			_ = a.Close()
-			return nil, fmt.Errorf("config %s: terraform: workspaces are not shared among replicas yet; run them in a hub without hub.coordination", cfg.Path)
-		}
 		r, err := newReplicas(a, co, coordClient, opts.ReplicaID)
 		if err != nil {
 			_ = a.Close()
@@ -305,6 +304,11 @@ func (a *App) clusterConfig(id string) (clusters.ClusterConfig, bool) {
 	return a.reg.Config(id)
 }
 
+// errWorkspacesWithReplicas refuses Terraform workspaces in a hub with
+// coordination, at start and on reload: two replicas must never apply the
+// same workspace, and workspaces are not claimed like clusters yet.
+var errWorkspacesWithReplicas = errors.New("terraform: workspaces are not shared among replicas yet; run them in a hub without hub.coordination")
+
 // Reload re-reads the config file. An invalid file changes nothing and
 // returns every error. A valid one goes to the hub's prune guard first: a
 // change that would decommission every managed object of a cluster, or more
@@ -331,7 +335,7 @@ func (a *App) Reload(allowPrune bool) error {
 	}
 	if a.rep != nil && len(cfg.Terraform) > 0 {
 		a.hub.RecordReload("rejected")
-		return fmt.Errorf("reload %s: terraform: workspaces are not shared among replicas yet; run them in a hub without hub.coordination", a.path)
+		return fmt.Errorf("reload %s: %w", a.path, errWorkspacesWithReplicas)
 	}
 	// A workspace removed from the config, or changed, is stopped and
 	// forgotten (never destroyed: Terraform resources are never deleted);
