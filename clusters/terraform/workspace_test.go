@@ -53,7 +53,7 @@ resource "local_file" "deep" {
 
 // workspaceDir makes a workspace folder with mainTF and applies it with the
 // real binary.
-func workspaceDir(t *testing.T, bin, cliConfig string) string {
+func workspaceDir(t testing.TB, bin, cliConfig string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF), 0o644); err != nil {
@@ -93,7 +93,7 @@ type run struct {
 	dir string
 }
 
-func start(t *testing.T, dir, cliConfig string, policy hub.Policy, interval time.Duration) *run {
+func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time.Duration) *run {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hub.New(hub.Options{ID: "test", Workers: 2, Logger: log.With("component", "hub"), Resync: -1})
@@ -118,7 +118,7 @@ func start(t *testing.T, dir, cliConfig string, policy hub.Policy, interval time
 	return &run{hub: h, ws: ws, dir: dir}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -132,7 +132,7 @@ var (
 )
 
 // waitFor polls the hub's snapshot until cond holds.
-func (r *run) waitFor(t *testing.T, what string, timeout time.Duration, cond func(*hub.Snapshot) bool) *hub.Snapshot {
+func (r *run) waitFor(t testing.TB, what string, timeout time.Duration, cond func(*hub.Snapshot) bool) *hub.Snapshot {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -463,4 +463,22 @@ resource "local_file" "extra" {
 		extra := terraform.NodeID("files", "local_file.extra", "local_file")
 		return c.State == hub.ClusterSynced && c.LastError == "" && status(s, extra) == hub.StatusInSync
 	})
+}
+
+// BenchmarkPoll measures one poll of a ready workspace of three local files
+// with the real tofu and provider: the refresh-only plan (drift), the plan
+// without refresh (configuration not applied) and reading both back. Most
+// of it is tofu starting and launching its provider:
+//
+//	DRIFTWATCH_TOFU_DIR="$(scripts/build-binaries.sh tofu)" go test -run x -bench Poll -benchtime 10x ./clusters/terraform/
+func BenchmarkPoll(b *testing.B) {
+	bin, cli := tftest.Tools(b)
+	dir := workspaceDir(b, bin, cli)
+	r := start(b, dir, cli, hub.PolicyRepair, time.Hour)
+	r.waitFor(b, "workspace ready", 60*time.Second, ready)
+	for b.Loop() {
+		if err := r.ws.Poll(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
