@@ -50,8 +50,15 @@ type fakeBackend struct {
 	onRead   func(id NodeID, fresh bool)
 	onRepair func(id NodeID)
 	readErr  func(id NodeID) error
-	repErr   func(id NodeID) error
-	attrib   *Attribution
+	// onWrite is called inside every write (Repair, Delete) with the
+	// write's context; an error fails the write.
+	onWrite func(ctx context.Context, id NodeID) error
+	// onAttribute is called by Attribute, without the lock.
+	onAttribute func(id NodeID)
+	// onList is called by ListOwned.
+	onList func()
+	repErr func(id NodeID) error
+	attrib *Attribution
 }
 
 func newFake(auto bool) *fakeBackend {
@@ -186,6 +193,9 @@ func (b *fakeBackend) DetectDrift(_ context.Context, spec NodeSpec, st State) (D
 }
 
 func (b *fakeBackend) Attribute(_ context.Context, spec NodeSpec, _ Drift) (*Attribution, error) {
+	if b.onAttribute != nil {
+		b.onAttribute(spec.ID)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o := b.truth[spec.ID]
@@ -198,9 +208,14 @@ func (b *fakeBackend) Attribute(_ context.Context, spec NodeSpec, _ Drift) (*Att
 	return &a, nil
 }
 
-func (b *fakeBackend) Repair(_ context.Context, spec NodeSpec, st State, _ Drift) (RepairResult, error) {
+func (b *fakeBackend) Repair(ctx context.Context, spec NodeSpec, st State, _ Drift) (RepairResult, error) {
 	if b.onRepair != nil {
 		b.onRepair(spec.ID)
+	}
+	if b.onWrite != nil {
+		if err := b.onWrite(ctx, spec.ID); err != nil {
+			return RepairResult{}, err
+		}
 	}
 	if b.repErr != nil {
 		if err := b.repErr(spec.ID); err != nil {
@@ -232,7 +247,12 @@ func (b *fakeBackend) Repair(_ context.Context, spec NodeSpec, st State, _ Drift
 	return res, nil
 }
 
-func (b *fakeBackend) Delete(_ context.Context, spec NodeSpec, st State) error {
+func (b *fakeBackend) Delete(ctx context.Context, spec NodeSpec, st State) error {
+	if b.onWrite != nil {
+		if err := b.onWrite(ctx, spec.ID); err != nil {
+			return err
+		}
+	}
 	b.mu.Lock()
 	b.log("delete " + spec.ID.Name())
 	o := b.truth[spec.ID]
@@ -266,6 +286,9 @@ func (b *fakeBackend) Delete(_ context.Context, spec NodeSpec, st State) error {
 
 // ListOwned lists the objects carrying our marks (owned, of this hub).
 func (b *fakeBackend) ListOwned(context.Context) ([]SpecRef, error) {
+	if b.onList != nil {
+		b.onList()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []SpecRef

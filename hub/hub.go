@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -43,6 +44,13 @@ type Options struct {
 	FeedLength int
 	// CallTimeout bounds each API call of a reconcile. Default 30s.
 	CallTimeout time.Duration
+	// IntentWait bounds how long a pause, a hold or a warn override waits
+	// for the writes in its scope that were already let through; writes
+	// still running then are cancelled and waited for. Either way the
+	// call returns only once none of them can still write. Default 1s.
+	IntentWait time.Duration
+	// MaxHoldTTL is the longest hold allowed. Default MaxHoldTTL.
+	MaxHoldTTL time.Duration
 	// ShutdownGrace bounds how long calls in flight may finish after the
 	// context ends; then they are cancelled. No new pass and no new write
 	// starts once the context has ended. Default 500ms.
@@ -119,6 +127,12 @@ func (o Options) withDefaults() Options {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
 	}
+	if o.IntentWait <= 0 {
+		o.IntentWait = time.Second
+	}
+	if o.MaxHoldTTL <= 0 {
+		o.MaxHoldTTL = MaxHoldTTL
+	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 500 * time.Millisecond
 	}
@@ -177,9 +191,22 @@ type Hub struct {
 	clusters  map[string]*clusterLoop
 	appPolicy map[string]Policy
 	holds     map[HoldTarget]Hold
+	// seq numbers intent changes (see intentView); pauses, appPolicySeq
+	// and holdSeq hold the number of the change that set each switch.
+	// Pauses are kept by cluster id apart from the cluster's loop state,
+	// so a cluster forgotten and discovered again is still paused.
+	seq          uint64
+	pauses       map[string]uint64
+	appPolicySeq map[string]uint64
+	holdSeq      map[HoldTarget]uint64
+	// writes are the writes the gate let through that have not returned,
+	// by NodeID (a NodeID has one pass at a time).
+	writes map[NodeID]*inflight
 	// orphans are the objects found carrying our marks that nothing
 	// wants or remembers, by cluster.
 	orphans map[string]map[NodeID]SpecRef
+	// clusterPolicy is each cluster's default policy, for its orphans.
+	clusterPolicy map[string]Policy
 	// scans are clusters waiting for an orphan scan.
 	scans   map[string]bool
 	scanNow chan struct{}
@@ -275,10 +302,12 @@ type nodeLoop struct {
 	// drift or repair (most NodeIDs never have one): nil reads as its
 	// zero value.
 	rep *nodeRepairs
-	// manual asks for a repair that overrides warn-only and pause once;
+	// manual is the sequence number of a pending manual repair (0: none):
+	// it overrides warn-only, a pause or a hold set before it, once.
+	manual uint64
 	// fresh makes the next read bypass the watch cache (catch-up after a
 	// disconnect).
-	manual, fresh bool
+	fresh bool
 	// seen is set once the object was seen on its cluster or created by
 	// the hub: a missing object is then drift, not a first apply.
 	seen bool
@@ -313,7 +342,6 @@ type clusterLoop struct {
 	ready   bool
 	lastGen int64
 	lastSeq int64
-	paused  bool
 	// parked are NodeIDs a worker met while the cluster was not ready:
 	// they are enqueued again the moment it becomes ready, so nothing
 	// waits for the periodic resync.
@@ -324,17 +352,22 @@ type clusterLoop struct {
 func New(opts Options) *Hub {
 	opts = opts.withDefaults()
 	h := &Hub{
-		opts:      opts,
-		log:       opts.Logger,
-		queue:     newQueue(opts),
-		metrics:   newMetrics(),
-		nodes:     newIDIndex(nodeKey),
-		clusters:  make(map[string]*clusterLoop),
-		appPolicy: make(map[string]Policy),
-		holds:     make(map[HoldTarget]Hold),
-		orphans:   make(map[string]map[NodeID]SpecRef),
-		scans:     make(map[string]bool),
-		scanNow:   make(chan struct{}, 1),
+		opts:          opts,
+		log:           opts.Logger,
+		queue:         newQueue(opts),
+		metrics:       newMetrics(),
+		nodes:         newIDIndex(nodeKey),
+		clusters:      make(map[string]*clusterLoop),
+		appPolicy:     make(map[string]Policy),
+		holds:         make(map[HoldTarget]Hold),
+		pauses:        make(map[string]uint64),
+		holdSeq:       make(map[HoldTarget]uint64),
+		writes:        make(map[NodeID]*inflight),
+		appPolicySeq:  make(map[string]uint64),
+		orphans:       make(map[string]map[NodeID]SpecRef),
+		clusterPolicy: make(map[string]Policy),
+		scans:         make(map[string]bool),
+		scanNow:       make(chan struct{}, 1),
 	}
 	h.status = newStore(opts, h.metrics, h.queue.Len)
 	return h
@@ -363,6 +396,13 @@ type DesiredOptions struct {
 	// count for the prune guard. Nothing is forgotten when the guard
 	// refuses the change.
 	Forget []string
+	// Only, when not nil, limits the change to these clusters: the desired
+	// state, decommissions and applied records of every other cluster are
+	// left as they are, neither judged by the prune guard nor
+	// decommissioned. A start uses it for the clusters it knows so far, so
+	// what was applied on clusters that discovery (Cluster API) or a
+	// Terraform workspace produces later is judged when they appear.
+	Only []string
 }
 
 // ErrPruneRefused is wrapped by the error of a desired-state change that the
@@ -479,6 +519,13 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	for i := range specs {
 		s := specs[i]
 		next[s.ID] = &s
+	}
+	if opts.Only != nil {
+		inner, only := scope, make(map[string]bool, len(opts.Only))
+		for _, c := range opts.Only {
+			only[c] = true
+		}
+		scope = func(id NodeID) bool { return inner(id) && only[id.Cluster] }
 	}
 	if len(opts.Forget) > 0 {
 		inner := scope
@@ -597,6 +644,18 @@ func sortIDs(ids []NodeID) {
 	slices.SortFunc(ids, func(a, b NodeID) int { return strings.Compare(a.String(), b.String()) })
 }
 
+// RecordedClusters returns, sorted, the clusters the hub has records of
+// (desired state, decommissions, or what an earlier run applied).
+func (h *Hub) RecordedClusters() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := make(map[string]bool)
+	for id := range h.nodes.all() {
+		seen[id.Cluster] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // Desired returns the desired spec of a NodeID.
 func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 	h.mu.Lock()
@@ -651,6 +710,11 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 	if cl == nil {
 		cl = &clusterLoop{}
 		h.clusters[ch.Cluster] = cl
+		if h.pauses[ch.Cluster] != 0 {
+			// A cluster forgotten (or removed) and back is still
+			// paused: the pause is intent, not cluster state.
+			h.status.paused(ch.Cluster, true)
+		}
 	}
 	if ch.Seq != 0 && ch.Seq < cl.lastSeq {
 		h.mu.Unlock()
@@ -715,8 +779,9 @@ func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 	return ids
 }
 
-// RepairNow asks for an immediate repair of one NodeID, overriding warn-only
-// and a paused cluster for this one repair.
+// RepairNow asks for an immediate repair of one NodeID, overriding warn-only,
+// a pause or a hold for this one repair; a pause, hold or warn override set
+// after the request wins over it.
 func (h *Hub) RepairNow(id NodeID) error {
 	now := h.opts.Now()
 	h.mu.Lock()
@@ -726,7 +791,7 @@ func (h *Hub) RepairNow(id NodeID) error {
 		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
 	}
 	n := &rec.nodeLoop
-	n.manual = true
+	n.manual = h.nextSeqLocked()
 	if n.rep != nil {
 		n.rep.backoffTill = time.Time{}
 	}
@@ -739,22 +804,25 @@ func (h *Hub) RepairNow(id NodeID) error {
 	return nil
 }
 
-// PauseCluster pauses or resumes repairs on one cluster. Resuming enqueues
-// every NodeID of the cluster. With an intent store the pause survives a
-// restart; an error means it could not be recorded (the pause still holds
-// in this run).
+// PauseCluster pauses or resumes repairs on one cluster. Pausing returns
+// once no write on the cluster can still happen: writes already let through
+// have finished, or were cancelled after Options.IntentWait. Resuming
+// enqueues every NodeID of the cluster. With an intent store the pause
+// survives a restart; an error means it could not be recorded (the pause
+// still holds in this run).
 func (h *Hub) PauseCluster(cluster string, paused bool) error {
 	h.mu.Lock()
-	cl := h.clusters[cluster]
-	if cl == nil {
-		cl = &clusterLoop{state: ClusterConnecting}
-		h.clusters[cluster] = cl
-	}
-	cl.paused = paused
-	ids := h.clusterIDsLocked(cluster)
-	h.status.paused(cluster, paused)
-	h.mu.Unlock()
-	if !paused {
+	if paused == (h.pauses[cluster] != 0) {
+		h.mu.Unlock()
+	} else {
+		h.setPausedLocked(cluster, paused)
+		var ids []NodeID
+		if !paused {
+			ids = h.clusterIDsLocked(cluster)
+		}
+		ws := h.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == cluster })
+		h.mu.Unlock()
+		h.drain(ws)
 		for _, id := range ids {
 			h.queue.Add(id)
 		}
@@ -767,16 +835,23 @@ func (h *Hub) PauseCluster(cluster string, paused bool) error {
 	return nil
 }
 
+// setPausedLocked records a cluster's pause. Callers hold h.mu.
+func (h *Hub) setPausedLocked(cluster string, paused bool) {
+	if paused {
+		h.pauses[cluster] = h.nextSeqLocked()
+	} else {
+		delete(h.pauses, cluster)
+	}
+	h.status.paused(cluster, paused)
+}
+
 // SetApplicationPolicy overrides the policy of one application at runtime
 // ("" removes the override). Every NodeID of the application is enqueued.
-// With an intent store the override survives a restart.
+// Switching to warn returns once no repair or prune of the application can
+// still happen. With an intent store the override survives a restart.
 func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 	h.mu.Lock()
-	if p == "" {
-		delete(h.appPolicy, app)
-	} else {
-		h.appPolicy[app] = p
-	}
+	h.setAppPolicyLocked(app, p)
 	var ids []NodeID
 	for id, n := range h.nodes.all() {
 		if n.spec != nil && n.spec.Application == app {
@@ -784,7 +859,12 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 		}
 	}
 	h.status.appPolicies(h.appPolicy)
+	var ws []*inflight
+	if p == PolicyWarn {
+		ws = h.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
+	}
 	h.mu.Unlock()
+	h.drain(ws)
 	for _, id := range ids {
 		h.queue.Add(id)
 	}
@@ -795,6 +875,22 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 	}
 	return nil
 }
+
+// setAppPolicyLocked records an application's policy override ("" removes
+// it). Callers hold h.mu.
+func (h *Hub) setAppPolicyLocked(app string, p Policy) {
+	if p == "" {
+		delete(h.appPolicy, app)
+		delete(h.appPolicySeq, app)
+		return
+	}
+	h.appPolicy[app] = p
+	h.appPolicySeq[app] = h.nextSeqLocked()
+}
+
+// MaxHoldTTL is the default longest hold: a hold is for an incident, and
+// one forgotten must not stop repairs for good.
+const MaxHoldTTL = 7 * 24 * time.Hour
 
 // Hold stops repairs (and prunes) of a NodeID, an application or a cluster
 // for ttl, with a reason: drift is still detected and shown as held. A hold
@@ -807,6 +903,9 @@ func (h *Hub) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error)
 	if ttl <= 0 {
 		return Hold{}, fmt.Errorf("hold %s: the duration must be positive", t)
 	}
+	if ttl > h.opts.MaxHoldTTL {
+		return Hold{}, fmt.Errorf("hold %s: the duration %s is longer than the longest hold, %s", t, ttl, h.opts.MaxHoldTTL)
+	}
 	if strings.TrimSpace(reason) == "" {
 		return Hold{}, fmt.Errorf("hold %s: a reason is required", t)
 	}
@@ -814,8 +913,11 @@ func (h *Hub) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error)
 	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
 	h.mu.Lock()
 	h.holds[t] = hd
+	h.holdSeq[t] = h.nextSeqLocked()
 	h.status.setHolds(h.holdsLocked())
+	ws := h.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })
 	h.mu.Unlock()
+	h.drain(ws)
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.PutHold(hd); err != nil {
 			return hd, fmt.Errorf("hold %s: record: %w", t, err)
@@ -829,6 +931,7 @@ func (h *Hub) ReleaseHold(t HoldTarget) error {
 	h.mu.Lock()
 	_, ok := h.holds[t]
 	delete(h.holds, t)
+	delete(h.holdSeq, t)
 	h.status.setHolds(h.holdsLocked())
 	ids := h.heldIDsLocked(t)
 	h.mu.Unlock()
@@ -890,6 +993,7 @@ func (h *Hub) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []Hold
 		}
 		if !hd.Active(now) {
 			delete(h.holds, t)
+			delete(h.holdSeq, t)
 			expired = append(expired, t)
 			continue
 		}
@@ -920,24 +1024,18 @@ func (h *Hub) LoadIntent() error {
 	now := h.opts.Now()
 	h.mu.Lock()
 	for c, p := range in.Paused {
-		if !p {
-			continue
+		if p {
+			h.setPausedLocked(c, true)
 		}
-		cl := h.clusters[c]
-		if cl == nil {
-			cl = &clusterLoop{state: ClusterConnecting}
-			h.clusters[c] = cl
-		}
-		cl.paused = true
-		h.status.paused(c, true)
 	}
 	for app, p := range in.Policies {
-		h.appPolicy[app] = p
+		h.setAppPolicyLocked(app, p)
 	}
 	h.status.appPolicies(h.appPolicy)
 	for _, hd := range in.Holds {
 		if hd.Active(now) {
 			h.holds[hd.Target] = hd
+			h.holdSeq[hd.Target] = h.nextSeqLocked()
 		}
 	}
 	h.status.setHolds(h.holdsLocked())
@@ -1019,11 +1117,11 @@ func (h *Hub) Run(ctx context.Context) error {
 		})
 	}
 	pubCtx, stopPub := context.WithCancel(ctx)
-	wg.Go(func() { h.publishLoop(pubCtx) })
+	wg.Go(func() { h.supervise(pubCtx, "publish", h.publishLoop) })
 	if h.opts.Resync > 0 {
-		wg.Go(func() { h.resyncLoop(ctx) })
+		wg.Go(func() { h.supervise(ctx, "resync", h.resyncLoop) })
 	}
-	wg.Go(func() { h.orphanLoop(ctx) })
+	wg.Go(func() { h.supervise(ctx, "orphans", h.orphanLoop) })
 	<-ctx.Done()
 	h.queue.ShutDown()
 	grace := time.AfterFunc(h.opts.ShutdownGrace, cancelWork)
@@ -1032,6 +1130,43 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Wait()
 	h.status.publish(h.opts.Now()) // a last snapshot
 	return nil
+}
+
+// loopRestartDelay is how long a background loop that panicked waits
+// before it starts again (a panic that repeats does not spin).
+const loopRestartDelay = time.Second
+
+// supervise runs one of the hub's background loops until ctx ends. A panic
+// in it is recovered, logged with its stack, counted
+// (driftwatch_loop_panics_total) and the loop started again after
+// loopRestartDelay: one bad snapshot or scan never ends publishing, the
+// resync or orphan scans for the life of the hub, and never reaches Run.
+func (h *Hub) supervise(ctx context.Context, name string, loop func(context.Context)) {
+	for {
+		if !h.runRecovered(ctx, name, loop) {
+			return // the loop returned: ctx ended
+		}
+		t := time.NewTimer(loopRestartDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runRecovered runs loop once and reports whether it panicked.
+func (h *Hub) runRecovered(ctx context.Context, name string, loop func(context.Context)) (panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = true
+			h.metrics.loopPanics.WithLabelValues(name).Inc()
+			h.log.Error("hub loop panicked; restarting it", "loop", name, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	loop(ctx)
+	return false
 }
 
 func (h *Hub) resyncLoop(ctx context.Context) {
@@ -1207,7 +1342,8 @@ func (h *Hub) requestScanAll() {
 }
 
 // orphanLoop scans clusters for orphans when asked: after each sync
-// generation and at each resync.
+// generation and at each resync. The clusters asked for together are one
+// change for the prune guard.
 func (h *Hub) orphanLoop(ctx context.Context) {
 	for {
 		select {
@@ -1224,6 +1360,7 @@ func (h *Hub) orphanLoop(ctx context.Context) {
 		backends := h.backends
 		h.mu.Unlock()
 		slices.Sort(clusters)
+		found := make(map[string][]SpecRef, len(clusters))
 		for _, c := range clusters {
 			if ctx.Err() != nil {
 				return
@@ -1246,59 +1383,142 @@ func (h *Hub) orphanLoop(ctx context.Context) {
 				h.log.Warn("orphan scan", "cluster", c, "err", err)
 				continue
 			}
-			h.ScanOrphans(c, refs)
+			found[c] = refs
 		}
+		h.scanOrphans(found)
 	}
 }
 
+// SetClusterPolicy sets a cluster's default policy ("" for the hub's): the
+// policy orphans found on it are judged by (a warn-only cluster never
+// prunes its orphans). The desired specs carry their own policies.
+func (h *Hub) SetClusterPolicy(cluster string, p Policy) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p == "" {
+		delete(h.clusterPolicy, cluster)
+		return
+	}
+	h.clusterPolicy[cluster] = p
+}
+
+// orphanPolicyLocked is the policy orphans of a cluster are judged by.
+// Callers hold h.mu.
+func (h *Hub) orphanPolicyLocked(cluster string) Policy {
+	if p, ok := h.clusterPolicy[cluster]; ok {
+		return p
+	}
+	return h.opts.Policy
+}
+
 // ScanOrphans takes the objects a cluster's backend found carrying our
-// marks: those the hub neither wants, decommissions nor remembers applying
-// are orphans. They are shown as such; with PruneOrphans they are
-// decommissioned, unless there are more than PruneLimit of them (then they
-// are only shown, and the refusal is logged). It returns the orphans.
+// marks (see scanOrphans) and returns its orphans.
 func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
+	return h.scanOrphans(map[string][]SpecRef{cluster: refs})[cluster]
+}
+
+// Reasons shown on orphans that are not pruned.
+const (
+	orphanShown  = "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans"
+	orphanWarn   = "would prune (hub.pruneOrphans): warn-only on this cluster never deletes"
+	orphanAll    = "would prune (hub.pruneOrphans): refused, the hub wants nothing on this cluster: it would delete every object of this hub there"
+	orphanLimit  = "would prune (hub.pruneOrphans): refused, more orphans than hub.pruneLimit across the hub"
+	orphanPaused = "would prune (hub.pruneOrphans): repairs paused on this cluster"
+)
+
+// scanOrphans takes the objects each cluster's backend found carrying our
+// marks: those the hub neither wants, decommissions nor remembers applying
+// are orphans. They are shown as such. With PruneOrphans they are
+// decommissioned through the prune guard, the scan being one change for
+// the whole hub: never on a cluster whose policy is warn-only or that is
+// paused, never every object of this hub on a cluster, and nothing at all
+// when the scan would prune more than PruneLimit objects across the hub
+// (each refusal logged, counted and shown on the orphans). The deletes
+// then pass the write gate like every prune. It returns the orphans by
+// cluster.
+func (h *Hub) scanOrphans(scanned map[string][]SpecRef) map[string][]NodeID {
 	now := h.opts.Now()
 	h.mu.Lock()
-	if h.clusters[cluster] == nil {
-		h.mu.Unlock()
-		return nil // forgotten meanwhile
+	orphans := make(map[string]map[NodeID]SpecRef, len(scanned))
+	out := make(map[string][]NodeID, len(scanned))
+	reasons := make(map[string]string, len(scanned))
+	var candidates []string
+	total := 0
+	wanted := make(map[string]int, len(scanned))
+	if h.opts.PruneOrphans {
+		for id, n := range h.nodes.all() {
+			if n.spec != nil {
+				wanted[id.Cluster]++
+			}
+		}
 	}
-	found := make(map[NodeID]SpecRef)
-	for _, r := range refs {
-		// Wanted, decommissioned or applied before: not an orphan.
-		if r.ID.Cluster != cluster || h.nodes.at(r.ID) != nil {
+	for _, cluster := range slices.Sorted(maps.Keys(scanned)) {
+		if h.clusters[cluster] == nil {
+			continue // forgotten meanwhile
+		}
+		found := make(map[NodeID]SpecRef)
+		for _, r := range scanned[cluster] {
+			// Wanted, decommissioned or applied before: not an orphan.
+			if r.ID.Cluster != cluster || h.nodes.at(r.ID) != nil {
+				continue
+			}
+			found[r.ID] = r
+		}
+		orphans[cluster] = found
+		ids := slices.Collect(maps.Keys(found))
+		sortIDs(ids)
+		out[cluster] = ids
+		reasons[cluster] = orphanShown
+		if !h.opts.PruneOrphans || len(found) == 0 {
 			continue
 		}
-		found[r.ID] = r
-	}
-	h.orphans[cluster] = found
-	ids := make([]NodeID, 0, len(found))
-	for id := range found {
-		ids = append(ids, id)
-	}
-	sortIDs(ids)
-	var records []DecommissionRecord
-	pruning := false
-	if h.opts.PruneOrphans && len(found) > 0 {
-		if len(found) > h.opts.PruneLimit {
-			h.log.Error("orphans not pruned: more than the prune limit", "cluster", cluster,
-				"orphans", len(found), "limit", h.opts.PruneLimit)
-		} else {
-			pruning = true
-			for _, id := range ids {
-				s := found[id].Spec()
-				n := h.nodeForLocked(id)
-				n.dec = &decommission{spec: &s, since: now}
-				h.status.track(&s, true, now)
-				records = append(records, DecommissionRecord{Ref: found[id], Since: now})
-			}
-			delete(h.orphans, cluster)
+		switch {
+		case h.orphanPolicyLocked(cluster) == PolicyWarn:
+			reasons[cluster] = orphanWarn
+			h.metrics.orphanGuard.WithLabelValues("warn").Inc()
+		case h.pauses[cluster] != 0:
+			reasons[cluster] = orphanPaused
+		case wanted[cluster] == 0:
+			// The hub wants nothing here: pruning would delete every
+			// object of this hub on the cluster (a lost config, a
+			// wrong hub id), the case the prune guard exists for.
+			reasons[cluster] = orphanAll
+			h.metrics.orphanGuard.WithLabelValues("all").Inc()
+			h.log.Error("orphans not pruned: they are every object of this hub on the cluster", "cluster", cluster,
+				"orphans", len(found))
+		default:
+			candidates = append(candidates, cluster)
+			total += len(found)
 		}
 	}
-	if !pruning {
-		h.status.setOrphans(cluster, found, now)
-	} else {
-		h.status.setOrphans(cluster, nil, now)
+	if total > h.opts.PruneLimit {
+		h.metrics.orphanGuard.WithLabelValues("limit").Inc()
+		h.log.Error("orphans not pruned: more than the prune limit across the hub", "clusters", candidates,
+			"orphans", total, "limit", h.opts.PruneLimit)
+		for _, c := range candidates {
+			reasons[c] = orphanLimit
+		}
+		candidates = nil
+	}
+	var records []DecommissionRecord
+	for _, cluster := range candidates {
+		found := orphans[cluster]
+		for _, id := range out[cluster] {
+			s := found[id].Spec()
+			s.ID = id
+			s.Policy = h.orphanPolicyLocked(cluster)
+			n := h.nodeForLocked(id)
+			n.dec = &decommission{spec: &s, since: now}
+			h.status.track(&s, true, now)
+			records = append(records, DecommissionRecord{Ref: found[id], Since: now})
+		}
+		delete(orphans, cluster)
+		h.status.setOrphans(cluster, nil, "", now)
+		delete(h.orphans, cluster)
+	}
+	for cluster, found := range orphans {
+		h.orphans[cluster] = found
+		h.status.setOrphans(cluster, found, reasons[cluster], now)
 	}
 	h.mu.Unlock()
 	if h.opts.Intent != nil {
@@ -1311,5 +1531,5 @@ func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
 	for _, r := range records {
 		h.queue.Add(r.Ref.ID)
 	}
-	return ids
+	return out
 }

@@ -26,6 +26,10 @@ type metrics struct {
 	panics      prometheus.Counter
 	staleReads  *prometheus.CounterVec
 	staleHealth *prometheus.CounterVec
+	refused     *prometheus.CounterVec
+	drains      prometheus.Counter
+	loopPanics  *prometheus.CounterVec
+	orphanGuard *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -74,9 +78,22 @@ func newMetrics() *metrics {
 		staleHealth: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_stale_health_reports_total", Help: "Cluster health reports dropped because a newer one was already applied, by cluster.",
 		}, []string{"cluster"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_writes_refused_total", Help: "Writes (repairs, first applies, prunes) the write gate refused at the moment of the write, by cluster and switch (paused, held, warn).",
+		}, []string{"cluster", "reason"}),
+		drains: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_intent_drains_total", Help: "Pauses, holds and warn overrides that waited for writes already in flight in their scope.",
+		}),
+		loopPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_loop_panics_total", Help: "Panics recovered in the hub's background loops (publish, resync, orphans), by loop; the loop is restarted.",
+		}, []string{"loop"}),
+		orphanGuard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_orphan_prunes_refused_total", Help: "Orphan prunes refused, by reason (limit: more than the prune limit across the hub in one scan; all: every object of a cluster; warn: warn-only policy).",
+		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
 		m.clusterUp, m.objects, m.queueDepth, m.reconciles, m.reloads, m.panics, m.staleReads, m.staleHealth,
+		m.refused, m.drains, m.loopPanics, m.orphanGuard,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -18,17 +18,26 @@ type Result struct {
 }
 
 // pass is what one Reconcile took from the loop's state when it started.
+// It holds no operator intent: the write gate reads that at the moment of
+// each write (admit), and plan reads it for what the pass prepares.
 type pass struct {
 	id         NodeID
 	spec       *NodeSpec
 	dec        *decommission
 	backend    Backend
 	observedAt time.Time
-	manual     bool
-	fresh      bool
-	paused     bool
-	held       *Hold
-	policy     Policy
+	// manual is the sequence number of the manual repair this pass
+	// carries out; 0 when none.
+	manual uint64
+	fresh  bool
+}
+
+// app returns the application of the pass's spec.
+func (p *pass) app() string {
+	if p.spec != nil {
+		return p.spec.Application
+	}
+	return p.dec.spec.Application
 }
 
 // noBackendRetry is how soon a NodeID whose cluster is ready but whose
@@ -78,53 +87,13 @@ func (h *Hub) stopping() bool { return h.queue.ShuttingDown() }
 // ready. The readiness check and the parking happen under the same lock as
 // ClusterChanged's release of parked NodeIDs, so no wake-up is lost.
 func (h *Hub) begin(id NodeID) (pass, Result, bool) {
-	h.mu.Lock()
-	rec := h.nodes.at(id)
-	if !rec.managed() {
-		h.mu.Unlock()
+	p, backends, ok := h.take(id)
+	if !ok {
 		return pass{}, Result{}, false
-	}
-	n, spec, dec := &rec.nodeLoop, rec.spec, rec.dec
-	cl := h.clusters[id.Cluster]
-	if cl == nil {
-		cl = &clusterLoop{state: ClusterConnecting}
-		h.clusters[id.Cluster] = cl
-	}
-	if !cl.ready {
-		if cl.parked == nil {
-			cl.parked = make(map[NodeID]struct{})
-		}
-		cl.parked[id] = struct{}{}
-		h.mu.Unlock()
-		return pass{}, Result{}, false
-	}
-	backends := h.backends
-	p := pass{
-		id: id, spec: spec, dec: dec, observedAt: n.pendingAt, manual: n.manual, fresh: n.fresh,
-		paused: cl.paused,
-	}
-	of := spec
-	if of == nil {
-		of = dec.spec
-	}
-	p.policy = of.Policy
-	if ap, ok := h.appPolicy[of.Application]; ok {
-		p.policy = ap
-	}
-	held, expired := h.holdForLocked(id, of.Application, h.opts.Now())
-	p.held = held
-	n.pendingAt, n.manual, n.fresh = time.Time{}, false, false
-	h.mu.Unlock()
-	if h.opts.Intent != nil {
-		for _, t := range expired {
-			if err := h.opts.Intent.DeleteHold(t); err != nil {
-				h.log.Error("delete expired hold", "hold", t.String(), "err", err)
-			}
-		}
 	}
 
 	var backend Backend
-	ok := false
+	ok = false
 	if backends != nil {
 		backend, ok = backends.Backend(id.Cluster)
 	}
@@ -139,6 +108,33 @@ func (h *Hub) begin(id NodeID) (pass, Result, bool) {
 	return p, Result{}, true
 }
 
+// take takes a NodeID's pending work under h.mu (released even on a
+// panic), or parks the NodeID while its cluster is not ready.
+func (h *Hub) take(id NodeID) (pass, Backends, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec := h.nodes.at(id)
+	if !rec.managed() {
+		return pass{}, nil, false
+	}
+	n, spec, dec := &rec.nodeLoop, rec.spec, rec.dec
+	cl := h.clusters[id.Cluster]
+	if cl == nil {
+		cl = &clusterLoop{state: ClusterConnecting}
+		h.clusters[id.Cluster] = cl
+	}
+	if !cl.ready {
+		if cl.parked == nil {
+			cl.parked = make(map[NodeID]struct{})
+		}
+		cl.parked[id] = struct{}{}
+		return pass{}, nil, false
+	}
+	p := pass{id: id, spec: spec, dec: dec, observedAt: n.pendingAt, manual: n.manual, fresh: n.fresh}
+	n.pendingAt, n.manual, n.fresh = time.Time{}, 0, false
+	return p, h.backends, true
+}
+
 // restore gives a pass's pending work back after a failure, so the retry
 // still measures from the first event and keeps a manual request.
 func (h *Hub) restore(p pass) {
@@ -151,7 +147,7 @@ func (h *Hub) restore(p pass) {
 	if !p.observedAt.IsZero() && (n.pendingAt.IsZero() || p.observedAt.Before(n.pendingAt)) {
 		n.pendingAt = p.observedAt
 	}
-	n.manual = n.manual || p.manual
+	n.manual = max(n.manual, p.manual)
 	n.fresh = n.fresh || p.fresh
 }
 
@@ -170,13 +166,26 @@ func (h *Hub) read(ctx context.Context, p pass, fresh bool) (State, error) {
 		}
 	}
 	if st.Fresh {
-		h.mu.Lock()
-		if n := h.loopLocked(p.id); n != nil {
-			n.expect = ""
-		}
-		h.mu.Unlock()
+		h.setExpect(p.id, "")
 	}
 	return st, nil
+}
+
+// withLoop runs fn on a managed NodeID's loop bookkeeping under h.mu (not
+// at all when the NodeID is no longer managed). The lock is released even
+// if fn panics.
+func (h *Hub) withLoop(id NodeID, fn func(n *nodeLoop)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.loopLocked(id); n != nil {
+		fn(n)
+	}
+}
+
+// setExpect sets the version a NodeID's cache must show before a cached
+// read is trusted ("" trusts the cache again).
+func (h *Hub) setExpect(id NodeID, version string) {
+	h.withLoop(id, func(n *nodeLoop) { n.expect = version })
 }
 
 // stale reports whether a cached version is older than our last write. A
@@ -195,6 +204,24 @@ func (h *Hub) stale(id NodeID, version string) bool {
 	return true
 }
 
+// firstApply reports whether a NodeID is still managed and whether its
+// missing object is a first apply. An object this hub (or, with a shared
+// intent store, another replica of it) applied before is drift when
+// missing, never a first apply.
+func (h *Hub) firstApply(id NodeID, st State, d Drift) (managed, first bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec := h.nodes.at(id)
+	if !rec.managed() {
+		return false, false
+	}
+	first = !rec.seen && rec.applied == nil && d.Class == DriftMissing
+	if st.Exists {
+		rec.seen = true
+	}
+	return true, first
+}
+
 // sync reconciles a desired NodeID.
 func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	st, err := h.read(ctx, p, p.fresh)
@@ -205,22 +232,10 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("detect drift: %w", err)
 	}
-	h.mu.Lock()
-	n := h.loopLocked(p.id)
-	if n == nil {
-		h.mu.Unlock()
+	managed, first := h.firstApply(p.id, st, d)
+	if !managed {
 		return Result{}, nil
 	}
-	// An object this hub (or, with a shared intent store, another replica
-	// of it) applied before is drift when missing, never a first apply: a
-	// pause or a hold recorded before a restart or a takeover holds.
-	rec := h.nodes.at(p.id)
-	appliedBefore := rec != nil && rec.applied != nil
-	first := !n.seen && !appliedBefore && d.Class == DriftMissing
-	if st.Exists {
-		n.seen = true
-	}
-	h.mu.Unlock()
 	if first {
 		return h.create(ctx, p, st, d)
 	}
@@ -243,16 +258,18 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		}
 		att = a
 	}
+	// What the gate would say now decides what the pass prepares; the
+	// write asks again (admit) and that answer is the one that counts.
+	plan := h.plan(&p, writeRepair)
 	wait, fighting := time.Duration(0), false
-	if !p.manual && !p.paused && p.held == nil && p.policy != PolicyWarn && d.Class != DriftDeleting && !d.InSync() {
+	if plan.allow && !plan.manual && d.Class != DriftDeleting && !d.InSync() {
 		attribute()
 		wait, fighting = h.fight(p.id, managerOf(att))
 		if c := h.currentContest(p.id); c != nil && !fighting {
 			h.status.setContest(p.id, c) // the backoff ran out: watching
 		}
 	}
-	repairNow := d.Class != DriftDeleting && !d.InSync() && !fighting &&
-		(p.manual || (!p.paused && p.held == nil && p.policy != PolicyWarn))
+	repairNow := plan.allow && d.Class != DriftDeleting && !d.InSync() && !fighting
 	if d.Class == DriftMissing && !st.Fresh && !repairNow {
 		// A label-filtered watch reports a removed label as a delete:
 		// confirm before reporting it.
@@ -286,20 +303,8 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		rep.Action = "wait-deletion"
 		h.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
 		return Result{}, nil
-	case p.manual:
-	case p.paused:
-		rep.Action = "paused"
-		h.record(p, rep, StatusPaused, "repairs paused on this cluster", StepPaused)
-		return Result{}, nil
-	case p.held != nil:
-		rep.Action = "held"
-		h.record(p, rep, StatusHeld, heldReason(*p.held), StepHeld)
-		// Look again when the hold expires.
-		return Result{RequeueAfter: p.held.Until.Sub(h.opts.Now()) + time.Millisecond}, nil
-	case p.policy == PolicyWarn:
-		rep.Action = "warn"
-		h.record(p, rep, StatusWarnOnly, "warn-only: reported, not repaired", StepWarned)
-		return Result{}, nil
+	case !plan.allow:
+		return h.refused(p, rep, plan)
 	case fighting:
 		c := h.contest(p.id, att, wait)
 		rep.Action = "backoff"
@@ -308,11 +313,15 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		return Result{RequeueAfter: wait}, nil
 	}
 
-	if h.stopping() {
-		return Result{}, errStopping
+	wctx, release, v := h.admit(ctx, &p, writeRepair)
+	if !v.allow {
+		// The intent changed since the pass began (a pause, a hold, a
+		// warn override): the switch holds at the write.
+		return h.refused(p, rep, v)
 	}
 	h.record(p, rep, StatusRepairing, "", StepClassified)
-	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
+	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
+	release()
 	if err != nil {
 		return Result{}, fmt.Errorf("repair: %w", err)
 	}
@@ -338,15 +347,13 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	h.metrics.repairs.WithLabelValues(p.id.Cluster, "success").Inc()
 	h.metrics.repaired.Observe(latency.Seconds())
 
-	h.mu.Lock()
-	if n := h.loopLocked(p.id); n != nil {
+	h.withLoop(p.id, func(n *nodeLoop) {
 		n.expect = rr.Version
 		r := n.repairs()
 		r.recent = append(r.recent, appliedAt)
 		r.fight.repairs++
 		n.verifying = true
-	}
-	h.mu.Unlock()
+	})
 	h.noteApplied(p.spec)
 	detail := rep.Action
 	if len(rr.Conflicts) > 0 {
@@ -425,26 +432,43 @@ func (h *Hub) contest(id NodeID, att *Attribution, wait time.Duration) Contest {
 }
 
 // create applies an object the hub has never seen on its cluster: the first
-// apply, not a drift.
+// apply, not a drift. It passes the write gate like every write: a paused or
+// held cluster creates nothing ("would create").
 func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, error) {
-	if h.stopping() {
-		return Result{}, errStopping
+	wctx, release, v := h.admit(ctx, &p, writeCreate)
+	if !v.allow {
+		return h.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: h.opts.Now()}, v)
 	}
-	rr, err := p.backend.Repair(ctx, *p.spec, st, d)
+	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
+	release()
 	if err != nil {
 		return Result{}, fmt.Errorf("create: %w", err)
 	}
 	now := h.opts.Now()
-	h.mu.Lock()
-	if n := h.loopLocked(p.id); n != nil {
+	h.withLoop(p.id, func(n *nodeLoop) {
 		n.seen = true
 		n.expect = rr.Version
-	}
-	h.mu.Unlock()
+	})
 	h.noteApplied(p.spec)
 	h.status.step(p.id, StepCreated, "first apply", now)
 	h.status.setStatus(p.id, StatusInSync, "", now)
 	return Result{}, nil
+}
+
+// refused records a write the gate refused: the drift stays, shown with
+// the switch that holds it. A refusal because the hub stops or the desired
+// state moved on records nothing (a newer pass acts, or none).
+func (h *Hub) refused(p pass, rep Repair, v verdict) (Result, error) {
+	switch v.action {
+	case "stopping":
+		return Result{}, errStopping
+	case "stale":
+		return Result{}, nil
+	}
+	rep.Action = v.action
+	h.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
+	h.record(p, rep, v.status, v.reason, v.step)
+	return Result{RequeueAfter: v.retry}, nil
 }
 
 // inSync records that a NodeID matches its desired state, verifying a pending
@@ -453,16 +477,52 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 // then), or at once when ignore rules now cover the differences.
 func (h *Hub) inSync(p pass, st State, d Drift) Result {
 	now := h.opts.Now()
-	h.mu.Lock()
-	n := h.loopLocked(p.id)
-	if n == nil {
-		h.mu.Unlock()
+	managed, verifying, contest, res := h.settle(p.id, d, now)
+	if !managed {
 		return Result{}
 	}
-	verifying := n.verifying
+	if st.Exists {
+		h.noteApplied(p.spec)
+	}
+
+	h.status.progress(p.id, st.Progress)
+	switch {
+	case verifying:
+		h.status.verified(p.id, p.observedAt, now)
+		h.status.step(p.id, StepVerified, "", now)
+	case p.manual != 0:
+		h.status.step(p.id, StepVerified, "manual repair: already in sync", now)
+	}
+	h.status.setContest(p.id, contest)
+	switch {
+	case st.Progress != nil && st.Progress.Stuck != "":
+		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
+			h.status.step(p.id, StepStuck, st.Progress.Stuck, now)
+		}
+		h.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
+	case contest != nil:
+		h.status.setStatus(p.id, StatusContested, contestedReason(*contest, now), now)
+	case h.status.recentlyRepaired(p.id, now):
+		h.status.setStatus(p.id, StatusRepaired, "", now)
+	default:
+		h.status.setStatus(p.id, StatusInSync, "", now)
+	}
+	return res
+}
+
+// settle updates the loop bookkeeping of a NodeID found in sync: a pending
+// verification ends and a fight whose last repair held clears. It reports
+// whether the NodeID is still managed, whether a repair was being
+// verified, the contest still shown, and when to look again.
+func (h *Hub) settle(id NodeID, d Drift, now time.Time) (managed, verifying bool, contest *Contest, res Result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.loopLocked(id)
+	if n == nil {
+		return false, false, nil, Result{}
+	}
+	verifying = n.verifying
 	n.verifying = false
-	var contest *Contest
-	var res Result
 	if r := n.rep; r != nil { // none: no repair, no fight, nothing to clear
 		var lastRepair time.Time
 		if len(r.recent) > 0 {
@@ -481,34 +541,7 @@ func (h *Hub) inSync(p pass, st State, d Drift) Result {
 			res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
 		}
 	}
-	h.mu.Unlock()
-	if st.Exists {
-		h.noteApplied(p.spec)
-	}
-
-	h.status.progress(p.id, st.Progress)
-	switch {
-	case verifying:
-		h.status.verified(p.id, p.observedAt, now)
-		h.status.step(p.id, StepVerified, "", now)
-	case p.manual:
-		h.status.step(p.id, StepVerified, "manual repair: already in sync", now)
-	}
-	h.status.setContest(p.id, contest)
-	switch {
-	case st.Progress != nil && st.Progress.Stuck != "":
-		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
-			h.status.step(p.id, StepStuck, st.Progress.Stuck, now)
-		}
-		h.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
-	case contest != nil:
-		h.status.setStatus(p.id, StatusContested, contestedReason(*contest, now), now)
-	case h.status.recentlyRepaired(p.id, now):
-		h.status.setStatus(p.id, StatusRepaired, "", now)
-	default:
-		h.status.setStatus(p.id, StatusInSync, "", now)
-	}
-	return res
+	return true, verifying, contest, res
 }
 
 // decommission prunes an object whose application left the config and
@@ -533,24 +566,23 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer carries our label, not deleted"})
 		}
 		return Result{}, nil
-	case p.paused:
-		h.status.setStatus(p.id, StatusPaused, "would prune: held while repairs are paused on this cluster", now)
-		return Result{}, nil
-	case p.held != nil:
-		h.status.setStatus(p.id, StatusHeld, "would prune: "+heldReason(*p.held), now)
-		return Result{RequeueAfter: p.held.Until.Sub(now) + time.Millisecond}, nil
-	case p.policy == PolicyWarn:
-		h.status.setStatus(p.id, StatusWarnOnly, "would prune: warn-only never deletes", now)
-		return Result{}, nil
 	}
 	if !st.Deleting {
-		if !h.stillDecommissioning(p) {
-			return Result{}, nil // wanted again, or its cluster forgotten
+		wctx, release, v := h.admit(ctx, &p, writeDelete)
+		if !v.allow {
+			switch v.action {
+			case "stopping":
+				return Result{}, errStopping
+			case "stale":
+				return Result{}, nil // wanted again, or its cluster forgotten
+			}
+			h.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
+			h.status.setStatus(p.id, v.status, v.reason, now)
+			return Result{RequeueAfter: v.retry}, nil
 		}
-		if h.stopping() {
-			return Result{}, errStopping
-		}
-		if err := p.backend.Delete(ctx, spec, st); err != nil {
+		err := p.backend.Delete(wctx, spec, st)
+		release()
+		if err != nil {
 			return Result{}, fmt.Errorf("prune: %w", err)
 		}
 		h.status.step(p.id, StepPruned, "delete requested", now)
@@ -570,27 +602,23 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 	return Result{RequeueAfter: remaining}, nil
 }
 
-// stillDecommissioning reports whether the pass's decommission is current.
-func (h *Hub) stillDecommissioning(p pass) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.nodes.at(p.id)
-	return n != nil && n.dec == p.dec
-}
-
 // endDecommission stops tracking a finished decommission; false when it was
 // no longer current (the NodeID is wanted again or its cluster forgotten).
 func (h *Hub) endDecommission(p pass) bool {
-	h.mu.Lock()
-	if n := h.nodes.at(p.id); n == nil || n.dec != p.dec {
-		h.mu.Unlock()
-		return false
+	ended := func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if n := h.nodes.at(p.id); n == nil || n.dec != p.dec {
+			return false
+		}
+		h.nodes.del(p.id)
+		h.status.untrack(p.id)
+		return true
+	}()
+	if ended {
+		h.forgetApplied(p.id)
 	}
-	h.nodes.del(p.id)
-	h.status.untrack(p.id)
-	h.mu.Unlock()
-	h.forgetApplied(p.id)
-	return true
+	return ended
 }
 
 // heldReason describes a hold for a status reason.
@@ -623,11 +651,7 @@ func (h *Hub) fail(p pass, err error) {
 // record stores a classified drift with a status.
 func (h *Hub) record(p pass, rep Repair, st Status, reason string, step Step) {
 	now := h.opts.Now()
-	h.mu.Lock()
-	if n := h.loopLocked(p.id); n != nil {
-		n.verifying = false
-	}
-	h.mu.Unlock()
+	h.withLoop(p.id, func(n *nodeLoop) { n.verifying = false })
 	h.status.drift(p.id, rep)
 	h.status.step(p.id, StepObserved, "", rep.ObservedAt)
 	h.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)

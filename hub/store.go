@@ -190,7 +190,7 @@ func (s *store) forgetCluster(cluster string) {
 }
 
 // setOrphans replaces a cluster's orphans.
-func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.Time) {
+func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason string, now time.Time) {
 	s.mu.Lock()
 	if s.nodes.deleteFunc(func(n *nodeStatus) bool {
 		_, still := orphans[n.spec.ID]
@@ -200,12 +200,15 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, now time.
 	}
 	for id, r := range orphans {
 		if n := s.nodeLocked(id); n != nil {
-			continue // tracked as desired or decommissioning
+			if n.orphan {
+				setStatus(n, StatusOrphan, reason, now)
+			}
+			continue // tracked as desired or decommissioning, or shown
 		}
 		spec := r.Spec()
 		spec.ID = id // the key, as it is the ref's
 		n := &nodeStatus{spec: &spec, orphan: true, lastChange: now}
-		setStatus(n, StatusOrphan, "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans", now)
+		setStatus(n, StatusOrphan, reason, now)
 		s.nodes.put(id, n)
 		s.orderDirty = true
 	}

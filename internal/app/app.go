@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"reflect"
@@ -148,7 +149,11 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		_ = a.Close()
 		return nil, err
 	}
-	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.AllowPrune}); err != nil {
+	only, forget := startScope(cfg, h.RecordedClusters())
+	for _, c := range cfg.Clusters {
+		h.SetClusterPolicy(c.ID, c.Policy)
+	}
+	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget}); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
@@ -182,6 +187,37 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	return a, nil
+}
+
+// startScope says which clusters the initial desired state judges: the
+// clusters of the config. What an earlier run applied on any other cluster
+// is left for later: a cluster that Cluster API discovery produces is
+// judged (through the prune guard) when discovery reports it, and a
+// Terraform workspace when its first plan gives its desired state; a
+// discovered cluster that never comes back keeps its records and nothing
+// is pruned. A single hub without discovery forgets the records of clusters
+// that left the config (removing a cluster means "stop managing it"); with
+// coordination the records are shared with the other replicas and are
+// never forgotten at start.
+func startScope(cfg *config.Config, recorded []string) (only, forget []string) {
+	known := make(map[string]bool, len(cfg.Clusters)+len(cfg.Terraform))
+	only = make([]string, 0, len(cfg.Clusters))
+	for _, c := range cfg.Clusters {
+		known[c.ID] = true
+		only = append(only, c.ID)
+	}
+	for _, w := range cfg.Terraform {
+		known[w.ID] = true
+	}
+	if len(cfg.ClusterAPI) > 0 || cfg.Hub.Coordination != nil {
+		return only, nil
+	}
+	for _, c := range recorded {
+		if !known[c] {
+			forget = append(forget, c)
+		}
+	}
+	return only, forget
 }
 
 // retainLocked returns what the app keeps of a loaded config for its life:
@@ -353,7 +389,20 @@ func (a *App) Reload(allowPrune bool) error {
 			gone = append(gone, c.ID)
 		}
 	}
-	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Forget: append(slices.Clone(gone), wsGone...)})
+	// The change judges the clusters known now: those of the config, the
+	// discovered ones and the workspaces with a desired state. Records of
+	// a cluster discovery has not reported yet are left for its report.
+	only := make([]string, 0, len(next)+len(a.wsSpecs))
+	for _, cc := range next {
+		only = append(only, cc.ID)
+	}
+	for _, c := range cfg.Clusters {
+		a.hub.SetClusterPolicy(c.ID, c.Policy)
+	}
+	only = append(only, a.discoveredIDs()...)
+	only = append(only, slices.Collect(maps.Keys(a.wsSpecs))...)
+	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Only: only,
+		Forget: append(slices.Clone(gone), wsGone...)})
 	if err != nil {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: %w", a.path, err)

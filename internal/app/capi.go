@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -52,6 +53,7 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		return
 	}
 	info := c.source.Info(d.ID, d.Labels)
+	a.hub.SetClusterPolicy(d.ID, info.Policy)
 	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, config.CompileCluster(cfg, info), hub.DesiredOptions{}); err != nil {
 		// The new labels would prune too much: keep the desired state
 		// (and the labels that made it) of the last discovery; a reload
@@ -135,6 +137,13 @@ func kubeconfigPolicy(src config.ClusterAPISource) clusters.KubeconfigPolicy {
 		ExecAllowlist:              src.ExecAllowlist,
 		AllowInsecureSkipTLSVerify: src.AllowInsecureSkipTLSVerify,
 	}
+}
+
+// discoveredIDs returns the ids of the clusters discovery reported.
+func (a *App) discoveredIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Collect(maps.Keys(a.found))
 }
 
 // discoveredSpecs compiles the desired state of every discovered cluster

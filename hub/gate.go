@@ -1,0 +1,268 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// The write gate: every write the hub makes (a repair, a first apply, a
+// prune of a decommissioned object or of an orphan, on any backend) passes
+// one decision, decide, taken under the hub's lock at the moment of the
+// write over the operator intent as it is then. Changing the intent (a
+// pause, a hold, a warn override) returns only once every write in its scope
+// that the gate had already let through has finished or was cancelled, so
+// after PauseCluster returns no write can still happen on that cluster.
+
+// writeKind is what a gated write does.
+type writeKind uint8
+
+const (
+	// writeRepair re-applies the desired state over drift.
+	writeRepair writeKind = iota
+	// writeCreate is the first apply of an object the hub never applied
+	// (nor any earlier run or replica of it).
+	writeCreate
+	// writeDelete prunes an object (a decommission or an orphan).
+	writeDelete
+)
+
+// intentView is the operator intent covering one NodeID at one moment. Each
+// switch carries the sequence number of the change that set it: the hub
+// numbers every intent change, so "which came last" never depends on the
+// clock. A manual repair overrides the switches set before it, never one
+// set after it.
+type intentView struct {
+	// paused is the sequence number of the cluster's pause; 0 when the
+	// cluster is not paused.
+	paused uint64
+	// hold is the active hold covering the NodeID, set at holdSeq.
+	hold    *Hold
+	holdSeq uint64
+	// policy is the effective policy; policySeq the sequence number of a
+	// runtime override that set it (0 for the config's).
+	policy    Policy
+	policySeq uint64
+	// manual is the sequence number of a pending manual repair; 0 when
+	// none.
+	manual uint64
+	// current is false when the pass's desired spec or decommission is no
+	// longer the NodeID's (a reload or a forgotten cluster meanwhile).
+	current bool
+	// stopping is set once the hub stops: no write starts.
+	stopping bool
+}
+
+// verdict is the gate's answer for one write.
+type verdict struct {
+	// allow lets the write happen.
+	allow bool
+	// manual is set when a manual repair overrode a switch.
+	manual bool
+	// action names why the write was refused: "paused", "held", "warn",
+	// "stale" (the desired state moved on: a newer pass acts) or
+	// "stopping".
+	action string
+	// status and reason are what the NodeID shows when refused.
+	status Status
+	reason string
+	// step is the timeline step of a refusal.
+	step Step
+	// retry, when positive, is when to look again (a hold's expiry).
+	retry time.Duration
+}
+
+// decide is the one rule of the write gate: whether a write of kind may
+// happen now under the intent in. It is a pure function.
+//
+//   - Nothing is written once the hub stops, nor for a pass whose desired
+//     spec or decommission is no longer current.
+//   - A paused cluster, a hold, or the warn-only policy refuse repairs and
+//     prunes; a pause or a hold also refuses first applies (warn-only does
+//     not: creating what was never applied is not undoing anyone's change).
+//   - A manual repair (RepairNow) overrides the switches that were set
+//     before it was asked for, and only those: a later pause, hold or
+//     warn override wins. Prunes are never manual.
+func decide(kind writeKind, in intentView, now time.Time) verdict {
+	if in.stopping {
+		return verdict{action: "stopping"}
+	}
+	if !in.current {
+		return verdict{action: "stale"}
+	}
+	overrides := func(seq uint64) bool { return kind == writeRepair && in.manual > seq }
+	verb := ""
+	if kind == writeDelete {
+		verb = "would prune: "
+	}
+	if kind == writeCreate {
+		verb = "would create: "
+	}
+	v := verdict{allow: true}
+	if in.paused != 0 {
+		if !overrides(in.paused) {
+			reason := "repairs paused on this cluster"
+			if kind == writeDelete {
+				reason = "held while repairs are paused on this cluster"
+			}
+			return verdict{action: "paused", status: StatusPaused, reason: verb + reason, step: StepPaused}
+		}
+		v.manual = true
+	}
+	if in.hold != nil {
+		if !overrides(in.holdSeq) {
+			return verdict{action: "held", status: StatusHeld, reason: verb + heldReason(*in.hold), step: StepHeld,
+				retry: in.hold.Until.Sub(now) + time.Millisecond}
+		}
+		v.manual = true
+	}
+	if in.policy == PolicyWarn && kind != writeCreate {
+		if !overrides(in.policySeq) {
+			reason := "warn-only: reported, not repaired"
+			if kind == writeDelete {
+				reason = "would prune: warn-only never deletes"
+			}
+			return verdict{action: "warn", status: StatusWarnOnly, reason: reason, step: StepWarned}
+		}
+		v.manual = true
+	}
+	return v
+}
+
+// inflight is one write the gate let through and that has not returned.
+type inflight struct {
+	cluster string
+	app     string
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// intentLocked returns the intent covering a pass's NodeID now. Expired
+// holds it meets are dropped and returned, for deletion from the intent
+// store once h.mu is released. Callers hold h.mu.
+func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
+	rec := h.nodes.at(p.id)
+	in := intentView{manual: p.manual, stopping: h.stopping()}
+	if p.dec != nil {
+		in.current = rec != nil && rec.dec == p.dec
+	} else {
+		in.current = rec != nil && rec.spec == p.spec
+	}
+	of := p.spec
+	if of == nil {
+		of = p.dec.spec
+	}
+	in.paused = h.pauses[p.id.Cluster]
+	in.policy = of.Policy
+	if ap, ok := h.appPolicy[of.Application]; ok {
+		in.policy, in.policySeq = ap, h.appPolicySeq[of.Application]
+	}
+	hd, expired := h.holdForLocked(p.id, of.Application, now)
+	if hd != nil {
+		in.hold, in.holdSeq = hd, h.holdSeq[hd.Target]
+	}
+	return in, expired
+}
+
+// admit asks the gate whether a pass may write now. When it may, the write
+// is registered as in flight until release is called, and wctx (derived
+// from ctx) is cancelled if an intent change waiting for it runs out of
+// patience. Release must be called once the write returned.
+func (h *Hub) admit(ctx context.Context, p *pass, kind writeKind) (wctx context.Context, release func(), v verdict) {
+	now := h.opts.Now()
+	var expired []HoldTarget
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var in intentView
+		in, expired = h.intentLocked(p, now)
+		v = decide(kind, in, now)
+		if !v.allow {
+			return
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(ctx)
+		w := &inflight{cluster: p.id.Cluster, app: p.app(), cancel: cancel, done: make(chan struct{})}
+		h.writes[p.id] = w
+		release = func() {
+			h.mu.Lock()
+			if h.writes[p.id] == w {
+				delete(h.writes, p.id)
+			}
+			h.mu.Unlock()
+			cancel()
+			close(w.done)
+		}
+	}()
+	h.deleteExpiredHolds(expired)
+	return wctx, release, v
+}
+
+// plan is the gate's answer for a pass's write as the intent stands at the
+// start of the pass: it decides what the pass prepares (attribution, fight
+// bookkeeping, a confirming read). The write itself asks again (admit).
+func (h *Hub) plan(p *pass, kind writeKind) verdict {
+	now := h.opts.Now()
+	in, expired := func() (intentView, []HoldTarget) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.intentLocked(p, now)
+	}()
+	h.deleteExpiredHolds(expired)
+	return decide(kind, in, now)
+}
+
+// deleteExpiredHolds deletes expired holds from the intent store.
+func (h *Hub) deleteExpiredHolds(expired []HoldTarget) {
+	if h.opts.Intent == nil {
+		return
+	}
+	for _, t := range expired {
+		if err := h.opts.Intent.DeleteHold(t); err != nil {
+			h.log.Error("delete expired hold", "hold", t.String(), "err", err)
+		}
+	}
+}
+
+// writesLocked returns the writes in flight that match, for an intent
+// change to wait for. Callers hold h.mu.
+func (h *Hub) writesLocked(match func(id NodeID, w *inflight) bool) []*inflight {
+	var out []*inflight
+	for id, w := range h.writes {
+		if match(id, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// drain waits until the writes have returned. Writes still running after
+// Options.IntentWait are cancelled, then waited for: once drain returns,
+// none of them can still write.
+func (h *Hub) drain(ws []*inflight) {
+	if len(ws) == 0 {
+		return
+	}
+	h.metrics.drains.Inc()
+	patience := time.NewTimer(h.opts.IntentWait)
+	defer patience.Stop()
+	for _, w := range ws {
+		select {
+		case <-w.done:
+			continue
+		case <-patience.C:
+		}
+		for _, w := range ws {
+			w.cancel()
+		}
+		break
+	}
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+// nextSeqLocked numbers an intent change. Callers hold h.mu.
+func (h *Hub) nextSeqLocked() uint64 {
+	h.seq++
+	return h.seq
+}
