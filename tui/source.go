@@ -16,7 +16,7 @@ type Source interface {
 	// Subscribe starts receiving snapshots.
 	Subscribe() (<-chan *hub.Snapshot, func())
 	// RepairNow asks for an immediate repair of one NodeID, overriding
-	// warn-only and a paused cluster for this one repair.
+	// warn-only, a pause or a hold set before it for this one repair.
 	RepairNow(id hub.NodeID) error
 	// PauseCluster pauses (true) or resumes (false) repairs on a cluster.
 	PauseCluster(cluster string, paused bool) error
