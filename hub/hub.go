@@ -479,9 +479,11 @@ func (h *Hub) ReplaceDesiredCluster(cluster string, specs []NodeSpec, opts Desir
 // "delete its objects". A worker in the middle of a pass over one of its
 // NodeIDs finds it gone and stops.
 func (h *Hub) ForgetCluster(cluster string) {
-	h.mu.Lock()
-	gone := h.forgetClusterLocked(cluster)
-	h.mu.Unlock()
+	gone := func() []NodeID {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.forgetClusterLocked(cluster)
+	}()
 	h.forgetRecords(gone)
 }
 
@@ -531,58 +533,63 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 		inner := scope
 		scope = func(id NodeID) bool { return inner(id) && !slices.Contains(opts.Forget, id.Cluster) }
 	}
-	h.mu.Lock()
-	// What leaves: desired NodeIDs in scope, plus what an earlier run
-	// applied and nothing wants any more.
-	leaving := make(map[NodeID]*NodeSpec)
-	for id, n := range h.nodes.all() {
-		if !scope(id) || next[id] != nil {
-			continue
-		}
-		switch {
-		case n.spec != nil:
-			leaving[id] = n.spec
-		case n.dec == nil && n.applied != nil:
-			rs := RefOf(*n.applied).Spec()
-			leaving[id] = &rs
-		}
-	}
-	if !opts.AllowPrune {
-		if refused := h.guardLocked(leaving, scope); refused != nil {
-			h.mu.Unlock()
-			return nil, nil, refused
-		}
-	}
-	var forgotten []NodeID
-	for _, c := range opts.Forget {
-		forgotten = append(forgotten, h.forgetClusterLocked(c)...)
-	}
-	var revived []NodeID
-	for id, s := range next {
-		n := h.nodeForLocked(id)
-		if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy || old.Note != s.Note || old.Ignore.key() != s.Ignore.key() {
-			changed = append(changed, id)
-			if old != nil {
-				n.resetFight() // what was fought over may be ignored now
+	var forgotten, revived []NodeID
+	var records []DecommissionRecord
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock() // released even if something below panics
+		// What leaves: desired NodeIDs in scope, plus what an earlier run
+		// applied and nothing wants any more.
+		leaving := make(map[NodeID]*NodeSpec)
+		for id, n := range h.nodes.all() {
+			if !scope(id) || next[id] != nil {
+				continue
+			}
+			switch {
+			case n.spec != nil:
+				leaving[id] = n.spec
+			case n.dec == nil && n.applied != nil:
+				rs := RefOf(*n.applied).Spec()
+				leaving[id] = &rs
 			}
 		}
-		n.spec = s
-		if n.dec != nil {
-			revived = append(revived, id)
-			n.dec = nil
+		if !opts.AllowPrune {
+			if refused := h.guardLocked(leaving, scope); refused != nil {
+				err = refused
+				return
+			}
 		}
-		h.status.track(s, false, now)
+		for _, c := range opts.Forget {
+			forgotten = append(forgotten, h.forgetClusterLocked(c)...)
+		}
+		for id, s := range next {
+			n := h.nodeForLocked(id)
+			if old := n.spec; old == nil || old.Hash != s.Hash || old.Policy != s.Policy || old.Note != s.Note || old.Ignore.key() != s.Ignore.key() {
+				changed = append(changed, id)
+				if old != nil {
+					n.resetFight() // what was fought over may be ignored now
+				}
+			}
+			n.spec = s
+			if n.dec != nil {
+				revived = append(revived, id)
+				n.dec = nil
+			}
+			h.status.track(s, false, now)
+		}
+		records = make([]DecommissionRecord, 0, len(leaving))
+		for id, s := range leaving {
+			removed = append(removed, id)
+			n := h.nodeForLocked(id)
+			n.spec = nil
+			n.dec = &decommission{spec: s, since: now}
+			h.status.track(s, true, now)
+			records = append(records, DecommissionRecord{Ref: RefOf(*s), Since: now})
+		}
+	}()
+	if err != nil {
+		return nil, nil, err
 	}
-	records := make([]DecommissionRecord, 0, len(leaving))
-	for id, s := range leaving {
-		removed = append(removed, id)
-		n := h.nodeForLocked(id)
-		n.spec = nil
-		n.dec = &decommission{spec: s, since: now}
-		h.status.track(s, true, now)
-		records = append(records, DecommissionRecord{Ref: RefOf(*s), Since: now})
-	}
-	h.mu.Unlock()
 	h.forgetRecords(forgotten)
 	if h.opts.Intent != nil {
 		// Wanted again: a pending decommission ends and is forgotten, so
@@ -672,21 +679,20 @@ func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 // returned is its echo: counted, and the expectation is met.
 func (h *Hub) Observe(ev Event) {
 	h.metrics.watch.WithLabelValues(ev.ID.Cluster, string(ev.Type)).Inc()
-	h.mu.Lock()
-	n := h.loopLocked(ev.ID)
-	if n == nil {
-		h.mu.Unlock()
-		return
+	managed := false
+	h.withLoop(ev.ID, func(n *nodeLoop) {
+		managed = true
+		if ev.ResourceVersion != "" && ev.ResourceVersion == n.expect {
+			h.metrics.echoes.WithLabelValues(ev.ID.Cluster).Inc()
+			n.expect = ""
+		}
+		if n.pendingAt.IsZero() {
+			n.pendingAt = ev.ObservedAt
+		}
+	})
+	if managed {
+		h.queue.Add(ev.ID)
 	}
-	if ev.ResourceVersion != "" && ev.ResourceVersion == n.expect {
-		h.metrics.echoes.WithLabelValues(ev.ID.Cluster).Inc()
-		n.expect = ""
-	}
-	if n.pendingAt.IsZero() {
-		n.pendingAt = ev.ObservedAt
-	}
-	h.mu.Unlock()
-	h.queue.Add(ev.ID)
 }
 
 // ClusterChanged implements Sink: it records a cluster's health. A report
@@ -695,16 +701,23 @@ func (h *Hub) Observe(ev Event) {
 // (first apply, or catch-up after a disconnect, read fresh); becoming ready
 // also releases the NodeIDs workers parked while it was not.
 func (h *Hub) ClusterChanged(ch ClusterHealth) {
+	for _, id := range h.clusterChanged(ch) {
+		h.queue.Add(id)
+	}
+}
+
+// clusterChanged applies a health report under h.mu (released even on a
+// panic) and returns the NodeIDs to enqueue.
+func (h *Hub) clusterChanged(ch ClusterHealth) []NodeID {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if ch.State == ClusterRemoved {
 		if cl := h.clusters[ch.Cluster]; cl != nil && ch.Seq != 0 && ch.Seq < cl.lastSeq {
-			h.mu.Unlock()
-			return
+			return nil
 		}
 		delete(h.clusters, ch.Cluster)
 		h.status.removeHealth(ch.Cluster)
-		h.mu.Unlock()
-		return
+		return nil
 	}
 	cl := h.clusters[ch.Cluster]
 	if cl == nil {
@@ -717,9 +730,8 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 		}
 	}
 	if ch.Seq != 0 && ch.Seq < cl.lastSeq {
-		h.mu.Unlock()
 		h.metrics.staleHealth.WithLabelValues(ch.Cluster).Inc()
-		return
+		return nil
 	}
 	if ch.Seq != 0 {
 		cl.lastSeq = ch.Seq
@@ -762,10 +774,7 @@ func (h *Hub) ClusterChanged(ch ClusterHealth) {
 	}
 	h.metrics.clusterUp.WithLabelValues(ch.Cluster).Set(up)
 	h.status.health(ch)
-	h.mu.Unlock()
-	for _, id := range ids {
-		h.queue.Add(id)
-	}
+	return ids
 }
 
 func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
@@ -784,21 +793,26 @@ func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 // after the request wins over it.
 func (h *Hub) RepairNow(id NodeID) error {
 	now := h.opts.Now()
-	h.mu.Lock()
-	rec := h.nodes.at(id)
-	if rec == nil || rec.spec == nil {
-		h.mu.Unlock()
+	known := func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		rec := h.nodes.at(id)
+		if rec == nil || rec.spec == nil {
+			return false
+		}
+		n := &rec.nodeLoop
+		n.manual = h.nextSeqLocked()
+		if n.rep != nil {
+			n.rep.backoffTill = time.Time{}
+		}
+		if n.pendingAt.IsZero() {
+			n.pendingAt = now
+		}
+		return true
+	}()
+	if !known {
 		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
 	}
-	n := &rec.nodeLoop
-	n.manual = h.nextSeqLocked()
-	if n.rep != nil {
-		n.rep.backoffTill = time.Time{}
-	}
-	if n.pendingAt.IsZero() {
-		n.pendingAt = now
-	}
-	h.mu.Unlock()
 	h.status.step(id, StepManual, "", now)
 	h.queue.Add(id)
 	return nil
@@ -811,21 +825,23 @@ func (h *Hub) RepairNow(id NodeID) error {
 // survives a restart; an error means it could not be recorded (the pause
 // still holds in this run).
 func (h *Hub) PauseCluster(cluster string, paused bool) error {
-	h.mu.Lock()
-	if paused == (h.pauses[cluster] != 0) {
-		h.mu.Unlock()
-	} else {
+	var ids []NodeID
+	var ws []*inflight
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if paused == (h.pauses[cluster] != 0) {
+			return
+		}
 		h.setPausedLocked(cluster, paused)
-		var ids []NodeID
 		if !paused {
 			ids = h.clusterIDsLocked(cluster)
 		}
-		ws := h.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == cluster })
-		h.mu.Unlock()
-		h.drain(ws)
-		for _, id := range ids {
-			h.queue.Add(id)
-		}
+		ws = h.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == cluster })
+	}()
+	h.drain(ws)
+	for _, id := range ids {
+		h.queue.Add(id)
 	}
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.SetPaused(cluster, paused); err != nil {
@@ -850,20 +866,22 @@ func (h *Hub) setPausedLocked(cluster string, paused bool) {
 // Switching to warn returns once no repair or prune of the application can
 // still happen. With an intent store the override survives a restart.
 func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
-	h.mu.Lock()
-	h.setAppPolicyLocked(app, p)
 	var ids []NodeID
-	for id, n := range h.nodes.all() {
-		if n.spec != nil && n.spec.Application == app {
-			ids = append(ids, id)
-		}
-	}
-	h.status.appPolicies(h.appPolicy)
 	var ws []*inflight
-	if p == PolicyWarn {
-		ws = h.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
-	}
-	h.mu.Unlock()
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.setAppPolicyLocked(app, p)
+		for id, n := range h.nodes.all() {
+			if n.spec != nil && n.spec.Application == app {
+				ids = append(ids, id)
+			}
+		}
+		h.status.appPolicies(h.appPolicy)
+		if p == PolicyWarn {
+			ws = h.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
+		}
+	}()
 	h.drain(ws)
 	for _, id := range ids {
 		h.queue.Add(id)
@@ -911,12 +929,15 @@ func (h *Hub) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error)
 	}
 	now := h.opts.Now()
 	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
-	h.mu.Lock()
-	h.holds[t] = hd
-	h.holdSeq[t] = h.nextSeqLocked()
-	h.status.setHolds(h.holdsLocked())
-	ws := h.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })
-	h.mu.Unlock()
+	var ws []*inflight
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.holds[t] = hd
+		h.holdSeq[t] = h.nextSeqLocked()
+		h.status.setHolds(h.holdsLocked())
+		ws = h.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })
+	}()
 	h.drain(ws)
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.PutHold(hd); err != nil {
@@ -928,13 +949,17 @@ func (h *Hub) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error)
 
 // ReleaseHold ends a hold early and re-checks what it covered.
 func (h *Hub) ReleaseHold(t HoldTarget) error {
-	h.mu.Lock()
-	_, ok := h.holds[t]
-	delete(h.holds, t)
-	delete(h.holdSeq, t)
-	h.status.setHolds(h.holdsLocked())
-	ids := h.heldIDsLocked(t)
-	h.mu.Unlock()
+	var ids []NodeID
+	ok := false
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, ok = h.holds[t]
+		delete(h.holds, t)
+		delete(h.holdSeq, t)
+		h.status.setHolds(h.holdsLocked())
+		ids = h.heldIDsLocked(t)
+	}()
 	if !ok {
 		return fmt.Errorf("release %s: no such hold", t)
 	}
@@ -1022,40 +1047,42 @@ func (h *Hub) LoadIntent() error {
 		return fmt.Errorf("load intent: %w", err)
 	}
 	now := h.opts.Now()
-	h.mu.Lock()
-	for c, p := range in.Paused {
-		if p {
-			h.setPausedLocked(c, true)
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for c, p := range in.Paused {
+			if p {
+				h.setPausedLocked(c, true)
+			}
 		}
-	}
-	for app, p := range in.Policies {
-		h.setAppPolicyLocked(app, p)
-	}
-	h.status.appPolicies(h.appPolicy)
-	for _, hd := range in.Holds {
-		if hd.Active(now) {
-			h.holds[hd.Target] = hd
-			h.holdSeq[hd.Target] = h.nextSeqLocked()
+		for app, p := range in.Policies {
+			h.setAppPolicyLocked(app, p)
 		}
-	}
-	h.status.setHolds(h.holdsLocked())
-	for id, ref := range in.Applied {
-		rs := ref.Spec()
-		rs.ID = id // the key (the store checks they match)
-		if n := h.nodes.at(id); n != nil {
-			n.applied = &rs
-		} else {
-			h.nodes.put(id, &node{applied: &rs})
+		h.status.appPolicies(h.appPolicy)
+		for _, hd := range in.Holds {
+			if hd.Active(now) {
+				h.holds[hd.Target] = hd
+				h.holdSeq[hd.Target] = h.nextSeqLocked()
+			}
 		}
-	}
-	for _, d := range in.Decommissions {
-		s := d.Ref.Spec()
-		n := h.nodeForLocked(s.ID)
-		n.spec = nil
-		n.dec = &decommission{spec: &s, since: d.Since}
-		h.status.track(&s, true, now)
-	}
-	h.mu.Unlock()
+		h.status.setHolds(h.holdsLocked())
+		for id, ref := range in.Applied {
+			rs := ref.Spec()
+			rs.ID = id // the key (the store checks they match)
+			if n := h.nodes.at(id); n != nil {
+				n.applied = &rs
+			} else {
+				h.nodes.put(id, &node{applied: &rs})
+			}
+		}
+		for _, d := range in.Decommissions {
+			s := d.Ref.Spec()
+			n := h.nodeForLocked(s.ID)
+			n.spec = nil
+			n.dec = &decommission{spec: &s, since: d.Since}
+			h.status.track(&s, true, now)
+		}
+	}()
 	return nil
 }
 
@@ -1417,28 +1444,11 @@ func (h *Hub) ScanOrphans(cluster string, refs []SpecRef) []NodeID {
 	return h.scanOrphans(map[string][]SpecRef{cluster: refs})[cluster]
 }
 
-// Reasons shown on orphans that are not pruned.
-const (
-	orphanShown  = "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans"
-	orphanWarn   = "would prune (hub.pruneOrphans): warn-only on this cluster never deletes"
-	orphanAll    = "would prune (hub.pruneOrphans): refused, the hub wants nothing on this cluster: it would delete every object of this hub there"
-	orphanLimit  = "would prune (hub.pruneOrphans): refused, more orphans than hub.pruneLimit across the hub"
-	orphanPaused = "would prune (hub.pruneOrphans): repairs paused on this cluster"
-)
-
-// scanOrphans takes the objects each cluster's backend found carrying our
-// marks: those the hub neither wants, decommissions nor remembers applying
-// are orphans. They are shown as such. With PruneOrphans they are
-// decommissioned through the prune guard, the scan being one change for
-// the whole hub: never on a cluster whose policy is warn-only or that is
-// paused, never every object of this hub on a cluster, and nothing at all
-// when the scan would prune more than PruneLimit objects across the hub
-// (each refusal logged, counted and shown on the orphans). The deletes
-// then pass the write gate like every prune. It returns the orphans by
-// cluster.
-func (h *Hub) scanOrphans(scanned map[string][]SpecRef) map[string][]NodeID {
-	now := h.opts.Now()
+// judgeOrphans is scanOrphans's part under h.mu (released even on a
+// panic): it finds the orphans, judges them and decommissions what may go.
+func (h *Hub) judgeOrphans(scanned map[string][]SpecRef, now time.Time) (map[string][]NodeID, []DecommissionRecord) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	orphans := make(map[string]map[NodeID]SpecRef, len(scanned))
 	out := make(map[string][]NodeID, len(scanned))
 	reasons := make(map[string]string, len(scanned))
@@ -1520,7 +1530,31 @@ func (h *Hub) scanOrphans(scanned map[string][]SpecRef) map[string][]NodeID {
 		h.orphans[cluster] = found
 		h.status.setOrphans(cluster, found, reasons[cluster], now)
 	}
-	h.mu.Unlock()
+	return out, records
+}
+
+// Reasons shown on orphans that are not pruned.
+const (
+	orphanShown  = "carries our label and hub id, but is in neither the config nor the state file; pruned only with hub.pruneOrphans"
+	orphanWarn   = "would prune (hub.pruneOrphans): warn-only on this cluster never deletes"
+	orphanAll    = "would prune (hub.pruneOrphans): refused, the hub wants nothing on this cluster: it would delete every object of this hub there"
+	orphanLimit  = "would prune (hub.pruneOrphans): refused, more orphans than hub.pruneLimit across the hub"
+	orphanPaused = "would prune (hub.pruneOrphans): repairs paused on this cluster"
+)
+
+// scanOrphans takes the objects each cluster's backend found carrying our
+// marks: those the hub neither wants, decommissions nor remembers applying
+// are orphans. They are shown as such. With PruneOrphans they are
+// decommissioned through the prune guard, the scan being one change for
+// the whole hub: never on a cluster whose policy is warn-only or that is
+// paused, never every object of this hub on a cluster, and nothing at all
+// when the scan would prune more than PruneLimit objects across the hub
+// (each refusal logged, counted and shown on the orphans). The deletes
+// then pass the write gate like every prune. It returns the orphans by
+// cluster.
+func (h *Hub) scanOrphans(scanned map[string][]SpecRef) map[string][]NodeID {
+	now := h.opts.Now()
+	out, records := h.judgeOrphans(scanned, now)
 	if h.opts.Intent != nil {
 		for _, r := range records {
 			if err := h.opts.Intent.PutDecommission(r); err != nil {

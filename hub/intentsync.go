@@ -52,10 +52,19 @@ func (h *Hub) TakeOver(cluster string) error {
 // adopt takes the intent read from the store: the overrides always, and
 // the applied and decommission records of cluster when it is not "".
 func (h *Hub) adopt(in Intent, cluster string) {
+	wake, drain := h.adoptIntent(in, cluster)
+	h.drain(drain)
+	for _, id := range wake {
+		h.queue.Add(id)
+	}
+}
+
+// adoptIntent is adopt's part under h.mu (released even on a panic): it
+// returns the NodeIDs to look at again and the writes to wait for.
+func (h *Hub) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*inflight) {
 	now := h.opts.Now()
 	h.mu.Lock()
-	var wake []NodeID
-	var drain []*inflight
+	defer h.mu.Unlock()
 	paused := make(map[string]bool)
 	for c, p := range in.Paused {
 		if p {
@@ -125,11 +134,7 @@ func (h *Hub) adopt(in Intent, cluster string) {
 	if cluster != "" {
 		h.adoptRecordsLocked(in, cluster, now)
 	}
-	h.mu.Unlock()
-	h.drain(drain)
-	for _, id := range wake {
-		h.queue.Add(id)
-	}
+	return wake, drain
 }
 
 // adoptRecordsLocked takes the applied and decommission records of one
