@@ -105,6 +105,7 @@ func TestReplicas(t *testing.T) {
 	t.Run("StoppedReplicaIsFenced", func(t *testing.T) { testReplicaStop(t, env) })
 	t.Run("Rebalance", func(t *testing.T) { testReplicaRebalance(t, env) })
 	t.Run("RollingRestartKeepsIntent", func(t *testing.T) { testReplicaRollingRestart(t, env) })
+	t.Run("TakeoverKeepsIntent", func(t *testing.T) { testReplicaTakeoverKeepsIntent(t, env) })
 }
 
 // config writes the config of hub hubID: the managed clusters, one
