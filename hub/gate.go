@@ -142,14 +142,19 @@ type inflight struct {
 func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
 	rec := h.nodes.at(p.id)
 	in := intentView{manual: p.manual, stopping: h.stopping()}
+	of := p.spec
 	if p.dec != nil {
+		of = p.dec.spec
 		in.current = rec != nil && rec.dec == p.dec
 	} else {
-		in.current = rec != nil && rec.spec == p.spec
-	}
-	of := p.spec
-	if of == nil {
-		of = p.dec.spec
+		// A desired-state change that left this NodeID's body as it was
+		// (a reload, a rediscovery, a workspace's new plan) keeps the
+		// pass current; its policy and application are read from the
+		// record as it is now.
+		in.current = rec != nil && rec.spec != nil && rec.spec.Hash == p.spec.Hash
+		if in.current {
+			of = rec.spec
+		}
 	}
 	in.paused = h.pauses[p.id.Cluster]
 	in.policy = of.Policy

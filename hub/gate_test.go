@@ -530,3 +530,48 @@ func TestHoldTTLBound(t *testing.T) {
 		}
 	})
 }
+
+// A desired-state change that leaves a NodeID's body as it was (a reload, a
+// rediscovery, a workspace's new plan) while its pass is about to write does
+// not drop the repair; one that changes the body does (the change enqueued
+// the NodeID: the next pass writes the new body).
+func TestUnchangedReloadMidPassStillRepairs(t *testing.T) {
+	for _, changed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changed=%v", changed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				b.attrib = &Attribution{Manager: "kubectl-edit"}
+				g := &gated{fixture: start(t, b, Options{}), at: make(chan NodeID, 1), proceed: make(chan struct{})}
+				s := spec("c1", "a", "v1")
+				g.h.SetDesired([]NodeSpec{s})
+				g.ready("c1", 1, 1)
+				synctest.Wait()
+				var once sync.Once
+				b.onAttribute = func(id NodeID) {
+					once.Do(func() {
+						g.at <- id
+						<-g.proceed
+					})
+				}
+				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+				<-g.at
+				next := spec("c1", "a", "v1")
+				if changed {
+					next = spec("c1", "a", "v2")
+				}
+				g.h.SetDesired([]NodeSpec{next})
+				close(g.proceed)
+				synctest.Wait()
+				b.mu.Lock()
+				content := b.truth[s.ID].content
+				b.mu.Unlock()
+				if content != next.Hash {
+					t.Fatalf("object content %q, want %q", content, next.Hash)
+				}
+				if got := b.repairCount(s.ID); got != 2 {
+					t.Errorf("writes %d, want the first apply and one repair", got)
+				}
+			})
+		})
+	}
+}
