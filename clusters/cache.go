@@ -41,7 +41,7 @@ const (
 	markHub                      // HubAnnotation = cacheShared.hubID
 	markNodeID                   // NodeIDAnnotation = the NodeID derived from the name
 	// markOwnCreated: the latest write of our field manager (ownWrite) is
-	// in the second the object was created.
+	// the object's creation (within a second of its creationTimestamp).
 	markOwnCreated
 )
 
@@ -216,7 +216,8 @@ func (s *cacheShared) compact(obj any) (any, error) {
 	labels, annots := po.GetLabels(), po.GetAnnotations()
 	own, otherHub := writers(po.GetManagedFields(), s.fieldManager)
 	c.ownWrite = own
-	if own != 0 && unixSeconds(po.GetCreationTimestamp().Time) == own {
+	if created := unixSeconds(po.GetCreationTimestamp().Time); own != 0 && max(own, created)-min(own, created) <= 1 {
+		// The apiserver stamps the two a moment apart: maybe a second.
 		c.marks |= markOwnCreated
 	}
 	c.setMarks(po.GetNamespace(), labels, annots, otherHub)
