@@ -79,10 +79,9 @@ type Manager struct {
 	// (bounded by maxGone; see trackGone).
 	gone    map[goneKey]goneEntry
 	goneSeq uint64
-	// writes are this manager's own writes, per object (bounded by
-	// maxGone; see checkWriter).
-	writes   map[goneKey]*ownWrite
-	writeSeq uint64
+	// writes are the hub's own writes to the cluster, per object (see
+	// checkWriter); shared with the cluster's earlier managers.
+	writes *writeLog
 	// sameID names the first object written by our field manager but not
 	// by us ("" while none was seen): another hub with our id.
 	sameID string
@@ -115,6 +114,7 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 		health:       health.withDefaults(),
 		now:          time.Now,
 		fieldManager: hub.FieldManagerFor(cfg.HubID),
+		writes:       &writeLog{},
 		informers:    make(map[informerKey]*informerState),
 		state:        hub.ClusterConnecting,
 		since:        time.Now(),

@@ -58,8 +58,11 @@ type Registry struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	entries map[string]*entry
-	wg      conc.WaitGroup
-	closed  bool
+	// writes holds each cluster's writeLog, kept across restarts and
+	// updates of its manager until the cluster is removed.
+	writes map[string]*writeLog
+	wg     conc.WaitGroup
+	closed bool
 }
 
 type entry struct {
@@ -80,7 +83,8 @@ func NewRegistry(sink hub.Sink, opts RegistryOptions) *Registry {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	return &Registry{sink: sink, log: opts.Logger, opts: opts, metrics: newMetrics(opts.Registerer), entries: make(map[string]*entry)}
+	return &Registry{sink: sink, log: opts.Logger, opts: opts, metrics: newMetrics(opts.Registerer), entries: make(map[string]*entry),
+		writes: make(map[string]*writeLog)}
 }
 
 // ErrRegistryClosed is returned by Add and Update after Run has returned.
@@ -151,6 +155,9 @@ func (r *Registry) Remove(id string) bool {
 		e.cancel()
 		<-e.done
 	}
+	r.mu.Lock()
+	delete(r.writes, id) // its manager is gone: nothing writes there any more
+	r.mu.Unlock()
 	r.metrics.forget(id)
 	r.sink.ClusterChanged(hub.ClusterHealth{Cluster: id, State: hub.ClusterRemoved, Since: time.Now(), Source: e.cfg.Source,
 		Seq: r.generation.Add(1)})
@@ -256,6 +263,10 @@ func (r *Registry) supervise(ctx context.Context, e *entry) {
 		mgr := newManager(e.cfg, r.sink, r.log, r.opts.Health, func() int64 { return r.generation.Add(1) })
 		mgr.metrics = r.metrics
 		r.mu.Lock()
+		if r.writes[e.cfg.ID] == nil {
+			r.writes[e.cfg.ID] = mgr.writes
+		}
+		mgr.writes = r.writes[e.cfg.ID]
 		e.mgr = mgr
 		r.mu.Unlock()
 		started := time.Now()

@@ -3,6 +3,7 @@ package clusters
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,19 +24,30 @@ import (
 // other's for its own orphans. What does tell them apart is a write: the
 // watch shows every write to an object carrying our marks, and the
 // managedFields Time of our field manager moves with each write by that
-// name. A Manager records the writes it makes itself (beginWrite, endWrite);
-// a watched write by our field manager that it did not make is another hub
-// with our id (checkWriter). It is then reported (logged once, counted in
-// driftwatch_same_id_writes_total) and ListOwned refuses to list orphans
-// on the cluster from then on: the other hub's objects that it never wrote
-// while we watched cannot be told from ours.
+// name. The backend records the writes it makes (beginWrite, endWrite, in
+// the cluster's writeLog); a watched write by our field manager that it
+// did not make is another hub with our id (checkWriter). It is reported
+// (logged once, counted in driftwatch_same_id_writes_total), and from then
+// on ListOwned refuses to list orphans on the cluster: the other hub's
+// objects that it did not write while we watched cannot be told from ours.
 //
 // The check is cheap: the cache keeps our field manager's latest write time
 // in the padding of its compact form (cachedObject.ownWrite), and a write
 // costs one map update. Its limits: a write in the same second as one of
-// ours is not seen, and an idle other hub is seen only once it writes.
+// ours is not seen, an idle other hub is seen only once it writes, and a
+// replica of this hub that still writes while another takes its cluster
+// over looks like one.
 
-// ownWrite is what a Manager knows of its own writes to one object.
+// writeLog records the hub's own writes to one cluster. A Registry keeps
+// one per cluster across restarts of its manager, so that a write a
+// previous manager still had on the wire is not taken for another hub's.
+type writeLog struct {
+	mu     sync.Mutex
+	writes map[goneKey]*ownWrite
+	seq    uint64
+}
+
+// ownWrite is what a writeLog knows of the hub's writes to one object.
 type ownWrite struct {
 	// inflight counts writes on the wire: their watch events may arrive
 	// before the call returns.
@@ -51,10 +63,10 @@ type ownWrite struct {
 
 // beginWrite records that a write of ours to key is about to be sent.
 func (m *Manager) beginWrite(key goneKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w := m.writeLocked(key)
-	w.inflight++
+	l := m.writes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entryLocked(key).inflight++
 }
 
 // endWrite records the end of a write begun with beginWrite: the object it
@@ -66,9 +78,10 @@ func (m *Manager) endWrite(key goneKey, out runtime.Object, err error) {
 			at, _ = writers(acc.GetManagedFields(), m.fieldManager)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w := m.writeLocked(key)
+	l := m.writes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.entryLocked(key)
 	w.inflight = max(w.inflight-1, 0)
 	w.at = max(w.at, at)
 	var status apierrors.APIStatus
@@ -77,31 +90,52 @@ func (m *Manager) endWrite(key goneKey, out runtime.Object, err error) {
 	}
 }
 
-// writeLocked returns key's record, making one (and evicting the oldest
+// entryLocked returns key's record, making one (and evicting the oldest
 // idle one when there are maxGone) if needed.
-func (m *Manager) writeLocked(key goneKey) *ownWrite {
-	if w, ok := m.writes[key]; ok {
+func (l *writeLog) entryLocked(key goneKey) *ownWrite {
+	if w, ok := l.writes[key]; ok {
 		return w
 	}
-	if m.writes == nil {
-		m.writes = make(map[goneKey]*ownWrite)
+	if l.writes == nil {
+		l.writes = make(map[goneKey]*ownWrite)
 	}
-	if len(m.writes) >= maxGone {
+	if len(l.writes) >= maxGone {
 		var oldest goneKey
 		var oldestSeq uint64
-		for k, w := range m.writes {
+		for k, w := range l.writes {
 			if w.inflight == 0 && (oldestSeq == 0 || w.seq < oldestSeq) {
 				oldest, oldestSeq = k, w.seq
 			}
 		}
 		if oldestSeq != 0 {
-			delete(m.writes, oldest)
+			delete(l.writes, oldest)
 		}
 	}
-	m.writeSeq++
-	w := &ownWrite{seq: m.writeSeq}
-	m.writes[key] = w
+	l.seq++
+	w := &ownWrite{seq: l.seq}
+	l.writes[key] = w
 	return w
+}
+
+// ours reports whether a watched write time of our field manager on key
+// comes from one of our writes (one on the wire, one that returned that
+// time or a later one, or one that failed without an answer: that one
+// counts once).
+func (l *writeLog) ours(key goneKey, at uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.writes[key]
+	if w == nil {
+		return false
+	}
+	if w.inflight > 0 || at <= w.at {
+		return true
+	}
+	if w.uncertain {
+		w.uncertain = false
+		return true
+	}
+	return false
 }
 
 // checkWriter looks at a watched change of an object for a write by our
@@ -126,12 +160,10 @@ func (m *Manager) checkWriter(kind hub.Kind, old, obj any, added bool) {
 		return
 	}
 	key := goneKey{kind: kind, namespace: c.namespace(), name: c.name}
-	m.mu.Lock()
-	if w := m.writes[key]; w != nil && (w.inflight > 0 || c.ownWrite <= w.at || w.uncertain) {
-		w.uncertain = false
-		m.mu.Unlock()
+	if m.writes.ours(key, c.ownWrite) {
 		return
 	}
+	m.mu.Lock()
 	if g, ok := m.gone[key]; added && ok && g.uid == string(c.uid) {
 		m.mu.Unlock()
 		return // back in the cache (its label restored), not created
