@@ -24,8 +24,10 @@ import (
 //     current one: 409, reason Conflict, "Operation cannot be fulfilled on
 //     <resource> "<name>": the object has been modified; please apply your
 //     changes to the latest version and try again", without causes;
-//   - a delete whose preconditions fail: 409, reason Conflict, "Operation
-//     cannot be fulfilled on <resource> "<name>": Precondition failed: ...",
+//   - a delete whose resourceVersion precondition fails: 409, reason
+//     Conflict, "Operation cannot be fulfilled on <Kind> "<name>": the
+//     ResourceVersion in the precondition (N) does not match the
+//     ResourceVersion in record (M). The object might have been modified",
 //     without causes;
 //   - a JSON patch it cannot apply to the current object (a test op that
 //     failed, or a path that is no longer there): 422, reason Invalid, "the
