@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,9 @@ var _ hub.Backend = (*Manager)(nil)
 type backendError struct {
 	msg string
 	err error
+	// conflict marks a write whose precondition met a concurrent change
+	// (see conflictError).
+	conflict bool
 }
 
 func (e *backendError) Error() string { return e.msg }
@@ -125,7 +129,7 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 		progress = kind.progress(obj)
 	}
 	if acc, err := meta.Accessor(obj); err == nil {
-		acc.SetManagedFields(compactManagedFields(acc.GetManagedFields()))
+		acc.SetManagedFields(compactManagedFields(acc.GetManagedFields(), m.fieldManager))
 	}
 	return m.stateOf(kind, spec, obj, progress, true)
 }
@@ -180,7 +184,7 @@ func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 	if err != nil {
 		return hub.Drift{}, err
 	}
-	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind)}
+	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager}
 	if len(ig.Rules) > 0 && live != nil {
 		ig.Owners = func() ([]drift.FieldOwner, error) {
 			if mf := live.GetManagedFields(); len(mf) > 0 {
@@ -241,7 +245,7 @@ func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift)
 	if err != nil {
 		return nil, m.callError("read managedFields of", spec, err)
 	}
-	return drift.Attribute(d, owners), nil
+	return drift.Attribute(d, owners, m.fieldManager), nil
 }
 
 // fieldOwners turns managedFields entries into field owners.
@@ -264,13 +268,31 @@ func fieldOwners(entries []metav1.ManagedFieldsEntry) ([]drift.FieldOwner, error
 	return owners, nil
 }
 
-// Repair makes spec's object match spec.Body again. When d lists entries
-// someone added inside what we own, it first GETs the object, classifies it
-// again for current JSON pointers and removes those entries with a JSON
-// patch guarded by the resourceVersion it read (server-side apply alone
-// would keep them). Then it server-side applies spec.Body with field
-// manager hub.FieldManager: without force first; on a conflict it records
-// the conflicts and applies with force. A missing namespace is created.
+// conflictRetries bounds the immediate retries of a write whose
+// precondition met a concurrent change (see isPreconditionConflict and
+// isPatchNotApplicable): each retry reads the object fresh, recomputes the
+// write and sends it again; the last conflict is the call's error.
+const conflictRetries = 3
+
+// Repair makes spec's object match spec.Body again. It refuses an object
+// whose driftwatch.io/hub annotation names another hub (the error unwraps
+// to hub.ErrOwnedByOther), as the state the loop read shows it and as a
+// non-forced apply finds it (a conflict over that annotation).
+//
+// When d lists entries someone added inside what we own, or spec has ignore
+// rules, the write depends on the live object: Repair GETs it (bypassing
+// the watch cache), classifies it again, removes the added entries with a
+// JSON patch guarded by the resourceVersion it read (server-side apply alone
+// would keep them), and keeps in the applied body the live value of every
+// field an ignore rule covers (drift.Pin), the apply then guarded by the
+// resourceVersion those values came from. A write whose precondition met a
+// concurrent change is retried at once from a fresh read, up to
+// conflictRetries times (counted in driftwatch_write_conflicts_total).
+//
+// The apply is a server-side apply with the hub's field manager
+// (hub.FieldManagerFor): without force first; on a conflict with other
+// field managers it records the conflicts and applies with force. A missing
+// namespace is created.
 //
 // When st came from the label-filtered cache and said the object was gone,
 // and the applied object has the UID the watch last saw before it left the
@@ -285,8 +307,14 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	if len(spec.Body) == 0 {
 		return res, m.callError("apply", spec, errors.New("no desired object"))
 	}
-	if spec, err = m.pinIgnored(spec, st, d); err != nil {
+	live, err := m.liveOf(spec, st)
+	if err != nil {
 		return res, err
+	}
+	if live != nil {
+		if err := m.refuseOther("apply", spec, live); err != nil {
+			return res, err
+		}
 	}
 	c := m.clientset()
 	if c == nil {
@@ -296,8 +324,12 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	// Taken before the apply: the watch may deliver the applied object's
 	// add event, which drops the record, before the apply call returns.
 	goneUID := m.takeGone(key)
-	applyCtx := ctx
-	if hasAddedEntries(d) {
+	// A removal needs current JSON pointers, and pinned values must be the
+	// live ones, not those of a cached read (an autoscaler may have
+	// changed them since).
+	remove := hasAddedEntries(d)
+	fresh := remove || len(spec.Ignore.For(spec.Kind)) > 0
+	if remove {
 		// A remove-then-apply pair either completes or is not started:
 		// never begin it once the caller gave up, and once the removal
 		// went through, finish with the apply even if the caller is
@@ -307,23 +339,44 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 			m.restoreGone(key, goneUID)
 			return res, m.callError("apply", spec, err)
 		}
-		removed, err := m.removeAdded(ctx, c, kind, spec)
-		if err != nil {
+	}
+	writeCtx := ctx
+	var stopPair context.CancelFunc
+	defer func() {
+		if stopPair != nil {
+			stopPair()
+		}
+	}()
+	kc := kind.client(c, spec.Namespace)
+	var out runtime.Object
+	for attempt := 0; ; attempt++ {
+		body, removed, err := spec.Body, false, error(nil)
+		if fresh {
+			body, removed, err = m.freshBody(writeCtx, kc, kind, spec, key, remove)
+		}
+		if removed && stopPair == nil {
+			res.Action = actionRemoveApply
+			writeCtx, stopPair = pairContext(ctx)
+		}
+		if err == nil {
+			out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key)
+		}
+		if err == nil {
+			break
+		}
+		if !isConflictError(err) {
 			m.restoreGone(key, goneUID)
 			return res, err
 		}
-		if removed {
-			res.Action = actionRemoveApply
-			var cancel context.CancelFunc
-			applyCtx, cancel = pairContext(ctx)
-			defer cancel()
+		if attempt == conflictRetries {
+			m.metrics.conflict(m.cfg.ID, conflictGaveUp)
+			m.log.Info("write conflict: giving up", "node", spec.ID.String(), "attempts", attempt+1, "err", err)
+			m.restoreGone(key, goneUID)
+			return res, err
 		}
-	}
-	out, conflicts, err := m.apply(applyCtx, c, kind, spec)
-	res.Conflicts = conflicts
-	if err != nil {
-		m.restoreGone(key, goneUID)
-		return res, err
+		m.metrics.conflict(m.cfg.ID, conflictRetried)
+		m.log.Info("write conflict: retrying from a fresh read", "node", spec.ID.String(), "attempt", attempt+1, "err", err)
+		fresh = true
 	}
 	acc, err := meta.Accessor(out)
 	if err != nil {
@@ -338,34 +391,100 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	return res, nil
 }
 
-// pinIgnored returns spec with a body that keeps the live value of each
-// field an ignore rule covered (see drift.Pin), so a repair of the other
-// differences does not undo what another writer is right to change.
-func (m *Manager) pinIgnored(spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.NodeSpec, error) {
-	if len(d.Ignored) == 0 || !st.Exists {
-		return spec, nil
+// refuseOther refuses a write to a live object whose driftwatch.io/hub
+// annotation names another hub.
+func (m *Manager) refuseOther(verb string, spec hub.NodeSpec, live metav1.Object) error {
+	annots := live.GetAnnotations()
+	if !hub.OwnedByOther(annots, m.cfg.HubID) {
+		return nil
 	}
-	live, err := m.liveOf(spec, st)
+	return m.callError(verb, spec, fmt.Errorf("refusing: %w", hub.OwnedByOtherError{Hub: annots[hub.HubAnnotation]}))
+}
+
+// liveObject converts a typed object the caller owns to its unstructured
+// form without managedFields, and returns those apart.
+func liveObject(kind kindInfo, obj runtime.Object) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry, error) {
+	var mf []metav1.ManagedFieldsEntry
+	if acc, err := meta.Accessor(obj); err == nil {
+		mf = acc.GetManagedFields()
+		acc.SetManagedFields(nil)
+	}
+	live, err := kind.toUnstructured(obj)
+	return live, mf, err
+}
+
+// freshBody GETs spec's object for a write that depends on it. It refuses
+// an object of another hub, classifies the object again, removes the entries
+// someone else added when remove is set (a JSON patch guarded by a test of
+// the resourceVersion it read; entries an ignore rule covers, such as an
+// injected sidecar, stay) and returns spec.Body with the live value of every field an ignore rule
+// covers (drift.Pin) and, when it pinned any, the resourceVersion those
+// values came from: the apply then fails with a conflict rather than write
+// a value someone changed meanwhile. removed reports whether the removal
+// went through. A missing object needs neither: spec.Body is returned.
+func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, spec hub.NodeSpec, key goneKey, remove bool) (body []byte, removed bool, err error) {
+	obj, err := kc.get(ctx, spec.Name)
+	if apierrors.IsNotFound(err) {
+		return spec.Body, false, nil
+	}
 	if err != nil {
-		return spec, err
+		return nil, false, m.callError("get", spec, err)
+	}
+	live, mf, err := liveObject(kind, obj)
+	if err != nil {
+		return nil, false, m.callError("convert", spec, err)
+	}
+	if err := m.refuseOther("apply", spec, live); err != nil {
+		return nil, false, err
 	}
 	desired, err := spec.Object()
 	if err != nil {
-		return spec, m.callError("apply", spec, err)
+		return nil, false, m.callError("compare", spec, err)
+	}
+	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager,
+		Owners: func() ([]drift.FieldOwner, error) { return fieldOwners(mf) }}
+	d, _ := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
+	var pointers []string
+	for _, f := range d.Fields {
+		if remove && f.Added && f.Pointer != "" {
+			pointers = append(pointers, f.Pointer)
+		}
+	}
+	if len(pointers) > 0 {
+		rv := live.GetResourceVersion()
+		patch, err := removePatch(rv, pointers)
+		if err != nil {
+			return nil, false, m.callError("patch", spec, err)
+		}
+		m.beginWrite(key)
+		out, err := kc.patch(ctx, spec.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: m.fieldManager})
+		m.endWrite(key, out, err)
+		switch {
+		case isPatchNotApplicable(err), isPreconditionConflict(err), apierrors.IsNotFound(err):
+			return nil, false, m.conflictError("patch", spec, fmt.Errorf("the object changed since it was read at resourceVersion %s: %w", rv, err))
+		case err != nil:
+			return nil, false, m.callError("patch", spec, err)
+		}
+		removed = true
+		if live, _, err = liveObject(kind, out); err != nil {
+			return nil, true, m.callError("convert", spec, err)
+		}
+	}
+	if len(d.Ignored) == 0 {
+		return spec.Body, removed, nil
 	}
 	fields := make([][]string, 0, len(d.Ignored))
 	for _, f := range d.Ignored {
 		fields = append(fields, f.Segments)
 	}
 	if !drift.Pin(desired.Object, live.Object, fields) {
-		return spec, nil
+		return spec.Body, removed, nil
 	}
-	body, err := hub.EncodeBody(desired)
-	if err != nil {
-		return spec, m.callError("apply", spec, err)
+	desired.SetResourceVersion(live.GetResourceVersion())
+	if body, err = hub.EncodeBody(desired); err != nil {
+		return nil, removed, m.callError("apply", spec, err)
 	}
-	spec.Body = body
-	return spec, nil
+	return body, removed, nil
 }
 
 // pairGrace bounds the apply that completes a remove-then-apply pair after
@@ -390,53 +509,6 @@ func hasAddedEntries(d hub.Drift) bool {
 		}
 	}
 	return false
-}
-
-// removeAdded GETs spec's object, classifies it again and removes the
-// entries someone else added, guarded by the resourceVersion it read. It
-// reports whether it sent a patch.
-func (m *Manager) removeAdded(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec) (bool, error) {
-	kc := kind.client(c, spec.Namespace)
-	obj, err := kc.get(ctx, spec.Name)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, m.callError("get", spec, err)
-	}
-	var mf []metav1.ManagedFieldsEntry
-	if acc, err := meta.Accessor(obj); err == nil {
-		mf = acc.GetManagedFields()
-		acc.SetManagedFields(nil)
-	}
-	live, err := kind.toUnstructured(obj)
-	if err != nil {
-		return false, m.callError("convert", spec, err)
-	}
-	var pointers []string
-	desired, err := spec.Object()
-	if err != nil {
-		return false, m.callError("compare", spec, err)
-	}
-	// Entries an ignore rule covers (an injected sidecar) are not removed.
-	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Owners: func() ([]drift.FieldOwner, error) { return fieldOwners(mf) }}
-	d, _ := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
-	for _, f := range d.Fields {
-		if f.Added && f.Pointer != "" {
-			pointers = append(pointers, f.Pointer)
-		}
-	}
-	if len(pointers) == 0 {
-		return false, nil
-	}
-	body, err := removePatch(live.GetResourceVersion(), pointers)
-	if err != nil {
-		return false, m.callError("patch", spec, err)
-	}
-	if _, err := kc.patch(ctx, spec.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: hub.FieldManager}); err != nil {
-		return false, m.callError("patch", spec, err)
-	}
-	return true, nil
 }
 
 // removePatch builds a JSON patch that removes the entries at pointers,
@@ -475,28 +547,55 @@ func pointerLess(a, b string) bool {
 	return len(as) < len(bs)
 }
 
-// apply server-side applies spec.Body: without force first, then with
-// force on a conflict (returning the conflicts it took over); a missing
-// namespace is created first.
-func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec) (runtime.Object, []hub.Conflict, error) {
-	body := spec.Body
+// hubAnnotationField is the field path of the driftwatch.io/hub annotation
+// in an apply conflict (see conflictsOf).
+const hubAnnotationField = "metadata.annotations." + hub.HubAnnotation
+
+// apply server-side applies body (spec's object) with the hub's field
+// manager: without force first, then with force on a conflict with other
+// field managers (returning the conflicts it took over), unless the
+// driftwatch.io/hub annotation is among them and names another hub; a
+// missing namespace is created first. A conflict with the body's
+// resourceVersion (a pinned apply) is a conflict error (isConflictError).
+func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec, body []byte, key goneKey) (runtime.Object, []hub.Conflict, error) {
 	kc := kind.client(c, spec.Namespace)
 	patch := func(force bool) (runtime.Object, error) {
-		return kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force})
+		m.beginWrite(key)
+		out, err := kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
+		m.endWrite(key, out, err)
+		return out, err
 	}
 	var conflicts []hub.Conflict
 	out, err := patch(false)
-	if apierrors.IsConflict(err) {
+	if isFieldConflict(err) {
 		conflicts = conflictsOf(err)
+		if slices.ContainsFunc(conflicts, func(c hub.Conflict) bool { return c.Field == hubAnnotationField }) {
+			// Another writer set the annotation to another value: never
+			// take an object over from another hub.
+			obj, gerr := kc.get(ctx, spec.Name)
+			if gerr != nil && !apierrors.IsNotFound(gerr) {
+				return nil, conflicts, m.callError("get", spec, gerr)
+			}
+			if gerr == nil {
+				if acc, aerr := meta.Accessor(obj); aerr == nil {
+					if rerr := m.refuseOther("apply", spec, acc); rerr != nil {
+						return nil, conflicts, rerr
+					}
+				}
+			}
+		}
 		out, err = patch(true)
 	}
 	if spec.Namespace != "" && isNamespaceNotFound(err) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
-		_, cerr := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: hub.FieldManager})
+		_, cerr := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: m.fieldManager})
 		if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
 			return nil, conflicts, m.resourceError("create", "namespace "+spec.Namespace, "", cerr)
 		}
 		out, err = patch(true)
+	}
+	if isPreconditionConflict(err) {
+		return nil, conflicts, m.conflictError("apply", spec, err)
 	}
 	if err != nil {
 		return nil, conflicts, m.callError("apply", spec, err)
@@ -542,50 +641,89 @@ func conflictsOf(err error) []hub.Conflict {
 }
 
 // Delete deletes the object st describes, with background propagation and
-// st's UID and resourceVersion as preconditions: an object replaced or
-// changed since st was read is not deleted (the call fails with a conflict).
-// It refuses an object without our managed-by label (st.Owned false). A
-// missing object is not an error.
+// the UID and resourceVersion of the object as preconditions. It refuses an
+// object whose driftwatch.io/hub annotation names another hub (the error
+// unwraps to hub.ErrOwnedByOther), one without our managed-by label
+// (st.Owned false), and one whose node-id annotation names another NodeID.
+// When the resourceVersion precondition meets a concurrent change, it reads
+// the object fresh, checks it again and retries, up to conflictRetries
+// times; an object replaced since st was read (another UID) is not deleted
+// (the call fails with a conflict). A missing object is not an error.
 func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) error {
 	if !st.Exists {
 		return nil
 	}
 	if !st.Owned {
+		if live, ok := st.Live.(*unstructured.Unstructured); ok && live != nil {
+			if err := m.refuseOther("delete", spec, live); err != nil {
+				return err
+			}
+		}
 		return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", hub.ManagedByLabel, m.cfg.ManagedBy))
 	}
 	live, err := m.liveOf(spec, st)
 	if err != nil {
 		return err
 	}
-	if !m.owns(live) {
-		return m.callError("delete", spec, fmt.Errorf("refusing: %s names another hub (%q)",
-			hub.HubAnnotation, live.GetAnnotations()[hub.HubAnnotation]))
-	}
-	if got := live.GetAnnotations()[hub.NodeIDAnnotation]; got != spec.ID.String() {
-		return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q, not %q",
-			hub.NodeIDAnnotation, got, spec.ID.String()))
-	}
 	kind, err := kindOf(spec.Kind)
 	if err != nil {
 		return m.callError("delete", spec, err)
 	}
-	c := m.clientset()
-	if c == nil {
-		return m.callError("delete", spec, errNotConnected)
+	owned := true
+	for attempt := 0; ; attempt++ {
+		if err := m.refuseOther("delete", spec, live); err != nil {
+			return err
+		}
+		if !owned {
+			return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", hub.ManagedByLabel, m.cfg.ManagedBy))
+		}
+		if got := live.GetAnnotations()[hub.NodeIDAnnotation]; got != spec.ID.String() {
+			return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q, not %q",
+				hub.NodeIDAnnotation, got, spec.ID.String()))
+		}
+		c := m.clientset()
+		if c == nil {
+			return m.callError("delete", spec, errNotConnected)
+		}
+		kc := kind.client(c, spec.Namespace)
+		var pre metav1.Preconditions
+		uid := live.GetUID()
+		if uid != "" {
+			pre.UID = &uid
+		}
+		if rv := live.GetResourceVersion(); rv != "" {
+			pre.ResourceVersion = &rv
+		}
+		prop := metav1.DeletePropagationBackground
+		err := kc.delete(ctx, spec.Name, metav1.DeleteOptions{PropagationPolicy: &prop, Preconditions: &pre})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !isPreconditionConflict(err):
+			return m.callError("delete", spec, err)
+		case attempt == conflictRetries:
+			m.metrics.conflict(m.cfg.ID, conflictGaveUp)
+			return m.conflictError("delete", spec, err)
+		}
+		obj, gerr := kc.get(ctx, spec.Name)
+		if apierrors.IsNotFound(gerr) {
+			return nil
+		}
+		if gerr != nil {
+			return m.callError("get", spec, gerr)
+		}
+		fresh, _, cerr := liveObject(kind, obj)
+		if cerr != nil {
+			return m.callError("convert", spec, cerr)
+		}
+		if fresh.GetUID() != uid {
+			m.metrics.conflict(m.cfg.ID, conflictGaveUp)
+			return m.conflictError("delete", spec, fmt.Errorf("replaced since it was read (uid %s, now %s): %w", uid, fresh.GetUID(), err))
+		}
+		m.metrics.conflict(m.cfg.ID, conflictRetried)
+		m.log.Info("write conflict: retrying the delete from a fresh read", "node", spec.ID.String(), "attempt", attempt+1, "err", err)
+		live, owned = fresh, fresh.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy
 	}
-	var pre metav1.Preconditions
-	if uid := live.GetUID(); uid != "" {
-		pre.UID = &uid
-	}
-	if rv := live.GetResourceVersion(); rv != "" {
-		pre.ResourceVersion = &rv
-	}
-	prop := metav1.DeletePropagationBackground
-	err = kind.client(c, spec.Namespace).delete(ctx, spec.Name, metav1.DeleteOptions{PropagationPolicy: &prop, Preconditions: &pre})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return m.callError("delete", spec, err)
-	}
-	return nil
 }
 
 // owns reports whether a live object carries this cluster's ownership marks:
@@ -597,8 +735,16 @@ func (m *Manager) owns(obj metav1.Object) bool {
 var _ hub.OwnedLister = (*Manager)(nil)
 
 // ListOwned lists, from the synced watch caches, every object that carries
-// our label and this hub's id annotation (objects without the annotation,
-// or of another hub, are not listed). Without a hub id it lists nothing.
+// our label and this hub's id annotation (objects without the annotation
+// are not listed). Without a hub id it lists nothing.
+//
+// Objects of another hub are never listed (so never taken for orphans):
+// those whose annotation names another hub, and those another hub's field
+// manager wrote. They are counted in driftwatch_foreign_objects, and each
+// other hub is logged once. Once the watch saw our own field manager write
+// an object this hub did not write (another hub with the same id; see
+// checkWriter), ListOwned refuses with an error that unwraps to
+// hub.ErrOwnedByOther: that hub's objects cannot be told from ours.
 func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
 	if m.cfg.HubID == "" {
 		return nil, nil
@@ -614,20 +760,46 @@ func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
 			infs = append(infs, src{key.kind, st.informer})
 		}
 	}
+	sameID := m.sameID
 	m.mu.Unlock()
 	var out []hub.SpecRef
+	foreign := 0
+	byHub, byManager := map[string]int{}, map[string]int{}
 	for _, s := range infs {
 		for _, item := range s.inf.GetIndexer().List() {
 			acc, err := meta.Accessor(item)
-			if err != nil {
+			if err != nil || acc.GetLabels()[hub.ManagedByLabel] != m.cfg.ManagedBy {
 				continue
 			}
-			if acc.GetAnnotations()[hub.HubAnnotation] != m.cfg.HubID || !m.owns(acc) {
+			owner, ok := acc.GetAnnotations()[hub.HubAnnotation]
+			switch {
+			case !ok:
+				continue
+			case owner != m.cfg.HubID:
+				foreign++
+				byHub[owner]++
+				continue
+			}
+			if c, ok := item.(*cachedObject); ok && c.unusual != nil && c.unusual.otherHub != "" {
+				foreign++
+				byManager[c.unusual.otherHub]++
 				continue
 			}
 			id := NodeIDFor(m.cfg.ID, s.kind, acc)
 			out = append(out, hub.SpecRef{ID: id, Namespace: acc.GetNamespace(), Name: acc.GetName(), Kind: s.kind})
 		}
+	}
+	m.metrics.setForeign(m.cfg.ID, foreign)
+	for h, n := range byHub {
+		m.noteForeign("otherHub", h, n)
+	}
+	for mgr, n := range byManager {
+		m.noteForeign("otherFieldManager", mgr, n)
+	}
+	if sameID != "" {
+		return nil, m.resourceError("list owned", "objects", "", fmt.Errorf(
+			"refusing: another hub with this hub's id %q writes to this cluster (field manager %q wrote %s, and this hub did not): %w",
+			m.cfg.HubID, m.fieldManager, sameID, hub.ErrOwnedByOther))
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +30,8 @@ type cacheShared struct {
 	// managedBy and hubID are the values of our ownership marks.
 	managedBy string
 	hubID     string
+	// fieldManager is the hub's own field manager (hub.FieldManagerFor).
+	fieldManager string
 }
 
 // Which ownership marks an object carries with their usual value (see
@@ -36,6 +40,9 @@ const (
 	markLabel  uint8 = 1 << iota // ManagedByLabel = cacheShared.managedBy
 	markHub                      // HubAnnotation = cacheShared.hubID
 	markNodeID                   // NodeIDAnnotation = the NodeID derived from the name
+	// markOwnCreated: the latest write of our field manager (ownWrite) is
+	// the object's creation (within a second of its creationTimestamp).
+	markOwnCreated
 )
 
 // unusualMarks holds an object's ownership marks when they are not the
@@ -44,6 +51,9 @@ type unusualMarks struct {
 	namespace string
 	labels    map[string]string
 	annots    map[string]string
+	// otherHub is the field manager of another driftwatch hub found in
+	// the object's managedFields ("" when none).
+	otherHub string
 }
 
 // cachedObject is the compact form in which a watch cache keeps a live
@@ -72,7 +82,12 @@ type cachedObject struct {
 	progress          *hub.Progress
 	unusual           *unusualMarks
 	marks             uint8
-	body              []byte
+	// ownWrite is when our field manager last wrote the object (the
+	// latest Time of its managedFields entries, in Unix seconds; 0 when
+	// it never did). It fits in the padding after marks; see
+	// Manager.checkWriter.
+	ownWrite uint32
+	body     []byte
 }
 
 var (
@@ -199,7 +214,13 @@ func (s *cacheShared) compact(obj any) (any, error) {
 		c.progress = s.info.progress(po)
 	}
 	labels, annots := po.GetLabels(), po.GetAnnotations()
-	c.setMarks(po.GetNamespace(), labels, annots)
+	own, otherHub := writers(po.GetManagedFields(), s.fieldManager)
+	c.ownWrite = own
+	if created := unixSeconds(po.GetCreationTimestamp().Time); own != 0 && max(own, created)-min(own, created) <= 1 {
+		// The apiserver stamps the two a moment apart: maybe a second.
+		c.marks |= markOwnCreated
+	}
+	c.setMarks(po.GetNamespace(), labels, annots, otherHub)
 	for _, k := range ownershipLabelKeys {
 		delete(labels, k)
 	}
@@ -215,7 +236,7 @@ func (s *cacheShared) compact(obj any) (any, error) {
 	}
 	po.SetLabels(labels)
 	po.SetAnnotations(annots)
-	po.SetManagedFields(compactManagedFields(po.GetManagedFields()))
+	po.SetManagedFields(compactManagedFields(po.GetManagedFields(), s.fieldManager))
 	if s.info.dropStatus != nil {
 		s.info.dropStatus(po)
 	}
@@ -233,11 +254,12 @@ func (s *cacheShared) compact(obj any) (any, error) {
 }
 
 // setMarks records the ownership marks: as bits when they are the usual
-// ones, else as an unusualMarks.
-func (c *cachedObject) setMarks(namespace string, labels, annots map[string]string) {
+// ones, else as an unusualMarks (which also holds otherHub, the field
+// manager of another hub that wrote the object, when there is one).
+func (c *cachedObject) setMarks(namespace string, labels, annots map[string]string, otherHub string) {
 	s := c.shared
-	usual := namespace == s.namespace
-	var marks uint8
+	usual := namespace == s.namespace && otherHub == ""
+	marks := c.marks
 	if v, ok := labels[hub.ManagedByLabel]; ok {
 		marks |= markLabel
 		usual = usual && v == s.managedBy
@@ -254,7 +276,8 @@ func (c *cachedObject) setMarks(namespace string, labels, annots map[string]stri
 		c.marks = marks
 		return
 	}
-	u := &unusualMarks{namespace: namespace}
+	c.marks = marks & markOwnCreated
+	u := &unusualMarks{namespace: namespace, otherHub: otherHub}
 	for _, k := range ownershipLabelKeys {
 		if v, ok := labels[k]; ok {
 			if u.labels == nil {
@@ -276,13 +299,13 @@ func (c *cachedObject) setMarks(namespace string, labels, annots map[string]stri
 
 // compactManagedFields keeps the managedFields entries drift detection may
 // need: those of other managers that touched spec or metadata. Our own
-// entries (we know what we applied) and status-subresource entries go; an
-// entry whose fields are only status goes too. It returns nil when nothing
-// is kept.
-func compactManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+// entries (self's: we know what we applied) and status-subresource entries
+// go; an entry whose fields are only status goes too. It returns nil when
+// nothing is kept.
+func compactManagedFields(entries []metav1.ManagedFieldsEntry, self string) []metav1.ManagedFieldsEntry {
 	var kept []metav1.ManagedFieldsEntry
 	for _, e := range entries {
-		if e.Manager == hub.FieldManager || e.Subresource == "status" || onlyStatus(e.FieldsV1) {
+		if e.Manager == self || e.Subresource == "status" || onlyStatus(e.FieldsV1) {
 			continue
 		}
 		kept = append(kept, e)
@@ -309,4 +332,35 @@ func onlyStatus(f *metav1.FieldsV1) bool {
 		}
 	}
 	return true
+}
+
+// writers reads two facts from an object's managedFields: when self (our
+// field manager) last wrote it (the latest Time of its entries, in Unix
+// seconds; 0 when it never did), and the field manager of another
+// driftwatch hub that wrote it ("" when none). The name hub.FieldManager
+// never counts as another hub's: a hub with the default id uses it, and a
+// hub with an id of its own may find its own entries of before it had one
+// under it.
+func writers(entries []metav1.ManagedFieldsEntry, self string) (own uint32, otherHub string) {
+	for _, e := range entries {
+		switch {
+		case e.Manager == self:
+			if e.Time != nil {
+				own = max(own, unixSeconds(e.Time.Time))
+			}
+		case otherHub == "" && e.Manager != hub.FieldManager && hub.IsHubFieldManager(e.Manager):
+			otherHub = e.Manager
+		}
+	}
+	return own, otherHub
+}
+
+// unixSeconds is t in Unix seconds as ownWrite holds them (0 for times
+// before 1970, and the managedFields times of this century fit).
+func unixSeconds(t time.Time) uint32 {
+	s := t.Unix()
+	if s <= 0 || s > math.MaxUint32 {
+		return 0
+	}
+	return uint32(s)
 }

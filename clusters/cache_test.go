@@ -45,7 +45,7 @@ func TestCompactManagedFields(t *testing.T) {
 		{"spec and status", []metav1.ManagedFieldsEntry{mixed}, []metav1.ManagedFieldsEntry{mixed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := compactManagedFields(tc.in); !reflect.DeepEqual(got, tc.want) {
+			if got := compactManagedFields(tc.in, hub.FieldManager); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("kept %v, want %v", managers(got), managers(tc.want))
 			}
 		})
@@ -115,7 +115,7 @@ func TestCompactRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: hub.DefaultManagedBy, hubID: "hub-a"}
+			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: hub.DefaultManagedBy, hubID: "hub-a", fieldManager: hub.FieldManager}
 			// What the decoded object must be: the original, minus what
 			// the compact form drops.
 			want := tc.obj.DeepCopyObject().(protoObject)

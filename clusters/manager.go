@@ -52,6 +52,11 @@ type Manager struct {
 	log    *slog.Logger
 	health HealthOptions
 	now    func() time.Time
+	// fieldManager is the field manager of every write
+	// (hub.FieldManagerFor of cfg.HubID).
+	fieldManager string
+	// metrics are shared with the registry's other managers (nil: none).
+	metrics *metrics
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
@@ -74,6 +79,14 @@ type Manager struct {
 	// (bounded by maxGone; see trackGone).
 	gone    map[goneKey]goneEntry
 	goneSeq uint64
+	// writes are the hub's own writes to the cluster, per object (see
+	// checkWriter); shared with the cluster's earlier managers.
+	writes *writeLog
+	// sameID names the first object written by our field manager but not
+	// by us ("" while none was seen): another hub with our id.
+	sameID string
+	// foreignLogged holds the other hubs already logged (noteForeign).
+	foreignLogged map[string]bool
 
 	probeNow chan struct{}
 	// reportMu serialises health reports (see report).
@@ -95,16 +108,18 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 		cfg.Source = "config"
 	}
 	return &Manager{
-		cfg:       cfg,
-		sink:      sink,
-		log:       log.With("cluster", cfg.ID),
-		health:    health.withDefaults(),
-		now:       time.Now,
-		informers: make(map[informerKey]*informerState),
-		state:     hub.ClusterConnecting,
-		since:     time.Now(),
-		probeNow:  make(chan struct{}, 1),
-		nextGen:   nextGen,
+		cfg:          cfg,
+		sink:         sink,
+		log:          log.With("cluster", cfg.ID),
+		health:       health.withDefaults(),
+		now:          time.Now,
+		fieldManager: hub.FieldManagerFor(cfg.HubID),
+		writes:       &writeLog{},
+		informers:    make(map[informerKey]*informerState),
+		state:        hub.ClusterConnecting,
+		since:        time.Now(),
+		probeNow:     make(chan struct{}, 1),
+		nextGen:      nextGen,
 	}
 }
 
@@ -290,7 +305,7 @@ func (m *Manager) run(parent context.Context) error {
 // newInformer registers with f the informer of one namespace and kind,
 // whose transform keeps objects in the compact cache form (cachedObject).
 func (m *Manager) newInformer(f informers.SharedInformerFactory, ns string, kind hub.Kind, info kindInfo, tweak func(*metav1.ListOptions)) (cache.SharedIndexInformer, error) {
-	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: kind, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID}
+	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: kind, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager}
 	var setErr error
 	inf := f.InformerFor(info.newObject(), func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
 		inf := info.newInformer(c, ns, tweak)
@@ -304,18 +319,22 @@ func (m *Manager) newInformer(f informers.SharedInformerFactory, ns string, kind
 }
 
 // handler returns the event handler of one kind: it only maps the object to
-// its NodeID and hands an event to the sink. No API calls, no blocking.
+// its NodeID and hands an event to the sink, after looking for a write by
+// another hub with our id (checkWriter). No API calls, no blocking.
 func (m *Manager) handler(kind hub.Kind) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { m.emit(kind, hub.EventAdded, obj) },
-		UpdateFunc: func(_, obj any) {
-			m.emit(kind, hub.EventUpdated, obj)
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { m.emit(kind, hub.EventAdded, nil, obj, !initial) },
+		UpdateFunc: func(old, obj any) {
+			m.emit(kind, hub.EventUpdated, old, obj, true)
 		},
-		DeleteFunc: func(obj any) { m.emit(kind, hub.EventDeleted, obj) },
+		DeleteFunc: func(obj any) { m.emit(kind, hub.EventDeleted, nil, obj, false) },
 	}
 }
 
-func (m *Manager) emit(kind hub.Kind, typ hub.EventType, obj any) {
+// emit hands one watched change to the sink; check says whether it may
+// show a write by another hub (not a delete, nor an add of the initial
+// list).
+func (m *Manager) emit(kind hub.Kind, typ hub.EventType, old, obj any, check bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			err := fmt.Errorf("cluster %q: panic in %s event handler: %v", m.cfg.ID, kind, r)
@@ -331,6 +350,9 @@ func (m *Manager) emit(kind hub.Kind, typ hub.EventType, obj any) {
 	ev, ok := eventFor(m.cfg.ID, kind, typ, obj, m.now())
 	if !ok {
 		return
+	}
+	if check {
+		m.checkWriter(kind, old, obj, typ == hub.EventAdded)
 	}
 	m.trackGone(kind, typ, obj)
 	m.rate.add(ev.ObservedAt)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
 
@@ -26,6 +27,9 @@ type RegistryOptions struct {
 	// MinBackoff and MaxBackoff bound the delay before a failed or panicked
 	// cluster manager is restarted. Defaults 1s and 30s.
 	MinBackoff, MaxBackoff time.Duration
+	// Registerer receives the backends' metrics (write conflicts, foreign
+	// objects, writes by another hub with the same id). Default: none.
+	Registerer prometheus.Registerer
 }
 
 // Registry owns one watch manager per cluster. Clusters are added and removed
@@ -33,9 +37,10 @@ type RegistryOptions struct {
 // connect or panics never blocks or stops the others: a panic is recovered,
 // reported as that cluster's error, and the cluster restarted with backoff.
 type Registry struct {
-	sink hub.Sink
-	log  *slog.Logger
-	opts RegistryOptions
+	sink    hub.Sink
+	log     *slog.Logger
+	opts    RegistryOptions
+	metrics *metrics
 
 	// beforeRun, when set (tests), runs in a cluster's supervised goroutine
 	// before each manager start.
@@ -53,8 +58,11 @@ type Registry struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	entries map[string]*entry
-	wg      conc.WaitGroup
-	closed  bool
+	// writes holds each cluster's writeLog, kept across restarts and
+	// updates of its manager until the cluster is removed.
+	writes map[string]*writeLog
+	wg     conc.WaitGroup
+	closed bool
 }
 
 type entry struct {
@@ -75,7 +83,8 @@ func NewRegistry(sink hub.Sink, opts RegistryOptions) *Registry {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	return &Registry{sink: sink, log: opts.Logger, opts: opts, entries: make(map[string]*entry)}
+	return &Registry{sink: sink, log: opts.Logger, opts: opts, metrics: newMetrics(opts.Registerer), entries: make(map[string]*entry),
+		writes: make(map[string]*writeLog)}
 }
 
 // ErrRegistryClosed is returned by Add and Update after Run has returned.
@@ -146,6 +155,10 @@ func (r *Registry) Remove(id string) bool {
 		e.cancel()
 		<-e.done
 	}
+	r.mu.Lock()
+	delete(r.writes, id) // its manager is gone: nothing writes there any more
+	r.mu.Unlock()
+	r.metrics.forget(id)
 	r.sink.ClusterChanged(hub.ClusterHealth{Cluster: id, State: hub.ClusterRemoved, Since: time.Now(), Source: e.cfg.Source,
 		Seq: r.generation.Add(1)})
 	return true
@@ -248,7 +261,12 @@ func (r *Registry) supervise(ctx context.Context, e *entry) {
 	backoff := r.opts.MinBackoff
 	for attempt := 0; ; attempt++ {
 		mgr := newManager(e.cfg, r.sink, r.log, r.opts.Health, func() int64 { return r.generation.Add(1) })
+		mgr.metrics = r.metrics
 		r.mu.Lock()
+		if r.writes[e.cfg.ID] == nil {
+			r.writes[e.cfg.ID] = mgr.writes
+		}
+		mgr.writes = r.writes[e.cfg.ID]
 		e.mgr = mgr
 		r.mu.Unlock()
 		started := time.Now()

@@ -17,7 +17,7 @@ import (
 // Defaults of the hub settings.
 const (
 	// DefaultHubID is the default Hub.ID.
-	DefaultHubID = "driftwatch"
+	DefaultHubID = hub.DefaultHubID
 	// DefaultResync is the default Hub.Resync.
 	DefaultResync = 5 * time.Minute
 	// DefaultPolicy is the default Hub.Policy.

@@ -28,13 +28,19 @@ type Backend interface {
 	Attribute(ctx context.Context, spec NodeSpec, d Drift) (*Attribution, error)
 	// Repair makes the object match spec again (it also creates a missing
 	// one). st and d are what the loop read and classified; the backend
-	// re-reads whatever a guarded write needs. It returns the version its
-	// write produced, so the loop can tell its own echo from new drift.
+	// re-reads whatever a guarded write needs, and retries at once a write
+	// whose precondition met a concurrent change (the error is the last
+	// conflict when it gives up). It returns the version its write
+	// produced, so the loop can tell its own echo from new drift. An
+	// object another hub owns is refused with an error that unwraps to
+	// ErrOwnedByOther (see OwnedByOtherError).
 	Repair(ctx context.Context, spec NodeSpec, st State, d Drift) (RepairResult, error)
-	// Delete removes the object st describes (a decommission), with st's
-	// identity and version as preconditions, and never an object the
-	// backend does not own (st.Owned false). A missing object is not an
-	// error.
+	// Delete removes the object st describes (a decommission), with its
+	// identity and version as preconditions (a version changed meanwhile
+	// is read again, checked and retried; a replaced object is not
+	// deleted), and never an object the backend does not own (st.Owned
+	// false; another hub's is refused with an error that unwraps to
+	// ErrOwnedByOther). A missing object is not an error.
 	Delete(ctx context.Context, spec NodeSpec, st State) error
 }
 
@@ -58,8 +64,8 @@ type State struct {
 	// resourceVersion). The loop only compares it for equality with the
 	// version one of its own writes returned.
 	Version string
-	// Owned is true when the object carries our ownership mark (the
-	// managed-by label).
+	// Owned is true when the object carries our ownership marks (the
+	// managed-by label, and no hub annotation naming another hub).
 	Owned bool
 	// Deleting is true when deletion was requested but the object is not
 	// gone yet.
@@ -109,7 +115,10 @@ type Conflict struct {
 // OwnedLister is implemented by backends that can list every object on
 // their cluster that carries this hub's ownership marks (the managed-by label
 // and the hub-id annotation). The hub compares that list with what it wants
-// and knows to find orphans: objects it owns but has no record of.
+// and knows to find orphans: objects it owns but has no record of. Objects
+// another hub owns are never listed; when the backend cannot tell them
+// from ours (another hub with the same id), ListOwned fails with an error
+// that unwraps to ErrOwnedByOther.
 type OwnedLister interface {
 	ListOwned(ctx context.Context) ([]SpecRef, error)
 }

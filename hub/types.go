@@ -29,7 +29,8 @@ const (
 	TenancyLabel = "driftwatch.io/tenancy"
 	// ApplicationLabel carries the application id.
 	ApplicationLabel = "driftwatch.io/application"
-	// FieldManager is the server-side apply field manager of every repair.
+	// FieldManager is the server-side apply field manager of a hub with
+	// the default id; FieldManagerFor gives every hub's.
 	FieldManager = "driftwatch"
 )
 

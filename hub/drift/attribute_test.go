@@ -20,6 +20,7 @@ func TestAttribute(t *testing.T) {
 		name    string
 		d       hub.Drift
 		owners  []FieldOwner
+		self    string // the hub's own field manager; "" means hub.FieldManager
 		manager string // "" means nil
 		fields  []string
 	}{
@@ -78,10 +79,29 @@ func TestAttribute(t *testing.T) {
 			d:      hub.Drift{Class: hub.DriftMissing},
 			owners: []FieldOwner{{Manager: "kubectl-scale", Time: t0, Fields: []string{"spec.replicas"}}}},
 		{name: "no owners", d: scaled},
+		{name: "another hub's field manager is someone else",
+			d: scaled,
+			owners: []FieldOwner{
+				{Manager: "driftwatch-hub-b", Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
+				{Manager: "kubectl-scale", Operation: "Update", Time: t0, Fields: []string{"spec.replicas"}},
+			},
+			manager: "driftwatch-hub-b", fields: []string{"spec.replicas"}},
+		{name: "a hub with its own id ignores only its own manager",
+			d:    scaled,
+			self: "driftwatch-hub-a",
+			owners: []FieldOwner{
+				{Manager: "driftwatch-hub-a", Operation: "Apply", Time: t0.Add(2 * time.Hour), Fields: []string{"spec.replicas"}},
+				{Manager: hub.FieldManager, Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
+			},
+			manager: hub.FieldManager, fields: []string{"spec.replicas"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := Attribute(tt.d, tt.owners)
+			self := tt.self
+			if self == "" {
+				self = hub.FieldManager
+			}
+			a := Attribute(tt.d, tt.owners, self)
 			if tt.manager == "" {
 				if a != nil {
 					t.Fatalf("attribution = %+v, want nil", a)

@@ -35,6 +35,10 @@ type Ignore struct {
 	// It is called at most once, and only when a rule with managers must
 	// be matched against a difference.
 	Owners func() ([]FieldOwner, error)
+	// Self is the hub's own field manager (hub.FieldManagerFor), never a
+	// field's current owner for a manager rule. Empty means
+	// hub.FieldManager.
+	Self string
 }
 
 // ClassifyIgnoring is Classify with ignore rules: the differences a rule

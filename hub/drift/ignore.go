@@ -104,13 +104,13 @@ func MatchPath(rule, field []string) bool {
 }
 
 // CurrentOwner returns the field manager that owns the field at path (in
-// FieldsV1Paths form) now: among owners other than driftwatch
-// (hub.FieldManager) that own the field itself or a field inside it, the
-// one that wrote last; "" when none does.
-func CurrentOwner(path string, owners []FieldOwner) string {
+// FieldsV1Paths form) now: among owners other than self (the hub's own
+// field manager, hub.FieldManagerFor) that own the field itself or a field
+// inside it, the one that wrote last; "" when none does.
+func CurrentOwner(path string, owners []FieldOwner, self string) string {
 	best := -1
 	for i, o := range owners {
-		if o.Manager == hub.FieldManager {
+		if o.Manager == self {
 			continue
 		}
 		if !slices.ContainsFunc(o.Fields, func(p string) bool {
@@ -144,7 +144,11 @@ func applyIgnore(diffs []hub.FieldDiff, segs [][]string, ig Ignore) ([]hub.Field
 				owners, ownersErr = ig.Owners()
 			}
 		}
-		return CurrentOwner(path, owners)
+		self := ig.Self
+		if self == "" {
+			self = hub.FieldManager
+		}
+		return CurrentOwner(path, owners, self)
 	}
 	kept := diffs[:0:0]
 	var ignored []hub.IgnoredField

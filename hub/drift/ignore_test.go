@@ -79,16 +79,19 @@ func TestCurrentOwner(t *testing.T) {
 		{Manager: "webhook", Time: t0, Fields: []string{"spec.template.spec.containers[istio]", "spec.template.spec.containers[istio].image"}},
 		{Manager: "kubectl-edit", Time: t0.Add(time.Minute), Fields: []string{"spec.template.spec.containers[app]"}},
 	}
-	tests := []struct{ path, want string }{
-		{"spec.replicas", "autoscaler"},
-		{"spec.template.spec.containers[istio]", "webhook"},
+	tests := []struct{ path, self, want string }{
+		{"spec.replicas", hub.FieldManager, "autoscaler"},
+		{"spec.template.spec.containers[istio]", hub.FieldManager, "webhook"},
 		// Owning the item entry does not own the fields inside it.
-		{"spec.template.spec.containers[app].image", ""},
-		{"spec.paused", ""},
+		{"spec.template.spec.containers[app].image", hub.FieldManager, ""},
+		{"spec.paused", hub.FieldManager, ""},
+		// Another hub's field manager (here the legacy name, seen by a
+		// hub with an id of its own) is someone else.
+		{"spec.replicas", "driftwatch-hub-a", hub.FieldManager},
 	}
 	for _, tt := range tests {
-		if got := CurrentOwner(tt.path, owners); got != tt.want {
-			t.Errorf("CurrentOwner(%q) = %q, want %q", tt.path, got, tt.want)
+		if got := CurrentOwner(tt.path, owners, tt.self); got != tt.want {
+			t.Errorf("CurrentOwner(%q, self %q) = %q, want %q", tt.path, tt.self, got, tt.want)
 		}
 	}
 }

@@ -163,7 +163,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.notifier = n
-	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health})
+	a.reg = clusters.NewRegistry(h, clusters.RegistryOptions{Logger: opts.Logger.With("component", "clusters"), Health: opts.Health,
+		Registerer: h.Registerer()})
 	var clusterBackends hub.Backends = a.reg
 	if co := cfg.Hub.Coordination; co != nil {
 		r, err := newReplicas(a, co, coordClient, opts.ReplicaID)

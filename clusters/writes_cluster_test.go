@@ -1,0 +1,510 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+)
+
+// beforeWrite is a transport wrapper that runs a hook once, right before
+// the first request of a given patch type goes out: another writer that
+// gets in between a read and the write that depends on it.
+type beforeWrite struct {
+	mu   sync.Mutex
+	pt   types.PatchType
+	hook func()
+}
+
+// arm makes the next patch of type pt run hook first.
+func (b *beforeWrite) arm(pt types.PatchType, hook func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pt, b.hook = pt, hook
+}
+
+func (b *beforeWrite) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodPatch {
+			b.mu.Lock()
+			var hook func()
+			if b.hook != nil && types.PatchType(req.Header.Get("Content-Type")) == b.pt {
+				hook, b.hook = b.hook, nil
+			}
+			b.mu.Unlock()
+			if hook != nil {
+				hook()
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// TestApiserverConflictAnswers pins down what a real apiserver answers to
+// a write whose precondition met a concurrent change, and that the
+// backend's checks match exactly those answers: a JSON patch whose test op
+// fails (the soak's "the server rejected our request due to an error in
+// our request"), an apply and a delete with a stale resourceVersion, a
+// field manager conflict (not a precondition), a validation error (not a
+// failed test op). It also checks that an apply carrying the current
+// resourceVersion goes through (the guard of a pinned apply).
+func TestApiserverConflictAnswers(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	ctx := t.Context()
+	const ns = "answers"
+	createNamespace(t, c, ns)
+	dep := deployment(ns, "web", labelled(nil))
+	dep.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DEBUG", Value: "1"}}
+	created, err := c.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{FieldManager: "creator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := created.ResourceVersion
+	bumped, err := c.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"1"}}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-annotate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(err error) metav1.Status {
+		var se apierrors.APIStatus
+		if !errors.As(err, &se) {
+			t.Fatalf("%v is not an API status", err)
+		}
+		s := se.Status()
+		t.Logf("answer: code %d reason %q message %q details %+v", s.Code, s.Reason, s.Message, s.Details)
+		return s
+	}
+
+	t.Run("JSON patch whose test op fails", func(t *testing.T) {
+		patch, err := removePatch(stale, []string{"/spec/template/spec/containers/0/env/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.AppsV1().Deployments(ns).Patch(ctx, "web", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "driftwatch"})
+		s := status(err)
+		if s.Code != http.StatusUnprocessableEntity || s.Reason != metav1.StatusReasonInvalid ||
+			s.Message != "the server rejected our request due to an error in our request" {
+			t.Fatalf("answer %+v", s)
+		}
+		if !isPatchNotApplicable(err) || isPreconditionConflict(err) || isFieldConflict(err) {
+			t.Fatal("not recognised as a JSON patch that does not apply")
+		}
+	})
+
+	t.Run("JSON patch whose path is gone", func(t *testing.T) {
+		patch, err := removePatch(bumped.ResourceVersion, []string{"/spec/template/spec/containers/0/env/5"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.AppsV1().Deployments(ns).Patch(ctx, "web", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "driftwatch"})
+		status(err)
+		if !isPatchNotApplicable(err) {
+			t.Fatal("not recognised as a JSON patch that does not apply")
+		}
+	})
+
+	apply := func(rv string, replicas int, manager string, force bool) error {
+		body := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"resourceVersion":%q},"spec":{"replicas":%d}}`, ns, rv, replicas)
+		_, err := c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: manager, Force: &force})
+		return err
+	}
+
+	t.Run("apply with a stale resourceVersion", func(t *testing.T) {
+		err := apply(stale, 4, "driftwatch", true)
+		s := status(err)
+		if s.Code != http.StatusConflict || s.Reason != metav1.StatusReasonConflict {
+			t.Fatalf("answer %+v", s)
+		}
+		if !isPreconditionConflict(err) || isFieldConflict(err) || isPatchNotApplicable(err) {
+			t.Fatal("not recognised as a precondition conflict")
+		}
+	})
+
+	t.Run("apply with the current resourceVersion", func(t *testing.T) {
+		if err := apply(bumped.ResourceVersion, 4, "driftwatch", true); err != nil {
+			t.Fatalf("an apply guarded by the current resourceVersion: %v", err)
+		}
+	})
+
+	t.Run("field manager conflict", func(t *testing.T) {
+		err := apply("", 6, "kubectl-scale", false)
+		status(err)
+		if !isFieldConflict(err) || isPreconditionConflict(err) {
+			t.Fatal("not recognised as a field manager conflict")
+		}
+		// The hub annotation's field as a conflict names it.
+		if _, err := c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType,
+			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-b"}}}`, ns, hub.HubAnnotation)),
+			metav1.PatchOptions{FieldManager: "driftwatch-hub-b"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType,
+			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-a"}}}`, ns, hub.HubAnnotation)),
+			metav1.PatchOptions{FieldManager: "driftwatch-hub-a"})
+		if cs := conflictsOf(err); !slices.ContainsFunc(cs, func(c hub.Conflict) bool { return c.Field == hubAnnotationField && c.Manager == "driftwatch-hub-b" }) {
+			t.Fatalf("conflicts %+v, want %s of driftwatch-hub-b", cs, hubAnnotationField)
+		}
+	})
+
+	t.Run("validation error", func(t *testing.T) {
+		err := apply("", -1, "driftwatch", true)
+		status(err)
+		if !apierrors.IsInvalid(err) || isPatchNotApplicable(err) {
+			t.Fatal("a validation error taken for a JSON patch that does not apply")
+		}
+	})
+
+	t.Run("delete with a stale resourceVersion", func(t *testing.T) {
+		err := c.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &stale}})
+		status(err)
+		if !isPreconditionConflict(err) {
+			t.Fatal("not recognised as a precondition conflict")
+		}
+	})
+}
+
+// runRegistryFor starts a registry of cfg (whose metrics are read through
+// r.metrics) and returns its synced backend.
+func runRegistryFor(t *testing.T, cfg ClusterConfig) (*Registry, *Manager) {
+	t.Helper()
+	sink := newRecordingSink()
+	r := runRegistry(t, sink, cfg)
+	sink.waitFor(t, 30*time.Second, "synced", func() bool { return sink.state(cfg.ID) == hub.ClusterSynced })
+	be, ok := r.Backend(cfg.ID)
+	if !ok {
+		t.Fatal("no backend")
+	}
+	return r, be.(*Manager)
+}
+
+// readDetect reads spec's state (cached or fresh) and classifies it.
+func readDetect(t *testing.T, be hub.Backend, spec hub.NodeSpec, fresh bool) (hub.State, hub.Drift) {
+	t.Helper()
+	st, err := be.ReadState(t.Context(), spec, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := be.DetectDrift(t.Context(), spec, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, d
+}
+
+// TestWriteConflictsOnARealControlPlane: the soak's case. Someone adds an
+// env entry to a Deployment we own; while the repair removes it (a JSON
+// patch guarded by a test of the resourceVersion), someone writes the
+// Deployment again. The repair re-reads, retries and succeeds, the conflict
+// is counted as retried, and the entry is gone.
+func TestWriteConflictsOnARealControlPlane(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns = "conflicts"
+	createNamespace(t, admin, ns)
+	bw := &beforeWrite{}
+	cc := clusterConfig(lc, ns)
+	cc.WrapTransport = bw.wrap
+	r, be := runRegistryFor(t, cc)
+	ctx := t.Context()
+	spec := deploymentSpec(t, lc.Name, ns, "catalog")
+	st, d := readDetect(t, be, spec, true)
+	if _, err := be.Repair(ctx, spec, st, d); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"DEBUG","value":"1"}]}]`)
+	if _, err := admin.AppsV1().Deployments(ns).Patch(ctx, "catalog", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatal(err)
+	}
+	st, d = readDetect(t, be, spec, true)
+	if !hasAddedEntries(d) {
+		t.Fatalf("drift %s lists no added entry", d.Summary())
+	}
+	// Right before the removal goes out, someone writes the Deployment.
+	bw.arm(types.JSONPatchType, func() {
+		if _, err := admin.AppsV1().Deployments(ns).Patch(context.Background(), "catalog", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"touched":"yes"}}}`), metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
+			t.Error(err)
+		}
+	})
+	res, err := be.Repair(ctx, spec, st, d)
+	if err != nil {
+		t.Fatalf("repair: %v (the conflict must be retried)", err)
+	}
+	if res.Action != actionRemoveApply {
+		t.Fatalf("action %q", res.Action)
+	}
+	live, err := admin.AppsV1().Deployments(ns).Get(ctx, "catalog", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := live.Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
+		t.Fatalf("env %v: the added entry is still there", env)
+	}
+	if live.Annotations["touched"] != "yes" {
+		t.Fatal("the concurrent write did not happen")
+	}
+	if got := testutil.ToFloat64(r.metrics.conflicts.WithLabelValues(lc.Name, conflictRetried)); got != 1 {
+		t.Fatalf("retried conflicts = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(r.metrics.conflicts.WithLabelValues(lc.Name, conflictGaveUp)); got != 0 {
+		t.Fatalf("given-up conflicts = %v, want 0", got)
+	}
+}
+
+// TestPinnedFieldsOnARealControlPlane: an autoscaler owns spec.replicas,
+// which an ignore rule covers. The loop read the Deployment from the cache
+// at 3 replicas; the autoscaler has scaled it to 7 since. The repair of the
+// image must keep 7 (the old code wrote the cached 3 back). When the
+// autoscaler scales again right before the apply, the apply's guard
+// refuses the stale value and the retry keeps the newest.
+func TestPinnedFieldsOnARealControlPlane(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns = "pinned"
+	createNamespace(t, admin, ns)
+	bw := &beforeWrite{}
+	cc := clusterConfig(lc, ns)
+	cc.WrapTransport = bw.wrap
+	r, be := runRegistryFor(t, cc)
+	ctx := t.Context()
+	spec := deploymentSpec(t, lc.Name, ns, "api", hub.IgnoreRule{Name: "hpa", Managers: []string{"fake-autoscaler"}})
+	st, d := readDetect(t, be, spec, true)
+	if _, err := be.Repair(ctx, spec, st, d); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(n int) {
+		body := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":%q},"spec":{"replicas":%d}}`, ns, n)
+		force := true
+		if _, err := admin.AppsV1().Deployments(ns).Patch(context.Background(), "api", types.ApplyPatchType, []byte(body),
+			metav1.PatchOptions{FieldManager: "fake-autoscaler", Force: &force}); err != nil {
+			t.Error(err)
+		}
+	}
+	edit := func() {
+		if _, err := admin.AppsV1().Deployments(ns).Patch(ctx, "api", types.StrategicMergePatchType,
+			[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replicas := func() int32 {
+		dep, err := admin.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *dep.Spec.Replicas
+	}
+	// cachedAt waits until the cache shows n replicas and an edited image,
+	// and returns that read.
+	cachedAt := func(n int64) (hub.State, hub.Drift) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, d := readDetect(t, be, spec, false)
+			if st.Exists && !st.Fresh && d.Class == hub.DriftModified {
+				if live, ok := st.Live.(*unstructured.Unstructured); ok {
+					if got, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); got == n {
+						return st, d
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache never showed %d replicas and the edit: %s", n, d.Summary())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	t.Run("stale cached read", func(t *testing.T) {
+		scale(3)
+		edit()
+		st, d := cachedAt(3)
+		scale(7) // after the loop's read
+		if _, err := be.Repair(ctx, spec, st, d); err != nil {
+			t.Fatal(err)
+		}
+		if n := replicas(); n != 7 {
+			t.Fatalf("replicas %d after the repair, want the autoscaler's 7 (the cached read said 3)", n)
+		}
+		if _, d := readDetect(t, be, spec, true); !d.InSync() {
+			t.Fatalf("after the repair: %s", d.Summary())
+		}
+	})
+
+	t.Run("scaled again before the apply", func(t *testing.T) {
+		edit()
+		st, d := cachedAt(7)
+		before := testutil.ToFloat64(r.metrics.conflicts.WithLabelValues(lc.Name, conflictRetried))
+		bw.arm(types.ApplyPatchType, func() { scale(9) })
+		if _, err := be.Repair(ctx, spec, st, d); err != nil {
+			t.Fatalf("repair: %v (the guarded apply's conflict must be retried)", err)
+		}
+		if n := replicas(); n != 9 {
+			t.Fatalf("replicas %d after the repair, want the autoscaler's 9", n)
+		}
+		if got := testutil.ToFloat64(r.metrics.conflicts.WithLabelValues(lc.Name, conflictRetried)) - before; got != 1 {
+			t.Fatalf("retried conflicts = %v, want 1", got)
+		}
+	})
+}
+
+// TestTwoHubsOnARealControlPlane: two hubs with their own ids share a
+// cluster, a namespace and the managed-by value. Each writes under its own
+// field manager; hub A never lists hub B's object as its own, counts it as
+// foreign, and refuses to repair it (whether its cache shows the object or
+// only the apply's conflict over the hub annotation does) or to delete it:
+// B's object is left as B wrote it. Two hubs with the default id cannot be
+// told apart by their marks: the first write by the other one is seen, and
+// from then on the orphan scan is refused.
+func TestTwoHubsOnARealControlPlane(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	ctx := t.Context()
+
+	t.Run("own ids", func(t *testing.T) {
+		const ns = "two-hubs"
+		createNamespace(t, admin, ns)
+		ca, cb := clusterConfig(lc, ns), clusterConfig(lc, ns)
+		ca.HubID, cb.HubID = "hub-a", "hub-b"
+		ra, a := runRegistryFor(t, ca)
+		_, b := runRegistryFor(t, cb)
+		specFor := func(hubID string) hub.NodeSpec {
+			s := deploymentSpec(t, lc.Name, ns, "shared")
+			obj, err := s.Object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			annots := obj.GetAnnotations()
+			annots[hub.HubAnnotation] = hubID
+			obj.SetAnnotations(annots)
+			s.Body = hub.MustEncodeBody(obj)
+			return s
+		}
+		specA, specB := specFor("hub-a"), specFor("hub-b")
+		st, d := readDetect(t, b, specB, true)
+		if _, err := b.Repair(ctx, specB, st, d); err != nil {
+			t.Fatal(err)
+		}
+		written, err := admin.AppsV1().Deployments(ns).Get(ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var managers []string
+		for _, e := range written.ManagedFields {
+			managers = append(managers, e.Manager)
+		}
+		if !slices.Contains(managers, "driftwatch-hub-b") || slices.Contains(managers, hub.FieldManager) {
+			t.Fatalf("managers %v, want driftwatch-hub-b and not %s", managers, hub.FieldManager)
+		}
+
+		// Hub A's view: not its own, foreign.
+		waitCached(t, a, specA)
+		refs, err := a.ListOwned(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(refs) != 0 {
+			t.Fatalf("hub A lists %+v as its own", refs)
+		}
+		if got := testutil.ToFloat64(ra.metrics.foreign.WithLabelValues(lc.Name)); got != 1 {
+			t.Fatalf("driftwatch_foreign_objects = %v, want 1", got)
+		}
+		stA, dA := readDetect(t, a, specA, false)
+		if stA.Owned {
+			t.Fatal("hub A reads hub B's object as owned")
+		}
+		check := func(err error) {
+			t.Helper()
+			var o hub.OwnedByOtherError
+			if !errors.Is(err, hub.ErrOwnedByOther) || !errors.As(err, &o) || o.Hub != "hub-b" {
+				t.Fatalf("err = %v, want owned by hub-b", err)
+			}
+		}
+		_, err = a.Repair(ctx, specA, stA, dA)
+		check(err)
+		// Even when hub A's read missed it: the apply's conflict over the
+		// annotation stops it, unforced.
+		_, err = a.Repair(ctx, specA, hub.State{}, hub.Drift{Class: hub.DriftMissing})
+		check(err)
+		stA.Owned = true
+		check(a.Delete(ctx, specA, stA))
+		after, err := admin.AppsV1().Deployments(ns).Get(ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.ResourceVersion != written.ResourceVersion || after.Annotations[hub.HubAnnotation] != "hub-b" {
+			t.Fatalf("hub B's object changed: resourceVersion %s (was %s), hub %q", after.ResourceVersion, written.ResourceVersion, after.Annotations[hub.HubAnnotation])
+		}
+	})
+
+	t.Run("the same id", func(t *testing.T) {
+		const ns = "same-id"
+		createNamespace(t, admin, ns)
+		c1, c2 := clusterConfig(lc, ns), clusterConfig(lc, ns)
+		c1.HubID, c2.HubID = hub.DefaultHubID, hub.DefaultHubID
+		r1, one := runRegistryFor(t, c1)
+		_, two := runRegistryFor(t, c2)
+		mine := deploymentSpec(t, lc.Name, ns, "mine")
+		st, d := readDetect(t, one, mine, true)
+		if _, err := one.Repair(ctx, mine, st, d); err != nil {
+			t.Fatal(err)
+		}
+		waitCached(t, one, mine)
+		if _, err := one.ListOwned(ctx); err != nil {
+			t.Fatalf("ListOwned after our own write: %v", err)
+		}
+		if got := testutil.ToFloat64(r1.metrics.sameIDWrites.WithLabelValues(lc.Name)); got != 0 {
+			t.Fatalf("same-id writes = %v after our own write", got)
+		}
+		// The other hub creates its object.
+		theirs := deploymentSpec(t, lc.Name, ns, "theirs")
+		st, d = readDetect(t, two, theirs, true)
+		if _, err := two.Repair(ctx, theirs, st, d); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for testutil.ToFloat64(r1.metrics.sameIDWrites.WithLabelValues(lc.Name)) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the other hub's write was never seen")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := one.ListOwned(ctx); !errors.Is(err, hub.ErrOwnedByOther) {
+			t.Fatalf("ListOwned after another hub with our id wrote: %v", err)
+		}
+	})
+}
+
+// waitCached waits until be's cache holds spec's object.
+func waitCached(t *testing.T, be hub.Backend, spec hub.NodeSpec) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, _ := readDetect(t, be, spec, false); st.Exists {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the cache", spec.ID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
