@@ -81,7 +81,7 @@ func TestExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := func(k string) string {
-		return map[string]string{"HOME": dir, "XDG_STATE_HOME": filepath.Join(dir, "state")}[k]
+		return map[string]string{"HOME": dir, "XDG_STATE_HOME": filepath.Join(dir, "state"), "DRIFTWATCH_TOKEN": strings.Repeat("t", 40)}[k]
 	}
 	for _, tt := range []struct {
 		name string
@@ -113,6 +113,10 @@ func TestExitCodes(t *testing.T) {
 		{"serve missing -f", []string{"serve"}, 2, "serve: -f FILE is required (see driftwatch serve --help)"},
 		{"check missing -f", []string{"check"}, 2, "check: -f FILE is required"},
 		{"attach without URL", []string{"attach"}, 2, "attach: want one hub address"},
+		{"reload, a token over plain http", []string{"reload", "--server", "http://hub.example:7070"}, 2,
+			`reload: hub address "http://hub.example:7070": refusing to send the token over plain http to hub.example, which is not a loopback address: use https://`},
+		{"attach, a token over plain http", []string{"attach", "http://10.1.2.3:7070"}, 2,
+			`attach: hub address "http://10.1.2.3:7070": refusing to send the token over plain http to 10.1.2.3`},
 		{"stray argument", []string{"demo", "now"}, 2, `demo: unexpected argument "now"`},
 		{"bad config, check", []string{"check", "-f", bad}, 1, ""},
 		{"bad config, serve", []string{"serve", "-f", bad}, 1, ""},

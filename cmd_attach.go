@@ -16,7 +16,9 @@ func newAttachCmd(c *cliEnv) *cobra.Command {
 		Long: `Attach runs the terminal UI over the HTTP API of a hub that driftwatch serve
 runs. The token comes from --token-file, else $DRIFTWATCH_TOKEN, else the
 token file serve made on this machine; :reload asks the hub to reload its
-config.`,
+config. The token goes over plain http only to this machine (127.0.0.1, ::1,
+localhost): any other hub, and any replica address its Leases advertise,
+needs https://.`,
 		Example: `  driftwatch attach http://127.0.0.1:7070
   driftwatch attach https://hub.example:7070 --ca-file ca.pem --token-file token --readonly`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -20,7 +20,9 @@ that would decommission every managed object of a cluster, or more than
 hub.pruneLimit objects at once, is refused and nothing changes; if it is
 intended, run the command again with --allow-prune. It needs an operator
 token: --token-file, else $DRIFTWATCH_TOKEN, else the token file serve made
-on this machine. Exit 0 reloaded, 1 refused or rejected, 2 usage.`,
+on this machine. The token goes over plain http only to this machine
+(127.0.0.1, ::1, localhost); any other hub needs an https:// --server. Exit 0
+reloaded, 1 refused or rejected, 2 usage.`,
 		Example: `  driftwatch reload
   driftwatch reload --allow-prune
   driftwatch reload --server https://hub.example:7070 --ca-file ca.pem --token-file token`,

@@ -11,23 +11,25 @@ import (
 // cluster's manager stops, so no HTTP/2 read loop outlives it (an idle
 // HTTP/2 connection would otherwise live until its idle timeout).
 type connTracker struct {
-	dialer net.Dialer
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
 	closed bool
 }
 
-func newConnTracker() *connTracker {
-	return &connTracker{
-		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		conns:  make(map[*trackedConn]struct{}),
+// newConnTracker tracks the connections dial makes; nil dial means a plain
+// net.Dialer (30 s timeout and keep-alive).
+func newConnTracker(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *connTracker {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
+	return &connTracker{dial: dial, conns: make(map[*trackedConn]struct{})}
 }
 
 // DialContext dials and remembers the connection.
 func (t *connTracker) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := t.dialer.DialContext(ctx, network, addr)
+	c, err := t.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,13 @@ func refuse(format string, args ...any) error {
 //     policy.ExecAllowlist; exec plugins may not set environment variables
 //     (LD_PRELOAD and the like would turn an allowed plugin into any code);
 //   - insecure-skip-tls-verify, unless policy.AllowInsecureSkipTLSVerify;
-//   - a server that is not an https URL;
+//   - a server that is not an https URL, or whose host is an address the
+//     hub must never be pointed at (see ForbiddenAddr: link-local, e.g.
+//     the cloud metadata endpoint 169.254.169.254, unspecified, multicast);
+//   - proxy-url: the hub's requests, credentials included, would go
+//     through a host of the secret's choosing;
+//   - impersonation (as, as-uid, as-groups, as-user-extra): the
+//     credentials would act as someone else;
 //   - data larger than policy.MaxBytes;
 //   - an ambiguous choice of context: the current context is used and every
 //     other context, cluster and user is dropped; without a current context
@@ -73,7 +80,9 @@ func refuse(format string, args ...any) error {
 //
 // The returned configuration also carries the policy as client-go's own exec
 // plugin policy (ExecConfig.PluginPolicy: DenyAll, or Allowlist), which
-// client-go enforces again each time it is about to run a plugin.
+// client-go enforces again each time it is about to run a plugin, and a Dial
+// function that refuses, once a server name is resolved, every address
+// ForbiddenAddr names (a name may resolve to 169.254.169.254 too).
 // Refusals are *UnsafeKubeconfigError; data that does not parse gives an
 // "invalid kubeconfig" error.
 func ParseUntrustedKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Config, error) {
@@ -111,10 +120,18 @@ func ParseUntrustedKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Confi
 	if err != nil {
 		return nil, fmt.Errorf("invalid kubeconfig: %w", err)
 	}
-	// Belt and braces: nothing above may have let a file reference through.
+	// Belt and braces: nothing above may have let a file reference, a
+	// proxy or an impersonation through.
 	if rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "" || rc.BearerTokenFile != "" || rc.AuthProvider != nil {
 		return nil, refuse("kubeconfig refers to files or an auth-provider")
 	}
+	if rc.Proxy != nil {
+		return nil, refuse("proxy-url is not allowed")
+	}
+	if im := rc.Impersonate; im.UserName != "" || im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0 {
+		return nil, refuse("impersonation is not allowed")
+	}
+	rc.Dial = guardedDial()
 	return rc, nil
 }
 
@@ -155,7 +172,24 @@ func checkCluster(c *clientcmdapi.Cluster, policy KubeconfigPolicy) error {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return refuse("server %q is not an https URL", c.Server)
 	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if why := ForbiddenAddr(ip); why != "" {
+			return refuse("server %q: %s is %s, not allowed", c.Server, ip.Unmap(), why)
+		}
+	}
+	if c.ProxyURL != "" {
+		return refuse("proxy-url is not allowed (the hub's requests and credentials would go through %s)", redactURL(c.ProxyURL))
+	}
 	return nil
+}
+
+// redactURL drops the user information of a URL (a proxy's password).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "an invalid URL"
+	}
+	return u.Redacted()
 }
 
 func checkUser(u *clientcmdapi.AuthInfo, policy KubeconfigPolicy) error {
@@ -170,6 +204,19 @@ func checkUser(u *clientcmdapi.AuthInfo, policy KubeconfigPolicy) error {
 	}
 	if u.AuthProvider != nil {
 		return refuse("auth-provider %q is not allowed", u.AuthProvider.Name)
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"as", u.Impersonate != ""},
+		{"as-uid", u.ImpersonateUID != ""},
+		{"as-groups", len(u.ImpersonateGroups) > 0},
+		{"as-user-extra", len(u.ImpersonateUserExtra) > 0},
+	} {
+		if f.set {
+			return refuse("impersonation (%s) is not allowed", f.field)
+		}
 	}
 	if u.Exec == nil {
 		return nil

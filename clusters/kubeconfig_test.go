@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,6 +110,45 @@ func TestParseUntrustedKubeconfig(t *testing.T) {
 		{name: "plain http server", policy: mgmt, unsafe: true,
 			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "http://10.0.0.1:8080" }),
 			want: `server "http://10.0.0.1:8080" is not an https URL`},
+		{name: "proxy-url", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].ProxyURL = "http://user:PASSWORD@proxy.example:3128" }),
+			want: `proxy-url is not allowed (the hub's requests and credentials would go through http://user:xxxxx@proxy.example:3128)`},
+		{name: "impersonation as", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.AuthInfos["w-admin"].Impersonate = "system:admin" }),
+			want: `impersonation (as) is not allowed`},
+		{name: "impersonation as-uid", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.AuthInfos["w-admin"].ImpersonateUID = "0" }),
+			want: `impersonation (as-uid) is not allowed`},
+		{name: "impersonation as-groups", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.AuthInfos["w-admin"].ImpersonateGroups = []string{"system:masters"} }),
+			want: `impersonation (as-groups) is not allowed`},
+		{name: "impersonation as-user-extra", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) {
+				c.AuthInfos["w-admin"].ImpersonateUserExtra = map[string][]string{"scopes": {"all"}}
+			}),
+			want: `impersonation (as-user-extra) is not allowed`},
+		{name: "metadata endpoint server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://169.254.169.254" }),
+			want: `server "https://169.254.169.254": 169.254.169.254 is a link-local address, not allowed`},
+		{name: "IPv6 link-local server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://[fe80::1%25eth0]:6443" }),
+			want: `is a link-local address, not allowed`},
+		{name: "IPv4-mapped link-local server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://[::ffff:169.254.169.254]" }),
+			want: `169.254.169.254 is a link-local address, not allowed`},
+		{name: "unspecified server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://0.0.0.0:6443" }),
+			want: `0.0.0.0 is an unspecified address, not allowed`},
+		{name: "multicast server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://224.0.0.1" }),
+			want: `224.0.0.1 is a multicast address, not allowed`},
+		{name: "IPv6 metadata endpoint server", policy: mgmt, unsafe: true,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://[fd00:ec2::254]" }),
+			want: `fd00:ec2::254 is a cloud metadata endpoint, not allowed`},
+		{name: "private server", policy: mgmt,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://10.0.0.1:6443" })},
+		{name: "server by name", policy: mgmt,
+			data: testKubeconfig(t, func(c *clientcmdapi.Config) { c.Clusters["w"].Server = "https://api.w.example:6443" })},
 		{name: "oversized", policy: mgmt, unsafe: true,
 			data: testKubeconfig(t, func(c *clientcmdapi.Config) {
 				c.Clusters["w"].CertificateAuthorityData = make([]byte, DefaultMaxKubeconfigBytes)
@@ -144,6 +184,9 @@ func TestParseUntrustedKubeconfig(t *testing.T) {
 				if rc.Host == "" || rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "" || rc.BearerTokenFile != "" || rc.AuthProvider != nil {
 					t.Fatalf("config = %+v", rc)
 				}
+				if rc.Dial == nil {
+					t.Fatal("no guarded Dial")
+				}
 				if e := rc.ExecProvider; e != nil {
 					// client-go enforces the allowlist again before running it.
 					if e.PluginPolicy.PolicyType != clientcmdapi.PluginPolicyAllowlist || len(e.PluginPolicy.Allowlist) != len(tt.policy.ExecAllowlist) {
@@ -157,6 +200,9 @@ func TestParseUntrustedKubeconfig(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %q, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "PASSWORD") {
+				t.Fatalf("error shows a password: %q", err)
 			}
 			var unsafe *UnsafeKubeconfigError
 			if errors.As(err, &unsafe) != tt.unsafe {
@@ -231,4 +277,82 @@ func TestUntrustedExecPlugin(t *testing.T) {
 
 func pemCert(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// TestUntrustedDialGuard checks the address an untrusted kubeconfig's client
+// connects to, after name resolution, through the cluster manager's
+// connection tracker as the hub uses it: a name may resolve to the metadata
+// endpoint as well as be written as one.
+func TestUntrustedDialGuard(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	data := testKubeconfig(t, func(c *clientcmdapi.Config) {
+		c.Clusters["w"].Server = "https://api.w.example:6443"
+		c.Clusters["w"].CertificateAuthorityData = pemCert(srv)
+	})
+	m := newManager(ClusterConfig{ID: "w", KubeconfigData: data}, newRecordingSink(), discardLogger(), HealthOptions{}, nil)
+	release, err := m.connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, tt := range []struct {
+		addr string
+		want string // "" means connected
+	}{
+		{"169.254.169.254:80", "server address 169.254.169.254 is a link-local address, not allowed"},
+		{"[fe80::1]:443", "server address fe80::1 is a link-local address"},
+		{"[::ffff:169.254.169.254]:80", "server address 169.254.169.254 is a link-local address"},
+		{"0.0.0.0:443", "server address 0.0.0.0 is an unspecified address"},
+		{"[::]:443", "server address :: is an unspecified address"},
+		{"100.100.100.200:80", "server address 100.100.100.200 is a cloud metadata endpoint"},
+		{srv.Listener.Addr().String(), ""},
+	} {
+		t.Run(tt.addr, func(t *testing.T) {
+			c, err := m.restConfig.Dial(t.Context(), "tcp", tt.addr)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("loopback refused: %v", err)
+				}
+				_ = c.Close()
+				return
+			}
+			if err == nil {
+				_ = c.Close()
+				t.Fatal("connected")
+			}
+			var unsafe *UnsafeKubeconfigError
+			if !strings.Contains(err.Error(), tt.want) || !errors.As(err, &unsafe) {
+				t.Fatalf("error = %v, want an UnsafeKubeconfigError containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestForbiddenAddr(t *testing.T) {
+	for _, tt := range []struct {
+		ip, want string
+	}{
+		{"169.254.169.254", "a link-local address"},
+		{"169.254.0.1", "a link-local address"},
+		{"fe80::1", "a link-local address"},
+		{"::ffff:169.254.169.254", "a link-local address"},
+		{"0.0.0.0", "an unspecified address"},
+		{"0.1.2.3", "an unspecified address"},
+		{"::", "an unspecified address"},
+		{"224.0.0.1", "a multicast address"},
+		{"ff02::1", "a multicast address"},
+		{"fd00:ec2::254", "a cloud metadata endpoint"},
+		{"100.100.100.200", "a cloud metadata endpoint"},
+		{"127.0.0.1", ""},
+		{"::1", ""},
+		{"10.1.2.3", ""},
+		{"192.168.1.1", ""},
+		{"fd00::1", ""},
+		{"203.0.113.7", ""},
+	} {
+		if got := ForbiddenAddr(netip.MustParseAddr(tt.ip)); got != tt.want {
+			t.Errorf("ForbiddenAddr(%s) = %q, want %q", tt.ip, got, tt.want)
+		}
+	}
 }

@@ -196,7 +196,9 @@ func (m *Manager) connect() (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	conns := newConnTracker()
+	// The tracker dials through the config's own Dial when it has one
+	// (an untrusted kubeconfig's, which refuses forbidden addresses).
+	conns := newConnTracker(rc.Dial)
 	rc.Dial = conns.DialContext
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {

@@ -18,6 +18,7 @@ package capi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -97,12 +98,35 @@ type Discovered struct {
 	// the same policy to clusters.ClusterConfig.KubeconfigPolicy).
 	Kubeconfig []byte
 	// Err is set when the cluster is provisioned but cannot be used (the
-	// secret is missing, invalid or refused by the policy); Kubeconfig is
-	// then empty. It names the secret and the reason.
+	// secret is missing, invalid or refused by the policy; it names the
+	// secret and the reason), or when its id is claimed by several Cluster
+	// objects (an *IDCollisionError; Namespace, Name, Phase and Labels are
+	// then empty); Kubeconfig is then empty.
 	Err error
 }
 
+// IDCollisionError is the Err of a Discovered whose id several Cluster
+// objects of one source map to (e.g. fleet-x/y and fleet/x-y under the
+// default template): none of them is reported up while they collide, so
+// neither can silently take the other's place, and the one reported before
+// the collision is reported gone first.
+type IDCollisionError struct {
+	// ID is the cluster id.
+	ID string
+	// Source is the source's name.
+	Source string
+	// Clusters are the colliding Cluster objects, "namespace/name", sorted.
+	Clusters []string
+}
+
+// Error names the id, every Cluster object and the way out.
+func (e *IDCollisionError) Error() string {
+	return fmt.Sprintf("cluster id %q is claimed by %d Cluster objects of clusterAPI source %q (%s): none of them is managed until one is left (delete or rename the others, or change idTemplate)",
+		e.ID, len(e.Clusters), e.Source, strings.Join(e.Clusters, ", "))
+}
+
 // Handler receives discoveries. Calls come from one goroutine, in order.
+// An id is reported for at most one Cluster object at a time.
 type Handler interface {
 	// ClusterUp reports a new cluster, a changed one (e.g. a rotated
 	// kubeconfig), or one that cannot be used (Err set).
@@ -118,8 +142,14 @@ type Discoverer struct {
 	log     *slog.Logger
 	idTmpl  *template.Template
 
-	mu    sync.Mutex
-	known map[string]Discovered // by Cluster key namespace/name
+	mu sync.Mutex
+	// claims are the provisioned Cluster objects, by key namespace/name;
+	// byID indexes their keys by cluster id. Only the sync goroutine
+	// writes them.
+	claims map[string]Discovered
+	byID   map[string]map[string]struct{}
+	// reported is what the handler was last told is up, by cluster id.
+	reported map[string]Discovered
 
 	// secretsSynced, when set (tests), receives the secrets informers'
 	// stores once they have synced.
@@ -146,7 +176,8 @@ func New(src Source, h Handler, log *slog.Logger) (*Discoverer, error) {
 			return nil, fmt.Errorf("cluster API source %q: selector: %w", src.Name, err)
 		}
 	}
-	return &Discoverer{src: src, handler: h, log: log.With("capi", src.Name), idTmpl: tmpl, known: make(map[string]Discovered)}, nil
+	return &Discoverer{src: src, handler: h, log: log.With("capi", src.Name), idTmpl: tmpl,
+		claims: make(map[string]Discovered), byID: make(map[string]map[string]struct{}), reported: make(map[string]Discovered)}, nil
 }
 
 // ID returns the cluster id for a Cluster object.
@@ -329,39 +360,60 @@ func provisioned(version string, u *unstructured.Unstructured) (phase string, re
 	return c.Status.Phase, ready, nil
 }
 
-// sync compares one Cluster with what was reported and reports the change.
+// sync records what one Cluster object claims (nothing when it is gone,
+// deleting or not provisioned) and reports the change of every id it
+// touches.
 func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, sec *corev1.Secret) {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	claim, ok := d.claim(key, version, cl, sec)
+	if !ok {
+		return // undecidable (logged): leave everything as it is
+	}
 	d.mu.Lock()
-	prev, known := d.known[key]
-	d.mu.Unlock()
-	gone := func() {
-		if known {
-			d.mu.Lock()
-			delete(d.known, key)
-			d.mu.Unlock()
-			d.log.Info("cluster gone", "cluster", prev.ID)
-			d.handler.ClusterGone(prev.ID)
+	prev, had := d.claims[key]
+	if had {
+		delete(d.claims, key)
+		delete(d.byID[prev.ID], key)
+		if len(d.byID[prev.ID]) == 0 {
+			delete(d.byID, prev.ID)
 		}
 	}
-	if cl == nil || cl.GetDeletionTimestamp() != nil {
-		gone()
-		return
+	if claim != nil {
+		d.claims[key] = *claim
+		if d.byID[claim.ID] == nil {
+			d.byID[claim.ID] = make(map[string]struct{})
+		}
+		d.byID[claim.ID][key] = struct{}{}
 	}
+	d.mu.Unlock()
+	if had {
+		d.settle(prev.ID)
+	}
+	if claim != nil && (!had || prev.ID != claim.ID) {
+		d.settle(claim.ID)
+	}
+}
+
+// claim computes what a Cluster object claims: nil when nothing (gone,
+// deleting, not provisioned); ok false when that cannot be decided (its
+// id template or status fails, logged).
+func (d *Discoverer) claim(key, version string, cl *unstructured.Unstructured, sec *corev1.Secret) (_ *Discovered, ok bool) {
+	if cl == nil || cl.GetDeletionTimestamp() != nil {
+		return nil, true
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	id, err := d.ID(ns, name)
 	if err != nil {
 		d.log.Error("cluster id", "cluster", key, "err", err)
-		return
+		return nil, false
 	}
 	phase, ready, err := provisioned(version, cl)
 	if err != nil {
 		d.log.Error("decode Cluster", "cluster", key, "err", err)
-		return
+		return nil, false
 	}
 	if !ready {
 		// Not provisioned (yet, or any more): nothing to manage.
-		gone()
-		return
+		return nil, true
 	}
 	// The Cluster object's labels, with the source's labels on top (an
 	// operator can force e.g. env for every discovered cluster).
@@ -385,14 +437,61 @@ func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, se
 			disc.Kubeconfig = data
 		}
 	}
-	if known && same(prev, disc) {
+	return &disc, true
+}
+
+// settle reports what id now is: gone when no Cluster object claims it, the
+// claim of the only one, or an *IDCollisionError when several do. A
+// collision takes down the cluster reported before it (ClusterGone, then
+// ClusterUp with the error), so no connection keeps serving the id.
+func (d *Discoverer) settle(id string) {
+	d.mu.Lock()
+	mine := make([]Discovered, 0, len(d.byID[id]))
+	for key := range d.byID[id] {
+		mine = append(mine, d.claims[key])
+	}
+	prev, had := d.reported[id]
+	d.mu.Unlock()
+	var want Discovered
+	switch len(mine) {
+	case 0:
+		if had {
+			d.mu.Lock()
+			delete(d.reported, id)
+			d.mu.Unlock()
+			d.log.Info("cluster gone", "cluster", id)
+			d.handler.ClusterGone(id)
+		}
+		return
+	case 1:
+		want = mine[0]
+	default:
+		names := make([]string, len(mine))
+		for i, c := range mine {
+			names[i] = c.Namespace + "/" + c.Name
+		}
+		sort.Strings(names)
+		want = Discovered{ID: id, Source: "capi:" + d.src.Name, Err: &IDCollisionError{ID: id, Source: d.src.Name, Clusters: names}}
+	}
+	if had && same(prev, want) {
 		return
 	}
+	if had && len(mine) > 1 && !errors.As(prev.Err, new(*IDCollisionError)) {
+		// A handler keeps a working connection when told of an error
+		// (even after the secret broke): let the first Cluster go, so
+		// the id serves neither.
+		d.log.Info("cluster gone", "cluster", id, "reason", "id collision")
+		d.handler.ClusterGone(id)
+	}
 	d.mu.Lock()
-	d.known[key] = disc
+	d.reported[id] = want
 	d.mu.Unlock()
-	d.log.Info("cluster up", "cluster", id, "phase", phase, "err", disc.Err)
-	d.handler.ClusterUp(disc)
+	if len(mine) > 1 {
+		d.log.Error("cluster id collision: none of the Cluster objects is managed", "cluster", id, "err", want.Err)
+	} else {
+		d.log.Info("cluster up", "cluster", id, "phase", want.Phase, "err", want.Err)
+	}
+	d.handler.ClusterUp(want)
 }
 
 // kubeconfigSecretCluster returns the Cluster name of a <name>-kubeconfig
@@ -431,7 +530,7 @@ func stripSecret(obj any) (any, error) {
 }
 
 func same(a, b Discovered) bool {
-	return a.ID == b.ID && a.Phase == b.Phase && bytes.Equal(a.Kubeconfig, b.Kubeconfig) &&
+	return a.ID == b.ID && a.Namespace == b.Namespace && a.Name == b.Name && a.Phase == b.Phase && bytes.Equal(a.Kubeconfig, b.Kubeconfig) &&
 		maps.Equal(a.Labels, b.Labels) && errText(a.Err) == errText(b.Err)
 }
 
@@ -442,13 +541,14 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// Known returns the ids of the clusters currently reported up, sorted.
+// Known returns the ids of the clusters currently reported up (an error
+// included), sorted.
 func (d *Discoverer) Known() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]string, 0, len(d.known))
-	for _, k := range d.known {
-		ids = append(ids, k.ID)
+	ids := make([]string, 0, len(d.reported))
+	for id := range d.reported {
+		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids

@@ -51,6 +51,12 @@ type Options struct {
 	// MaxStreams caps the open watch streams; past it GET /api/v1/watch
 	// answers 503 with Retry-After. Default 64.
 	MaxStreams int
+	// MaxStreamsPerCaller caps the open watch streams of one caller (a
+	// token's role and name: tokens that share a name share the cap;
+	// without Tokens every request is the one caller "local"), so one
+	// token cannot take every stream; past it GET /api/v1/watch answers
+	// 429 with Retry-After. Default 8, and never more than MaxStreams.
+	MaxStreamsPerCaller int
 	// streams is the watch stream of a Server (NewServer sets it); nil
 	// gives Handler a stream of its own.
 	streams *streamer

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,10 +414,74 @@ func TestClientOptions(t *testing.T) {
 		{"https://127.0.0.1:7070", ClientOptions{CAFile: bad}, "no PEM certificate"},
 		{"https://127.0.0.1:7070", ClientOptions{CAFile: filepath.Join(t.TempDir(), "none.pem")}, "no such file"},
 		{"https://127.0.0.1:7070", ClientOptions{Token: "short"}, "token too short"},
+		{"http://hub.example:7070", ClientOptions{Token: opToken}, `hub address "http://hub.example:7070": refusing to send the token over plain http to hub.example, which is not a loopback address: use https://`},
+		{"http://10.0.0.5:7070", ClientOptions{Token: opToken}, "refusing to send the token over plain http to 10.0.0.5"},
+		{"http://[::ffff:10.0.0.5]:7070", ClientOptions{Token: opToken}, "refusing to send the token over plain http to ::ffff:10.0.0.5"},
+		{"http://localhost.example:7070", ClientOptions{Token: opToken}, "refusing to send the token over plain http"},
+		{"http://0.0.0.0:7070", ClientOptions{Token: opToken}, "refusing to send the token over plain http"},
 	} {
 		if _, err := NewClientWithOptions(tt.base, tt.opts); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("NewClientWithOptions(%s, %+v) = %v, want %q", tt.base, tt.opts, err, tt.wantErr)
 		}
+	}
+}
+
+// TestClientTokenOverPlainHTTP: a token goes over plain http to loopback
+// only (https anywhere); without a token any address is accepted.
+func TestClientTokenOverPlainHTTP(t *testing.T) {
+	for _, tt := range []struct {
+		base  string
+		token string
+		ok    bool
+	}{
+		{"http://127.0.0.1:7070", opToken, true},
+		{"http://127.8.9.10:7070", opToken, true},
+		{"http://[::1]:7070", opToken, true},
+		{"http://[::ffff:127.0.0.1]:7070", opToken, true},
+		{"http://localhost:7070", opToken, true},
+		{"http://LOCALHOST.:7070", opToken, true},
+		{"https://hub.example:7070", opToken, true},
+		{"http://hub.example:7070", "", true},
+		{"http://hub.example:7070", opToken, false},
+		{"http://192.168.1.10:7070", opToken, false},
+		{"http://[fd00::1]:7070", opToken, false},
+	} {
+		_, err := NewClientWithOptions(tt.base, ClientOptions{Token: tt.token})
+		if (err == nil) != tt.ok {
+			t.Errorf("NewClientWithOptions(%s, token %v) = %v, want ok %v", tt.base, tt.token != "", err, tt.ok)
+		}
+	}
+}
+
+// TestClientFollowsNoRedirect: a hub answering with a redirect gets an
+// error, and the redirect's target never sees the token.
+func TestClientFollowsNoRedirect(t *testing.T) {
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.RedirectHandler(other.URL+"/api/v1/holds", code))
+		c, err := NewClientWithOptions(srv.URL, ClientOptions{Token: opToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Holds(t.Context())
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != code {
+			t.Errorf("%d: Holds = %v, want an error answer %d", code, err, code)
+		}
+		if err := c.PauseCluster("c1", true); err == nil {
+			t.Errorf("%d: PauseCluster followed the redirect", code)
+		}
+		c.CloseIdleConnections()
+		srv.Close()
+	}
+	if n := leaked.Load(); n > 0 {
+		t.Errorf("the redirect target got the token %d times", n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -47,7 +48,10 @@ func NewClient(base string) (*Client, error) {
 // NewClientWithOptions returns a client for the hub at base
 // ("http://host:port" or "https://host:port") that sends opts.Token and,
 // over https, trusts opts.CAFile's authorities (the system's when empty),
-// with TLS 1.2 at least.
+// with TLS 1.2 at least. A token is never sent over plain http to a host
+// that is not loopback (127.0.0.0/8, ::1, localhost): such a base is an
+// error. The client follows no redirect (a 3xx is an error answer), so the
+// token only goes to base.
 func NewClientWithOptions(base string, opts ClientOptions) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -56,6 +60,9 @@ func NewClientWithOptions(base string, opts ClientOptions) (*Client, error) {
 	if opts.Token != "" {
 		if err := checkToken(opts.Token); err != nil {
 			return nil, fmt.Errorf("hub %s: %w", base, err)
+		}
+		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			return nil, fmt.Errorf("hub address %q: refusing to send the token over plain http to %s, which is not a loopback address: use https:// (serve --tls-cert-file/--tls-key-file; --ca-file for a private CA)", base, u.Hostname())
 		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -74,7 +81,19 @@ func NewClientWithOptions(base string, opts ClientOptions) (*Client, error) {
 		}
 		tr.TLSClientConfig.RootCAs = pool
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr}, token: opts.Token, opts: opts}, nil
+	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Client{base: strings.TrimRight(base, "/"), http: hc, token: opts.Token, opts: opts}, nil
+}
+
+// loopbackHost reports whether host (a URL's Hostname) is this machine:
+// localhost or a loopback address. Other names are not resolved: DNS could
+// answer anything.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // CloseIdleConnections closes the client's idle connections.

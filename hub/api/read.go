@@ -38,7 +38,7 @@ func (s *Server) Close() error {
 }
 
 func streamConfigOf(opts Options) streamConfig {
-	return streamConfig{maxStreams: opts.MaxStreams, log: opts.Logger}
+	return streamConfig{maxStreams: opts.MaxStreams, maxPerCaller: opts.MaxStreamsPerCaller, log: opts.Logger}
 }
 
 // watchHandler returns the handler of GET /api/v1/watch: the Server's

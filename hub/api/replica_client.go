@@ -74,9 +74,17 @@ func (rc *ReplicaClient) client(r apiv1.Replica) (*Client, error) {
 		rc.clients[r.ID] = rc.first
 		return rc.first, nil
 	}
-	c, err := NewClientWithOptions(rc.baseOf(r.Address), rc.first.opts)
+	// The address comes from a Lease, which whoever may write Leases in
+	// the namespace can change: the token goes there only as it would go
+	// to a --server (never over plain http to another machine), and never
+	// over plain http when the first replica is reached over https.
+	base := rc.baseOf(r.Address)
+	if strings.HasPrefix(rc.first.base, "https://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("replica %q: address %q from its Lease is not https, unlike %s: not used", r.ID, base, rc.first.base)
+	}
+	c, err := NewClientWithOptions(base, rc.first.opts)
 	if err != nil {
-		return nil, fmt.Errorf("replica %q: %w", r.ID, err)
+		return nil, fmt.Errorf("replica %q: address from its Lease: %w", r.ID, err)
 	}
 	rc.clients[r.ID] = c
 	return c, nil

@@ -162,3 +162,44 @@ func TestReplicaClient(t *testing.T) {
 			!s.Replicas[1].Reachable && s.Replicas[1].Err != ""
 	})
 }
+
+// TestReplicaAddressFromLease: a replica's address comes from its Lease,
+// which others may write: the token goes there over https, or over plain
+// http to loopback when the first replica is reached that way too, and
+// nowhere else.
+func TestReplicaAddressFromLease(t *testing.T) {
+	const token = "op-token-0123456789abcdef0123456789"
+	for _, tt := range []struct {
+		name, first, address string
+		wantErr              string // "" means a client
+	}{
+		{"loopback host:port", "http://127.0.0.1:7070", "127.0.0.1:7071", ""},
+		{"loopback URL", "http://127.0.0.1:7070", "http://[::1]:7071", ""},
+		{"https URL", "http://127.0.0.1:7070", "https://hub-1.example:7070", ""},
+		{"https host:port", "https://hub-0.example:7070", "hub-1.example:7070", ""},
+		{"plain http elsewhere", "http://127.0.0.1:7070", "http://10.0.0.5:7070",
+			`replica "b": address from its Lease: hub address "http://10.0.0.5:7070": refusing to send the token over plain http to 10.0.0.5`},
+		{"host:port in plain http elsewhere", "http://localhost:7070", "203.0.113.9:7070",
+			`refusing to send the token over plain http to 203.0.113.9`},
+		{"downgrade from https", "https://hub-0.example:7070", "http://127.0.0.1:7071",
+			`replica "b": address "http://127.0.0.1:7071" from its Lease is not https, unlike https://hub-0.example:7070: not used`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first, err := NewClientWithOptions(tt.first, ClientOptions{Token: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := NewReplicaClient(first, 0)
+			c, err := rc.client(apiv1.Replica{ID: "b", Address: tt.address})
+			if tt.wantErr == "" {
+				if err != nil || c == nil {
+					t.Fatalf("client = %v, %v", c, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("client error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -41,6 +41,7 @@ import (
 // Watch stream defaults.
 const (
 	defaultMaxStreams   = 64
+	defaultMaxPerCaller = 8
 	defaultRingSize     = 64
 	keepaliveInterval   = 15 * time.Second
 	streamWriteTimeout  = 30 * time.Second
@@ -60,10 +61,11 @@ type snapshotSource interface {
 
 // streamConfig tunes a streamer (tests shrink the ring).
 type streamConfig struct {
-	maxStreams int
-	ringSize   int
-	keepalive  time.Duration
-	log        *slog.Logger
+	maxStreams   int
+	maxPerCaller int
+	ringSize     int
+	keepalive    time.Duration
+	log          *slog.Logger
 }
 
 // streamer serves GET /api/v1/watch.
@@ -76,6 +78,8 @@ type streamer struct {
 
 	mu     sync.Mutex
 	closed bool
+	// open counts the open streams of each caller (cfg.maxPerCaller).
+	open   map[Caller]int
 	latest *hub.Snapshot
 	full   *event   // the snapshot event of latest
 	ring   []*event // recent deltas, oldest first; each starts where the previous ends
@@ -99,6 +103,10 @@ func newStreamer(src snapshotSource, cfg streamConfig) *streamer {
 	if cfg.maxStreams <= 0 {
 		cfg.maxStreams = defaultMaxStreams
 	}
+	if cfg.maxPerCaller <= 0 {
+		cfg.maxPerCaller = defaultMaxPerCaller
+	}
+	cfg.maxPerCaller = min(cfg.maxPerCaller, cfg.maxStreams)
 	if cfg.ringSize <= 0 {
 		cfg.ringSize = defaultRingSize
 	}
@@ -116,6 +124,7 @@ func newStreamer(src snapshotSource, cfg streamConfig) *streamer {
 		epoch:  hex.EncodeToString(b[:]),
 		slots:  make(chan struct{}, cfg.maxStreams),
 		done:   make(chan struct{}),
+		open:   make(map[Caller]int),
 		notify: make(chan struct{}),
 	}
 }
@@ -175,6 +184,27 @@ func (st *streamer) parseEventID(id string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(seq, 10, 64)
 	return n, err == nil
+}
+
+// acquire counts a stream of caller c; false when c has its cap of open
+// streams already.
+func (st *streamer) acquire(c Caller) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.open[c] >= st.cfg.maxPerCaller {
+		return false
+	}
+	st.open[c]++
+	return true
+}
+
+// release uncounts a stream of caller c.
+func (st *streamer) release(c Caller) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.open[c]--; st.open[c] <= 0 {
+		delete(st.open, c)
+	}
 }
 
 // join counts a new stream and starts the broadcaster if it is the first;
@@ -293,10 +323,18 @@ func (st *streamer) pending(cursor uint64, have bool) ([]*event, <-chan struct{}
 // snapshot. Every event has an id; a client reconnecting with
 // Last-Event-ID resumes with the deltas since that event when the server
 // still has them, else gets a full snapshot. ": keepalive" comments keep
-// idle connections open. Past the cap of open streams it answers 503 with
+// idle connections open. Past the cap of one caller's open streams it
+// answers 429, past the cap of all open streams 503, both with
 // Retry-After.
 func (st *streamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v := viewOf(r)
+	c := callerOf(r)
+	if !st.acquire(c) {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many watch streams for %s token %q (at most %d per token): close one of them, or retry later", c.Role, c.Name, st.cfg.maxPerCaller))
+		return
+	}
+	defer st.release(c)
 	select {
 	case st.slots <- struct{}{}:
 		defer func() { <-st.slots }()

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,9 +337,20 @@ func TestWatchTooFarBehind(t *testing.T) {
 	}
 }
 
+// TestWatchStreamCap: past the cap of all open streams (each of a caller
+// of its own here) a new one answers 503 with Retry-After.
 func TestWatchStreamCap(t *testing.T) {
 	src := newFakeSource(testSnapshot(1))
-	_, srv := startStreamer(t, src, streamConfig{maxStreams: 2}, RoleViewer)
+	st := newStreamer(src, streamConfig{maxStreams: 2})
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := Caller{Role: RoleViewer, Name: fmt.Sprint("viewer ", n.Add(1))}
+		st.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
+	}))
+	t.Cleanup(func() {
+		st.close()
+		srv.Close()
+	})
 	a := openWatch(t, srv.URL, "")
 	a.next()
 	b := openWatch(t, srv.URL, "")
@@ -599,6 +611,87 @@ func TestWatchOutlivesServerTimeouts(t *testing.T) {
 				t.Fatalf("delta seq %d, want %d", d.Seq, s.Seq)
 			}
 			a.close()
+		})
+	}
+}
+
+// bearer adds a token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestWatchPerTokenCap: one token cannot take every watch stream. Past
+// its cap (MaxStreamsPerCaller, 8 by default) a token's next stream
+// answers 429 with Retry-After and a message naming the token and the
+// cap, while another token still gets one; a stream that ends frees a
+// place for its token.
+func TestWatchPerTokenCap(t *testing.T) {
+	const other = "other-viewer-token-0123456789-abcdefgh"
+	toks, err := ParseTokens("mem", []byte(viewerToken+" viewer alice\n"+other+" viewer bob\n"+opToken+" operator\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		perCall int // Options.MaxStreamsPerCaller
+		want    int // the cap in effect
+	}{
+		{"default", 0, defaultMaxPerCaller},
+		{"configured", 3, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := NewServer(startHub(t), Options{Tokens: toks, MaxStreamsPerCaller: tt.perCall})
+			ts := httptest.NewServer(srv.Handler())
+			t.Cleanup(func() {
+				_ = srv.Close()
+				ts.Close()
+			})
+			alice := &http.Client{Transport: bearer{viewerToken}}
+			var open []*sseConn
+			defer func() {
+				for _, c := range open {
+					c.close()
+				}
+			}()
+			for range tt.want {
+				c := openWatchWith(t, alice, ts.URL, "")
+				c.next()
+				open = append(open, c)
+			}
+			resp, cancel := watchRequestWith(t, alice, ts.URL, "")
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cancel()
+			want := fmt.Sprintf(`too many watch streams for viewer token \"alice\" (at most %d per token): close one of them, or retry later`, tt.want)
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), want) {
+				t.Fatalf("stream %d of one token = %s, Retry-After %q, %s; want 429 with %s", tt.want+1, resp.Status, resp.Header.Get("Retry-After"), body, want)
+			}
+			for _, tok := range []string{other, opToken} {
+				c := openWatchWith(t, &http.Client{Transport: bearer{tok}}, ts.URL, "")
+				c.next()
+				open = append(open, c)
+			}
+			// A stream that ends frees a place for its token.
+			open[0].close()
+			open = open[1:]
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				resp, cancel := watchRequestWith(t, alice, ts.URL, "")
+				code := resp.StatusCode
+				resp.Body.Close()
+				cancel()
+				if code == http.StatusOK {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after one of its streams ended, a token's new one still answers %d", code)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		})
 	}
 }

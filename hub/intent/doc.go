@@ -52,9 +52,11 @@
 //
 // # Private files
 //
-// The state file (mode 0600), its folder (0700) and the owner sidecar are
-// opened through package internal/safefile: an existing file or folder open
-// to group or others is tightened, and a symbolic link at the state file's
+// The state file (mode 0600), its folder (0700 when created) and the owner
+// sidecar are opened through package internal/safefile: an existing file
+// open to group or others is tightened; an existing folder keeps its mode
+// and is refused when it belongs to another user or group or others may
+// write to it; and a symbolic link at the state file's
 // path, as its folder or as the sidecar is refused with an error naming it,
 // never followed (bbolt opens the file through Options.OpenFile with
 // O_NOFOLLOW). Such an error wraps neither ErrCorrupt nor ErrLocked.

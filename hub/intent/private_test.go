@@ -33,7 +33,7 @@ func TestPrivateFiles(t *testing.T) {
 		// check runs after Open (and Close when it succeeded).
 		check func(t *testing.T, root, path string)
 	}{
-		{name: "loose file and folder of an earlier run are tightened",
+		{name: "a loose file of an earlier run is tightened, its folder keeps its mode",
 			setup: func(t *testing.T, root string) string {
 				path := filepath.Join(root, "state", "hub.db")
 				must(t, openT(t, path).Close())
@@ -45,8 +45,21 @@ func TestPrivateFiles(t *testing.T) {
 				if m := perm(t, path); m != 0o600 {
 					t.Errorf("state file mode %04o, want 0600", m)
 				}
-				if m := perm(t, filepath.Dir(path)); m != 0o700 {
-					t.Errorf("folder mode %04o, want 0700", m)
+				if m := perm(t, filepath.Dir(path)); m != 0o755 {
+					t.Errorf("folder mode %04o, want 0755 (never changed)", m)
+				}
+			}},
+		{name: "a folder others may write to is refused and keeps its mode",
+			setup: func(t *testing.T, root string) string {
+				dir := filepath.Join(root, "shared")
+				must(t, os.Mkdir(dir, 0o700))
+				must(t, os.Chmod(dir, 0o777))
+				return filepath.Join(dir, "hub.db")
+			},
+			err: "shared can be written by group or others (mode 0777)",
+			check: func(t *testing.T, root, path string) {
+				if m := perm(t, filepath.Dir(path)); m != 0o777 {
+					t.Errorf("folder mode %04o, want 0777 (never changed)", m)
 				}
 			}},
 		{name: "symbolic link at the state path",

@@ -61,10 +61,11 @@ var _ hub.IntentStore = (*Store)(nil)
 
 // Open opens the state file at path, creating it (mode 0600) and its folder
 // (mode 0700) when missing, and migrates an older schema. The file and its
-// folder are private (see package safefile): an existing file or folder
-// open to group or others is tightened to 0600 or 0700, and a symbolic link
-// at the path or as the folder is refused, never followed. See the package
-// documentation for the errors it returns.
+// folder are private (see package safefile): an existing file open to group
+// or others is tightened to 0600; an existing folder is never changed, and
+// refused when it belongs to another user or group or others may write to
+// it; a symbolic link at the path or as the folder is refused, never
+// followed. See the package documentation for the errors it returns.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("state file: empty path")

@@ -33,7 +33,9 @@ type Options struct {
 	// Registerer, when set, gets the notifier's metrics.
 	Registerer prometheus.Registerer
 	// Client sends the requests. Default: a client of its own over
-	// http.DefaultTransport's settings.
+	// http.DefaultTransport's settings. Its CheckRedirect is never used:
+	// the notifier works on a copy that follows no redirect, so the
+	// webhook's headers never reach another address.
 	Client *http.Client
 }
 
@@ -55,6 +57,7 @@ func New(opts Options) (*Notifier, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	opts.Client = noRedirects(opts.Client)
 	m := newMetrics()
 	if opts.Registerer != nil {
 		for _, c := range m.collectors() {

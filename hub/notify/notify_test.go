@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -495,5 +498,57 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(tt.v, now); got != tt.want {
 			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.v, got, tt.want)
 		}
+	}
+}
+
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		code   int
+		client *http.Client // nil: the notifier's own
+	}{
+		{"301", http.StatusMovedPermanently, nil},
+		{"302", http.StatusFound, nil},
+		{"303", http.StatusSeeOther, nil},
+		{"307", http.StatusTemporaryRedirect, nil},
+		{"308", http.StatusPermanentRedirect, nil},
+		{"308 with a caller's client", http.StatusPermanentRedirect, &http.Client{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var elsewhere atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				elsewhere.Add(1)
+				if r.Header.Get("X-Api-Key") != "" || r.Header.Get("Authorization") != "" {
+					t.Errorf("redirect target got the webhook's headers: %v", r.Header)
+				}
+			}))
+			defer other.Close()
+			hook := httptest.NewServer(http.RedirectHandler(other.URL+"/collect?token=LEAK", tt.code))
+			defer hook.Close()
+			n, err := New(Options{Source: &fakeSource{}, Client: tt.client, Webhooks: []Webhook{{
+				Name: "oncall", URL: hook.URL + "/services/SECRET",
+				Headers: map[string]string{"X-Api-Key": "k", "Authorization": "Bearer abc"},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, retry, err := n.senders[0].post(t.Context(), []byte(`{}`))
+			if err == nil {
+				t.Fatal("a redirect counted as delivered")
+			}
+			if retry {
+				t.Error("a redirect is retried")
+			}
+			if got := elsewhere.Load(); got != 0 {
+				t.Errorf("the redirect target got %d requests", got)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, strconv.Itoa(tt.code)) || !strings.Contains(msg, "Location "+other.URL+"/...") {
+				t.Errorf("error does not name the status and the Location: %s", msg)
+			}
+			if strings.Contains(msg, "SECRET") || strings.Contains(msg, "LEAK") {
+				t.Errorf("error shows a path or query: %s", msg)
+			}
+		})
 	}
 }

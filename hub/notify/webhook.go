@@ -316,12 +316,34 @@ func (s *sender) post(ctx context.Context, body []byte) (retryAfter time.Duratio
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return 0, false, nil
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return 0, false, fmt.Errorf("webhook %q: HTTP %s to %s: redirects are not followed (the request carries the webhook's headers); configure the final URL", s.cfg.Name, resp.Status, location(resp))
+	}
 	err = fmt.Errorf("webhook %q: HTTP %s", s.cfg.Name, resp.Status)
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode >= 500:
 		return parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), true, err
 	}
 	return 0, false, err
+}
+
+// noRedirects returns a copy of c that follows no redirect: a 3xx answer
+// comes back as it is, so the body and the webhook's headers (an
+// Authorization or an X-Api-Key) are only ever sent to the configured URL.
+func noRedirects(c *http.Client) *http.Client {
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
+// location names where a redirect points, as scheme and host only: its
+// path and query may hold a secret, like the webhook's own URL.
+func location(resp *http.Response) string {
+	u, err := resp.Location()
+	if err != nil {
+		return "no valid Location"
+	}
+	return "Location " + u.Scheme + "://" + u.Host + "/..."
 }
 
 // redact drops the URL from a client error (it may hold a secret).

@@ -43,6 +43,10 @@ type App struct {
 	// state, lose the race to a just-discovered cluster, and then prune
 	// that cluster's objects.
 	desiredMu sync.Mutex
+	// claims (guarded by desiredMu) are the Cluster API sources' latest
+	// reports, by cluster id, then source name: an id two sources claim
+	// is managed by neither.
+	claims map[string]map[string]discovered
 	// writeMu serialises edits of the config file (WriteIgnoreRule).
 	writeMu sync.Mutex
 
@@ -143,7 +147,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	ho.Intent = store
 	ho.Logger = opts.Logger.With("component", "hub")
 	h := hub.New(ho)
-	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered)}
+	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered)}
 	a.cfg = a.retainLocked(cfg) // a is not shared yet
 	if err := h.LoadIntent(); err != nil {
 		_ = a.Close()

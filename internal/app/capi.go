@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -26,22 +28,81 @@ type capiHandler struct {
 	source config.ClusterAPISource
 }
 
-// ClusterUp registers (or re-registers, e.g. with rotated credentials) a
-// discovered cluster and applies the applications that select it, through
-// the prune guard: a change that would decommission every managed object
-// of the cluster, or more than the prune limit, is refused and logged.
+// ClusterUp records the source's claim on the id, then registers (or
+// re-registers, e.g. with rotated credentials) the discovered cluster and
+// applies the applications that select it, through the prune guard: a
+// change that would decommission every managed object of the cluster, or
+// more than the prune limit, is refused and logged. An id claimed by
+// several sources is managed by none of them (see claimLocked).
 func (c capiHandler) ClusterUp(d capi.Discovered) {
 	a := c.a
 	a.desiredMu.Lock()
 	defer a.desiredMu.Unlock()
-	a.mu.Lock()
-	cfg := a.cfg
-	_, static := cfg.Cluster(d.ID)
-	a.mu.Unlock()
-	if static {
+	if a.staticCluster(d.ID) {
 		a.log.Error("discovered cluster id collides with a configured cluster; ignored", "cluster", d.ID, "source", d.Source)
 		return
 	}
+	if !a.claimLocked(d.ID, discovered{source: c.source, found: d}) {
+		return
+	}
+	a.clusterUpLocked(c.source, d)
+}
+
+// staticCluster reports whether id is a cluster of the config.
+func (a *App) staticCluster(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.cfg.Cluster(id)
+	return ok
+}
+
+// claimLocked records a source's claim on a cluster id (desiredMu held)
+// and reports whether that source alone claims it. When two sources
+// (e.g. two management clusters that both have a Cluster fleet/web) claim
+// one id, neither silently replaces the other: the cluster is let go and
+// the id's health says who claims it until one claim is left.
+func (a *App) claimLocked(id string, d discovered) bool {
+	claims := a.claims[id]
+	if claims == nil {
+		claims = make(map[string]discovered)
+		a.claims[id] = claims
+	}
+	before := len(claims)
+	claims[d.source.Name] = d
+	if len(claims) == 1 {
+		return true
+	}
+	if before == 1 {
+		a.letGoLocked(id) // the first source's cluster stops here
+	}
+	a.showCollisionLocked(id, claims)
+	return false
+}
+
+// showCollisionLocked sets the health of an id several sources claim.
+func (a *App) showCollisionLocked(id string, claims map[string]discovered) {
+	names := slices.Sorted(maps.Keys(claims))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		f := claims[n].found
+		objs := f.Namespace + "/" + f.Name
+		if c, ok := errors.AsType[*capi.IDCollisionError](f.Err); ok {
+			objs = strings.Join(c.Clusters, ", ")
+		}
+		parts[i] = fmt.Sprintf("%q (%s)", n, objs)
+	}
+	err := fmt.Sprintf("cluster id %q is claimed by clusterAPI sources %s: none of them is managed until one is left (delete or rename the others, or give the sources different idTemplates)",
+		id, strings.Join(parts, ", "))
+	a.log.Error("discovered cluster id collision: none of the sources' clusters is managed", "cluster", id, "err", err)
+	a.hub.ClusterChanged(hub.ClusterHealth{Cluster: id, State: hub.ClusterUnreachable, LastError: err,
+		Since: time.Now(), Source: claims[names[0]].found.Source})
+}
+
+// clusterUpLocked registers a discovered cluster (desiredMu held).
+func (a *App) clusterUpLocked(source config.ClusterAPISource, d capi.Discovered) {
+	a.mu.Lock()
+	cfg := a.cfg
+	a.mu.Unlock()
 	if d.Err != nil {
 		if _, ok := a.clusterConfig(d.ID); ok {
 			// Keep the working connection; say what is wrong.
@@ -52,7 +113,7 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 			Since: time.Now(), Source: d.Source, Phase: d.Phase})
 		return
 	}
-	info := c.source.Info(d.ID, d.Labels)
+	info := source.Info(d.ID, d.Labels)
 	a.hub.SetClusterPolicy(d.ID, info.Policy)
 	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, config.CompileCluster(cfg, info), hub.DesiredOptions{}); err != nil {
 		// The new labels would prune too much: keep the desired state
@@ -62,12 +123,12 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		a.mu.Lock()
 		if prev, ok := a.found[d.ID]; ok {
 			d.Labels = prev.found.Labels
-			info = c.source.Info(d.ID, d.Labels)
+			info = source.Info(d.ID, d.Labels)
 		}
 		a.mu.Unlock()
 	}
 	a.mu.Lock()
-	a.found[d.ID] = discovered{source: c.source, found: d}
+	a.found[d.ID] = discovered{source: source, found: d}
 	a.mu.Unlock()
 	cc := clusters.ClusterConfig{
 		ID: d.ID, KubeconfigData: d.Kubeconfig, Namespaces: cfg.NamespacesFor(info),
@@ -75,19 +136,43 @@ func (c capiHandler) ClusterUp(d capi.Discovered) {
 		Source: d.Source, Phase: d.Phase, Labels: maps.Clone(info.Labels),
 		// The secret is checked again when the manager connects, and
 		// client-go enforces the exec allowlist before running a plugin.
-		KubeconfigPolicy: kubeconfigPolicy(c.source),
+		KubeconfigPolicy: kubeconfigPolicy(source),
 	}
 	if err := a.putCluster(cc); err != nil {
 		a.log.Error("register discovered cluster", "cluster", d.ID, "err", err)
 	}
 }
 
-// ClusterGone stops repairs on a deleted cluster at once, then deregisters
-// it and frees its memory.
+// ClusterGone drops the source's claim on the id: with no claim left it
+// stops repairs on the cluster at once, then deregisters it and frees its
+// memory; with one claim left (the end of a collision) that source's
+// cluster comes up. A configured cluster of that id is never touched.
 func (c capiHandler) ClusterGone(id string) {
 	a := c.a
 	a.desiredMu.Lock()
 	defer a.desiredMu.Unlock()
+	claims := a.claims[id]
+	delete(claims, c.source.Name)
+	if a.staticCluster(id) {
+		return // ignored when it came up
+	}
+	switch len(claims) {
+	case 0:
+		delete(a.claims, id)
+		a.letGoLocked(id)
+	case 1:
+		a.letGoLocked(id) // the collision's health
+		for _, d := range claims {
+			a.clusterUpLocked(d.source, d.found)
+		}
+	default:
+		a.showCollisionLocked(id, claims)
+	}
+}
+
+// letGoLocked stops repairs on a discovered cluster at once, then
+// deregisters it and frees its memory (desiredMu held).
+func (a *App) letGoLocked(id string) {
 	a.mu.Lock()
 	delete(a.found, id)
 	a.mu.Unlock()

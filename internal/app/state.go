@@ -33,8 +33,10 @@ func StateFile(cfg *config.Config, getenv func(string) string) (string, error) {
 
 // openState opens the hub's state file (see package intent: it is locked
 // while open, and a corrupt file is an error, never reset). Its folder is
-// made private first (mode 0700, not a symbolic link; see package
-// safefile), since other private files of the hub may live there too.
+// checked first (created 0700 when missing; an existing one keeps its mode
+// and must be this user's, writable by nobody else, not a symbolic link;
+// see package safefile), since other private files of the hub may live
+// there too.
 func openState(path string) (hub.IntentStore, error) {
 	if err := safefile.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)

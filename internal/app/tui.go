@@ -58,7 +58,8 @@ const (
 
 // openLog opens the log file for a TUI session (nothing may write to the
 // terminal while the TUI runs) and routes klog into it. The file is private
-// (0600 in a 0700 folder), never followed through a symbolic link, and
+// (0600, in a private folder: see safefile.MkdirPrivate), never followed
+// through a symbolic link, and
 // rotated by size.
 func openLog(path string) (*slog.Logger, io.Closer, error) {
 	w, err := safefile.NewRotatingWriter(path, logMaxBytes, logKeep)

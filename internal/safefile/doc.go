@@ -1,6 +1,7 @@
 // Package safefile creates, writes and reads files that only their owner may
-// read: state files, tokens and logs. Files are created with mode 0600 in
-// folders with mode 0700, and a symbolic link where a file or its folder
+// read: state files, tokens and logs. Files are created with mode 0600, in
+// folders created with mode 0700 or existing ones that only their owner (this
+// user) may write to, and a symbolic link where a file or its folder
 // should be is refused, never followed, so that another local user who can
 // plant a link cannot redirect what driftwatch writes (or make it read a
 // file of their choosing).
@@ -18,12 +19,13 @@
 //     created with mode 0700, existing ones are left as they are.
 //   - A file with a looser mode than 0600 that OpenPrivate opens is
 //     tightened to 0600 through the open descriptor, and a file of another
-//     user is refused. A folder of ours with group or other permissions is
-//     tightened to 0700; a folder of another user that group or others may
-//     write to, or a shared sticky folder such as /tmp, is refused (never
-//     changed, even when root runs us). ReadPrivate instead refuses a file
-//     that group or others can read or write, since what it reads (a
-//     token) may have been seen or changed already.
+//     user is refused. An existing folder is never changed: one of another
+//     user, one that group or others may write to, or a shared sticky
+//     folder such as /tmp, is refused with its path and mode (the user may
+//     have pointed us at their home or a shared data folder, whose mode is
+//     theirs to decide). ReadPrivate instead refuses a file that group or
+//     others can read or write, since what it reads (a token) may have
+//     been seen or changed already.
 //
 // O_NOFOLLOW, file modes and owners are Unix notions. On other systems
 // (Windows) the package degrades gracefully: it checks for a symbolic link

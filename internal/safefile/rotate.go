@@ -13,7 +13,7 @@ import (
 // write would make the file larger than its limit, path is renamed to
 // path.1 (path.1 to path.2, and so on, the oldest beyond keep deleted) and a
 // new file is started. The file is opened with OpenPrivate, so it is 0600 in
-// a 0700 folder and a symbolic link at path is refused, at the first open
+// a private folder and a symbolic link at path is refused, at the first open
 // and at every rotation. It is safe for concurrent use; each Write goes
 // whole into one file.
 //

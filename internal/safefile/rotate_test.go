@@ -129,7 +129,7 @@ func TestRotatingWriterFiles(t *testing.T) {
 					t.Errorf("folder mode = %04o, want 0700", m)
 				}
 			}},
-		{name: "an existing 0644 log in a 0755 folder is tightened",
+		{name: "an existing 0644 log is tightened, its 0755 folder left as it is",
 			setup: func(t *testing.T, root string) string {
 				mkdir(t, filepath.Join(root, "logs"), 0o755)
 				writeFile(t, filepath.Join(root, "logs", "tui.log"), "", 0o644)
@@ -139,8 +139,11 @@ func TestRotatingWriterFiles(t *testing.T) {
 				if m := mode(t, path+".1"); m != 0o600 {
 					t.Errorf("rotated file mode = %04o, want 0600", m)
 				}
-				if m := mode(t, filepath.Dir(path)); m != 0o700 {
-					t.Errorf("folder mode = %04o, want 0700", m)
+				if m := mode(t, path); m != 0o600 {
+					t.Errorf("log mode = %04o, want 0600", m)
+				}
+				if m := mode(t, filepath.Dir(path)); m != 0o755 {
+					t.Errorf("folder mode = %04o, want 0755 (never changed)", m)
 				}
 			}},
 		{name: "symbolic link at the path is refused",

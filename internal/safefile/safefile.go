@@ -50,13 +50,12 @@ func newSymlinkError(path string, cause error) error {
 
 // MkdirPrivate makes sure dir is a private folder: it creates dir and its
 // missing parents with mode 0700 (less the umask). An existing dir must be a
-// folder and not a symbolic link. When dir belongs to us and group or others
-// have any permission on it, those permissions are removed (0755 becomes
-// 0700), so private files belong in a folder of their own; when it belongs
-// to someone else and group or others may write to it, it is refused, since
-// they could replace our files. A folder shared by design (writable by
-// others, with the sticky bit, like /tmp) is refused whoever owns it, and
-// never changed.
+// folder and not a symbolic link, and its mode is never changed: it is
+// refused when it belongs to another user or group or others may write to
+// it (they could replace our files), and when it is a folder shared by
+// design (writable by others, with the sticky bit, like /tmp); the error
+// names the folder and its mode. A folder of ours that group or others may
+// only read is used as it is (the files in it are 0600).
 //
 // Existing parents are left as they are, whatever their mode (the user's
 // ~/.local/state may well be 0755, /tmp is 1777), and symbolic links among
@@ -78,8 +77,8 @@ func MkdirPrivate(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a folder", dir)
 	}
-	// Check and tighten through a descriptor, so that what is checked is
-	// what was opened even if dir is replaced meanwhile.
+	// Check through a descriptor, so that what is checked is what was
+	// opened even if dir is replaced meanwhile.
 	f, err := openDirNoFollow(dir)
 	if err != nil {
 		if isSymlink(dir, err) {
@@ -94,7 +93,7 @@ func MkdirPrivate(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)
 	}
-	return tightenDir(f, dir, fi)
+	return checkDir(f, dir, fi)
 }
 
 // OpenPrivate opens the file at path like os.OpenFile, making sure it is

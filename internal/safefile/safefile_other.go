@@ -41,8 +41,8 @@ func openDirNoFollow(dir string) (*os.File, error) {
 // ready-made.
 func isSymlink(path string, err error) bool { return false }
 
-// tightenDir does nothing: folder permissions are access control lists.
-func tightenDir(f *os.File, dir string, fi fs.FileInfo) error { return nil }
+// checkDir does nothing: folder permissions are access control lists.
+func checkDir(f *os.File, dir string, fi fs.FileInfo) error { return nil }
 
 // checkOwner does nothing: files have no Unix owner here.
 func checkOwner(path string, fi fs.FileInfo, euid int) error { return nil }

@@ -88,28 +88,40 @@ func TestMkdirPrivate(t *testing.T) {
 					}
 				}
 			}},
-		{name: "existing folder of ours 0755 is tightened, its parent is not",
+		{name: "existing folder of ours 0755 is used as it is, its parent too",
 			setup: func(t *testing.T, root string) string {
 				mkdir(t, filepath.Join(root, "parent"), 0o755)
 				mkdir(t, filepath.Join(root, "parent", "dir"), 0o755)
 				return filepath.Join(root, "parent", "dir")
 			},
 			check: func(t *testing.T, root, dir string) {
-				if m := mode(t, dir); m != 0o700 {
-					t.Errorf("folder mode = %04o, want 0700", m)
+				if m := mode(t, dir); m != 0o755 {
+					t.Errorf("folder mode = %04o, want 0755 (never changed)", m)
 				}
 				if m := mode(t, filepath.Join(root, "parent")); m != 0o755 {
 					t.Errorf("parent mode = %04o, want 0755 (left as it is)", m)
 				}
 			}},
-		{name: "group and other bits are removed, the owner's kept",
+		{name: "a folder of ours the group may write to is refused and left as it is",
+			setup: func(t *testing.T, root string) string {
+				mkdir(t, filepath.Join(root, "dir"), 0o775)
+				return filepath.Join(root, "dir")
+			},
+			err: "dir can be written by group or others (mode 0775): they could replace its files; run chmod go-w ",
+			check: func(t *testing.T, root, dir string) {
+				if m := mode(t, dir); m != 0o775 {
+					t.Errorf("folder mode = %04o, want 0775 (never changed)", m)
+				}
+			}},
+		{name: "a folder of ours others may write to is refused and left as it is",
 			setup: func(t *testing.T, root string) string {
 				mkdir(t, filepath.Join(root, "dir"), 0o577)
 				return filepath.Join(root, "dir")
 			},
+			err: "dir can be written by group or others (mode 0577)",
 			check: func(t *testing.T, root, dir string) {
-				if m := mode(t, dir); m != 0o500 {
-					t.Errorf("folder mode = %04o, want 0500", m)
+				if m := mode(t, dir); m != 0o577 {
+					t.Errorf("folder mode = %04o, want 0577 (never changed)", m)
 				}
 			}},
 		{name: "private folder unchanged",
@@ -255,15 +267,33 @@ func TestOpenPrivate(t *testing.T) {
 					t.Errorf("file mode = %04o, want 0400", m)
 				}
 			}},
-		{name: "loose folder is tightened",
+		{name: "a folder others may read is used as it is",
 			flag: os.O_WRONLY | os.O_CREATE,
 			setup: func(t *testing.T, root string) string {
 				mkdir(t, filepath.Join(root, "logs"), 0o755)
 				return filepath.Join(root, "logs", "tui.log")
 			},
 			check: func(t *testing.T, root, path string) {
-				if m := mode(t, filepath.Dir(path)); m != 0o700 {
-					t.Errorf("folder mode = %04o, want 0700", m)
+				if m := mode(t, filepath.Dir(path)); m != 0o755 {
+					t.Errorf("folder mode = %04o, want 0755 (never changed)", m)
+				}
+				if m := mode(t, path); m != 0o600 {
+					t.Errorf("file mode = %04o, want 0600", m)
+				}
+			}},
+		{name: "a folder others may write to is refused, nothing created",
+			flag: os.O_WRONLY | os.O_CREATE,
+			setup: func(t *testing.T, root string) string {
+				mkdir(t, filepath.Join(root, "logs"), 0o777)
+				return filepath.Join(root, "logs", "tui.log")
+			},
+			err: "logs can be written by group or others (mode 0777)",
+			check: func(t *testing.T, root, path string) {
+				if m := mode(t, filepath.Dir(path)); m != 0o777 {
+					t.Errorf("folder mode = %04o, want 0777 (never changed)", m)
+				}
+				if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the file was created: %v", err)
 				}
 			}},
 		{name: "symbolic link to a file is refused, the target untouched",
@@ -428,6 +458,11 @@ func TestWritePrivate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			path := tt.setup(t, root)
+			// A new folder is made 0700; an existing one keeps its mode.
+			wantDir := fs.FileMode(0o700)
+			if fi, err := os.Lstat(filepath.Dir(path)); err == nil {
+				wantDir = fi.Mode().Perm()
+			}
 			err := WritePrivate(path, []byte(data))
 			wantErr(t, err, tt.err)
 			if err == nil {
@@ -437,8 +472,8 @@ func TestWritePrivate(t *testing.T) {
 				if m := mode(t, path); m != 0o600 {
 					t.Errorf("file mode = %04o, want 0600", m)
 				}
-				if m := mode(t, filepath.Dir(path)); m != 0o700 {
-					t.Errorf("folder mode = %04o, want 0700", m)
+				if m := mode(t, filepath.Dir(path)); m != wantDir {
+					t.Errorf("folder mode = %04o, want %04o", m, wantDir)
 				}
 			}
 			if names := entries(t, filepath.Dir(path)); len(names) > 1 && tt.check == nil ||
@@ -542,31 +577,32 @@ func (f fakeInfo) Sys() any           { return &syscall.Stat_t{Uid: f.uid} }
 func TestOwners(t *testing.T) {
 	const me, other = 1000, 1001
 	dirs := []struct {
-		name    string
-		mode    fs.FileMode
-		uid     uint32
-		tighten bool
-		err     string
+		name string
+		mode fs.FileMode
+		uid  uint32
+		err  string
 	}{
 		{name: "ours and private", mode: fs.ModeDir | 0o700, uid: me},
-		{name: "ours and open", mode: fs.ModeDir | 0o755, uid: me, tighten: true},
-		{name: "another user's and private", mode: fs.ModeDir | 0o700, uid: other},
-		{name: "another user's, readable by others", mode: fs.ModeDir | 0o755, uid: other},
+		{name: "ours and readable by others", mode: fs.ModeDir | 0o755, uid: me},
+		{name: "ours, writable by the group", mode: fs.ModeDir | 0o775, uid: me,
+			err: "folder /d can be written by group or others (mode 0775): they could replace its files; run chmod go-w /d, or use a folder of its own"},
+		{name: "ours, writable by others", mode: fs.ModeDir | 0o757, uid: me,
+			err: "folder /d can be written by group or others (mode 0757)"},
+		{name: "another user's and private", mode: fs.ModeDir | 0o700, uid: other,
+			err: "folder /d belongs to uid 1001, not to this user (uid 1000; mode 0700): private files need a folder of this user's own"},
+		{name: "another user's, readable by others", mode: fs.ModeDir | 0o755, uid: other,
+			err: "folder /d belongs to uid 1001, not to this user (uid 1000; mode 0755)"},
 		{name: "another user's, writable by the group", mode: fs.ModeDir | 0o775, uid: other,
-			err: "folder /d belongs to uid 1001 and group or others may write to it (mode 0775)"},
+			err: "folder /d belongs to uid 1001, not to this user (uid 1000; mode 0775)"},
 		{name: "a shared sticky folder such as /tmp", mode: fs.ModeDir | fs.ModeSticky | 0o777, uid: 0,
 			err: "folder /d is shared (mode 0777 with the sticky bit): private files need a folder of their own"},
 		{name: "a shared sticky folder that is ours (/tmp when root runs us)", mode: fs.ModeDir | fs.ModeSticky | 0o777, uid: me,
 			err: "folder /d is shared (mode 0777 with the sticky bit)"},
-		{name: "ours, sticky but private to us", mode: fs.ModeDir | fs.ModeSticky | 0o755, uid: me, tighten: true},
+		{name: "ours, sticky but private to us", mode: fs.ModeDir | fs.ModeSticky | 0o755, uid: me},
 	}
 	for _, tt := range dirs {
 		t.Run("folder "+tt.name, func(t *testing.T) {
-			tighten, err := dirVerdict("/d", fakeInfo{mode: tt.mode, uid: tt.uid}, me)
-			wantErr(t, err, tt.err)
-			if tighten != tt.tighten {
-				t.Errorf("tighten = %v, want %v", tighten, tt.tighten)
-			}
+			wantErr(t, dirVerdict("/d", fakeInfo{mode: tt.mode, uid: tt.uid}, me), tt.err)
 		})
 	}
 	files := []struct {

@@ -41,40 +41,30 @@ func isSymlink(path string, err error) bool {
 	return lerr == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
-// tightenDir removes group and other permissions from the open folder f
-// when it is ours, and refuses it when it is someone else's and group or
-// others may write to it.
-func tightenDir(f *os.File, dir string, fi fs.FileInfo) error {
-	tighten, err := dirVerdict(dir, fi, os.Geteuid())
-	if !tighten || err != nil {
-		return err
-	}
-	perm := fi.Mode().Perm()
-	if err := f.Chmod(perm &^ groupOther); err != nil {
-		return fmt.Errorf("folder %s: tighten mode %04o to %04o: %w", dir, perm, perm&^groupOther, err)
-	}
-	return nil
+// checkDir refuses an existing folder that is not private enough to hold
+// our files: one of another user (its owner could replace them), one that
+// group or others may write to (they could too), and a folder shared by
+// design (writable by others, with the sticky bit, like /tmp). It never
+// changes the folder: a folder the user pointed us at (their home, a
+// shared data folder) keeps its mode, and one that is readable by group or
+// others is fine, since the files are 0600.
+func checkDir(_ *os.File, dir string, fi fs.FileInfo) error {
+	return dirVerdict(dir, fi, os.Geteuid())
 }
 
-// dirVerdict decides about folder dir for the user euid: tighten it (ours,
-// open to group or others), refuse it (shared by design with the sticky
-// bit, like /tmp, which must never be tightened even when root runs us; or
-// someone else's and writable by group or others), or leave it as it is.
-func dirVerdict(dir string, fi fs.FileInfo, euid int) (tighten bool, err error) {
+// dirVerdict is checkDir for the user euid.
+func dirVerdict(dir string, fi fs.FileInfo, euid int) error {
 	perm := fi.Mode().Perm()
-	if perm&groupOther == 0 {
-		return false, nil
-	}
 	if fi.Mode()&fs.ModeSticky != 0 && perm&groupOtherW != 0 {
-		return false, fmt.Errorf("folder %s is shared (mode %04o with the sticky bit): private files need a folder of their own", dir, perm)
+		return fmt.Errorf("folder %s is shared (mode %04o with the sticky bit): private files need a folder of their own", dir, perm)
 	}
 	if uid, ok := owner(fi); ok && uid != euid {
-		if perm&groupOtherW != 0 {
-			return false, fmt.Errorf("folder %s belongs to uid %d and group or others may write to it (mode %04o); it must be private to this user", dir, uid, perm)
-		}
-		return false, nil
+		return fmt.Errorf("folder %s belongs to uid %d, not to this user (uid %d; mode %04o): private files need a folder of this user's own", dir, uid, euid, perm)
 	}
-	return true, nil
+	if perm&groupOtherW != 0 {
+		return fmt.Errorf("folder %s can be written by group or others (mode %04o): they could replace its files; run chmod go-w %s, or use a folder of its own", dir, perm, dir)
+	}
+	return nil
 }
 
 // checkOwner refuses a file that belongs to another user than euid: we
