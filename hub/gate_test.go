@@ -575,3 +575,40 @@ func TestUnchangedReloadMidPassStillRepairs(t *testing.T) {
 		})
 	}
 }
+
+// An object carrying another hub's id is shown as foreign, with that hub's
+// name, once in the feed; it is not a failed repair and is looked at again
+// slowly.
+func TestForeignObjectIsNotAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{ForbiddenRetry: time.Minute})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.repErr = func(NodeID) error {
+			return fmt.Errorf("cluster \"c1\": apply: refusing: %w", OwnedByOtherError{Hub: "hub-b"})
+		}
+		b.put(s.ID, func(o *fakeObject) { o.content = "theirs" })
+		synctest.Wait()
+		n := f.node(s.ID)
+		if n.Status != StatusForeign || !strings.Contains(n.Reason, `hub "hub-b"`) {
+			t.Fatalf("status %s %q, want foreign naming hub-b", n.Status, n.Reason)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.repairs.WithLabelValues("c1", "failure")); got != 0 {
+			t.Errorf("counted as %v failed repairs", got)
+		}
+		time.Sleep(3 * time.Minute) // three slow re-checks
+		synctest.Wait()
+		foreign := 0
+		for _, e := range f.h.Snapshot().Feed {
+			if e.Action == "foreign" {
+				foreign++
+			}
+		}
+		if foreign != 1 {
+			t.Errorf("%d foreign rows in the feed, want 1", foreign)
+		}
+	})
+}

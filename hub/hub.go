@@ -313,6 +313,9 @@ type nodeLoop struct {
 	seen bool
 	// verifying is set after a repair until the object is seen in sync.
 	verifying bool
+	// foreign is set once a pass met the object carrying another hub's
+	// id, until it is seen in sync (the feed says it once).
+	foreign bool
 }
 
 // nodeRepairs is the part of a NodeID's loop bookkeeping that only drift

@@ -67,6 +67,12 @@ func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
 	if errors.Is(err, errStopping) {
 		return Result{}, nil // the queue is shut down: nothing to retry
 	}
+	if errors.Is(err, ErrOwnedByOther) {
+		// Another hub's object: not ours to repair, adopt or prune,
+		// and not a failed repair either.
+		h.foreign(p, err)
+		return Result{RequeueAfter: h.opts.ForbiddenRetry}, nil
+	}
 	if err != nil {
 		h.fail(p, err)
 		return Result{}, err
@@ -478,6 +484,7 @@ func (h *Hub) refused(p pass, rep Repair, v verdict) (Result, error) {
 func (h *Hub) inSync(p pass, st State, d Drift) Result {
 	now := h.opts.Now()
 	managed, verifying, contest, res := h.settle(p.id, d, now)
+	h.withLoop(p.id, func(n *nodeLoop) { n.foreign = false })
 	if !managed {
 		return Result{}
 	}
@@ -624,6 +631,26 @@ func (h *Hub) endDecommission(p pass) bool {
 // heldReason describes a hold for a status reason.
 func heldReason(hd Hold) string {
 	return fmt.Sprintf("held until %s (%s): %s", hd.Until.Format("15:04:05"), hd.Target, hd.Reason)
+}
+
+// foreign records a pass that met an object carrying another hub's id: it
+// is shown as such (once in the feed), never counted as a failed repair.
+func (h *Hub) foreign(p pass, err error) {
+	now := h.opts.Now()
+	owner := "another hub"
+	var oe OwnedByOtherError
+	if errors.As(err, &oe) {
+		owner = fmt.Sprintf("hub %q", oe.Hub)
+	}
+	reason := "owned by " + owner + ": not repaired, adopted or pruned by this hub"
+	first := false
+	h.withLoop(p.id, func(n *nodeLoop) { first, n.foreign = !n.foreign, true })
+	if first {
+		h.log.Warn("object owned by another hub", "node", p.id.String(), "err", err)
+		h.status.step(p.id, StepFailed, reason, now)
+		h.status.feed(FeedEntry{At: now, ID: p.id, Action: "foreign", Err: reason})
+	}
+	h.status.setStatus(p.id, StatusForeign, reason, now)
 }
 
 // fail records a failed pass; the handler retries it.

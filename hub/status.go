@@ -35,12 +35,16 @@ const (
 	// field manager, again and again): repairs back off, and
 	// NodeStatus.Contested says who, the backoff and the next attempt.
 	StatusContested Status = "contested"
+	// StatusForeign: the object carries another hub's id
+	// (HubAnnotation): this hub neither repairs, adopts nor prunes it,
+	// and looks again slowly.
+	StatusForeign Status = "foreign"
 )
 
 // Problem reports whether the status needs attention.
 func (s Status) Problem() bool {
 	switch s {
-	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld, StatusOrphan, StatusContested:
+	case StatusDrifted, StatusFailed, StatusWarnOnly, StatusPaused, StatusStuck, StatusUnknown, StatusRepairing, StatusForbidden, StatusHeld, StatusOrphan, StatusContested, StatusForeign:
 		return true
 	}
 	return false

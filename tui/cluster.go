@@ -40,7 +40,7 @@ func statusRank(s hub.Status) int {
 	switch s {
 	case hub.StatusFailed, hub.StatusForbidden:
 		return 0
-	case hub.StatusStuck, hub.StatusContested:
+	case hub.StatusStuck, hub.StatusContested, hub.StatusForeign:
 		return 1
 	case hub.StatusDrifted:
 		return 2

@@ -128,7 +128,7 @@ func (st *styles) status(s hub.Status) style {
 		return st.green
 	case hub.StatusRepairing:
 		return st.cyan
-	case hub.StatusDrifted, hub.StatusWarnOnly, hub.StatusOrphan:
+	case hub.StatusDrifted, hub.StatusWarnOnly, hub.StatusOrphan, hub.StatusForeign:
 		return st.yellow
 	case hub.StatusPaused, hub.StatusHeld:
 		return st.magenta
