@@ -612,3 +612,50 @@ func TestForeignObjectIsNotAFailure(t *testing.T) {
 		}
 	})
 }
+
+// The applied record of a first apply is written before the write: a hub
+// killed while the apiserver applies it still knows the object after a
+// restart (a prune when its application leaves, not an orphan). A failed
+// first apply takes the record back.
+func TestAppliedRecordWrittenAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		inWrite, finish := make(chan struct{}), make(chan struct{})
+		failing := true
+		var once sync.Once
+		b.onWrite = func(context.Context, NodeID) error {
+			once.Do(func() {
+				close(inWrite)
+				<-finish
+			})
+			if failing {
+				failing = false
+				return errors.New("apiserver said no")
+			}
+			return nil
+		}
+		f := startWithIntent(t, b, store)
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		<-inWrite
+		in, _ := store.Load()
+		if _, ok := in.Applied[s.ID]; !ok {
+			t.Fatal("no applied record while the first apply is on the wire")
+		}
+		close(finish)
+		time.Sleep(time.Second) // the write failed, the retry succeeded
+		synctest.Wait()
+		if !b.exists(s.ID) {
+			t.Fatal("not created on the retry")
+		}
+		if n := f.steps(s.ID, StepCreated); n != 1 {
+			t.Errorf("created %d times, want 1 (the retry is a first apply, not a repair)", n)
+		}
+		in, _ = store.Load()
+		if _, ok := in.Applied[s.ID]; !ok {
+			t.Error("no applied record once created")
+		}
+	})
+}

@@ -1109,6 +1109,26 @@ func (h *Hub) noteApplied(spec *NodeSpec) {
 	}
 }
 
+// unnoteApplied takes back the applied record noteApplied wrote ahead of a
+// first apply that then failed: the NodeID has no applied record again.
+func (h *Hub) unnoteApplied(spec *NodeSpec) {
+	taken := func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		n := h.nodes.at(spec.ID)
+		if !n.managed() || n.applied != spec {
+			return false
+		}
+		n.applied = nil
+		return true
+	}()
+	if taken && h.opts.Intent != nil {
+		if err := h.opts.Intent.DeleteApplied(spec.ID); err != nil {
+			h.log.Error("forget applied spec", "node", spec.ID.String(), "err", err)
+		}
+	}
+}
+
 // forgetApplied drops the records of a NodeID that is gone.
 func (h *Hub) forgetApplied(id NodeID) {
 	if h.opts.Intent == nil {

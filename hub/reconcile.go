@@ -326,6 +326,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		return h.refused(p, rep, v)
 	}
 	h.record(p, rep, StatusRepairing, "", StepClassified)
+	h.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
 	release()
 	if err != nil {
@@ -445,9 +446,17 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 	if !v.allow {
 		return h.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: h.opts.Now()}, v)
 	}
+	// The applied record is written before the write: a hub killed
+	// between the apiserver's answer and the record would otherwise leave
+	// an object no record knows (after a restart an orphan, never pruned
+	// when its application leaves). A record whose write then failed
+	// is taken back when the write failed (the next pass is a first
+	// apply again).
+	h.noteApplied(p.spec)
 	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
 	release()
 	if err != nil {
+		h.unnoteApplied(p.spec)
 		return Result{}, fmt.Errorf("create: %w", err)
 	}
 	now := h.opts.Now()
