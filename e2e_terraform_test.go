@@ -149,7 +149,7 @@ func TestServeWorkspaceSecrets(t *testing.T) {
 		t.Errorf("the stream never showed the drift: %d bytes", len(stream.String()))
 	}
 	for name, text := range outputs {
-		for _, secret := range []string{diffSecret, "tampered-token"} {
+		for _, secret := range []string{diffSecret, diffSecretSHA1, "tampered-token"} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds %q", name, secret)
 			}

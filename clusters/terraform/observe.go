@@ -82,6 +82,15 @@ func observe(plan *tfjson.Plan, managed func(string) bool, dir string, key []byt
 			}
 		}
 	}
+	for _, o := range obs {
+		for attr, derived := range derivedSensitive(o.typ) {
+			if o.sensitive[attr] {
+				for _, d := range derived {
+					o.sensitive[d] = true
+				}
+			}
+		}
+	}
 	out := observation{res: make(map[string]*resource, len(obs)), pend: pending{removed: map[string]tfjson.ActionReason{}}}
 	if !refreshOnly {
 		out.pend = pendingOf(plan, managed, obs)
@@ -93,6 +102,16 @@ func observe(plan *tfjson.Plan, managed func(string) bool, dir string, key []byt
 		out.res[addr] = r
 	}
 	return out
+}
+
+// derivedSensitive returns, for a resource type, the attributes computed
+// from a sensitive one that the provider does not mark: a local_file's id
+// is the SHA-1 of its content, which would let a short secret be guessed.
+func derivedSensitive(typ string) map[string][]string {
+	if typ == "local_file" {
+		return map[string][]string{"content": {"id"}, "sensitive_content": {"id"}}
+	}
+	return nil
 }
 
 // markSensitive adds the top-level attributes a sensitivity map (a

@@ -87,7 +87,7 @@ func TestObserveSensitiveAttributeChanged(t *testing.T) {
 // read, and an edited sensitive_content is drift without its value.
 func TestObserveSensitiveLocalFileEdited(t *testing.T) {
 	dir := t.TempDir()
-	applied := map[string]any{"filename": "secret.txt", "content": nil, "sensitive_content": secret, "id": "x"}
+	applied := map[string]any{"filename": "secret.txt", "content": nil, "sensitive_content": secret, "id": "sha1-of-" + secret}
 	drift := &tfjson.ResourceChange{Address: "local_file.secret", Type: "local_file", Mode: tfjson.ManagedResourceMode,
 		Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionDelete}, Before: applied,
 			BeforeSensitive: map[string]any{"sensitive_content": true}}}
