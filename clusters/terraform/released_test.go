@@ -187,3 +187,36 @@ func tofu(t *testing.T, dir, bin, cli string) *tfexec.Terraform {
 	}
 	return tf
 }
+
+// TestWorkspaceResourceLeavingTheStateIsReleased: a resource removed from
+// the state by hand (tofu state rm) leaves the hub as "released", never
+// "pruned", and its file stays.
+func TestWorkspaceResourceLeavingTheStateIsReleased(t *testing.T) {
+	bin, cli := tftest.Tools(t)
+	dir := workspaceDir(t, bin, cli)
+	r := start(t, dir, cli, hub.PolicyRepair, time.Hour)
+	r.waitFor(t, "workspace ready", 60*time.Second, ready)
+	if err := tofu(t, dir, bin, cli).StateRm(t.Context(), "local_file.deep"); err != nil {
+		t.Fatal(err)
+	}
+	r.ws.Trigger()
+	s := r.waitFor(t, "deep gone from the hub", 60*time.Second, func(s *hub.Snapshot) bool {
+		_, ok := s.Node(deep)
+		return !ok
+	})
+	var actions []string
+	for _, f := range s.Feed {
+		if f.ID == deep {
+			actions = append(actions, f.Action)
+		}
+	}
+	if len(actions) != 1 || !strings.HasPrefix(actions[0], "released") {
+		t.Errorf("feed for deep = %q, want one released entry", actions)
+	}
+	if !strings.Contains(r.logs.String(), "resource no longer in the state: released, nothing deleted") {
+		t.Error("no log line for the release")
+	}
+	if got := readFile(t, filepath.Join(dir, "out", "deep.txt")); got != "deep\n" {
+		t.Errorf("out/deep.txt = %q, want it left", got)
+	}
+}
