@@ -12,13 +12,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// variableSchema picks the variable blocks of a module file, and in each
-// its sensitive argument.
-var (
-	fileSchema     = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}}
-	variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sensitive"}}}
-)
-
 // SensitiveVariables returns the input variables of the root module in dir
 // whose declaration says `sensitive = true`, read from its *.tf and
 // *.tf.json files without running Terraform. A file that does not parse is
@@ -36,6 +29,10 @@ func SensitiveVariables(dir string) (map[string]bool, error) {
 		}
 	}
 	sort.Strings(names)
+	// The variable blocks of a module file, and in each its sensitive
+	// argument.
+	fileSchema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}}
+	variableSchema := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sensitive"}}}
 	p := hclparse.NewParser()
 	out := map[string]bool{}
 	for _, n := range names {
