@@ -19,8 +19,12 @@ with the hub's classification, and prints a unified diff per drifted object
 with its NodeID and the field manager that changed it. Nothing is written to
 any cluster and no hub is left running.
 
+Terraform workspaces are planned once each, read-only (refresh-only, no
+state lock); --cluster and --application also take a workspace id.
+
 Exit 0 in sync, 1 drift found, 2 usage or config error, 3 a cluster
-unreachable (like kubectl diff and argocd app diff).`,
+unreachable or a workspace that could not be planned (like kubectl diff and
+argocd app diff).`,
 		Example: `  driftwatch diff -f driftwatch.yaml
   driftwatch diff -f driftwatch.yaml --cluster prod-eu --application web
   driftwatch diff -f driftwatch.yaml -o json | jq '.summary'`,

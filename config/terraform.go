@@ -40,8 +40,13 @@ type Workspace struct {
 	// driftwatch's binaries cache (scripts/build-binaries.sh), else tofu
 	// from $PATH.
 	Binary string `yaml:"binary"`
-	// Vars are input variables passed as -var NAME=VALUE.
+	// Vars are input variables passed as -var NAME=VALUE. A value written
+	// as exactly `${NAME}` is read from the environment (an unset one is an
+	// error) and is a secret: its name goes to SecretVars.
 	Vars map[string]string `yaml:"vars"`
+	// SecretVars are the names of the Vars read from the environment,
+	// sorted: secrets kept out of the file, never printed.
+	SecretVars []string `yaml:"-"`
 	// VarFiles are variable files passed as -var-file, expanded like Dir.
 	VarFiles []string `yaml:"varFiles"`
 	// Interval is the time between two drift checks; default 1m.
@@ -99,6 +104,7 @@ func (d *decoder) workspace(it item) {
 		}),
 		on(&w.Dir, func(c child) { w.Dir = d.kubeconfig(c) }),
 		on(&w.Binary, func(c child) { w.Binary = d.binary(c) }),
+		on(&w.Vars, func(c child) { w.Vars, w.SecretVars = d.workspaceVars(c) }),
 		on(&w.VarFiles, func(c child) {
 			vals, items, ok := d.strList(c)
 			if !ok {
@@ -146,6 +152,36 @@ func (d *decoder) workspace(it item) {
 	}
 	d.cfg.Terraform = append(d.cfg.Terraform, w)
 	d.workspaces = append(d.workspaces, src)
+}
+
+// envReference matches a value that is exactly a reference to an
+// environment variable, ${NAME}.
+var envReference = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// workspaceVars reads a workspace's vars: a value written as ${NAME} is read
+// from the environment and its name returned among the secret ones.
+func (d *decoder) workspaceVars(c child) (vars map[string]string, secret []string) {
+	kvs, ok := d.strMap(c)
+	if !ok {
+		return nil, nil
+	}
+	vars = make(map[string]string, len(kvs))
+	for _, e := range kvs {
+		m := envReference.FindStringSubmatch(e.value)
+		if m == nil {
+			vars[e.key] = e.value
+			continue
+		}
+		v := d.opts.Getenv(m[1])
+		if v == "" {
+			d.errorf(e.valuePos, e.field, "environment variable %s is not set", m[1])
+			continue
+		}
+		vars[e.key] = v
+		secret = append(secret, e.key)
+	}
+	slices.Sort(secret)
+	return vars, secret
 }
 
 // binary reads a workspace's binary: tofu, terraform or an absolute path.

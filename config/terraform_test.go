@@ -43,6 +43,25 @@ terraform:
 	}
 }
 
+// TestTerraformSecretVars checks that a var written as ${NAME} is read from
+// the environment and named a secret, while other values stay as written.
+func TestTerraformSecretVars(t *testing.T) {
+	cfg := mustParse(t, `terraform:
+  - id: files
+    dir: tf
+    vars: {token: "${CLUSTER}", motd: "cost: $5 ${not a reference}", zone: "${KUBE_DIR}/x"}
+`)
+	w := cfg.Terraform[0]
+	want := map[string]string{"token": "prod-eu", "motd": "cost: $5 ${not a reference}", "zone": "${KUBE_DIR}/x"}
+	if !reflect.DeepEqual(w.Vars, want) || !reflect.DeepEqual(w.SecretVars, []string{"token"}) {
+		t.Errorf("vars = %v, secret %v; want %v, [token]", w.Vars, w.SecretVars, want)
+	}
+	errs := parseErrors(t, "terraform:\n  - id: files\n    dir: tf\n    vars: {token: \"${UNSET_TOKEN}\"}\n")
+	if got := errs.Error(); !strings.Contains(got, "terraform[0].vars[token]: environment variable UNSET_TOKEN is not set") {
+		t.Errorf("unset variable: %s", got)
+	}
+}
+
 func TestTerraformExampleLoads(t *testing.T) {
 	cfg, err := Load("examples/terraform.yaml", testOptions())
 	if err != nil {

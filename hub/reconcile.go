@@ -329,6 +329,11 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	h.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
 	release()
+	if errors.Is(err, ErrRefused) {
+		rep.Action = "refused"
+		h.record(p, rep, StatusWarnOnly, err.Error(), StepWarned)
+		return Result{}, nil
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("repair: %w", err)
 	}
@@ -579,7 +584,7 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 		return Result{}, nil
 	case !st.Owned:
 		if h.endDecommission(p) {
-			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer carries our label, not deleted"})
+			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
 		}
 		return Result{}, nil
 	}

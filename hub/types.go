@@ -208,3 +208,10 @@ var ErrUnreachable = errors.New("unreachable")
 // denial): the loop shows the NodeID as forbidden and retries slowly instead
 // of hammering the cluster.
 var ErrForbidden = errors.New("forbidden")
+
+// ErrRefused marks a repair the backend refuses for good, whoever asks (a
+// Terraform resource released from its configuration, which only Terraform
+// itself may change): the loop shows the drift as warn-only with the
+// refusal as the reason and does not retry; a manual repair that met it is
+// spent.
+var ErrRefused = errors.New("refused")

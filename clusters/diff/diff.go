@@ -95,6 +95,10 @@ type Report struct {
 	Objects []Object
 	// Unreachable are the clusters that could not be diffed, sorted by id.
 	Unreachable []ClusterError
+	// Workspaces are the ids, among the objects' clusters and Unreachable,
+	// that are Terraform workspaces: the summary counts them apart, and
+	// an unreachable one has no count of unchecked objects.
+	Workspaces []string
 }
 
 // Object is the outcome for one desired object.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	for _, u := range r.Unreachable {
+		if slices.Contains(r.Workspaces, u.Cluster) {
+			fmt.Fprintf(&b, "unreachable %s: %v (its resources not checked)\n", u.Cluster, u.Err)
+			continue
+		}
 		fmt.Fprintf(&b, "unreachable %s: %v (%s not checked)\n", u.Cluster, u.Err, plural(u.Objects, "object"))
 	}
 	b.WriteString(r.summary())
@@ -84,6 +89,9 @@ type counts struct {
 	objects, clusters, inSync, drifted, errors int
 	byClass                                    map[hub.DriftClass]int
 	unreachable, unchecked                     int
+	// workspaces and unreachableWorkspaces count the Terraform workspaces
+	// among clusters and unreachable.
+	workspaces, unreachableWorkspaces int
 }
 
 func (r *Report) counts() counts {
@@ -93,7 +101,11 @@ func (r *Report) counts() counts {
 		c.objects++
 		if !seen[o.ID.Cluster] {
 			seen[o.ID.Cluster] = true
-			c.clusters++
+			if slices.Contains(r.Workspaces, o.ID.Cluster) {
+				c.workspaces++
+			} else {
+				c.clusters++
+			}
 		}
 		switch {
 		case o.Err != nil:
@@ -106,6 +118,10 @@ func (r *Report) counts() counts {
 		}
 	}
 	for _, u := range r.Unreachable {
+		if slices.Contains(r.Workspaces, u.Cluster) {
+			c.unreachableWorkspaces++
+			continue
+		}
 		c.unreachable++
 		c.unchecked += u.Objects
 	}
@@ -117,7 +133,14 @@ func (r *Report) counts() counts {
 // unreachable (4 objects not checked)".
 func (r *Report) summary() string {
 	c := r.counts()
-	s := fmt.Sprintf("summary: %s on %s: ", plural(c.objects, "object"), plural(c.clusters, "cluster"))
+	where := plural(c.clusters, "cluster")
+	switch {
+	case c.workspaces > 0 && c.clusters == 0:
+		where = plural(c.workspaces, "workspace")
+	case c.workspaces > 0:
+		where += " and " + plural(c.workspaces, "workspace")
+	}
+	s := fmt.Sprintf("summary: %s on %s: ", plural(c.objects, "object"), where)
 	switch {
 	case c.objects == 0:
 		s = "summary: no object checked"
@@ -141,6 +164,9 @@ func (r *Report) summary() string {
 	if c.unreachable > 0 {
 		s += fmt.Sprintf("; %s unreachable (%s not checked)", plural(c.unreachable, "cluster"), plural(c.unchecked, "object"))
 	}
+	if c.unreachableWorkspaces > 0 {
+		s += fmt.Sprintf("; %s not planned", plural(c.unreachableWorkspaces, "workspace"))
+	}
 	return s
 }
 
@@ -162,6 +188,8 @@ type (
 		ByClass     map[string]int `json:"byClass"`
 		Unreachable int            `json:"unreachableClusters"`
 		Unchecked   int            `json:"uncheckedObjects"`
+		// Unplanned counts the Terraform workspaces in unreachable.
+		Unplanned int `json:"unplannedWorkspaces,omitempty"`
 	}
 	jsonObject struct {
 		NodeID      string           `json:"nodeId"`
@@ -209,7 +237,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	out := jsonReport{
 		At: r.At, ExitCode: r.ExitCode(),
 		Summary: jsonSummary{Objects: c.objects, InSync: c.inSync, Drifted: c.drifted, Errors: c.errors,
-			ByClass: make(map[string]int), Unreachable: c.unreachable, Unchecked: c.unchecked},
+			ByClass: make(map[string]int), Unreachable: c.unreachable, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces},
 		Objects:     make([]jsonObject, 0, len(r.Objects)),
 		Unreachable: make([]jsonClusterError, 0, len(r.Unreachable)),
 	}

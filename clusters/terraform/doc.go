@@ -2,9 +2,9 @@
 // Workspace per working directory implements hub.Backend for the managed
 // resources of that directory's state.
 //
-// Terraform has no watch, so a Workspace polls: `plan -refresh-only -json`
-// (through terraform-exec, read back with terraform-json from the saved
-// plan) at its interval, at once when a file in its folder changes
+// Terraform has no watch, so a Workspace polls: one `plan -json` with
+// refresh (through terraform-exec, read back with terraform-json from the
+// saved plan) at its interval, at once when a file in its folder changes
 // (fsnotify), and whenever the loop asks for a fresh read. Each poll turns
 // the refreshed state into per-resource observations: a changed one is a
 // hub.Event on the Sink, the workspace's health a hub.ClusterHealth. A

@@ -3,6 +3,7 @@ package terraform
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -19,30 +20,13 @@ import (
 // could show it.
 const redacted = "(sensitive)"
 
+// sensitiveChanged replaces the refreshed value of a sensitive attribute
+// that differs from the one applied: the change is drift, the value is
+// never shown.
+const sensitiveChanged = "(sensitive value changed)"
+
 // none is how an absent value shows in a field diff.
 const none = "<none>"
-
-// redact returns values with every attribute that sensitive (a
-// terraform-json sensitive_values document) marks as sensitive replaced.
-func redact(values map[string]any, sensitive json.RawMessage) map[string]any {
-	out := maps.Clone(values)
-	if len(sensitive) == 0 {
-		return out
-	}
-	var marks map[string]any
-	if json.Unmarshal(sensitive, &marks) != nil {
-		return out
-	}
-	for k, m := range marks {
-		if _, ok := out[k]; !ok {
-			continue
-		}
-		if sensitiveMark(m) {
-			out[k] = redacted
-		}
-	}
-	return out
-}
 
 // sensitiveMark reports whether a sensitive_values entry marks a value (or
 // any part of it) as sensitive.
@@ -157,8 +141,10 @@ func diffValues(desired, actual map[string]any) []hub.FieldDiff {
 
 // fileInspector reads what a resource type's refresh cannot say: the local
 // provider reports a local_file whose content changed as gone, so the file
-// itself tells an edit (with the content diff) from a delete.
-type fileInspector func(dir string, desired map[string]any) (actual map[string]any, exists bool)
+// itself tells an edit from a delete. It takes the values last applied and
+// returns them with what it found (nil when the resource is really gone).
+// Both may hold sensitive values: the caller redacts them.
+type fileInspector func(dir string, applied map[string]any) (current map[string]any, exists bool)
 
 // inspectors are the resource types with a fileInspector.
 func inspectors() map[string]fileInspector {
@@ -168,10 +154,11 @@ func inspectors() map[string]fileInspector {
 }
 
 // inspectLocalFile reads a local_file's filename (relative to the
-// workspace's folder) and returns the desired values with the content found
-// on disk.
-func inspectLocalFile(dir string, desired map[string]any) (map[string]any, bool) {
-	name, _ := desired["filename"].(string)
+// workspace's folder) and returns the applied values with the file's
+// content in the attribute that set it: content, sensitive_content or
+// content_base64.
+func inspectLocalFile(dir string, applied map[string]any) (map[string]any, bool) {
+	name, _ := applied["filename"].(string)
 	if name == "" {
 		return nil, false
 	}
@@ -182,9 +169,14 @@ func inspectLocalFile(dir string, desired map[string]any) (map[string]any, bool)
 	if err != nil {
 		return nil, false
 	}
-	actual := maps.Clone(desired)
-	if c, ok := desired["content"]; ok && c != redacted {
-		actual["content"] = string(b)
+	current := maps.Clone(applied)
+	switch {
+	case applied["content"] != nil:
+		current["content"] = string(b)
+	case applied["sensitive_content"] != nil:
+		current["sensitive_content"] = string(b)
+	case applied["content_base64"] != nil:
+		current["content_base64"] = base64.StdEncoding.EncodeToString(b)
 	}
-	return actual, true
+	return current, true
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,7 +119,12 @@ type resource struct {
 	version string
 	// removed is why the resource left the configuration (the plan's
 	// action reason) while it is still in the state; "" when it is in it.
+	// Such a resource is released: watched with policy warn, never
+	// repaired nor destroyed.
 	removed tfjson.ActionReason
+	// secret is a keyed digest of the sensitive values that changed
+	// (see changedDigest); "" when none did.
+	secret string
 }
 
 // Live is the backend's view of one resource, passed back to it through
@@ -140,6 +146,9 @@ type Workspace struct {
 	sink hub.Sink
 	log  *slog.Logger
 	kick chan struct{}
+	// key keys the digests of changed sensitive values (random, never
+	// shown).
+	key []byte
 
 	// op serialises every run of the binary in this folder: one
 	// operation at a time per workspace.
@@ -167,9 +176,13 @@ func New(opts Options, sink hub.Sink) (*Workspace, error) {
 		return nil, fmt.Errorf("terraform workspace %q: Options.OnSpecs is required", opts.ID)
 	}
 	opts = opts.withDefaults()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("terraform workspace %q: %w", opts.ID, err)
+	}
 	return &Workspace{
 		opts: opts, sink: sink, log: opts.Logger.With("workspace", opts.ID),
-		kick: make(chan struct{}, 1), res: make(map[string]*resource),
+		kick: make(chan struct{}, 1), key: key, res: make(map[string]*resource),
 	}, nil
 }
 
@@ -285,10 +298,13 @@ func ignoredFile(name string) bool {
 		strings.HasSuffix(name, ".tfplan") || strings.HasSuffix(name, "~") || strings.HasPrefix(name, ".#")
 }
 
-// Poll refreshes the workspace now: init when needed, then
-// `plan -refresh-only -json` and the saved plan read back through
-// `show -json`. It reports what changed to the Sink and returns an error
-// wrapping errLocked when the state is locked.
+// Poll refreshes the workspace now: init when needed, then one
+// `plan -json -out=FILE` with refresh and the saved plan read back through
+// `show -json`. The plan's resource drift and refreshed state say what
+// changed outside Terraform; its planned changes what the configuration
+// holds that was not applied (see pendingOf). It reports what changed to
+// the Sink and returns an error wrapping errLocked when the state is
+// locked.
 func (w *Workspace) Poll(ctx context.Context) error {
 	w.op.Lock()
 	defer w.op.Unlock()
@@ -318,32 +334,26 @@ func (w *Workspace) pollLocked(ctx context.Context) error {
 	if w.tmp == "" {
 		return fmt.Errorf("terraform workspace %q: not running", w.opts.ID)
 	}
-	planPath := filepath.Join(w.tmp, "refresh.tfplan")
+	planPath := filepath.Join(w.tmp, "poll.tfplan")
 	var out bytes.Buffer
-	plan, err := w.planLocked(ctx, &out, "plan -refresh-only", planPath, tfexec.RefreshOnly(true))
-	if err != nil {
-		return err
-	}
-	// What the configuration holds that was not applied: a plan without
-	// refresh compares it with the state as last applied, so drift never
-	// shows there (a normal plan would hide the drift of resources it has
-	// no change for, such as one removed from the configuration).
-	out.Reset()
-	pendPlan, err := w.planLocked(ctx, &out, "plan -refresh=false", filepath.Join(w.tmp, "pending.tfplan"), tfexec.Refresh(false))
+	// One plan with refresh gives both: the refresh's drift, and the
+	// configuration against the refreshed state (a drift's undoing told
+	// apart from a configuration change by pendingOf).
+	plan, err := w.planLocked(ctx, &out, "plan", planPath, tfexec.Refresh(true))
 	if err != nil {
 		return err
 	}
 	w.lastPoll = started
-	pend := pendingOf(pendPlan, w.managed)
-	w.apply(plan, pend, started)
-	w.report(hub.ClusterSynced, pend.String())
+	obs := observe(plan, w.managed, w.opts.Dir, w.key, false)
+	w.apply(obs.res, started)
+	w.report(hub.ClusterSynced, obs.pend.String())
 	return nil
 }
 
 // planLocked runs a poll's plan (verb names it in errors and health) into
 // planPath and reads the saved plan.
-func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, verb, planPath string, mode tfexec.PlanOption) (*tfjson.Plan, error) {
-	if _, err := w.tf.PlanJSON(ctx, out, w.planOptions(planPath, mode)...); err != nil {
+func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, verb, planPath string, mode ...tfexec.PlanOption) (*tfjson.Plan, error) {
+	if _, err := w.tf.PlanJSON(ctx, out, w.planOptions(planPath, mode...)...); err != nil {
 		return nil, w.runFailed(ctx, verb, err, out)
 	}
 	plan, err := w.tf.ShowPlanFile(ctx, planPath)
@@ -353,11 +363,11 @@ func (w *Workspace) planLocked(ctx context.Context, out *bytes.Buffer, verb, pla
 	return plan, nil
 }
 
-// planOptions are the options of every plan the workspace runs: mode
-// (refresh-only, no refresh, a target), the saved plan's path, no waiting
-// for a held state lock, and the workspace's variables.
-func (w *Workspace) planOptions(planPath string, mode tfexec.PlanOption) []tfexec.PlanOption {
-	opts := []tfexec.PlanOption{mode, tfexec.Out(planPath), tfexec.LockTimeout("0s")}
+// planOptions are the options of every plan the workspace runs: the saved
+// plan's path, no waiting for a held state lock, mode (refresh or not, a
+// target, no lock at all) and the workspace's variables.
+func (w *Workspace) planOptions(planPath string, mode ...tfexec.PlanOption) []tfexec.PlanOption {
+	opts := append([]tfexec.PlanOption{tfexec.Out(planPath), tfexec.LockTimeout("0s")}, mode...)
 	for _, v := range w.varArgs() {
 		opts = append(opts, tfexec.Var(v))
 	}
@@ -503,48 +513,11 @@ func (w *Workspace) managed(addr string) bool {
 	return false
 }
 
-// apply takes a refresh-only plan: the refreshed state (prior_state) says
-// what exists now, the drift (resource_drift) what it was before; pend
-// says which resources left the configuration. It updates the cache, hands
-// a changed desired state to OnSpecs and sends an event for every resource
-// whose observation changed.
-func (w *Workspace) apply(plan *tfjson.Plan, pend pending, at time.Time) {
-	next := make(map[string]*resource)
-	if plan.PriorState != nil && plan.PriorState.Values != nil {
-		walkModule(plan.PriorState.Values.RootModule, func(r *tfjson.StateResource) {
-			if r.Mode != tfjson.ManagedResourceMode || !w.managed(r.Address) {
-				return
-			}
-			vals := redact(r.AttributeValues, r.SensitiveValues)
-			next[r.Address] = &resource{addr: r.Address, typ: r.Type, desired: vals, exists: true, actual: vals}
-		})
-	}
-	for _, rc := range plan.ResourceDrift {
-		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode || !w.managed(rc.Address) {
-			continue
-		}
-		before, _ := rc.Change.Before.(map[string]any)
-		if before == nil {
-			continue // created outside: not one of ours
-		}
-		desired := redact(before, sensitiveJSON(rc.Change.BeforeSensitive))
-		r := next[rc.Address]
-		if r == nil {
-			r = &resource{addr: rc.Address, typ: rc.Type}
-			next[rc.Address] = r
-		}
-		r.desired = desired
-		if !r.exists {
-			if inspect := inspectors()[rc.Type]; inspect != nil {
-				r.actual, r.exists = inspect(w.opts.Dir, desired)
-			}
-		}
-	}
-	for addr, why := range pend.removed {
-		if r := next[addr]; r != nil {
-			r.removed = why
-		}
-	}
+// apply takes a poll's resources: it updates the cache, hands a changed
+// desired state to OnSpecs, logs each resource released (removed from the
+// configuration, or gone from the state) once, and sends an event for every
+// resource whose observation changed.
+func (w *Workspace) apply(next map[string]*resource, at time.Time) {
 	specs := make([]hub.NodeSpec, 0, len(next))
 	for _, r := range next {
 		r.body = encodeValues(r.desired)
@@ -552,7 +525,7 @@ func (w *Workspace) apply(plan *tfjson.Plan, pend pending, at time.Time) {
 		if r.exists {
 			actual = encodeValues(r.actual)
 		}
-		r.version = hashOf(r.body, actual)
+		r.version = hashOf(r.body, actual, []byte(r.secret))
 		specs = append(specs, w.spec(r))
 	}
 	slices.SortFunc(specs, func(a, b hub.NodeSpec) int { return strings.Compare(a.Name, b.Name) })
@@ -575,6 +548,17 @@ func (w *Workspace) apply(plan *tfjson.Plan, pend pending, at time.Time) {
 	specsChanged := specsHash != w.specsHash
 	w.specsHash = specsHash
 	w.mu.Unlock()
+	for _, addr := range slices.Sorted(maps.Keys(next)) {
+		if r, old := next[addr], prev[addr]; r.removed != "" && (old == nil || old.removed == "") {
+			w.log.Info("resource removed from the configuration: released (watched with policy warn, never repaired nor destroyed; tofu apply decommissions it)",
+				"node", w.nodeID(r).String(), "reason", string(r.removed))
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(prev)) {
+		if next[addr] == nil {
+			w.log.Info("resource no longer in the state: released, nothing deleted", "node", w.nodeID(prev[addr]).String())
+		}
+	}
 	if specsChanged {
 		w.opts.OnSpecs(w.opts.ID, specs)
 	}

@@ -1,9 +1,11 @@
 package terraform_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,12 +53,12 @@ resource "local_file" "deep" {
 }
 `
 
-// workspaceDir makes a workspace folder with mainTF and applies it with the
-// real binary.
-func workspaceDir(t testing.TB, bin, cliConfig string) string {
+// workspaceDir makes a workspace folder with mainTF (and extra
+// configuration) and applies it with the real binary.
+func workspaceDir(t testing.TB, bin, cliConfig string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF+strings.Join(extra, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tf, err := tfexec.NewTerraform(dir, bin)
@@ -91,14 +93,46 @@ type run struct {
 	hub *hub.Hub
 	ws  *terraform.Workspace
 	dir string
+	// logs holds every log line of the hub and the workspace.
+	logs *lockedBuffer
 }
 
-func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time.Duration) *run {
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startOptions are start's optional settings.
+type startOptions struct {
+	vars   map[string]string
+	binary string
+}
+
+func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time.Duration, so ...startOptions) *run {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var o startOptions
+	if len(so) > 0 {
+		o = so[0]
+	}
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hub.New(hub.Options{ID: "test", Workers: 2, Logger: log.With("component", "hub"), Resync: -1})
 	ws, err := terraform.New(terraform.Options{
 		ID: "files", Dir: dir, Interval: interval, LockRetry: 200 * time.Millisecond, Policy: policy,
+		Vars: o.vars, Binary: o.binary,
 		Env:    map[string]string{"TF_CLI_CONFIG_FILE": cliConfig},
 		Logger: log.With("component", "terraform"),
 		OnSpecs: func(id string, specs []hub.NodeSpec) {
@@ -115,7 +149,7 @@ func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time
 	go func() { defer wg.Done(); _ = h.Run(ctx) }()
 	go func() { defer wg.Done(); _ = ws.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &run{hub: h, ws: ws, dir: dir}
+	return &run{hub: h, ws: ws, dir: dir, logs: logs}
 }
 
 type testWriter struct{ t testing.TB }
@@ -350,8 +384,8 @@ func TestWorkspaceLockedStateIsReportedAndRetried(t *testing.T) {
 }
 
 // TestWorkspaceNeverDestroysARemovedResource: a repair of a resource
-// removed from the configuration but still in the state is refused,
-// because its plan would destroy it, and the file stays.
+// removed from the configuration but still in the state (released) is
+// refused, and the file stays.
 func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
 	bin, cli := tftest.Tools(t)
 	dir := workspaceDir(t, bin, cli)
@@ -377,8 +411,8 @@ func TestWorkspaceNeverDestroysARemovedResource(t *testing.T) {
 	}
 	deepPath := filepath.Join(dir, "out", "deep.txt")
 	_, err := r.ws.Repair(t.Context(), hub.NodeSpec{ID: deep, Name: "local_file.deep", Kind: "local_file"}, hub.State{}, hub.Drift{Class: hub.DriftModified})
-	if !errors.Is(err, terraform.ErrRemovedFromConfig) {
-		t.Fatalf("repair of a resource removed from the configuration: %v, want %v", err, terraform.ErrRemovedFromConfig)
+	if !errors.Is(err, terraform.ErrReleased) || !errors.Is(err, hub.ErrRefused) {
+		t.Fatalf("repair of a resource removed from the configuration: %v, want %v", err, terraform.ErrReleased)
 	}
 	t.Logf("refused: %v", err)
 	if got := readFile(t, deepPath); got != "deep\n" {
@@ -463,22 +497,4 @@ resource "local_file" "extra" {
 		extra := terraform.NodeID("files", "local_file.extra", "local_file")
 		return c.State == hub.ClusterSynced && c.LastError == "" && status(s, extra) == hub.StatusInSync
 	})
-}
-
-// BenchmarkPoll measures one poll of a ready workspace of three local files
-// with the real tofu and provider: the refresh-only plan (drift), the plan
-// without refresh (configuration not applied) and reading both back. Most
-// of it is tofu starting and launching its provider:
-//
-//	DRIFTWATCH_TOFU_DIR="$(scripts/build-binaries.sh tofu)" go test -run x -bench Poll -benchtime 10x ./clusters/terraform/
-func BenchmarkPoll(b *testing.B) {
-	bin, cli := tftest.Tools(b)
-	dir := workspaceDir(b, bin, cli)
-	r := start(b, dir, cli, hub.PolicyRepair, time.Hour)
-	r.waitFor(b, "workspace ready", 60*time.Second, ready)
-	for b.Loop() {
-		if err := r.ws.Poll(b.Context()); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

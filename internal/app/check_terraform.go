@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -21,6 +23,9 @@ func warnWorkspaces(w io.Writer, cfg *config.Config) {
 			fmt.Fprintf(w, "driftwatch: warning: terraform workspace %q: dir %s does not exist\n", ws.ID, ws.Dir)
 		} else if err == nil && !st.IsDir() {
 			fmt.Fprintf(w, "driftwatch: warning: terraform workspace %q: dir %s is not a folder\n", ws.ID, ws.Dir)
+		}
+		if _, err := terraform.SensitiveVariables(ws.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(w, "driftwatch: warning: terraform workspace %q: variable declarations: %v (vars values not shown)\n", ws.ID, err)
 		}
 		if _, err := terraform.FindBinary(ws.Binary, os.Getenv); err != nil {
 			fmt.Fprintf(w, "driftwatch: warning: terraform workspace %q: %v\n", ws.ID, err)
@@ -47,11 +52,33 @@ func printWorkspaces(b *strings.Builder, cfg *config.Config) {
 		}
 		fmt.Fprintf(tw, "  targets:\t%s\n", targets)
 		if len(ws.Vars) > 0 {
-			fmt.Fprintf(tw, "  vars:\t%s\n", formatLabels(ws.Vars))
+			fmt.Fprintf(tw, "  vars:\t%s\n", workspaceVars(ws))
 		}
 		if len(ws.VarFiles) > 0 {
 			fmt.Fprintf(tw, "  varFiles:\t%s\n", strings.Join(ws.VarFiles, ", "))
 		}
 		tw.Flush()
 	}
+}
+
+// workspaceVars formats a workspace's vars for the plan: NAME=VALUE, but
+// the values of variables declared sensitive in the workspace and of those
+// the config reads from the environment (${NAME}) are never printed, nor
+// any value when the declarations cannot be read.
+func workspaceVars(ws config.Workspace) string {
+	sensitive, err := terraform.SensitiveVariables(ws.Dir)
+	parts := make([]string, 0, len(ws.Vars))
+	for _, k := range slices.Sorted(maps.Keys(ws.Vars)) {
+		v := ws.Vars[k]
+		switch {
+		case slices.Contains(ws.SecretVars, k):
+			v = "(secret, from the environment)"
+		case err != nil:
+			v = "(hidden: variable declarations unreadable)"
+		case sensitive[k]:
+			v = "(sensitive)"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -26,7 +27,8 @@ type DiffOptions struct {
 // compares every desired object with the live one and prints the report.
 // It returns nil when everything is in sync, else an ExitError with the
 // report's code (1 drift, 3 a cluster unreachable) or 2 for a config or
-// filter error. The clusters of Cluster API sources are not diffed.
+// filter error. Terraform workspaces are planned once each, read-only
+// (terraform.Check). The clusters of Cluster API sources are not diffed.
 func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME")})
 	var list config.ErrorList
@@ -44,13 +46,21 @@ func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	rep, err := diff.Run(ctx, config.Compile(cfg), ClusterConfigs(cfg, env.Getenv),
-		diff.Options{Clusters: o.Clusters, Applications: o.Applications, Logger: log})
+	o, clustersToo, workspaces := workspaceScope(cfg, o)
+	rep := &diff.Report{At: time.Now(), Objects: []diff.Object{}, Unreachable: []diff.ClusterError{}}
+	if clustersToo {
+		rep, err = diff.Run(ctx, config.Compile(cfg), ClusterConfigs(cfg, env.Getenv),
+			diff.Options{Clusters: o.Clusters, Applications: o.Applications, Logger: log})
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return err
 	case err != nil:
 		return &ExitError{Code: diff.ExitUsage, Err: fmt.Errorf("diff: %w", err)}
+	}
+	diffWorkspaces(ctx, rep, workspaces, env.Getenv, log.With("component", "terraform"))
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if o.JSON {
 		err = rep.WriteJSON(env.Stdout)
