@@ -218,7 +218,7 @@ func (m *Manager) run(parent context.Context) error {
 	if !m.cfg.DisableWatch {
 		selector := labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
 		for _, ns := range m.cfg.Namespaces {
-			f := informers.NewSharedInformerFactoryWithOptions(m.client, 0, informers.WithNamespace(ns))
+			f := informers.NewSharedInformerFactoryWithOptions(listWatchClient{m.client}, 0, informers.WithNamespace(ns))
 			tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 			for _, kind := range hub.Kinds() {
 				info, err := kindOf(kind)
