@@ -19,8 +19,10 @@ with the hub's classification, and prints a unified diff per drifted object
 with its NodeID and the field manager that changed it. Nothing is written to
 any cluster and no hub is left running.
 
-Exit 0 in sync, 1 drift found, 2 usage or config error, 3 a cluster
-unreachable (like kubectl diff and argocd app diff).`,
+Exit 0 in sync, 1 drift found, 2 usage or config error (like kubectl diff
+and argocd app diff), 3 a cluster unreachable or an object not checked, 4 a
+cluster refused the credentials (401, e.g. an expired or revoked token, or
+403 on the whole API: renew them; 4 wins over 3, 3 over 1).`,
 		Example: `  driftwatch diff -f driftwatch.yaml
   driftwatch diff -f driftwatch.yaml --cluster prod-eu --application web
   driftwatch diff -f driftwatch.yaml -o json | jq '.summary'`,
