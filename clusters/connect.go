@@ -15,8 +15,9 @@ import (
 // cluster could not be reached or refused the credentials or the TLS
 // handshake, and also to hub.ErrUnauthorized when it refused the
 // credentials (401, or 403 on /readyz: the whole API); a kubeconfig that
-// cannot be used is an error too (see RESTConfig). Call release when done with the manager: it closes its
-// connections. One-shot commands (diff) use it; the hub uses a Registry.
+// cannot be used is an error too (see RESTConfig). Call release when done
+// with the manager: it closes its connections. One-shot commands (diff) use
+// it; the hub uses a Registry.
 func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manager, release func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
