@@ -22,9 +22,11 @@ any cluster and no hub is left running.
 Terraform workspaces are planned once each, read-only (refresh-only, no
 state lock); --cluster and --application also take a workspace id.
 
-Exit 0 in sync, 1 drift found, 2 usage or config error, 3 a cluster
-unreachable or a workspace that could not be planned (like kubectl diff and
-argocd app diff).`,
+Exit 0 in sync, 1 drift found, 2 usage or config error (like kubectl diff
+and argocd app diff), 3 a cluster unreachable, an object not checked or a
+workspace that could not be planned, 4 a cluster refused the credentials
+(401, e.g. an expired or revoked token, or 403 on the whole API: renew
+them; 4 wins over 3, 3 over 1).`,
 		Example: `  driftwatch diff -f driftwatch.yaml
   driftwatch diff -f driftwatch.yaml --cluster prod-eu --application web
   driftwatch diff -f driftwatch.yaml -o json | jq '.summary'`,

@@ -25,7 +25,8 @@ import (
 // TestDiffExitCodes runs `driftwatch diff` on a real control plane: 0 in
 // sync, 1 with a drift (the unified diff names the NodeID and the field
 // manager that changed it, also in JSON), 2 for a bad config or filter, 3
-// with a cluster unreachable.
+// with a cluster unreachable, 4 with a cluster that refuses the
+// credentials (a wrong token: 401).
 func TestDiffExitCodes(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	ns := "diffcmd"
@@ -135,5 +136,48 @@ func TestDiffExitCodes(t *testing.T) {
 	out, _ = diff(t, 3, "-f", deadPath)
 	if !strings.Contains(out, "unreachable dead") {
 		t.Errorf("unreachable: %s", out)
+	}
+
+	// A cluster whose token the apiserver does not know: 4, also when
+	// another one is unreachable.
+	kc, err = clientcmd.LoadFromFile(set.Clusters[0].Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range kc.AuthInfos {
+		u.Token = "expired-" + u.Token
+	}
+	staleKC := filepath.Join(t.TempDir(), "stale.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, staleKC); err != nil {
+		t.Fatal(err)
+	}
+	stale := "  - id: stale\n    kubeconfig: " + staleKC + "\n    labels: {env: prod}\napplications:\n"
+	for _, tc := range []struct{ name, src string }{{"stale", string(src)}, {"stale-and-dead", withDead}} {
+		p := filepath.Join(t.TempDir(), tc.name+".yaml")
+		if err := os.WriteFile(p, []byte(strings.Replace(tc.src, "applications:\n", stale, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _ = diff(t, 4, "-f", p)
+		for _, want := range []string{`unauthorized stale: cluster "stale": unauthorized`, "credentials", "1 cluster unauthorized"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: the output lacks %q:\n%s", tc.name, want, out)
+			}
+		}
+		if strings.Contains(out, "unreachable stale") {
+			t.Errorf("%s: the cluster with the wrong token is called unreachable:\n%s", tc.name, out)
+		}
+		out, _ = diff(t, 4, "-f", p, "-o", "json")
+		var rep struct {
+			ExitCode     int `json:"exitCode"`
+			Unauthorized []struct {
+				Cluster string `json:"cluster"`
+			} `json:"unauthorized"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("json: %v\n%s", err, out)
+		}
+		if rep.ExitCode != 4 || len(rep.Unauthorized) != 1 || rep.Unauthorized[0].Cluster != "stale" {
+			t.Errorf("%s: json: exit code %d, unauthorized %v; want 4 and [stale]", tc.name, rep.ExitCode, rep.Unauthorized)
+		}
 	}
 }

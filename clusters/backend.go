@@ -56,7 +56,9 @@ func (e *backendError) Unwrap() []error {
 		return []error{e.err, hub.ErrForbidden}
 	}
 	switch classify(e.err) {
-	case classNetwork, classAuth, classTLS:
+	case classAuth:
+		return []error{e.err, hub.ErrUnreachable, hub.ErrUnauthorized}
+	case classNetwork, classTLS:
 		if !errors.Is(e.err, context.Canceled) {
 			return []error{e.err, hub.ErrUnreachable}
 		}

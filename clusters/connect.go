@@ -13,9 +13,11 @@ import (
 // cache). Before it returns, it checks that the apiserver answers /readyz
 // (within ctx, at most 5s): an error unwraps to hub.ErrUnreachable when the
 // cluster could not be reached or refused the credentials or the TLS
-// handshake; a kubeconfig that cannot be used is an error too (see
-// RESTConfig). Call release when done with the manager: it closes its
-// connections. One-shot commands (diff) use it; the hub uses a Registry.
+// handshake, and also to hub.ErrUnauthorized when it refused the
+// credentials (401, or 403 on /readyz: the whole API); a kubeconfig that
+// cannot be used is an error too (see RESTConfig). Call release when done
+// with the manager: it closes its connections. One-shot commands (diff) use
+// it; the hub uses a Registry.
 func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manager, release func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -28,6 +30,9 @@ func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manag
 	}
 	if err := m.probe(ctx); err != nil {
 		release()
+		if answered(err) {
+			return nil, nil, &refusedError{msg: describeRefused(cfg.ID, err), err: err}
+		}
 		return nil, nil, &backendError{msg: describe(cfg.ID, "probe", "/readyz", "", err), err: err}
 	}
 	return m, release, nil

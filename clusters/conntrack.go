@@ -7,28 +7,61 @@ import (
 	"time"
 )
 
-// connTracker dials a cluster's connections and closes them all when the
-// cluster's manager stops, so no HTTP/2 read loop outlives it (an idle
-// HTTP/2 connection would otherwise live until its idle timeout).
+// connTracker dials a cluster's connections and ends them all when the
+// cluster's manager stops: CloseAll cancels the dials in flight, waits for
+// them to return and closes every connection, so no HTTP/2 read loop and no
+// dial outlives the manager. net/http dials on a context detached from the
+// request's (a dial goes on after its request was cancelled, for a later
+// request to use), so without this a dial to an address that drops
+// packets would hang for the dial timeout after the manager stopped.
 type connTracker struct {
+	// dial opens a connection (a net.Dialer's DialContext; tests replace
+	// it).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// stop ends at CloseAll and cancels every dial in flight.
+	stop    context.Context
+	stopNow context.CancelFunc
+	// dials counts the DialContext calls in flight; CloseAll waits for
+	// them.
+	dials sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
 	closed bool
 }
 
+// dialTimeout bounds one dial (client-go's default too).
+const dialTimeout = 30 * time.Second
+
 // newConnTracker tracks the connections dial makes; nil dial means a plain
-// net.Dialer (30 s timeout and keep-alive).
+// net.Dialer (dialTimeout and a 30 s keep-alive).
 func newConnTracker(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *connTracker {
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
-	return &connTracker{dial: dial, conns: make(map[*trackedConn]struct{})}
+	return newConnTrackerWith(dial)
 }
 
-// DialContext dials and remembers the connection.
+func newConnTrackerWith(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *connTracker {
+	stop, stopNow := context.WithCancel(context.Background())
+	return &connTracker{dial: dial, stop: stop, stopNow: stopNow, conns: make(map[*trackedConn]struct{})}
+}
+
+// DialContext dials and remembers the connection. The dial ends when ctx
+// ends or CloseAll is called; after CloseAll it fails with net.ErrClosed.
 func (t *connTracker) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, net.ErrClosed
+	}
+	t.dials.Add(1)
+	t.mu.Unlock()
+	defer t.dials.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	unhook := context.AfterFunc(t.stop, cancel)
+	defer unhook()
 	c, err := t.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -45,7 +78,9 @@ func (t *connTracker) DialContext(ctx context.Context, network, addr string) (ne
 	return tc, nil
 }
 
-// CloseAll closes every open connection and refuses new ones.
+// CloseAll cancels the dials in flight and waits for them to return,
+// closes every open connection and refuses new ones. It returns once no
+// DialContext call is running; it does not wait for the network.
 func (t *connTracker) CloseAll() {
 	t.mu.Lock()
 	t.closed = true
@@ -54,9 +89,11 @@ func (t *connTracker) CloseAll() {
 		conns = append(conns, c)
 	}
 	t.mu.Unlock()
+	t.stopNow()
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	t.dials.Wait()
 }
 
 type trackedConn struct {

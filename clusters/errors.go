@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // errorClass sorts an error by what it means for the cluster's health.
@@ -64,6 +66,36 @@ func classify(err error) errorClass {
 		return classNetwork
 	}
 	return classOther
+}
+
+// answered reports whether err is the apiserver's refusal of the
+// credentials: a 401, or a 403 on what every identity may read (the
+// probe's /readyz). The cluster is reachable, but unusable.
+func answered(err error) bool {
+	c := classify(err)
+	return c == classAuth || c == classForbidden
+}
+
+// describeRefused describes a probe the apiserver answered with a refusal
+// (see answered).
+func describeRefused(cluster string, err error) string {
+	if classify(err) == classForbidden {
+		return fmt.Sprintf("cluster %q: unauthorized: the apiserver refuses the kubeconfig's credentials even /readyz, which every identity may read by default (403: the whole API is forbidden): %v", cluster, err)
+	}
+	return describe(cluster, "probe", "/readyz", "", err)
+}
+
+// refusedError is the error of a cluster that refused the credentials
+// (see answered): it matches hub.ErrUnauthorized and hub.ErrUnreachable.
+type refusedError struct {
+	msg string
+	err error
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+func (e *refusedError) Unwrap() []error {
+	return []error{e.err, hub.ErrUnauthorized, hub.ErrUnreachable}
 }
 
 // describe turns a client error into a sentence that names the cluster, the

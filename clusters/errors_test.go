@@ -15,26 +15,27 @@ import (
 
 // TestBackendErrorKinds: the backend's errors tell the loop what a failure
 // means: RBAC denials are ErrForbidden, an unreachable apiserver or refused
-// credentials ErrUnreachable (so the NodeID's backoff does not grow), and
-// our own cancellation, an ordinary API error or a 429 neither.
+// credentials ErrUnreachable (so the NodeID's backoff does not grow),
+// refused credentials ErrUnauthorized too, and our own cancellation, an
+// ordinary API error or a 429 none of them.
 func TestBackendErrorKinds(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}}
 	tests := []struct {
-		name                   string
-		err                    error
-		forbidden, unreachable bool
+		name                                 string
+		err                                  error
+		forbidden, unreachable, unauthorized bool
 	}{
-		{"forbidden", apierrors.NewForbidden(gr, "web", errors.New("rbac")), true, false},
-		{"connection refused", refused, false, true},
-		{"deadline", context.DeadlineExceeded, false, true},
-		{"unauthorized", apierrors.NewUnauthorized("bad token"), false, true},
-		{"cancelled by us", context.Canceled, false, false},
-		{"conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), false, false},
-		{"invalid", apierrors.NewBadRequest("bad"), false, false},
+		{"forbidden", apierrors.NewForbidden(gr, "web", errors.New("rbac")), true, false, false},
+		{"connection refused", refused, false, true, false},
+		{"deadline", context.DeadlineExceeded, false, true, false},
+		{"unauthorized", apierrors.NewUnauthorized("bad token"), false, true, true},
+		{"cancelled by us", context.Canceled, false, false, false},
+		{"conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), false, false, false},
+		{"invalid", apierrors.NewBadRequest("bad"), false, false, false},
 		// A 429 left after client-go's Retry-After retries: the server is
 		// up and shedding load; the NodeID backs off like any failure.
-		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), false, false},
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), false, false, false},
 	}
 	m := &Manager{cfg: ClusterConfig{ID: "c1"}}
 	for _, tt := range tests {
@@ -45,6 +46,9 @@ func TestBackendErrorKinds(t *testing.T) {
 			}
 			if got := errors.Is(err, hub.ErrUnreachable); got != tt.unreachable {
 				t.Errorf("ErrUnreachable = %v, want %v (%v)", got, tt.unreachable, err)
+			}
+			if got := errors.Is(err, hub.ErrUnauthorized); got != tt.unauthorized {
+				t.Errorf("ErrUnauthorized = %v, want %v (%v)", got, tt.unauthorized, err)
 			}
 			if !errors.Is(err, tt.err) {
 				t.Errorf("the cause is lost: %v", err)

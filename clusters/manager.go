@@ -36,6 +36,8 @@ type informerState struct {
 	informer cache.SharedIndexInformer
 	synced   bool
 	err      error
+	// class is err's class (err keeps only the message).
+	class errorClass
 	// errRV is the informer's last synced resource version when err was
 	// recorded; a later change means it has listed or watched since.
 	errRV string
@@ -235,7 +237,7 @@ func (m *Manager) run(parent context.Context) error {
 	if !m.cfg.DisableWatch {
 		selector := labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
 		for _, ns := range m.cfg.Namespaces {
-			f := informers.NewSharedInformerFactoryWithOptions(m.client, 0, informers.WithNamespace(ns))
+			f := informers.NewSharedInformerFactoryWithOptions(listWatchClient{m.client}, 0, informers.WithNamespace(ns))
 			tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 			for _, kind := range hub.Kinds() {
 				info, err := kindOf(kind)
@@ -426,6 +428,7 @@ func (m *Manager) watchError(key informerKey, err error) {
 	st := m.informers[key]
 	if st != nil {
 		st.err = errors.New(describe(m.cfg.ID, verb, key.resource(), key.namespace, err))
+		st.class = class
 		st.errRV = st.informer.LastSyncResourceVersion()
 	}
 	m.mu.Unlock()
@@ -462,7 +465,7 @@ func (m *Manager) probeLoop(ctx context.Context) {
 			return
 		}
 		m.mu.Lock()
-		if err != nil && classify(err) != classAuth {
+		if err != nil && !answered(err) {
 			m.probeFails++
 			m.probeErr = err
 		} else {
@@ -499,30 +502,51 @@ func (m *Manager) probe(ctx context.Context) error {
 // generation: the hub then re-checks every NodeID of the cluster.
 func (m *Manager) evaluate() {
 	m.mu.Lock()
-	var problems []string
+	// problems are the informers' errors but network ones (the probe
+	// judges the network); refused those of a 401.
+	var problems, refused []string
 	allSynced := true
-	for key, st := range m.informers {
+	forbidden := 0
+	for _, st := range m.informers {
 		if st.err != nil && st.informer.LastSyncResourceVersion() != st.errRV && st.synced {
 			st.err = nil
 		}
-		if st.err != nil && (classify(st.err) != classNetwork) {
-			problems = append(problems, st.err.Error())
+		if st.err != nil {
+			switch st.class {
+			case classNetwork:
+			case classAuth:
+				refused = append(refused, st.err.Error())
+			case classForbidden:
+				forbidden++
+				problems = append(problems, st.err.Error())
+			default:
+				problems = append(problems, st.err.Error())
+			}
 		}
 		if !st.synced {
 			allSynced = false
 		}
-		_ = key
 	}
 	sort.Strings(problems)
+	sort.Strings(refused)
 	state := hub.ClusterSynced
 	lastErr := ""
 	switch {
 	case m.probeFails >= m.health.FailureThreshold:
 		state = hub.ClusterUnreachable
 		lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
-	case m.probeErr != nil && classify(m.probeErr) == classAuth:
-		state = hub.ClusterDegraded
-		lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
+	case m.probeErr != nil && answered(m.probeErr):
+		// The credentials are refused (401), or refused even /readyz,
+		// which every identity may read by default (403): the whole API.
+		state = hub.ClusterUnauthorized
+		lastErr = describeRefused(m.cfg.ID, m.probeErr)
+	case len(refused) > 0:
+		state = hub.ClusterUnauthorized
+		lastErr = strings.Join(refused, "; ")
+	case forbidden > 0 && forbidden == len(m.informers):
+		// Every list the watch needs is forbidden: nothing can be read.
+		state = hub.ClusterUnauthorized
+		lastErr = fmt.Sprintf("cluster %q: unauthorized: the credentials may list none of the managed kinds: %s", m.cfg.ID, strings.Join(problems, "; "))
 	case len(problems) > 0:
 		state = hub.ClusterDegraded
 		lastErr = strings.Join(problems, "; ")

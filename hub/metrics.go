@@ -19,6 +19,7 @@ type metrics struct {
 	watch       *prometheus.CounterVec
 	echoes      *prometheus.CounterVec
 	clusterUp   *prometheus.GaugeVec
+	clusterSt   *prometheus.GaugeVec
 	objects     *prometheus.GaugeVec
 	queueDepth  prometheus.Gauge
 	reconciles  prometheus.Counter
@@ -55,8 +56,11 @@ func newMetrics() *metrics {
 			Name: "driftwatch_self_echo_events_total", Help: "Watch events caused by driftwatch's own writes, by cluster.",
 		}, []string{"cluster"}),
 		clusterUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "driftwatch_cluster_up", Help: "1 when the cluster is synced or degraded, 0 otherwise.",
+			Name: "driftwatch_cluster_up", Help: "1 when the cluster is synced or degraded, 0 otherwise (connecting, unreachable, unauthorized).",
 		}, []string{"cluster"}),
+		clusterSt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_cluster_state", Help: "1 for the cluster's current state (connecting, synced, degraded, unreachable, unauthorized), 0 for the others.",
+		}, []string{"cluster", "state"}),
 		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "driftwatch_managed_objects", Help: "Managed objects by cluster and status.",
 		}, []string{"cluster", "status"}),
@@ -92,7 +96,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.objects, m.queueDepth, m.reconciles, m.reloads, m.panics, m.staleReads, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.panics, m.staleReads, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -114,5 +118,21 @@ func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(o
 func (m *metrics) forgetCluster(cluster string) {
 	l := prometheus.Labels{"cluster": cluster}
 	m.clusterUp.DeletePartialMatch(l)
+	m.clusterSt.DeletePartialMatch(l)
 	m.objects.DeletePartialMatch(l)
+}
+
+// setClusterState sets the state series of a cluster: 1 for st, 0 for the
+// other states a cluster can be in.
+func (m *metrics) setClusterState(cluster string, st ClusterState) {
+	for _, s := range ClusterStates() {
+		if s == ClusterRemoved {
+			continue
+		}
+		v := 0.0
+		if s == st {
+			v = 1
+		}
+		m.clusterSt.WithLabelValues(cluster, string(s)).Set(v)
+	}
 }

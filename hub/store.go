@@ -376,6 +376,7 @@ func (s *store) health(h ClusterHealth) {
 	c.health = h
 	c.known = true
 	s.mu.Unlock()
+	s.metrics.setClusterState(h.Cluster, h.State)
 	s.markDirty()
 }
 

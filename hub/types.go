@@ -145,15 +145,27 @@ type Event struct {
 // ClusterState is the health of one cluster's connection.
 type ClusterState string
 
-// Cluster states.
+// Cluster states. Only synced and degraded clusters are read and repaired;
+// the NodeIDs of the others are unknown until they are usable again.
 const (
 	ClusterConnecting  ClusterState = "connecting"
 	ClusterSynced      ClusterState = "synced"
 	ClusterDegraded    ClusterState = "degraded"
 	ClusterUnreachable ClusterState = "unreachable"
+	// ClusterUnauthorized: the apiserver answers but refuses the
+	// credentials (401: expired or revoked), or refuses them the whole API
+	// (403 on /readyz, or on every list the watch needs). One forbidden
+	// kind is not this: the cluster is degraded and that kind's NodeIDs
+	// forbidden.
+	ClusterUnauthorized ClusterState = "unauthorized"
 	// ClusterRemoved is reported once when a cluster leaves the registry.
 	ClusterRemoved ClusterState = "removed"
 )
+
+// ClusterStates lists every cluster state.
+func ClusterStates() []ClusterState {
+	return []ClusterState{ClusterConnecting, ClusterSynced, ClusterDegraded, ClusterUnreachable, ClusterUnauthorized, ClusterRemoved}
+}
 
 // ClusterHealth is the health report of one cluster.
 type ClusterHealth struct {
@@ -203,6 +215,12 @@ type Sink interface {
 // cluster is back, not a backoff of minutes later; the cluster's health
 // (parking while it is not ready) decides the rest.
 var ErrUnreachable = errors.New("unreachable")
+
+// ErrUnauthorized marks a backend error of a target that refused the
+// credentials (401), or refused them the whole API (403 on /readyz). Such
+// an error also matches ErrUnreachable: the loop paces its retries the
+// same way.
+var ErrUnauthorized = errors.New("unauthorized")
 
 // ErrForbidden marks a backend error caused by missing permissions (an RBAC
 // denial): the loop shows the NodeID as forbidden and retries slowly instead

@@ -108,14 +108,14 @@ func newStyles(noColor bool) *styles {
 }
 
 // health returns the style of a cluster state: synced green, degraded
-// yellow, unreachable red, connecting (and removed) grey.
+// yellow, unreachable and unauthorized red, connecting (and removed) grey.
 func (st *styles) health(s hub.ClusterState) style {
 	switch s {
 	case hub.ClusterSynced:
 		return st.green
 	case hub.ClusterDegraded:
 		return st.yellow
-	case hub.ClusterUnreachable:
+	case hub.ClusterUnreachable, hub.ClusterUnauthorized:
 		return st.red
 	}
 	return st.grey

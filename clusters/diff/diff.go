@@ -43,12 +43,16 @@ const (
 )
 
 // Exit codes of a report (see Report.ExitCode), as kubectl diff and argocd
-// app diff use them. ExitUsage is for the caller: a usage or config error.
+// app diff use them (0, 1, 2); 3 and 4 say why an answer is partial.
+// ExitUsage is for the caller: a usage or config error.
 const (
 	ExitInSync      = 0
 	ExitDrift       = 1
 	ExitUsage       = 2
 	ExitUnreachable = 3
+	// ExitUnauthorized: a cluster refused the credentials (401: expired
+	// or revoked, or 403 on /readyz: the whole API).
+	ExitUnauthorized = 4
 )
 
 // Options tune Run. Zero values take the documented defaults.
@@ -93,12 +97,16 @@ type Report struct {
 	// Objects are the objects checked, in sync ones included, sorted by
 	// NodeID. Objects of unreachable clusters are not listed.
 	Objects []Object
-	// Unreachable are the clusters that could not be diffed, sorted by id.
+	// Unreachable are the clusters that could not be diffed, sorted by id,
+	// but those in Unauthorized.
 	Unreachable []ClusterError
 	// Workspaces are the ids, among the objects' clusters and Unreachable,
 	// that are Terraform workspaces: the summary counts them apart, and
 	// an unreachable one has no count of unchecked objects.
 	Workspaces []string
+	// Unauthorized are the clusters that refused the credentials (their
+	// errors match hub.ErrUnauthorized), sorted by id.
+	Unauthorized []ClusterError
 }
 
 // Object is the outcome for one desired object.
@@ -132,7 +140,7 @@ type Object struct {
 func (o Object) Drifted() bool { return o.Err == nil && o.Class != hub.DriftNone }
 
 // ClusterError is a cluster that could not be diffed: unreachable, too
-// slow, or its kubeconfig unusable.
+// slow, its kubeconfig unusable, or its credentials refused.
 type ClusterError struct {
 	// Cluster is the cluster id.
 	Cluster string
@@ -149,10 +157,15 @@ func (e ClusterError) Error() string { return e.Err.Error() }
 func (e ClusterError) Unwrap() error { return e.Err }
 
 // ExitCode returns 0 when every object is in sync, 1 when drift was found,
-// and 3 when a cluster was unreachable or an object could not be checked
-// (3 wins over 1: a partial answer is never "in sync").
+// 3 when a cluster was unreachable or an object could not be checked, and 4
+// when a cluster refused the credentials. 4 wins over 3 (retrying will not
+// help: someone must renew the credentials), 3 over 1 (a partial answer is
+// never "in sync").
 func (r *Report) ExitCode() int {
 	code := ExitInSync
+	if len(r.Unauthorized) > 0 {
+		return ExitUnauthorized
+	}
 	if len(r.Unreachable) > 0 {
 		return ExitUnreachable
 	}
@@ -171,7 +184,8 @@ func (r *Report) ExitCode() int {
 // those opts filters, and returns the report. Clusters are diffed in
 // parallel (opts.Concurrency at once), each within opts.Timeout; one that
 // cannot be reached, is too slow or panics is listed in
-// Report.Unreachable and never stops the others. Run returns an error only
+// Report.Unreachable (Report.Unauthorized when it refused the credentials)
+// and never stops the others. Run returns an error only
 // for bad input (a filter that matches nothing, a spec whose cluster is
 // not in cls) or when ctx ends; it has stopped every goroutine it started
 // and closed every connection when it returns.
@@ -203,7 +217,7 @@ func Run(ctx context.Context, specs []hub.NodeSpec, cls []clusters.ClusterConfig
 	}
 	sort.Strings(ids)
 
-	rep := &Report{At: opts.Now(), Objects: []Object{}, Unreachable: []ClusterError{}}
+	rep := &Report{At: opts.Now(), Objects: []Object{}, Unreachable: []ClusterError{}, Unauthorized: []ClusterError{}}
 	type result struct {
 		objects []Object
 		err     *ClusterError
@@ -228,7 +242,11 @@ func Run(ctx context.Context, specs []hub.NodeSpec, cls []clusters.ClusterConfig
 		return nil, fmt.Errorf("diff: %w", err)
 	}
 	for _, r := range results {
-		if r.err != nil {
+		switch {
+		case r.err != nil && errors.Is(r.err.Err, hub.ErrUnauthorized):
+			rep.Unauthorized = append(rep.Unauthorized, *r.err)
+			continue
+		case r.err != nil:
 			rep.Unreachable = append(rep.Unreachable, *r.err)
 			continue
 		}

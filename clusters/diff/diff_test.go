@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -364,6 +365,44 @@ func TestRunRealClusters(t *testing.T) {
 			if o.Class != hub.DriftMissing || o.Application != config.StarterApplication {
 				t.Errorf("%s: %s of %s, want the missing example", o.ID, o.Class, o.Application)
 			}
+		}
+	})
+
+	t.Run("unauthorized", func(t *testing.T) {
+		// c2's kubeconfig with a token its apiserver does not know (an
+		// expired or revoked one): 401.
+		kc, err := clientcmd.LoadFromFile(f.cls[1].Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range kc.AuthInfos {
+			u.Token = "expired-" + u.Token
+		}
+		stale := filepath.Join(t.TempDir(), "stale.yaml")
+		if err := clientcmd.WriteToFile(*kc, stale); err != nil {
+			t.Fatal(err)
+		}
+		broken := []clusters.ClusterConfig{f.cls[0], f.cls[1]}
+		broken[1].Kubeconfig = stale
+		rep := f.run(t, broken, Options{Timeout: 10 * time.Second})
+		out := text(t, rep)
+		t.Logf("diff output:\n%s", out)
+		if got := rep.ExitCode(); got != ExitUnauthorized {
+			t.Errorf("exit code %d, want %d", got, ExitUnauthorized)
+		}
+		if len(rep.Unauthorized) != 1 || rep.Unauthorized[0].Cluster != "c2" || rep.Unauthorized[0].Objects != 3 || len(rep.Unreachable) != 0 {
+			t.Fatalf("unauthorized %v, unreachable %v; want c2 (3 objects) and none", rep.Unauthorized, rep.Unreachable)
+		}
+		if err := rep.Unauthorized[0].Err; !errors.Is(err, hub.ErrUnauthorized) || !strings.Contains(err.Error(), `cluster "c2": unauthorized`) {
+			t.Errorf("error %v: want hub.ErrUnauthorized, naming the cluster", err)
+		}
+		for _, o := range rep.Objects {
+			if o.ID.Cluster != "c1" {
+				t.Errorf("%s is in the report", o.ID)
+			}
+		}
+		if !strings.Contains(out, "unauthorized c2: ") || !strings.Contains(out, "; 1 cluster unauthorized (3 objects not checked)") {
+			t.Errorf("text does not call c2 unauthorized")
 		}
 	})
 

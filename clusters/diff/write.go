@@ -26,8 +26,8 @@ var driftClasses = [...]hub.DriftClass{hub.DriftMissing, hub.DriftModified, hub.
 //
 // then a line per difference an ignore rule covers ("ignored <nodeid>
 // <path>: <desired> -> <actual>, ignored (rule <name>)"), per object that
-// could not be checked and per unreachable
-// cluster, and a summary line. In-sync objects print nothing but the
+// could not be checked, per unreachable cluster and per cluster that refused
+// the credentials ("unauthorized <cluster>: ..."), and a summary line. In-sync objects print nothing but the
 // summary.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -65,6 +65,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "unreachable %s: %v (%s not checked)\n", u.Cluster, u.Err, plural(u.Objects, "object"))
 	}
+	for _, u := range r.Unauthorized {
+		fmt.Fprintf(&b, "unauthorized %s: %v (%s not checked)\n", u.Cluster, u.Err, plural(u.Objects, "object"))
+	}
 	b.WriteString(r.summary())
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
@@ -88,7 +91,7 @@ func plural(n int, noun string) string {
 type counts struct {
 	objects, clusters, inSync, drifted, errors int
 	byClass                                    map[hub.DriftClass]int
-	unreachable, unchecked                     int
+	unreachable, unauthorized, unchecked       int
 	// workspaces and unreachableWorkspaces count the Terraform workspaces
 	// among clusters and unreachable.
 	workspaces, unreachableWorkspaces int
@@ -125,12 +128,16 @@ func (r *Report) counts() counts {
 		c.unreachable++
 		c.unchecked += u.Objects
 	}
+	for _, u := range r.Unauthorized {
+		c.unauthorized++
+		c.unchecked += u.Objects
+	}
 	return c
 }
 
 // summary is the closing line of WriteText, e.g. "summary: 12 objects on 2
 // clusters: 10 in sync, 2 drifted (1 modified, 1 added); 1 cluster
-// unreachable (4 objects not checked)".
+// unreachable, 1 cluster unauthorized (7 objects not checked)".
 func (r *Report) summary() string {
 	c := r.counts()
 	where := plural(c.clusters, "cluster")
@@ -161,8 +168,15 @@ func (r *Report) summary() string {
 			s += fmt.Sprintf(", %d not checked (errors)", c.errors)
 		}
 	}
+	var down []string
 	if c.unreachable > 0 {
-		s += fmt.Sprintf("; %s unreachable (%s not checked)", plural(c.unreachable, "cluster"), plural(c.unchecked, "object"))
+		down = append(down, plural(c.unreachable, "cluster")+" unreachable")
+	}
+	if c.unauthorized > 0 {
+		down = append(down, plural(c.unauthorized, "cluster")+" unauthorized")
+	}
+	if len(down) > 0 {
+		s += fmt.Sprintf("; %s (%s not checked)", strings.Join(down, ", "), plural(c.unchecked, "object"))
 	}
 	if c.unreachableWorkspaces > 0 {
 		s += fmt.Sprintf("; %s not planned", plural(c.unreachableWorkspaces, "workspace"))
@@ -174,20 +188,22 @@ func (r *Report) summary() string {
 // depend on them.
 type (
 	jsonReport struct {
-		At          time.Time          `json:"at"`
-		ExitCode    int                `json:"exitCode"`
-		Summary     jsonSummary        `json:"summary"`
-		Objects     []jsonObject       `json:"objects"`
-		Unreachable []jsonClusterError `json:"unreachable"`
+		At           time.Time          `json:"at"`
+		ExitCode     int                `json:"exitCode"`
+		Summary      jsonSummary        `json:"summary"`
+		Objects      []jsonObject       `json:"objects"`
+		Unreachable  []jsonClusterError `json:"unreachable"`
+		Unauthorized []jsonClusterError `json:"unauthorized"`
 	}
 	jsonSummary struct {
-		Objects     int            `json:"objects"`
-		InSync      int            `json:"inSync"`
-		Drifted     int            `json:"drifted"`
-		Errors      int            `json:"errors"`
-		ByClass     map[string]int `json:"byClass"`
-		Unreachable int            `json:"unreachableClusters"`
-		Unchecked   int            `json:"uncheckedObjects"`
+		Objects      int            `json:"objects"`
+		InSync       int            `json:"inSync"`
+		Drifted      int            `json:"drifted"`
+		Errors       int            `json:"errors"`
+		ByClass      map[string]int `json:"byClass"`
+		Unreachable  int            `json:"unreachableClusters"`
+		Unauthorized int            `json:"unauthorizedClusters"`
+		Unchecked    int            `json:"uncheckedObjects"`
 		// Unplanned counts the Terraform workspaces in unreachable.
 		Unplanned int `json:"unplannedWorkspaces,omitempty"`
 	}
@@ -231,15 +247,16 @@ type (
 
 // WriteJSON writes the report as one indented JSON document with
 // camelCase keys: at, exitCode, summary, objects (every checked object,
-// in sync ones included, sorted by nodeId) and unreachable.
+// in sync ones included, sorted by nodeId), unreachable and unauthorized.
 func (r *Report) WriteJSON(w io.Writer) error {
 	c := r.counts()
 	out := jsonReport{
 		At: r.At, ExitCode: r.ExitCode(),
 		Summary: jsonSummary{Objects: c.objects, InSync: c.inSync, Drifted: c.drifted, Errors: c.errors,
-			ByClass: make(map[string]int), Unreachable: c.unreachable, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces},
-		Objects:     make([]jsonObject, 0, len(r.Objects)),
-		Unreachable: make([]jsonClusterError, 0, len(r.Unreachable)),
+			ByClass: make(map[string]int), Unreachable: c.unreachable, Unauthorized: c.unauthorized, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces},
+		Objects:      make([]jsonObject, 0, len(r.Objects)),
+		Unreachable:  make([]jsonClusterError, 0, len(r.Unreachable)),
+		Unauthorized: make([]jsonClusterError, 0, len(r.Unauthorized)),
 	}
 	for class, n := range c.byClass {
 		out.Summary.ByClass[string(class)] = n
@@ -271,6 +288,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	for _, u := range r.Unreachable {
 		out.Unreachable = append(out.Unreachable, jsonClusterError{Cluster: u.Cluster, Error: u.Err.Error(), Objects: u.Objects})
+	}
+	for _, u := range r.Unauthorized {
+		out.Unauthorized = append(out.Unauthorized, jsonClusterError{Cluster: u.Cluster, Error: u.Err.Error(), Objects: u.Objects})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

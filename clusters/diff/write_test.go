@@ -108,6 +108,8 @@ func fixedReport(t *testing.T) *Report {
 		},
 		Unreachable: []ClusterError{{Cluster: "staging", Objects: 3,
 			Err: errors.New(`cluster "staging": cannot reach the apiserver to probe /readyz: dial tcp 127.0.0.1:1: connect: connection refused`)}},
+		Unauthorized: []ClusterError{{Cluster: "edge", Objects: 2,
+			Err: errors.New(`cluster "edge": unauthorized: the apiserver rejected the kubeconfig's credentials while trying to probe /readyz`)}},
 	}
 }
 
@@ -140,7 +142,7 @@ func TestWriteGolden(t *testing.T) {
 	if err := (&Report{At: r.At}).WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(js.String(), `"objects": []`) || !strings.Contains(js.String(), `"unreachable": []`) {
+	if !strings.Contains(js.String(), `"objects": []`) || !strings.Contains(js.String(), `"unreachable": []`) || !strings.Contains(js.String(), `"unauthorized": []`) {
 		t.Errorf("empty report: want empty lists, not null:\n%s", js.String())
 	}
 }
@@ -148,24 +150,26 @@ func TestWriteGolden(t *testing.T) {
 func TestExitCode(t *testing.T) {
 	r := fixedReport(t)
 	inSync, modified, missing, failed := r.Objects[2], r.Objects[1], r.Objects[3], r.Objects[4]
-	down := r.Unreachable
+	down, refused := r.Unreachable, r.Unauthorized
 	tests := []struct {
-		name        string
-		objects     []Object
-		unreachable []ClusterError
-		want        int
+		name                      string
+		objects                   []Object
+		unreachable, unauthorized []ClusterError
+		want                      int
 	}{
-		{"nothing", nil, nil, ExitInSync},
-		{"in sync", []Object{inSync}, nil, ExitInSync},
-		{"modified", []Object{inSync, modified}, nil, ExitDrift},
-		{"missing", []Object{missing}, nil, ExitDrift},
-		{"unreachable", []Object{inSync}, down, ExitUnreachable},
-		{"unreachable wins over drift", []Object{modified}, down, ExitUnreachable},
-		{"an object not checked wins over drift", []Object{modified, failed}, nil, ExitUnreachable},
+		{"nothing", nil, nil, nil, ExitInSync},
+		{"in sync", []Object{inSync}, nil, nil, ExitInSync},
+		{"modified", []Object{inSync, modified}, nil, nil, ExitDrift},
+		{"missing", []Object{missing}, nil, nil, ExitDrift},
+		{"unreachable", []Object{inSync}, down, nil, ExitUnreachable},
+		{"unreachable wins over drift", []Object{modified}, down, nil, ExitUnreachable},
+		{"an object not checked wins over drift", []Object{modified, failed}, nil, nil, ExitUnreachable},
+		{"unauthorized", []Object{inSync}, nil, refused, ExitUnauthorized},
+		{"unauthorized wins over unreachable and drift", []Object{modified, failed}, down, refused, ExitUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := &Report{Objects: tt.objects, Unreachable: tt.unreachable}
+			rep := &Report{Objects: tt.objects, Unreachable: tt.unreachable, Unauthorized: tt.unauthorized}
 			if got := rep.ExitCode(); got != tt.want {
 				t.Errorf("ExitCode = %d, want %d", got, tt.want)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 )
 
@@ -37,6 +38,7 @@ type oaSchema struct {
 	Properties           map[string]*oaSchema `json:"properties"`
 	Required             []string             `json:"required"`
 	Description          string               `json:"description"`
+	Enum                 []string             `json:"enum"`
 }
 
 // ref returns the schema's $ref, directly or as its only allOf.
@@ -230,6 +232,23 @@ func TestOpenAPIMatchesWireTypes(t *testing.T) {
 // TestOpenAPIRoutesAndRefs checks that every route the package's muxes
 // register (read from its source) is in the document, and that every $ref
 // in it resolves.
+// TestOpenAPIClusterStates: the cluster state's enum lists every state
+// the hub reports.
+func TestOpenAPIClusterStates(t *testing.T) {
+	doc, _ := loadOpenAPI(t)
+	c, ok := doc.Components.Schemas["Cluster"]
+	if !ok || c.Properties["state"] == nil {
+		t.Fatal("openapi.yaml has no Cluster.state")
+	}
+	var want []string
+	for _, st := range hub.ClusterStates() {
+		want = append(want, string(st))
+	}
+	if got := c.Properties["state"].Enum; !slices.Equal(got, want) {
+		t.Errorf("Cluster.state enum = %v, want %v", got, want)
+	}
+}
+
 func TestOpenAPIRoutesAndRefs(t *testing.T) {
 	doc, raw := loadOpenAPI(t)
 	files, err := filepath.Glob("*.go")

@@ -26,9 +26,10 @@ type DiffOptions struct {
 // Diff is `driftwatch diff -f FILE`: one pass, no hub left running, that
 // compares every desired object with the live one and prints the report.
 // It returns nil when everything is in sync, else an ExitError with the
-// report's code (1 drift, 3 a cluster unreachable) or 2 for a config or
-// filter error. Terraform workspaces are planned once each, read-only
-// (terraform.Check). The clusters of Cluster API sources are not diffed.
+// report's code (1 drift, 3 a cluster unreachable, 4 a cluster refused the
+// credentials) or 2 for a config or filter error. Terraform workspaces are
+// planned once each, read-only (terraform.Check). The clusters of Cluster
+// API sources are not diffed.
 func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME")})
 	var list config.ErrorList

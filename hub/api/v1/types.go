@@ -92,7 +92,9 @@ type Delta struct {
 type Cluster struct {
 	// ID is the cluster id.
 	ID string `json:"id"`
-	// State is connecting, synced, degraded, unreachable or removed.
+	// State is connecting, synced, degraded, unreachable, unauthorized
+	// (the apiserver refuses the credentials: 401, or 403 on the whole API)
+	// or removed. Only synced and degraded clusters are read and repaired.
 	State string `json:"state"`
 	// LastError is the most recent error, phrased for users.
 	LastError string `json:"lastError,omitempty"`
