@@ -112,6 +112,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	}
 	var store hub.IntentStore
 	var coordClient kubernetes.Interface
+	var shared *ownedIntent
 	if co := cfg.Hub.Coordination; co != nil {
 		// Replicas share their intent in the coordination namespace; the
 		// state file is not used.
@@ -119,7 +120,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
-		coordClient, store = cs, s
+		shared = &ownedIntent{IntentStore: s}
+		coordClient, store = cs, shared
 	} else if opts.StateFile != "" {
 		s, err := openState(opts.StateFile)
 		if err != nil {
@@ -172,6 +174,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 		a.rep = r
+		shared.owns = r.coord.Owns
 		clusterBackends = fencedBackends{reg: a.reg, coord: r.coord}
 	}
 	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.TerraformStopGrace, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)

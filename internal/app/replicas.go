@@ -331,3 +331,60 @@ func replicaState(s coord.Standing) string {
 	}
 	return apiv1.ReplicaLive
 }
+
+// ownedIntent is the intent store of a replica: the records that belong
+// to one cluster (applied specs, pending decommissions) are written only
+// while this replica holds the cluster's claim and agrees with the
+// owners' desired state; those of other clusters are kept in memory only.
+// A replica never writes records for a cluster another replica owns: one
+// started or reloaded with another config computes decommissions for
+// every cluster, and the owner would adopt them at a takeover. Pauses,
+// policies and holds are shared by every replica and go through.
+type ownedIntent struct {
+	hub.IntentStore
+	// owns reports whether this replica may write a cluster's records;
+	// nil (before the coordinator exists): none. Set before the hub runs.
+	owns func(cluster string) bool
+}
+
+func (o *ownedIntent) mayWrite(cluster string) bool { return o.owns != nil && o.owns(cluster) }
+
+// LoadOverrides implements hub.OverridesLoader.
+func (o *ownedIntent) LoadOverrides() (hub.Intent, error) {
+	if l, ok := o.IntentStore.(hub.OverridesLoader); ok {
+		return l.LoadOverrides()
+	}
+	return o.IntentStore.Load()
+}
+
+// PutDecommission implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) PutDecommission(d hub.DecommissionRecord) error {
+	if !o.mayWrite(d.Ref.ID.Cluster) {
+		return nil
+	}
+	return o.IntentStore.PutDecommission(d)
+}
+
+// DeleteDecommission implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) DeleteDecommission(id hub.NodeID) error {
+	if !o.mayWrite(id.Cluster) {
+		return nil
+	}
+	return o.IntentStore.DeleteDecommission(id)
+}
+
+// PutApplied implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) PutApplied(r hub.SpecRef) error {
+	if !o.mayWrite(r.ID.Cluster) {
+		return nil
+	}
+	return o.IntentStore.PutApplied(r)
+}
+
+// DeleteApplied implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) DeleteApplied(id hub.NodeID) error {
+	if !o.mayWrite(id.Cluster) {
+		return nil
+	}
+	return o.IntentStore.DeleteApplied(id)
+}
