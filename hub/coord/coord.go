@@ -804,7 +804,7 @@ func (c *Coordinator) join(ctx context.Context, lister coordlisters.LeaseLister)
 			case joinDuplicate:
 				c.noticeDuplicate(callCtx, cur)
 				c.metrics.duplicates.Inc()
-				return time.Time{}, fmt.Errorf("coordination: replica id %q of hub %q: %w: its membership Lease %s/%s is renewed by incarnation %s (this process would have been %s); give every replica its own id",
+				return time.Time{}, fmt.Errorf("coordination: replica id %q of hub %q is %w (its membership Lease %s/%s is renewed by incarnation %s; this process was %s)",
 					c.opts.ReplicaID, c.opts.HubID, ErrDuplicateReplica, c.opts.Namespace, name, inc, c.incarnation)
 			}
 			c.log.Warn("coordination: taking over this replica id's membership lease: the process that held it did not renew it for a lease duration",

@@ -9,7 +9,7 @@ import (
 
 // ErrDuplicateReplica is wrapped by Run's error when another live process
 // holds this replica's id: Run then returns without joining.
-var ErrDuplicateReplica = errors.New("replica id already in use by another live process")
+var ErrDuplicateReplica = errors.New("already in use by another live process")
 
 // joinVerdict is what a joining replica does about a membership Lease of
 // its own id that another process (another incarnation) wrote.

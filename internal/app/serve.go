@@ -174,7 +174,7 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	fmt.Fprintf(stdout, "probes and metrics on http://%s\n", probeLn.Addr())
 	err = serveApp(ctx, a, serveSetup{api: ln, probes: probeLn, tls: tlsCfg, tokens: tokens, readOnly: o.ReadOnly}, log)
 	if errors.Is(err, coord.ErrDuplicateReplica) {
-		err = &ExitError{Code: 1, Err: fmt.Errorf("serve: %w (set a unique --replica-id; the default is $POD_NAME, then the host name)", err)}
+		err = &ExitError{Code: 1, Err: fmt.Errorf("serve: %w; set a unique --replica-id (the default is $POD_NAME, then the host name)", err)}
 	}
 	return errors.Join(err, a.Close())
 }
