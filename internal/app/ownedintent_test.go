@@ -1,17 +1,30 @@
 package app
 
 import (
+	"errors"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// recordingStore is an intent store that records its writes.
-type recordingStore struct{ writes []string }
+// recordingStore is an intent store that records its writes; its reads
+// fail while unreadable is set.
+type recordingStore struct {
+	writes     []string
+	unreadable atomic.Bool
+}
 
-func (s *recordingStore) Load() (hub.Intent, error) { return hub.Intent{}, nil }
+func (s *recordingStore) Load() (hub.Intent, error) {
+	if s.unreadable.Load() {
+		return hub.Intent{}, errors.New("coordination cluster unreachable (test)")
+	}
+	return hub.Intent{}, nil
+}
 func (s *recordingStore) SetPaused(c string, _ bool) error {
 	s.writes = append(s.writes, "pause "+c)
 	return nil
@@ -79,5 +92,41 @@ func TestOwnedIntent(t *testing.T) {
 	}
 	if _, err := o.LoadOverrides(); err != nil {
 		t.Errorf("LoadOverrides over a store without it: %v", err)
+	}
+}
+
+// TestTakeOverBeforeRegister: a cluster this replica takes is registered
+// (watched) only once the hub took it over; a takeover that fails (the
+// shared intent unreadable) leaves it unregistered and is retried; a
+// cluster given up meanwhile is not registered by the retry.
+func TestTakeOverBeforeRegister(t *testing.T) {
+	store := &recordingStore{}
+	h := hub.New(hub.Options{ID: "hub", Intent: store})
+	reg := clusters.NewRegistry(h, clusters.RegistryOptions{})
+	a := &App{log: slog.New(slog.DiscardHandler), hub: h, reg: reg}
+	r := &replicas{a: a, owned: make(map[string]bool), pending: make(map[string]bool), wanted: map[string]clusters.ClusterConfig{
+		"c1": {ID: "c1", Kubeconfig: "/nonexistent"}, "c2": {ID: "c2", Kubeconfig: "/nonexistent"},
+	}}
+	registered := func() []string { return reg.IDs() }
+
+	store.unreadable.Store(true)
+	r.Own("c1")
+	r.Own("c2")
+	if got := registered(); len(got) > 0 || r.owns("c1") {
+		t.Fatalf("registered %v (owns c1: %v) although the takeover failed", got, r.owns("c1"))
+	}
+	r.retryTakeOvers()
+	if got := registered(); len(got) > 0 {
+		t.Fatalf("registered %v while the shared intent is unreadable", got)
+	}
+	r.Disown("c2")
+	store.unreadable.Store(false)
+	r.retryTakeOvers()
+	if got := registered(); !slices.Equal(got, []string{"c1"}) || !r.owns("c1") || r.owns("c2") {
+		t.Errorf("after the retry: registered %v, owns c1 %v, c2 %v; want c1 only", got, r.owns("c1"), r.owns("c2"))
+	}
+	r.Disown("c1")
+	if got := registered(); len(got) > 0 {
+		t.Errorf("registered %v after Disown", got)
 	}
 }

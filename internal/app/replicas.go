@@ -243,9 +243,21 @@ func (r *replicas) run(ctx context.Context) {
 }
 
 // ready returns nil while this replica takes its share of the clusters,
-// else why not (joining, refused for another desired state, or fenced
-// off from the coordination cluster).
-func (r *replicas) ready() error { return r.coord.Ready() }
+// else why not: joining, refused for another desired state, fenced off
+// from the coordination cluster, or holding clusters it could not take
+// over yet.
+func (r *replicas) ready() error {
+	if err := r.coord.Ready(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	pending := slices.Sorted(maps.Keys(r.pending))
+	r.mu.Unlock()
+	if len(pending) > 0 {
+		return fmt.Errorf("clusters held but not taken over yet (the shared intent could not be read): %v", pending)
+	}
+	return nil
+}
 
 // fencedBackends hands the hub each cluster's backend behind the
 // coordinator's fence.
