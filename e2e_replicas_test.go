@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,7 +27,9 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/api"
+	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
 	"github.com/driftwatch/driftwatch/hub/coord"
+	"github.com/driftwatch/driftwatch/hub/intent"
 	"github.com/driftwatch/driftwatch/internal/e2etest"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
@@ -65,7 +69,10 @@ type haEnv struct {
 // cluster is owned exactly once; a replica killed with SIGKILL has its
 // clusters taken over, and drift made in the gap repaired; a replica
 // stopped with SIGSTOP past its lease repairs nothing once continued; the
-// clusters rebalance as replicas go from 1 to 3 and back to 1.
+// clusters rebalance as replicas go from 1 to 3 and back to 1; a second
+// process with a live replica's id exits; a replica with another config
+// takes no cluster; while the coordination apiserver is down no replica is
+// ready or names an owner.
 func TestReplicas(t *testing.T) {
 	if path := os.Getenv(replicaChildEnv); path != "" {
 		ctx, stop := signal.NotifyContext(t.Context(), syscall.SIGTERM)
@@ -106,11 +113,22 @@ func TestReplicas(t *testing.T) {
 	t.Run("Rebalance", func(t *testing.T) { testReplicaRebalance(t, env) })
 	t.Run("RollingRestartKeepsIntent", func(t *testing.T) { testReplicaRollingRestart(t, env) })
 	t.Run("TakeoverKeepsIntent", func(t *testing.T) { testReplicaTakeoverKeepsIntent(t, env) })
+	t.Run("DuplicateIDExits", func(t *testing.T) { testReplicaDuplicateID(t, env) })
+	t.Run("OtherConfigRefused", func(t *testing.T) { testReplicaOtherConfig(t, env) })
+	// Last: it stops the coordination cluster's apiserver.
+	t.Run("CoordinationDown", func(t *testing.T) { testReplicaCoordinationDown(t, env) })
 }
 
 // config writes the config of hub hubID: the managed clusters, one
 // application (a Deployment, a Service and a ConfigMap) in namespace ns.
 func (e *haEnv) config(t *testing.T, hubID, ns string) string {
+	t.Helper()
+	return e.configApps(t, hubID, hubID+".yaml", ns, "app")
+}
+
+// configApps writes the config of hub hubID to file name in the test's
+// folder: the managed clusters and the applications apps (ids) in ns.
+func (e *haEnv) configApps(t *testing.T, hubID, name, ns string, apps ...string) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "hub:\n  id: %s\n  workers: 4\n  stateFile: none\n  coordination:\n    kubeconfig: %s\n    namespace: %s\n    leaseDuration: %s\n",
@@ -119,8 +137,11 @@ func (e *haEnv) config(t *testing.T, hubID, ns string) string {
 	for _, c := range e.workload {
 		fmt.Fprintf(&b, "  - id: %s\n    kubeconfig: %s\n    labels: {env: prod}\n", c.Name, c.Kubeconfig)
 	}
-	b.WriteString("applications:\n" + e2etest.SafetyApp("app", ns))
-	path := filepath.Join(e.dir, hubID+".yaml")
+	b.WriteString("applications:\n")
+	for _, a := range apps {
+		b.WriteString(e2etest.SafetyApp(a, ns))
+	}
+	path := filepath.Join(e.dir, name)
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +174,45 @@ func (r *replicaProc) client(t *testing.T, e *haEnv) *api.Client {
 	return c
 }
 
-// startReplica starts `driftwatch serve` as replica id of the config at path.
+// startReplica starts `driftwatch serve` as replica id of the config at
+// path and waits for its API and probe addresses.
 func (e *haEnv) startReplica(t *testing.T, id, path string) *replicaProc {
 	t.Helper()
-	dir := filepath.Join(e.dir, filepath.Base(path)+"-"+id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	r := e.spawnReplica(t, id, path)
+	p := r.killChild
+	deadline := time.Now().Add(30 * time.Second)
+	for r.probe == "" {
+		if p.exited() {
+			t.Fatalf("%s exited: %v\n%s", id, p.err, tail(p.stderr))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no probe address after 30s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+		f, err := os.Open(p.stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "probes and metrics on http://"); ok {
+				r.probe = a
+			}
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				r.api = a
+			}
+		}
+		f.Close()
+	}
+	return r
+}
+
+// spawnReplica starts `driftwatch serve` as replica id of the config at
+// path, its output in a folder of its own.
+func (e *haEnv) spawnReplica(t *testing.T, id, path string) *replicaProc {
+	t.Helper()
+	dir, err := os.MkdirTemp(e.dir, filepath.Base(path)+"-"+id+"-")
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := &killChild{name: id, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), done: make(chan struct{})}
@@ -195,32 +250,7 @@ func (e *haEnv) startReplica(t *testing.T, id, path string) *replicaProc {
 			t.Logf("%s (%v): stdout:\n%s\nstderr:\n%s", id, p.err, tail(p.stdout), tail(p.stderr))
 		}
 	})
-	r := &replicaProc{killChild: p, id: id}
-	deadline := time.Now().Add(30 * time.Second)
-	for r.probe == "" {
-		if p.exited() {
-			t.Fatalf("%s exited: %v\n%s", id, p.err, tail(p.stderr))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no probe address after 30s", id)
-		}
-		time.Sleep(50 * time.Millisecond)
-		f, err := os.Open(p.stdout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "probes and metrics on http://"); ok {
-				r.probe = a
-			}
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				r.api = a
-			}
-		}
-		f.Close()
-	}
-	return r
+	return &replicaProc{killChild: p, id: id}
 }
 
 // stop ends a replica with SIGTERM and waits for a clean exit.
@@ -701,4 +731,276 @@ func TestReplicasOneView(t *testing.T) {
 	e.waitRepaired(t, ns, old, now)
 	a.stop(t)
 	b.stop(t)
+}
+
+// readyz returns the status code and body of the replica's /readyz.
+func (r *replicaProc) readyz(t *testing.T) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.probe+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: /readyz: %v", r.id, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitReadyz waits until the replica's /readyz answers code with a body
+// holding want, and returns the body.
+func (r *replicaProc) waitReadyz(t *testing.T, code int, want string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got, body := r.readyz(t)
+		if got == code && strings.Contains(body, want) {
+			return body
+		}
+		if r.exited() {
+			t.Fatalf("%s exited: %v", r.id, r.err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /readyz %d %q after %v, want %d with %q", r.id, got, body, timeout, code, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// snapshotOwners returns each cluster's owner in the replica's GET
+// /api/v1/snapshot.
+func (r *replicaProc) snapshotOwners(t *testing.T, e *haEnv) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.api+"/api/v1/snapshot", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: snapshot: %v", r.id, err)
+	}
+	defer resp.Body.Close()
+	var snap apiv1.Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+		t.Fatalf("%s: snapshot: %v", r.id, err)
+	}
+	out := make(map[string]string)
+	for _, c := range snap.Clusters {
+		out[c.ID] = c.Owner
+	}
+	return out
+}
+
+// sharedDecommissions returns the pending decommissions recorded in the
+// intent the replicas of hubID share.
+func (e *haEnv) sharedDecommissions(t *testing.T, hubID string) []hub.DecommissionRecord {
+	t.Helper()
+	s, err := intent.NewConfigMapStore(t.Context(), e.coord, replicaLeaseNS, hubID, intent.ConfigMapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.Decommissions
+}
+
+// testReplicaDuplicateID: a second process started with the id of a live
+// replica exits non-zero, saying the id is in use; the replica keeps every
+// cluster, logs a warning, and repairs drift on all of them.
+func testReplicaDuplicateID(t *testing.T, e *haEnv) {
+	const hubID, ns = "ha-dup", "ha-dup"
+	path := e.config(t, hubID, ns)
+	r1 := e.startReplica(t, "r1", path)
+	e.waitOwned(t, hubID, []*replicaProc{r1}, 60*time.Second)
+	e.waitApplied(t, ns)
+
+	dup := e.spawnReplica(t, "r1", path)
+	start := time.Now()
+	err := dup.wait(t, 3*e.lease+30*time.Second)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("the duplicate exited with %v, want exit status 1", err)
+	}
+	msg := dup.stderrText()
+	if !strings.Contains(msg, `replica id "r1"`) || !strings.Contains(msg, "already in use by another live process") {
+		t.Fatalf("the duplicate's stderr does not say its id is in use:\n%s", tail(dup.stderr))
+	}
+	t.Logf("the duplicate exited %v after its start: %s", time.Since(start).Round(time.Millisecond), lastLine(msg))
+
+	// The first keeps its clusters and repairs them.
+	e.waitOwned(t, hubID, []*replicaProc{r1}, 10*time.Second)
+	now := time.Now()
+	took := e.waitRepaired(t, ns, e.drift(t, ns, e.clusterIDs()), now)
+	t.Logf("r1 repaired every cluster after the duplicate: %v", took)
+	deadline := time.Now().Add(2 * e.lease)
+	for !strings.Contains(r1.stderrText(), "another process started with this replica's id") {
+		if time.Now().After(deadline) {
+			t.Fatalf("r1 logged no warning about the duplicate")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := r1.readyz(t); code != http.StatusOK {
+		t.Errorf("r1's /readyz after the duplicate: %d %s", code, body)
+	}
+	r1.stop(t)
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// testReplicaOtherConfig: a replica started with a config that lacks one
+// of the owners' applications takes no cluster: /readyz answers 503 with
+// the reason, every replica's API shows it refused, the application it
+// lacks is neither pruned nor recorded for decommission, and the owners
+// keep their clusters. Reloaded (SIGHUP) with the owners' config, it
+// takes its share.
+func testReplicaOtherConfig(t *testing.T, e *haEnv) {
+	const hubID, ns = "ha-config", "ha-config"
+	path := e.configApps(t, hubID, hubID+".yaml", ns, "app", "extra")
+	a, b := e.startReplica(t, "a", path), e.startReplica(t, "b", path)
+	owners := []*replicaProc{a, b}
+	e.waitOwned(t, hubID, owners, 60*time.Second)
+	e.waitApplied(t, ns)
+	extra := make(map[string]types.UID)
+	for _, c := range e.clusterIDs() {
+		cm, err := e.admins[c].CoreV1().ConfigMaps(ns).Get(t.Context(), "extra", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("cluster %s: the extra application: %v", c, err)
+		}
+		extra[c] = cm.UID
+	}
+
+	otherPath := e.configApps(t, hubID, hubID+"-other.yaml", ns, "app")
+	z := e.startReplica(t, "z", otherPath)
+	body := z.waitReadyz(t, http.StatusServiceUnavailable, "refuses clusters", 30*time.Second)
+	t.Logf("z's /readyz: %s", strings.TrimSpace(body))
+	if !strings.Contains(body, "desired state") {
+		t.Errorf("z's /readyz does not say why: %s", body)
+	}
+	// Two leases: time enough to have taken clusters.
+	time.Sleep(2 * e.lease)
+	e.waitOwned(t, hubID, owners, 10*time.Second)
+	if g := z.metric(t, "driftwatch_coordination_clusters_owned", nil); g != 0 {
+		t.Errorf("z owns %v clusters by its gauge", g)
+	}
+	if g := z.metric(t, "driftwatch_coordination_refused", nil); g != 1 {
+		t.Errorf("z's refused gauge: %v", g)
+	}
+	for _, r := range []*replicaProc{a, b, z} {
+		l, err := r.client(t, e).Replicas(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rep := range l.Replicas {
+			want := apiv1.ReplicaLive
+			if rep.ID == "z" {
+				want = apiv1.ReplicaRefused
+			}
+			if rep.State != want || (want == apiv1.ReplicaRefused) != (rep.Reason != "") || rep.DesiredHash == "" {
+				t.Errorf("%s's API shows %s %s (%q, hash %q), want %s", r.id, rep.ID, rep.State, rep.Reason, rep.DesiredHash, want)
+			}
+			if rep.ID == "z" && len(rep.Clusters) > 0 {
+				t.Errorf("%s's API shows z holding %v", r.id, rep.Clusters)
+			}
+		}
+	}
+	for _, c := range e.clusterIDs() {
+		cm, err := e.admins[c].CoreV1().ConfigMaps(ns).Get(t.Context(), "extra", metav1.GetOptions{})
+		if err != nil || cm.UID != extra[c] || cm.DeletionTimestamp != nil {
+			t.Errorf("cluster %s: the application z lacks was touched: %v", c, err)
+		}
+	}
+	if d := e.sharedDecommissions(t, hubID); len(d) > 0 {
+		t.Errorf("decommissions recorded in the shared intent: %v", d)
+	}
+	if !strings.Contains(z.stderrText(), "this replica refuses clusters") {
+		t.Errorf("z does not log why it takes no cluster")
+	}
+
+	// z reloaded with the owners' config takes its share.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(otherPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	took := e.waitOwned(t, hubID, []*replicaProc{a, b, z}, 30*time.Second)
+	t.Logf("z reloaded with the owners' config: shares the clusters %v later", took.Round(time.Millisecond))
+	z.waitReadyz(t, http.StatusOK, "ok", 30*time.Second)
+	now := time.Now()
+	e.waitRepaired(t, ns, e.drift(t, ns, e.clusterIDs()), now)
+	for _, r := range []*replicaProc{a, b, z} {
+		r.stop(t)
+	}
+}
+
+// testReplicaCoordinationDown: while the coordination cluster's apiserver
+// is stopped, no replica repairs, /readyz answers 503 saying coordination
+// is unreachable, and the API names no owner (each replica lists itself
+// alone, coordination-unreachable); once it is back the replicas share the
+// clusters again and repair.
+func testReplicaCoordinationDown(t *testing.T, e *haEnv) {
+	const hubID, ns = "ha-down", "ha-down"
+	path := e.config(t, hubID, ns)
+	a, b := e.startReplica(t, "a", path), e.startReplica(t, "b", path)
+	reps := []*replicaProc{a, b}
+	e.waitOwned(t, hubID, reps, 60*time.Second)
+	e.waitApplied(t, ns)
+
+	coordCluster := e.set.Clusters[0]
+	if err := coordCluster.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	for _, r := range reps {
+		body := r.waitReadyz(t, http.StatusServiceUnavailable, "coordination unreachable", e.lease+10*time.Second)
+		t.Logf("%s's /readyz %v after the stop: %s", r.id, time.Since(stopped).Round(time.Millisecond), strings.TrimSpace(body))
+	}
+	old := e.drift(t, ns, e.clusterIDs())
+	for _, r := range reps {
+		l, err := r.client(t, e).Replicas(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Replicas) != 1 || !l.Replicas[0].Self || l.Replicas[0].State != apiv1.ReplicaCoordinationUnreachable ||
+			len(l.Replicas[0].Clusters) > 0 || !strings.Contains(l.Replicas[0].Reason, "coordination unreachable") {
+			t.Errorf("%s's replicas while coordination is down: %+v", r.id, l.Replicas)
+		}
+		for c, owner := range r.snapshotOwners(t, e) {
+			if owner != "" {
+				t.Errorf("%s's snapshot names %s the owner of %s while coordination is down", r.id, owner, c)
+			}
+		}
+	}
+	e.stillMissing(t, ns, e.clusterIDs(), 2*time.Second, "while the coordination apiserver is down")
+
+	if err := coordCluster.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	took := e.waitRepaired(t, ns, old, restarted)
+	e.waitOwned(t, hubID, reps, 60*time.Second)
+	for _, r := range reps {
+		r.waitReadyz(t, http.StatusOK, "ok", 30*time.Second)
+		for c, owner := range r.snapshotOwners(t, e) {
+			if owner == "" {
+				t.Errorf("%s's snapshot names no owner of %s once coordination is back", r.id, c)
+			}
+		}
+	}
+	t.Logf("coordination back: drift repaired %v after the apiserver's restart", took)
+	for _, r := range reps {
+		r.stop(t)
+	}
 }

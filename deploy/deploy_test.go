@@ -219,6 +219,12 @@ func checkManifests(t *testing.T, m manifests) {
 		if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 3 {
 			t.Errorf("replicas %v, want 3", dep.Spec.Replicas)
 		}
+		// A config change replaces every replica at once: new Pods that
+		// old owners refuse are never ready, so a rolling update of one
+		// would never finish.
+		if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("strategy %q, want Recreate", dep.Spec.Strategy.Type)
+		}
 		if pod.ServiceAccountName != sa.Name {
 			t.Errorf("serviceAccountName %q, want %q", pod.ServiceAccountName, sa.Name)
 		}

@@ -38,6 +38,14 @@ const (
 	AddressAnnotation = "driftwatch.io/address"
 	// ClusterAnnotation is the cluster id of a claim.
 	ClusterAnnotation = "driftwatch.io/cluster"
+	// DesiredHashAnnotation is a membership Lease's desired-state hash
+	// (Options.DesiredHash): a replica takes clusters only while its hash
+	// is that of the replicas owning them.
+	DesiredHashAnnotation = "driftwatch.io/desired-hash"
+	// DuplicateAnnotation is set on a membership Lease by a process that
+	// found its replica id in use and exits: the incarnation it would have
+	// had. The holder logs it and clears it at its next renewal.
+	DuplicateAnnotation = "driftwatch.io/duplicate"
 )
 
 // Lease kinds (KindLabel values).
@@ -97,6 +105,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the coordinator's metrics. Default: none.
 	Registerer prometheus.Registerer
+	// DesiredHash identifies this replica's desired state (SetDesiredHash
+	// changes it): published on its membership Lease, it must be that of
+	// the replicas owning clusters for this one to take any (see
+	// Standing). "" publishes none: such a replica is taken as agreeing
+	// with every other.
+	DesiredHash string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -132,6 +146,26 @@ func (o Options) withDefaults() (Options, error) {
 func memberName(hubID, replica string) string { return hubID + "-replica-" + replica }
 func claimName(hubID, cluster string) string  { return hubID + "-cluster-" + cluster }
 
+// Standing is a replica's part in the coordination.
+type Standing string
+
+// Standings.
+const (
+	// StandingJoining: this replica is not a member yet (it joins, or
+	// joins again after it was evicted). It holds no cluster.
+	StandingJoining Standing = "joining"
+	// StandingActive: a member that takes its share of the clusters.
+	StandingActive Standing = "active"
+	// StandingRefused: a member whose desired-state hash differs from
+	// that of the replicas owning clusters. It holds no cluster.
+	StandingRefused Standing = "refused"
+	// StandingFenced: this replica's last successful renewal started
+	// RenewDeadline ago or more (the coordination cluster is unreachable,
+	// or the process was paused). It holds no cluster, and knows no
+	// owner.
+	StandingFenced Standing = "fenced"
+)
+
 // Replica is one live replica as this one sees it.
 type Replica struct {
 	// ID is the replica id; Address its API address.
@@ -140,21 +174,37 @@ type Replica struct {
 	Self bool
 	// Clusters are the clusters it holds, sorted.
 	Clusters []string
+	// DesiredHash is the desired-state hash it publishes.
+	DesiredHash string
+	// Standing is StandingActive or StandingRefused for the others; this
+	// replica's own is any.
+	Standing Standing
+	// Reason says why it takes no cluster (Standing not active).
+	Reason string
 }
 
 // View is what this replica knows of the others.
 type View struct {
-	// Replicas are the live replicas, sorted by id.
+	// Replicas are the live replicas, sorted by id. While this replica is
+	// joining or fenced, it is the only one listed.
 	Replicas []Replica
-	// Owners maps each claimed cluster to the replica holding it.
+	// Owners maps each claimed cluster to the replica holding it: empty
+	// while this replica is joining or fenced (it cannot tell).
 	Owners map[string]string
+	// Standing is this replica's; Reason says why it takes no cluster
+	// (Standing not active).
+	Standing Standing
+	Reason   string
+	// Reference is the desired-state hash a replica must publish to take
+	// clusters ("" when none is published).
+	Reference string
 }
 
 // Coordinator is one replica's membership and claims: it renews its
 // membership Lease, computes its share of the clusters over the live
-// replicas (Owner), acquires the claims of its share once they are free,
-// releases those that left it, and fences the writes to its clusters
-// (Guard).
+// replicas that agree on the desired state (Owner), acquires the claims
+// of its share once they are free, releases those that left it, and fences
+// the writes to its clusters (Guard).
 type Coordinator struct {
 	opts    Options
 	log     *slog.Logger
@@ -167,13 +217,31 @@ type Coordinator struct {
 	validUntil time.Time
 	claims     map[string]*claim
 	view       View
+	// hash is this replica's desired-state hash; republish asks the loop
+	// to publish it now.
+	hash      string
+	republish bool
+	// joined is true while this replica is a member (from its join to its
+	// eviction); joinNote says what a join waits for, lastErr why the
+	// last renewal failed.
+	joined            bool
+	joinNote, lastErr string
+	// refusal says why this replica takes no cluster ("" when it takes
+	// its share); members is what the last cycle read of the live
+	// replicas, itself included.
+	refusal string
+	members []memberInfo
 
 	// Owned by the loop.
 	incarnation string
-	member      *coordv1.Lease
-	renewStart  time.Time
-	renewTry    time.Time
-	observed    map[string]observation
+	// retired is the incarnation of this process that was evicted last:
+	// a Lease of it is this process's own, never another's.
+	retired    string
+	sight      sighting
+	member     *coordv1.Lease
+	renewStart time.Time
+	renewTry   time.Time
+	observed   map[string]observation
 	// lastSeen is when a replica's membership was last seen renewed, kept
 	// after it is evicted (takeover times are measured from it).
 	lastSeen map[string]time.Time
@@ -205,6 +273,7 @@ func New(opts Options) (*Coordinator, error) {
 	return &Coordinator{
 		opts:     opts,
 		address:  opts.Address,
+		hash:     opts.DesiredHash,
 		log:      opts.Logger,
 		metrics:  newMetrics(opts.Registerer),
 		kick:     make(chan struct{}, 1),
@@ -243,31 +312,136 @@ func (c *Coordinator) wake() {
 	}
 }
 
-// Owns reports whether this replica holds a valid claim on the cluster now.
+// SetDesiredHash sets this replica's desired-state hash and publishes it
+// at once. When the new hash takes this replica out of the agreement (see
+// Standing), its guarded writes are refused from the moment this returns,
+// before the desired state that made the hash is put in force: a replica
+// that disagrees with the owners never writes. Its claims are then
+// released.
+func (c *Coordinator) SetDesiredHash(h string) {
+	c.mu.Lock()
+	if c.hash == h {
+		c.mu.Unlock()
+		return
+	}
+	c.hash = h
+	c.republish = true
+	var reason string
+	known := c.members != nil
+	if known {
+		ms := slices.Clone(c.members)
+		for i := range ms {
+			if ms[i].id == c.opts.ReplicaID {
+				ms[i].hash = h
+			}
+		}
+		reason = refusal(c.opts.ReplicaID, ms, reference(ms))
+	}
+	c.mu.Unlock()
+	if known {
+		c.setRefusal(reason)
+	}
+	c.wake()
+}
+
+// setRefusal records why this replica takes no cluster ("": it takes its
+// share) and logs the change.
+func (c *Coordinator) setRefusal(reason string) {
+	c.mu.Lock()
+	prev := c.refusal
+	c.refusal = reason
+	c.mu.Unlock()
+	switch {
+	case reason == prev:
+	case reason != "":
+		c.metrics.refused.Set(1)
+		c.log.Warn("coordination: this replica refuses clusters", "replica", c.opts.ReplicaID, "reason", reason)
+	default:
+		c.metrics.refused.Set(0)
+		c.log.Info("coordination: this replica's desired state agrees with the owners'; it takes its share again", "replica", c.opts.ReplicaID)
+	}
+}
+
+// Owns reports whether this replica holds a valid claim on the cluster now
+// (and agrees with the owners' desired state).
 func (c *Coordinator) Owns(cluster string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.claims[cluster] != nil && time.Now().Before(c.validUntil)
+	return c.claims[cluster] != nil && time.Now().Before(c.validUntil) && c.refusal == ""
 }
 
-// View returns the live replicas and the owner of each claimed cluster.
+// standingLocked returns this replica's standing at now and why it takes
+// no cluster. Callers hold c.mu.
+func (c *Coordinator) standingLocked(now time.Time) (Standing, string) {
+	id := c.opts.ReplicaID
+	switch {
+	case !c.joined:
+		reason := fmt.Sprintf("replica %q is joining the replicas of hub %q", id, c.opts.HubID)
+		if c.joinNote != "" {
+			reason += ": " + c.joinNote
+		} else if c.lastErr != "" {
+			reason += ": " + c.lastErr
+		}
+		return StandingJoining, reason
+	case !now.Before(c.validUntil):
+		since := now.Sub(c.validUntil.Add(-c.opts.RenewDeadline)).Round(time.Millisecond)
+		reason := fmt.Sprintf("coordination unreachable: replica %q has not renewed its membership for %v (renewDeadline %v), so it holds no cluster", id, since, c.opts.RenewDeadline)
+		if c.lastErr != "" {
+			reason += ": " + c.lastErr
+		}
+		return StandingFenced, reason
+	case c.refusal != "":
+		return StandingRefused, fmt.Sprintf("replica %q refuses clusters: %s", id, c.refusal)
+	}
+	return StandingActive, ""
+}
+
+// Ready returns nil while this replica is an active member (it takes its
+// share of the clusters), else why not: it is joining, refused (its
+// desired state differs from the owners') or fenced (its membership could
+// not be renewed in time).
+func (c *Coordinator) Ready() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, reason := c.standingLocked(time.Now()); st != StandingActive {
+		return errors.New(reason)
+	}
+	return nil
+}
+
+// View returns the live replicas and the owner of each claimed cluster, as
+// of the last cycle. While this replica is joining or fenced it knows no
+// owner: the view lists only itself, with its standing and why.
 func (c *Coordinator) View() View {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := View{Replicas: slices.Clone(c.view.Replicas), Owners: maps.Clone(c.view.Owners)}
+	st, reason := c.standingLocked(time.Now())
+	if st == StandingJoining || st == StandingFenced {
+		return View{
+			Replicas: []Replica{{ID: c.opts.ReplicaID, Address: c.address, Self: true, DesiredHash: c.hash, Standing: st, Reason: reason}},
+			Owners:   map[string]string{}, Standing: st, Reason: reason, Reference: c.view.Reference,
+		}
+	}
+	v := View{Replicas: slices.Clone(c.view.Replicas), Owners: maps.Clone(c.view.Owners), Standing: st, Reason: reason, Reference: c.view.Reference}
+	for i, r := range v.Replicas {
+		if r.Self {
+			v.Replicas[i].Standing, v.Replicas[i].Reason, v.Replicas[i].DesiredHash = st, reason, c.hash
+		}
+	}
 	return v
 }
 
 // Guard fences one write to a cluster: it fails (wrapping ErrNotOwner)
-// unless this replica holds the cluster's claim and its membership was
-// renewed less than RenewDeadline ago, by the monotonic clock. The
-// returned context ends when the claim is given up or its validity runs
-// out; call done once the write has returned.
+// unless this replica holds the cluster's claim, agrees with the owners'
+// desired state, and its membership was renewed less than RenewDeadline
+// ago, by the monotonic clock. The returned context ends when the claim is
+// given up or its validity runs out; call done once the write has
+// returned.
 func (c *Coordinator) Guard(ctx context.Context, cluster string) (context.Context, func(), error) {
 	c.mu.Lock()
 	cl := c.claims[cluster]
 	until := c.validUntil
-	if cl == nil || !time.Now().Before(until) {
+	if cl == nil || !time.Now().Before(until) || c.refusal != "" {
 		c.mu.Unlock()
 		c.metrics.fenced.Inc()
 		return nil, nil, fmt.Errorf("cluster %q: %w", cluster, ErrNotOwner)
@@ -288,6 +462,12 @@ func (c *Coordinator) Guard(ctx context.Context, cluster string) (context.Contex
 // claims. Then it gives up every claim, releases them and deletes its
 // membership Lease, so the others take over at once, and returns once
 // every goroutine it started has returned.
+//
+// When another live process holds this replica's id (its membership Lease
+// carries another incarnation and is renewed while this one watches it,
+// within a lease duration), Run returns an error wrapping
+// ErrDuplicateReplica without joining; the other process logs a warning
+// and keeps running.
 func (c *Coordinator) Run(ctx context.Context) error {
 	sel := labels.SelectorFromSet(labels.Set{HubLabel: c.opts.HubID}).String()
 	factory := informers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0,
@@ -313,7 +493,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return nil // ctx ended before the first list: nothing held
 	}
 	for {
-		c.cycle(ctx, lister)
+		if err := c.cycle(ctx, lister); err != nil {
+			return err
+		}
 		wait := time.Until(c.nextWake)
 		t := time.NewTimer(max(wait, time.Millisecond))
 		select {
@@ -328,19 +510,29 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-// cycle renews the membership when due, then brings the claims in line
-// with the assignment over the live replicas.
-func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister) {
+// cycle joins or renews the membership when due, then brings the claims
+// in line with the assignment over the live replicas that agree on the
+// desired state. Its only error is a duplicate replica id.
+func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister) error {
 	now := time.Now()
 	if !c.renewStart.IsZero() && now.Sub(c.renewStart) >= c.opts.RenewDeadline && c.holding() {
 		c.dropAll(fmt.Sprintf("membership not renewed for %v (renewDeadline %v)", now.Sub(c.renewStart).Round(time.Millisecond), c.opts.RenewDeadline))
 	}
-	if c.member == nil || now.Sub(c.renewTry) >= c.opts.RetryPeriod {
+	var judgeAgain time.Time
+	if c.member == nil {
+		var err error
+		if judgeAgain, err = c.join(ctx, lister); err != nil {
+			return err
+		}
+	} else if now.Sub(c.renewTry) >= c.opts.RetryPeriod || c.takeRepublish() {
 		c.renew(ctx)
 	}
 	c.nextWake = c.renewTry.Add(c.opts.RetryPeriod)
+	if !judgeAgain.IsZero() {
+		c.nextWake = earliest(c.nextWake, judgeAgain)
+	}
 	if c.member == nil || time.Since(c.renewStart) >= c.opts.RenewDeadline {
-		return
+		return nil
 	}
 	if c.holding() {
 		c.nextWake = earliest(c.nextWake, c.renewStart.Add(c.opts.RenewDeadline))
@@ -349,10 +541,13 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 	leases, err := lister.List(labels.Everything())
 	if err != nil {
 		c.log.Error("coordination: list leases", "err", err)
-		return
+		return nil
 	}
 	now = time.Now()
-	members := map[string]member{c.opts.ReplicaID: {c.incarnation, c.member.Annotations[AddressAnnotation]}}
+	c.mu.Lock()
+	self := member{inc: c.incarnation, addr: c.member.Annotations[AddressAnnotation], hash: c.hash, since: acquiredAt(c.member)}
+	c.mu.Unlock()
+	members := map[string]member{c.opts.ReplicaID: self}
 	claimLeases := make(map[string]*coordv1.Lease)
 	seen := make(map[string]bool, len(leases))
 	for _, l := range leases {
@@ -380,7 +575,8 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 			} else {
 				c.nextWake = earliest(c.nextWake, expiry.Add(time.Millisecond))
 			}
-			members[holder] = member{l.Annotations[IncarnationAnnotation], l.Annotations[AddressAnnotation]}
+			members[holder] = member{inc: l.Annotations[IncarnationAnnotation], addr: l.Annotations[AddressAnnotation],
+				hash: l.Annotations[DesiredHashAnnotation], since: acquiredAt(l)}
 		case kindCluster:
 			if id := l.Annotations[ClusterAnnotation]; id != "" {
 				claimLeases[id] = l
@@ -392,7 +588,17 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 			delete(c.observed, name)
 		}
 	}
-	live := slices.Sorted(maps.Keys(members))
+
+	// Only the replicas that agree on the desired state share the
+	// clusters; one that does not takes none and gives its claims up.
+	infos := memberInfos(c.opts.ReplicaID, members, claimLeases, c.holding())
+	ref := reference(infos)
+	live := eligible(infos, ref)
+	why := refusal(c.opts.ReplicaID, infos, ref)
+	c.mu.Lock()
+	c.members = infos
+	c.mu.Unlock()
+	c.setRefusal(why)
 	c.mu.Lock()
 	all := c.clusters
 	c.mu.Unlock()
@@ -410,7 +616,10 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 			c.dropClaim(id, "claim taken by "+holderOf(l))
 			continue
 		}
-		if !mine[id] {
+		switch {
+		case why != "":
+			c.release(ctx, id, "this replica's desired state differs from the owners'")
+		case !mine[id]:
 			c.release(ctx, id, "assigned to "+Owner(id, live))
 		}
 	}
@@ -430,15 +639,48 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 		}
 		c.acquire(ctx, id, l)
 	}
-	c.publishView(members, claimLeases)
+	c.publishView(members, claimLeases, ref)
+	return nil
 }
 
 // member is a live replica as seen in its membership Lease.
-type member struct{ inc, addr string }
+type member struct {
+	inc, addr, hash string
+	since           time.Time
+}
 
-// publishView stores what View returns: the live replicas, and the holder
-// of each claim whose holder is live in the incarnation that took it.
-func (c *Coordinator) publishView(members map[string]member, claims map[string]*coordv1.Lease) {
+// memberInfos returns what the agreement rule reads of the live members:
+// self (this replica, an owner when selfOwns) and the others, owners when
+// a claim names them in the incarnation that took it.
+func memberInfos(self string, members map[string]member, claims map[string]*coordv1.Lease, selfOwns bool) []memberInfo {
+	owners := map[string]bool{self: selfOwns}
+	for _, l := range claims {
+		if h := holderOf(l); h != self {
+			if m, ok := members[h]; ok && m.inc == l.Annotations[IncarnationAnnotation] {
+				owners[h] = true
+			}
+		}
+	}
+	out := make([]memberInfo, 0, len(members))
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		m := members[id]
+		out = append(out, memberInfo{id: id, hash: m.hash, since: m.since, owner: owners[id]})
+	}
+	return out
+}
+
+// acquiredAt returns a Lease's acquire time (zero when unset).
+func acquiredAt(l *coordv1.Lease) time.Time {
+	if l.Spec.AcquireTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.AcquireTime.Time
+}
+
+// publishView stores what View returns: the live replicas with their
+// standing, and the holder of each claim whose holder is live in the
+// incarnation that took it.
+func (c *Coordinator) publishView(members map[string]member, claims map[string]*coordv1.Lease, ref string) {
 	owners := make(map[string]string)
 	for id, l := range claims {
 		h := holderOf(l)
@@ -459,9 +701,15 @@ func (c *Coordinator) publishView(members map[string]member, claims map[string]*
 	for _, id := range slices.Sorted(maps.Keys(members)) {
 		cl := byReplica[id]
 		slices.Sort(cl)
-		reps = append(reps, Replica{ID: id, Address: members[id].addr, Self: id == c.opts.ReplicaID, Clusters: cl})
+		m := members[id]
+		r := Replica{ID: id, Address: m.addr, Self: id == c.opts.ReplicaID, Clusters: cl, DesiredHash: m.hash, Standing: StandingActive}
+		if !agrees(m.hash, ref) {
+			r.Standing = StandingRefused
+			r.Reason = fmt.Sprintf("its desired state (hash %s) differs from the owners' (hash %s)", short(m.hash), short(ref))
+		}
+		reps = append(reps, r)
 	}
-	c.view = View{Replicas: reps, Owners: owners}
+	c.view = View{Replicas: reps, Owners: owners, Reference: ref}
 	c.metrics.replicas.Set(float64(len(members)))
 }
 
@@ -497,13 +745,151 @@ func (c *Coordinator) claimOf(id string) *claim {
 	return c.claims[id]
 }
 
+// takeRepublish reports (and clears) a request to publish a new desired
+// hash now.
+func (c *Coordinator) takeRepublish() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.republish
+	c.republish = false
+	return r
+}
+
 // callTimeout bounds one Lease call.
 func (c *Coordinator) callTimeout() time.Duration { return c.opts.RetryPeriod }
 
-// renew renews this replica's membership Lease, or (re)joins with a new
-// incarnation. A renewal refused because the Lease changed or is gone
-// means the others evicted this replica: every claim is dropped before it
-// joins again.
+// join makes this replica a member: it creates its membership Lease, or
+// takes over one of its id that is its own (an earlier incarnation of this
+// process) or was left by a process that is gone. A Lease of its id that
+// another incarnation renews while this replica watches it means another
+// live process has this id: join returns an error wrapping
+// ErrDuplicateReplica. It returns when to judge that Lease again while
+// undecided.
+func (c *Coordinator) join(ctx context.Context, lister coordlisters.LeaseLister) (time.Time, error) {
+	start := time.Now()
+	c.renewTry = start
+	if c.incarnation == "" {
+		c.incarnation = rand.Text()[:16]
+	}
+	name := memberName(c.opts.HubID, c.opts.ReplicaID)
+	callCtx, cancel := context.WithTimeout(ctx, c.callTimeout())
+	defer cancel()
+	leases := c.opts.Client.CoordinationV1().Leases(c.opts.Namespace)
+	now := metav1.NewMicroTime(start)
+	l := c.newLease(name, kindReplica)
+	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+	c.annotate(l)
+
+	cur, err := lister.Leases(c.opts.Namespace).Get(name)
+	var out *coordv1.Lease
+	switch {
+	case apierrors.IsNotFound(err):
+		c.sight = sighting{}
+		out, err = leases.Create(callCtx, l, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return time.Time{}, nil // the informer brings it; judged then
+		}
+	case err != nil:
+		c.log.Error("coordination: read own membership lease", "err", err)
+		return time.Time{}, nil
+	default:
+		inc := cur.Annotations[IncarnationAnnotation]
+		if own := inc == c.incarnation || (inc != "" && inc == c.retired); !own {
+			verdict, again := c.sight.judge(cur, start, c.opts.LeaseDuration)
+			switch verdict {
+			case joinWait:
+				c.setJoinNote(fmt.Sprintf("its membership Lease %s carries incarnation %s of another process; waiting up to %v to see whether that one renews it",
+					name, inc, again.Sub(start).Round(time.Millisecond)))
+				return again, nil
+			case joinDuplicate:
+				c.noticeDuplicate(callCtx, cur)
+				c.metrics.duplicates.Inc()
+				return time.Time{}, fmt.Errorf("coordination: replica id %q of hub %q is %w (its membership Lease %s/%s is renewed by incarnation %s; this process was %s)",
+					c.opts.ReplicaID, c.opts.HubID, ErrDuplicateReplica, c.opts.Namespace, name, inc, c.incarnation)
+			}
+			c.log.Warn("coordination: taking over this replica id's membership lease: the process that held it did not renew it for a lease duration",
+				"replica", c.opts.ReplicaID, "previousIncarnation", inc)
+		}
+		// This process's own Lease (a join whose answer was lost, or an
+		// incarnation that was evicted), or one left by a process that is
+		// gone: taken over with the version seen as a precondition.
+		l.ResourceVersion = cur.ResourceVersion
+		out, err = leases.Update(callCtx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		c.metrics.renewFailures.Inc()
+		c.setLastErr(err)
+		c.log.Warn("coordination: join", "err", err)
+		return time.Time{}, nil
+	}
+	c.sight = sighting{}
+	c.member = out
+	c.renewStart = start
+	c.mu.Lock()
+	c.validUntil = start.Add(c.opts.RenewDeadline)
+	c.joined, c.joinNote, c.lastErr = true, "", ""
+	c.mu.Unlock()
+	c.metrics.renewals.Inc()
+	c.log.Info("coordination: joined", "replica", c.opts.ReplicaID, "incarnation", c.incarnation, "desiredHash", out.Annotations[DesiredHashAnnotation])
+	return time.Time{}, nil
+}
+
+// annotate sets the address and the desired hash this replica publishes
+// on its membership Lease.
+func (c *Coordinator) annotate(l *coordv1.Lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.Annotations[AddressAnnotation] = c.address
+	if c.hash != "" {
+		l.Annotations[DesiredHashAnnotation] = c.hash
+	} else {
+		delete(l.Annotations, DesiredHashAnnotation)
+	}
+}
+
+func (c *Coordinator) setJoinNote(note string) {
+	c.mu.Lock()
+	c.joinNote = note
+	c.mu.Unlock()
+}
+
+func (c *Coordinator) setLastErr(err error) {
+	c.mu.Lock()
+	c.lastErr = err.Error()
+	c.mu.Unlock()
+}
+
+// noticeDuplicate tells the process holding this replica's id that
+// another one started with it and exits: it sets DuplicateAnnotation on
+// its membership Lease (the holder logs it at its next renewal). Best
+// effort: a failure is logged.
+func (c *Coordinator) noticeDuplicate(ctx context.Context, l *coordv1.Lease) {
+	leases := c.opts.Client.CoordinationV1().Leases(c.opts.Namespace)
+	for range 2 {
+		n := l.DeepCopy()
+		if n.Annotations == nil {
+			n.Annotations = make(map[string]string)
+		}
+		n.Annotations[DuplicateAnnotation] = c.incarnation
+		_, err := leases.Update(ctx, n, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			if err != nil {
+				c.log.Warn("coordination: tell the process holding this replica id about the duplicate", "err", err)
+			}
+			return
+		}
+		if l, err = leases.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
+			return
+		}
+	}
+}
+
+// renew renews this replica's membership Lease. A renewal refused because
+// the Lease is gone or carries another incarnation means the others
+// evicted this replica (or a process took its id over after it stopped
+// renewing): every claim is dropped before it joins again. A Lease that
+// changed but is still this incarnation's (another process's duplicate
+// notice) is renewed on its new version.
 func (c *Coordinator) renew(ctx context.Context) {
 	start := time.Now()
 	c.renewTry = start
@@ -511,52 +897,55 @@ func (c *Coordinator) renew(ctx context.Context) {
 	defer cancel()
 	leases := c.opts.Client.CoordinationV1().Leases(c.opts.Namespace)
 	now := metav1.NewMicroTime(start)
-	var out *coordv1.Lease
-	var err error
-	if c.member == nil {
-		c.incarnation = rand.Text()[:16]
-		l := c.newLease(memberName(c.opts.HubID, c.opts.ReplicaID), kindReplica)
-		c.mu.Lock()
-		l.Annotations[AddressAnnotation] = c.address
-		c.mu.Unlock()
-		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-		out, err = leases.Create(callCtx, l, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// This replica's own Lease from an earlier process (same id):
-			// taken over with the new incarnation, so the claims of the
-			// earlier one are free for this one at once.
-			var old *coordv1.Lease
-			if old, err = leases.Get(callCtx, l.Name, metav1.GetOptions{}); err == nil {
-				l.ResourceVersion = old.ResourceVersion
-				out, err = leases.Update(callCtx, l, metav1.UpdateOptions{})
+	l := c.member.DeepCopy()
+	l.Spec.RenewTime = &now
+	c.annotate(l)
+	out, err := leases.Update(callCtx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		var cur *coordv1.Lease
+		switch cur, err = leases.Get(callCtx, l.Name, metav1.GetOptions{}); {
+		case err != nil:
+		case holderOf(cur) == c.opts.ReplicaID && cur.Annotations[IncarnationAnnotation] == c.incarnation:
+			if dup := cur.Annotations[DuplicateAnnotation]; dup != "" {
+				c.metrics.duplicates.Inc()
+				c.log.Warn("coordination: another process started with this replica's id; it was refused and exits, this one keeps running: give every replica its own id",
+					"replica", c.opts.ReplicaID, "otherIncarnation", dup)
 			}
+			l = cur.DeepCopy()
+			delete(l.Annotations, DuplicateAnnotation)
+			l.Spec.RenewTime = &now
+			c.annotate(l)
+			out, err = leases.Update(callCtx, l, metav1.UpdateOptions{})
+		default:
+			err = apierrors.NewConflict(coordv1.Resource("leases"), l.Name,
+				fmt.Errorf("held by %s incarnation %s", holderOf(cur), cur.Annotations[IncarnationAnnotation]))
 		}
-	} else {
-		l := c.member.DeepCopy()
-		l.Spec.RenewTime = &now
-		out, err = leases.Update(callCtx, l, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			c.metrics.renewFailures.Inc()
-			c.log.Error("coordination: this replica was evicted (its membership lease changed or is gone); giving up every cluster and joining again", "err", err)
-			c.dropAll("evicted")
-			c.member = nil
-			c.renewTry = time.Time{}
-			c.wake()
-			return
-		}
+	}
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		c.metrics.renewFailures.Inc()
+		c.log.Error("coordination: this replica was evicted (its membership lease changed or is gone); giving up every cluster and joining again", "err", err)
+		c.dropAll("evicted")
+		c.member = nil
+		c.retired, c.incarnation = c.incarnation, ""
+		c.renewTry = time.Time{}
+		c.mu.Lock()
+		c.joined, c.members = false, nil
+		c.mu.Unlock()
+		c.setLastErr(fmt.Errorf("evicted: %w", err))
+		c.wake()
+		return
 	}
 	if err != nil {
 		c.metrics.renewFailures.Inc()
+		c.setLastErr(err)
 		c.log.Warn("coordination: renew membership", "err", err, "sinceLastRenewal", time.Since(c.renewStart).Round(time.Millisecond))
 		return
-	}
-	if c.member == nil {
-		c.log.Info("coordination: joined", "replica", c.opts.ReplicaID, "incarnation", c.incarnation)
 	}
 	c.member = out
 	c.renewStart = start
 	c.mu.Lock()
 	c.validUntil = start.Add(c.opts.RenewDeadline)
+	c.lastErr = ""
 	c.mu.Unlock()
 	c.metrics.renewals.Inc()
 }
@@ -720,9 +1109,22 @@ func (c *Coordinator) leave(ctx context.Context) {
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.callTimeout())
 	defer cancel()
+	leases := c.opts.Client.CoordinationV1().Leases(c.opts.Namespace)
 	rv := c.member.ResourceVersion
-	err := c.opts.Client.CoordinationV1().Leases(c.opts.Namespace).Delete(callCtx, c.member.Name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	err := leases.Delete(callCtx, c.member.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	if apierrors.IsConflict(err) {
+		// Changed since the last renewal: deleted only while it is still
+		// this incarnation's (another process's duplicate notice).
+		var cur *coordv1.Lease
+		if cur, err = leases.Get(callCtx, c.member.Name, metav1.GetOptions{}); err == nil {
+			if holderOf(cur) != c.opts.ReplicaID || cur.Annotations[IncarnationAnnotation] != c.incarnation {
+				c.log.Info("coordination: left; the membership lease is another incarnation's now", "replica", c.opts.ReplicaID)
+				return
+			}
+			rv = cur.ResourceVersion
+			err = leases.Delete(callCtx, c.member.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		}
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.log.Warn("coordination: delete membership lease (it expires by itself)", "err", err)
 		return

@@ -30,5 +30,19 @@
 // than RenewDeadline ago (RenewDeadline < LeaseDuration, the difference is
 // the margin), and cancels the write when the claim is given up. A paused
 // or partitioned replica thus stops writing before anyone may take its
-// clusters.
+// clusters; until it renews again it is fenced (Standing): it holds no
+// cluster and its View names no owner.
+//
+// One id, one process: a joining replica that finds its membership Lease
+// held by another incarnation watches it; renewed within a lease duration,
+// another live process has its id, and Run returns ErrDuplicateReplica
+// after leaving a notice on that Lease, which its holder logs. Unchanged
+// for a lease duration, its process is gone and the Lease is taken over.
+//
+// One desired state: each replica publishes a hash of its desired state on
+// its membership Lease. Only the replicas whose hash is the reference (the
+// hash most of the claim holders publish, else most of the live replicas;
+// a tie goes to the replica that joined first) share the clusters; the
+// others are refused: they hold no cluster, and Guard refuses their writes
+// from the moment SetDesiredHash makes them disagree.
 package coord

@@ -12,6 +12,8 @@ type metrics struct {
 	takeoverSeconds prometheus.Histogram
 	evictions       prometheus.Counter
 	fenced          prometheus.Counter
+	refused         prometheus.Gauge
+	duplicates      prometheus.Counter
 }
 
 // newMetrics makes the metrics and registers them on reg (nil: nowhere).
@@ -43,9 +45,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "driftwatch_coordination_fenced_writes_total", Help: "Writes refused because this replica held no valid claim on the cluster.",
 		}),
+		refused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "driftwatch_coordination_refused", Help: "1 while this replica takes no cluster because its desired state differs from that of the replicas owning clusters.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_coordination_duplicate_replica_ids_total",
+			Help: "Processes found using this replica's id: seen by the process that keeps running, or by the one that exits.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.owned, m.replicas, m.renewals, m.renewFailures, m.takeovers, m.takeoverSeconds, m.evictions, m.fenced)
+		reg.MustRegister(m.owned, m.replicas, m.renewals, m.renewFailures, m.takeovers, m.takeoverSeconds, m.evictions, m.fenced, m.refused, m.duplicates)
 	}
 	return m
 }

@@ -53,6 +53,9 @@ type App struct {
 	// rep, with hub.coordination, is this replica's share of the
 	// clusters; nil: every cluster is registered.
 	rep *replicas
+	// desiredHash identifies the desired state of the config running now
+	// (see desiredHash); guarded by desiredMu.
+	desiredHash string
 
 	mu sync.Mutex
 	// cfg is the config running now, as retainLocked keeps it: without
@@ -114,6 +117,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	}
 	var store hub.IntentStore
 	var coordClient kubernetes.Interface
+	var shared *ownedIntent
 	if co := cfg.Hub.Coordination; co != nil {
 		// Replicas share their intent in the coordination namespace; the
 		// state file is not used.
@@ -121,7 +125,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
-		coordClient, store = cs, s
+		shared = &ownedIntent{IntentStore: s}
+		coordClient, store = cs, shared
 	} else if opts.StateFile != "" {
 		s, err := openState(opts.StateFile)
 		if err != nil {
@@ -153,11 +158,13 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		_ = a.Close()
 		return nil, err
 	}
+	compiled := config.Compile(cfg)
+	a.desiredHash = desiredHash(cfg, compiled)
 	only, forget := startScope(cfg, h.RecordedClusters())
 	for _, c := range cfg.Clusters {
 		h.SetClusterPolicy(c.ID, c.Policy)
 	}
-	if _, _, err := h.ReplaceDesired(config.Compile(cfg), hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget}); err != nil {
+	if _, _, err := h.ReplaceDesired(compiled, hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget}); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
@@ -171,12 +178,13 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Registerer: h.Registerer()})
 	var clusterBackends hub.Backends = a.reg
 	if co := cfg.Hub.Coordination; co != nil {
-		r, err := newReplicas(a, co, coordClient, opts.ReplicaID)
+		r, err := newReplicas(a, co, coordClient, opts.ReplicaID, a.desiredHash)
 		if err != nil {
 			_ = a.Close()
 			return nil, err
 		}
 		a.rep = r
+		shared.owns = r.coord.Owns
 		clusterBackends = fencedBackends{reg: a.reg, coord: r.coord}
 	}
 	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.TerraformStopGrace, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
@@ -279,8 +287,12 @@ func clusterConfigs(cfg *config.Config, disableWatch bool, getenv func(string) s
 // Run runs the hub and the registry until ctx ends, and waits for both.
 // The registry stops after the hub: stopping a cluster's watch manager
 // closes its connections, which would cut a call the hub still lets finish
-// (the second half of a remove-then-apply pair).
+// (the second half of a remove-then-apply pair). With coordination, an
+// error of the coordinator (another live process has this replica's id)
+// stops everything and is returned.
 func (a *App) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg conc.WaitGroup
 	var hubErr, regErr error
 	regCtx, stopReg := context.WithCancel(context.WithoutCancel(ctx))
@@ -292,8 +304,12 @@ func (a *App) Run(ctx context.Context) error {
 	wg.Go(func() { regErr = a.reg.Run(regCtx) })
 	var coordErr error
 	if a.rep != nil {
-		wg.Go(func() { coordErr = a.rep.coord.Run(ctx) })
-		wg.Go(func() { a.rep.refreshIntent(ctx) })
+		wg.Go(func() {
+			if coordErr = a.rep.coord.Run(ctx); coordErr != nil {
+				stop()
+			}
+		})
+		wg.Go(func() { a.rep.run(ctx) })
 	}
 	if a.notifier != nil {
 		// The notifier stops after the hub, so the hub's last
@@ -383,7 +399,9 @@ func (a *App) Reload(allowPrune bool) error {
 	// a changed one starts again as new and finds its resources in its
 	// state. The others' resources stay as they are.
 	wsGone, wsAdded := a.ws.plan(cfg.Terraform)
-	specs := append(config.Compile(cfg), a.discoveredSpecs(cfg)...)
+	compiled := config.Compile(cfg)
+	hash := desiredHash(cfg, compiled)
+	specs := append(compiled, a.discoveredSpecs(cfg)...)
 	specs = append(specs, a.workspaceSpecsLocked(wsGone)...)
 	// A cluster removed from the config is no longer managed, never
 	// pruned: the hub forgets it in the same guarded change (nothing is
@@ -406,12 +424,21 @@ func (a *App) Reload(allowPrune bool) error {
 	}
 	only = append(only, a.discoveredIDs()...)
 	only = append(only, slices.Collect(maps.Keys(a.wsSpecs))...)
+	if a.rep != nil {
+		// Published before the new desired state is in force: if it makes
+		// this replica disagree with the owners, its writes stop first.
+		a.rep.coord.SetDesiredHash(hash)
+	}
 	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Only: only,
 		Forget: append(slices.Clone(gone), wsGone...)})
 	if err != nil {
+		if a.rep != nil {
+			a.rep.coord.SetDesiredHash(a.desiredHash)
+		}
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: %w", a.path, err)
 	}
+	a.desiredHash = hash
 	a.mu.Lock()
 	a.cfg = a.retainLocked(cfg)
 	a.mu.Unlock()
@@ -485,13 +512,20 @@ func StartError(cmd string, err error) error {
 }
 
 // Ready reports whether the loop runs and every configured cluster has been
-// attempted.
+// attempted; with coordination, also whether this replica takes its share
+// of the clusters (not joining, not refused for another desired state, not
+// fenced off from the coordination cluster).
 func (a *App) Ready() error {
 	a.mu.Lock()
 	cfg := a.cfg
 	a.mu.Unlock()
 	if !a.hub.Running() {
 		return errors.New("reconcile loop not running")
+	}
+	if a.rep != nil {
+		if err := a.rep.ready(); err != nil {
+			return err
+		}
 	}
 	var waiting []string
 	for _, c := range cfg.Clusters {

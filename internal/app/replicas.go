@@ -35,9 +35,17 @@ type replicas struct {
 	// lease is the lease duration, also the period of the intent refresh.
 	lease time.Duration
 
+	// regMu serialises registering and deregistering owned clusters
+	// (Own, Disown and the takeover retries), so a retry never registers
+	// a cluster Disown just removed.
+	regMu sync.Mutex
+
 	mu     sync.Mutex
 	wanted map[string]clusters.ClusterConfig
 	owned  map[string]bool
+	// pending are owned clusters whose takeover failed: not registered,
+	// retried every renewal period.
+	pending map[string]bool
 }
 
 // ResolveReplicaID returns the replica id: flag when set, else $POD_NAME,
@@ -85,14 +93,16 @@ func openSharedIntent(co *config.Coordination, hubID, managedBy string, getenv f
 	return cs, s, nil
 }
 
-// newReplicas prepares the coordinator (it joins when the App runs).
-func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, replicaID string) (*replicas, error) {
-	r := &replicas{a: a, client: cs, lease: co.LeaseDuration, wanted: make(map[string]clusters.ClusterConfig), owned: make(map[string]bool)}
+// newReplicas prepares the coordinator (it joins when the App runs);
+// desiredHash is the hash of the desired state it starts with.
+func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, replicaID, desiredHash string) (*replicas, error) {
+	r := &replicas{a: a, client: cs, lease: co.LeaseDuration, wanted: make(map[string]clusters.ClusterConfig),
+		owned: make(map[string]bool), pending: make(map[string]bool)}
 	var err error
 	r.coord, err = coord.New(coord.Options{
 		Client: cs, Namespace: co.Namespace, HubID: a.hub.ID(), ReplicaID: replicaID,
 		LeaseDuration: co.LeaseDuration, Handler: r, Logger: a.log.With("component", "coordination"),
-		Registerer: a.hub.Registerer(),
+		Registerer: a.hub.Registerer(), DesiredHash: desiredHash,
 	})
 	if err != nil {
 		return nil, err
@@ -100,18 +110,19 @@ func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, repli
 	return r, nil
 }
 
-// put records a wanted cluster and registers it when owned.
+// put records a wanted cluster and registers it when owned (and taken
+// over).
 func (r *replicas) put(cc clusters.ClusterConfig) error {
 	r.mu.Lock()
 	_, known := r.wanted[cc.ID]
 	r.wanted[cc.ID] = cc
-	owned := r.owned[cc.ID]
+	registered := r.owned[cc.ID] && !r.pending[cc.ID]
 	ids := slices.Collect(maps.Keys(r.wanted))
 	r.mu.Unlock()
 	if !known {
 		r.coord.SetClusters(ids)
 	}
-	if owned {
+	if registered {
 		return r.a.reg.Update(cc)
 	}
 	return nil
@@ -135,58 +146,117 @@ func (r *replicas) config(id string) (clusters.ClusterConfig, bool) {
 	return cc, ok
 }
 
-// owns reports whether this replica manages the cluster.
+// owns reports whether this replica manages the cluster: it holds its
+// claim and took it over.
 func (r *replicas) owns(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.owned[id]
+	return r.owned[id] && !r.pending[id]
 }
 
-// Own implements coord.Handler: the cluster is registered; its manager's
-// first list finds the drift made while nobody managed it.
+// Own implements coord.Handler: the hub takes the cluster over (it adopts
+// what the intent the replicas share holds for it: pauses, holds,
+// policies, applied and decommission records), then the cluster is
+// registered; its manager's first list finds the drift made while nobody
+// managed it. A takeover that fails leaves the cluster unregistered (held,
+// not managed) and is retried every renewal period.
 func (r *replicas) Own(id string) {
+	r.regMu.Lock()
+	defer r.regMu.Unlock()
 	r.mu.Lock()
 	r.owned[id] = true
+	r.pending[id] = true
+	r.mu.Unlock()
+	r.takeOverLocked(id)
+}
+
+// takeOverLocked takes an owned cluster over and registers it; on failure
+// it stays pending. Callers hold r.regMu.
+func (r *replicas) takeOverLocked(id string) {
+	if err := r.a.hub.TakeOver(id); err != nil {
+		r.a.log.Error("take over cluster: not managed until the shared intent is read; retrying", "cluster", id, "err", err)
+		return
+	}
+	r.mu.Lock()
+	if !r.owned[id] {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.pending, id)
 	cc, ok := r.wanted[id]
 	r.mu.Unlock()
 	if !ok {
 		return
-	}
-	// Pauses, holds and overrides another replica recorded hold here
-	// before the first repair.
-	if err := r.a.hub.RefreshIntent(); err != nil {
-		r.a.log.Error("take over cluster: shared intent", "cluster", id, "err", err)
 	}
 	if err := r.a.reg.Update(cc); err != nil {
 		r.a.log.Error("register owned cluster", "cluster", id, "err", err)
 	}
 }
 
+// retryTakeOvers retries the takeovers that failed.
+func (r *replicas) retryTakeOvers() {
+	r.regMu.Lock()
+	defer r.regMu.Unlock()
+	r.mu.Lock()
+	ids := slices.Sorted(maps.Keys(r.pending))
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.takeOverLocked(id)
+	}
+}
+
 // Disown implements coord.Handler: the cluster is deregistered, nothing
 // is pruned.
 func (r *replicas) Disown(id string) {
+	r.regMu.Lock()
+	defer r.regMu.Unlock()
 	r.mu.Lock()
 	delete(r.owned, id)
+	delete(r.pending, id)
 	r.mu.Unlock()
 	r.a.reg.Remove(id)
 }
 
-// refreshIntent re-reads the shared intent every lease duration until ctx
-// ends, so an override or a hold recorded through another replica holds
-// here too.
-func (r *replicas) refreshIntent(ctx context.Context) {
-	t := time.NewTicker(r.lease)
+// run re-reads the shared intent every lease duration, so an override or
+// a hold recorded through another replica holds here too, and retries
+// failed takeovers every renewal period (a fifth of it), until ctx ends.
+func (r *replicas) run(ctx context.Context) {
+	period := max(r.lease/5, time.Millisecond)
+	t := time.NewTicker(period)
 	defer t.Stop()
+	lastRefresh := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		r.retryTakeOvers()
+		if time.Since(lastRefresh) < r.lease {
+			continue
+		}
+		lastRefresh = time.Now()
 		if err := r.a.hub.RefreshIntent(); err != nil {
 			r.a.log.Error("refresh shared intent", "err", err)
 		}
 	}
+}
+
+// ready returns nil while this replica takes its share of the clusters,
+// else why not: joining, refused for another desired state, fenced off
+// from the coordination cluster, or holding clusters it could not take
+// over yet.
+func (r *replicas) ready() error {
+	if err := r.coord.Ready(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	pending := slices.Sorted(maps.Keys(r.pending))
+	r.mu.Unlock()
+	if len(pending) > 0 {
+		return fmt.Errorf("clusters held but not taken over yet (the shared intent could not be read): %v", pending)
+	}
+	return nil
 }
 
 // fencedBackends hands the hub each cluster's backend behind the
@@ -246,14 +316,87 @@ func (f fencedBackend) ListOwned(ctx context.Context) ([]hub.SpecRef, error) {
 
 // apiReplicas returns the coordinator's view of the live replicas for the
 // API (GET /api/v1/replicas and each cluster's owner in the snapshot).
+// While this replica is joining or fenced off from the coordination
+// cluster it lists only itself, in that state, with no cluster: it cannot
+// tell who owns what.
 func (r *replicas) apiReplicas() []apiv1.Replica {
 	v := r.coord.View()
 	out := make([]apiv1.Replica, 0, len(v.Replicas))
 	for _, rep := range v.Replicas {
 		out = append(out, apiv1.Replica{
-			ID: rep.ID, Address: rep.Address, Self: rep.Self, State: apiv1.ReplicaLive,
-			Clusters: append([]string{}, rep.Clusters...),
+			ID: rep.ID, Address: rep.Address, Self: rep.Self, State: replicaState(rep.Standing), Reason: rep.Reason,
+			DesiredHash: rep.DesiredHash, Clusters: append([]string{}, rep.Clusters...),
 		})
 	}
 	return out
+}
+
+// replicaState is the API state of a coordinator standing.
+func replicaState(s coord.Standing) string {
+	switch s {
+	case coord.StandingRefused:
+		return apiv1.ReplicaRefused
+	case coord.StandingFenced:
+		return apiv1.ReplicaCoordinationUnreachable
+	case coord.StandingJoining:
+		return apiv1.ReplicaJoining
+	}
+	return apiv1.ReplicaLive
+}
+
+// ownedIntent is the intent store of a replica: the records that belong
+// to one cluster (applied specs, pending decommissions) are written only
+// while this replica holds the cluster's claim and agrees with the
+// owners' desired state; those of other clusters are kept in memory only.
+// A replica never writes records for a cluster another replica owns: one
+// started or reloaded with another config computes decommissions for
+// every cluster, and the owner would adopt them at a takeover. Pauses,
+// policies and holds are shared by every replica and go through.
+type ownedIntent struct {
+	hub.IntentStore
+	// owns reports whether this replica may write a cluster's records;
+	// nil (before the coordinator exists): none. Set before the hub runs.
+	owns func(cluster string) bool
+}
+
+func (o *ownedIntent) mayWrite(cluster string) bool { return o.owns != nil && o.owns(cluster) }
+
+// LoadOverrides implements hub.OverridesLoader.
+func (o *ownedIntent) LoadOverrides() (hub.Intent, error) {
+	if l, ok := o.IntentStore.(hub.OverridesLoader); ok {
+		return l.LoadOverrides()
+	}
+	return o.IntentStore.Load()
+}
+
+// PutDecommission implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) PutDecommission(d hub.DecommissionRecord) error {
+	if !o.mayWrite(d.Ref.ID.Cluster) {
+		return nil
+	}
+	return o.IntentStore.PutDecommission(d)
+}
+
+// DeleteDecommission implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) DeleteDecommission(id hub.NodeID) error {
+	if !o.mayWrite(id.Cluster) {
+		return nil
+	}
+	return o.IntentStore.DeleteDecommission(id)
+}
+
+// PutApplied implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) PutApplied(r hub.SpecRef) error {
+	if !o.mayWrite(r.ID.Cluster) {
+		return nil
+	}
+	return o.IntentStore.PutApplied(r)
+}
+
+// DeleteApplied implements hub.IntentStore for owned clusters.
+func (o *ownedIntent) DeleteApplied(id hub.NodeID) error {
+	if !o.mayWrite(id.Cluster) {
+		return nil
+	}
+	return o.IntentStore.DeleteApplied(id)
 }

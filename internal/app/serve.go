@@ -20,6 +20,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/hub/coord"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -172,6 +173,9 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "probes and metrics on http://%s\n", probeLn.Addr())
 	err = serveApp(ctx, a, serveSetup{api: ln, probes: probeLn, tls: tlsCfg, tokens: tokens, readOnly: o.ReadOnly}, log)
+	if errors.Is(err, coord.ErrDuplicateReplica) {
+		err = &ExitError{Code: 1, Err: fmt.Errorf("serve: %w; set a unique --replica-id (the default is $POD_NAME, then the host name)", err)}
+	}
 	return errors.Join(err, a.Close())
 }
 
@@ -297,7 +301,11 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 	}
 	var wg conc.WaitGroup
 	var appErr, apiErr, probeErr error
-	wg.Go(func() { appErr = a.Run(ctx) })
+	appDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(appDone)
+		appErr = a.Run(ctx)
+	})
 	serve := func(srv *http.Server, ln net.Listener, errp *error) func() {
 		return func() {
 			var err error
@@ -313,8 +321,16 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 	}
 	wg.Go(serve(apiSrv, s.api, &apiErr))
 	wg.Go(serve(probeSrv, s.probes, &probeErr))
-	wg.Go(a.ReloadOnSIGHUP(ctx))
-	<-ctx.Done()
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	wg.Go(a.ReloadOnSIGHUP(reloadCtx))
+	// The app ends before ctx only on an error (a replica id another live
+	// process holds): the servers stop then too.
+	select {
+	case <-ctx.Done():
+	case <-appDone:
+	}
+	stopReload()
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -308,11 +308,25 @@ type HoldList struct {
 
 // Replica states.
 const (
-	// ReplicaLive is a replica whose membership Lease is renewed.
+	// ReplicaLive is a replica whose membership Lease is renewed and that
+	// takes its share of the clusters.
 	ReplicaLive = "live"
 	// ReplicaUnreachable is a live replica whose API did not answer a
 	// client that merges the replicas' views.
 	ReplicaUnreachable = "unreachable"
+	// ReplicaRefused is a live replica that takes no cluster: its desired
+	// state (DesiredHash) differs from that of the replicas owning
+	// clusters. Reason says which.
+	ReplicaRefused = "refused"
+	// ReplicaJoining is the replica that answered while it is not a
+	// member yet (it starts, or joins again after it was evicted): it
+	// holds no cluster and lists no other replica.
+	ReplicaJoining = "joining"
+	// ReplicaCoordinationUnreachable is the replica that answered while
+	// it cannot renew its membership in the coordination cluster: it
+	// holds no cluster, and lists no other replica and no owner (it
+	// cannot tell who owns what).
+	ReplicaCoordinationUnreachable = "coordination-unreachable"
 )
 
 // Replica is one replica of a hub that runs as several.
@@ -324,8 +338,13 @@ type Replica struct {
 	Address string `json:"address,omitempty"`
 	// Self is true for the replica that answered.
 	Self bool `json:"self"`
-	// State is ReplicaLive or ReplicaUnreachable.
+	// State is one of the Replica* states.
 	State string `json:"state"`
+	// Reason says why a replica that is not live takes no cluster.
+	Reason string `json:"reason,omitempty"`
+	// DesiredHash identifies the desired state its config makes: the
+	// replicas owning clusters share one.
+	DesiredHash string `json:"desiredHash,omitempty"`
 	// Clusters are the clusters it manages, sorted.
 	Clusters []string `json:"clusters"`
 }
