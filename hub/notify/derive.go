@@ -17,6 +17,8 @@ func nodeEvent(st hub.Status) (EventType, string, bool) {
 		return EventUnrepaired, ReasonHold, true
 	case hub.StatusPaused:
 		return EventUnrepaired, ReasonPause, true
+	case hub.StatusForeign:
+		return EventUnrepaired, ReasonForeign, true
 	case hub.StatusFailed, hub.StatusForbidden:
 		return EventRepairFailed, "", true
 	case hub.StatusStuck:
@@ -75,15 +77,23 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 	for _, c := range s.Clusters {
 		present[c.Cluster] = true
 		m, seen := d.clusters[c.Cluster]
+		// Refused credentials (an expired token) are an outage too.
+		state := c.State
+		if state == hub.ClusterUnauthorized {
+			state = hub.ClusterUnreachable
+		}
 		switch {
-		case c.State == hub.ClusterUnreachable && (!seen || m.state != hub.ClusterUnreachable):
+		case state == hub.ClusterUnreachable && (!seen || m.state != hub.ClusterUnreachable):
 			ev := base(EventClusterUnreachable, c.Cluster)
 			ev.Message = fmt.Sprintf("cluster %s is unreachable", c.Cluster)
+			if c.State == hub.ClusterUnauthorized {
+				ev.Message = fmt.Sprintf("cluster %s refused the credentials (unauthorized)", c.Cluster)
+			}
 			if c.LastError != "" {
 				ev.Message += ": " + c.LastError
 			}
 			out = append(out, ev)
-			d.clusters[c.Cluster] = clusterMemo{state: c.State, since: c.Since}
+			d.clusters[c.Cluster] = clusterMemo{state: state, since: c.Since}
 		case seen && m.state == hub.ClusterUnreachable && (c.State == hub.ClusterSynced || c.State == hub.ClusterDegraded):
 			ev := base(EventClusterRecovered, c.Cluster)
 			ev.Message = fmt.Sprintf("cluster %s is reachable again (%s)", c.Cluster, c.State)
@@ -95,7 +105,7 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 		case seen && m.state == hub.ClusterUnreachable:
 			// Connecting again: still down until it syncs.
 		default:
-			d.clusters[c.Cluster] = clusterMemo{state: c.State}
+			d.clusters[c.Cluster] = clusterMemo{state: state}
 		}
 	}
 	for id := range d.clusters {

@@ -20,7 +20,8 @@ const (
 	// EventRepaired: drift was found and repaired.
 	EventRepaired EventType = "drift-repaired"
 	// EventUnrepaired: drift was found and deliberately left in place;
-	// Event.Reason says why (ReasonWarn, ReasonHold, ReasonPause).
+	// Event.Reason says why (ReasonWarn, ReasonHold, ReasonPause,
+	// ReasonForeign).
 	EventUnrepaired EventType = "drift-unrepaired"
 	// EventRepairFailed: reconciling a NodeID failed (the loop retries).
 	EventRepairFailed EventType = "repair-failed"
@@ -46,6 +47,8 @@ const (
 	ReasonWarn  = "warn"
 	ReasonHold  = "hold"
 	ReasonPause = "pause"
+	// ReasonForeign: the object carries another hub's id.
+	ReasonForeign = "foreign"
 )
 
 // Severity ranks events for filtering: SeverityInfo < SeverityWarning <

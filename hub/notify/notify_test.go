@@ -74,6 +74,15 @@ func TestDeriver(t *testing.T) {
 			snap(4, hub.ClusterConnecting, node(web, hub.StatusUnknown, 0)),
 			snap(5, hub.ClusterSynced, node(web, hub.StatusFailed, 0)),
 		}, []want{{EventRepairFailed, "", 0}, {EventClusterUnreachable, "", 0}, {EventClusterRecovered, "", 0}}},
+		{"credentials refused, then renewed", []*hub.Snapshot{
+			snap(1, hub.ClusterSynced),
+			snap(2, hub.ClusterUnauthorized),
+			snap(3, hub.ClusterUnauthorized),
+			snap(4, hub.ClusterSynced),
+		}, []want{{EventClusterUnreachable, "", 0}, {EventClusterRecovered, "", 0}}},
+		{"another hub's object", []*hub.Snapshot{
+			snap(1, hub.ClusterSynced, node(web, hub.StatusForeign, 0)),
+		}, []want{{EventUnrepaired, ReasonForeign, 0}}},
 		{"a cluster unreachable from the start", []*hub.Snapshot{
 			snap(1, hub.ClusterConnecting),
 			snap(2, hub.ClusterUnreachable),
