@@ -209,7 +209,7 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster API source %q: %w", d.src.Name, err)
 	}
-	gvr, err := servedVersion(kc)
+	gvr, err := servedVersion(ctx, kc)
 	if err != nil {
 		return fmt.Errorf("cluster API source %q: %w", d.src.Name, err)
 	}
@@ -245,12 +245,12 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	var dynFactories []dynamicinformer.DynamicSharedInformerFactory
 	var factories []informers.SharedInformerFactory
 	for _, ns := range namespaces {
-		df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = d.src.Selector })
+		df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(listWatchDynamic{dyn}, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = d.src.Selector })
 		ci := df.ForResource(gvr)
 		if _, err := ci.Informer().AddEventHandler(handler); err != nil {
 			return err
 		}
-		f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
+		f := informers.NewSharedInformerFactoryWithOptions(listWatchClient{kc}, 0, informers.WithNamespace(ns),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.LabelSelector = clusterv1.ClusterNameLabel
 				o.FieldSelector = fields.OneTermEqualSelector("type", secretType).String()
@@ -321,11 +321,17 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	return nil
 }
 
-// servedVersion picks v1beta2 when served, else v1beta1.
-func servedVersion(kc kubernetes.Interface) (schema.GroupVersionResource, error) {
+// servedVersion picks v1beta2 when served, else v1beta1. The discovery
+// request ends with ctx (a stopping hub does not wait for an unreachable
+// management cluster).
+func servedVersion(ctx context.Context, kc kubernetes.Interface) (schema.GroupVersionResource, error) {
 	for _, gv := range []schema.GroupVersion{clusterv1.GroupVersion, clusterv1beta1.GroupVersion} {
-		if _, err := kc.Discovery().ServerResourcesForGroupVersion(gv.String()); err == nil {
+		err := kc.Discovery().RESTClient().Get().AbsPath("/apis", gv.Group, gv.Version).Do(ctx).Error()
+		if err == nil {
 			return gv.WithResource("clusters"), nil
+		}
+		if ctx.Err() != nil {
+			return schema.GroupVersionResource{}, ctx.Err()
 		}
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("no Cluster API served (cluster.x-k8s.io v1beta2 or v1beta1): are the CRDs installed?")

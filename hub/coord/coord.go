@@ -470,7 +470,7 @@ func (c *Coordinator) Guard(ctx context.Context, cluster string) (context.Contex
 // and keeps running.
 func (c *Coordinator) Run(ctx context.Context) error {
 	sel := labels.SelectorFromSet(labels.Set{HubLabel: c.opts.HubID}).String()
-	factory := informers.NewSharedInformerFactoryWithOptions(c.opts.Client, 0,
+	factory := informers.NewSharedInformerFactoryWithOptions(listWatchClient{c.opts.Client}, 0,
 		informers.WithNamespace(c.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
 	inf := factory.Coordination().V1().Leases()
