@@ -526,12 +526,15 @@ func testReplicaStop(t *testing.T, e *haEnv) {
 	old := e.drift(t, ns, its)
 	e.waitRepaired(t, ns, old, time.Now())
 	// Drift again, so the stopped replica has fresh deletes queued in its
-	// watch streams when it is continued.
+	// watch streams when it is continued. The owner repairs them first:
+	// once continued, the stopped replica may retake its clusters, and a
+	// repair it then made would be legitimate; with the objects back, any
+	// write it makes from its stale events is one the fence must refuse.
 	old = e.drift(t, ns, its)
+	e.waitRepaired(t, ns, old, time.Now())
 	if err := stopped.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	e.waitRepaired(t, ns, old, time.Now())
 	// It rejoins and gets its share back; by then its stale events were
 	// handled, fenced.
 	e.waitOwned(t, hubID, []*replicaProc{a, b}, 3*e.lease+10*time.Second)
