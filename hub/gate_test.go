@@ -72,6 +72,31 @@ type gated struct {
 	proceed chan struct{} // let it go on
 }
 
+// midPass starts a hub whose NodeID c1:shop/a is created, then drifted,
+// and returns once the drift's pass is blocked in attribution: it began
+// and classified the drift and is about to write. close(g.proceed) lets it
+// go on. It must be called inside synctest.Test.
+func midPass(t *testing.T) (*gated, NodeSpec) {
+	t.Helper()
+	b := newFake(true)
+	b.attrib = &Attribution{Manager: "kubectl-edit"}
+	g := &gated{fixture: start(t, b, Options{}), at: make(chan NodeID, 1), proceed: make(chan struct{})}
+	s := spec("c1", "a", "v1")
+	g.h.SetDesired([]NodeSpec{s})
+	g.ready("c1", 1, 1)
+	synctest.Wait()
+	var once sync.Once
+	b.onAttribute = func(id NodeID) {
+		once.Do(func() {
+			g.at <- id
+			<-g.proceed
+		})
+	}
+	b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+	<-g.at
+	return g, s
+}
+
 // A switch set while a pass is between its read and its write holds at the
 // write: the pass is blocked in attribution (after the pass began and
 // classified the drift, before it writes), the operator pauses, holds or
@@ -81,22 +106,8 @@ func TestSwitchSetMidPassHoldsAtTheWrite(t *testing.T) {
 	for _, sw := range []string{"pause", "hold", "warn"} {
 		t.Run(sw, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newFake(true)
-				b.attrib = &Attribution{Manager: "kubectl-edit"}
-				g := &gated{fixture: start(t, b, Options{}), at: make(chan NodeID, 1), proceed: make(chan struct{})}
-				s := spec("c1", "a", "v1")
-				g.h.SetDesired([]NodeSpec{s})
-				g.ready("c1", 1, 1)
-				synctest.Wait()
-				var once sync.Once
-				b.onAttribute = func(id NodeID) {
-					once.Do(func() {
-						g.at <- id
-						<-g.proceed
-					})
-				}
-				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
-				<-g.at // the pass is classified and about to write
+				g, s := midPass(t)
+				b := g.b
 				switch sw {
 				case "pause":
 					if err := g.h.PauseCluster("c1", true); err != nil {
@@ -539,22 +550,8 @@ func TestUnchangedReloadMidPassStillRepairs(t *testing.T) {
 	for _, changed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("changed=%v", changed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newFake(true)
-				b.attrib = &Attribution{Manager: "kubectl-edit"}
-				g := &gated{fixture: start(t, b, Options{}), at: make(chan NodeID, 1), proceed: make(chan struct{})}
-				s := spec("c1", "a", "v1")
-				g.h.SetDesired([]NodeSpec{s})
-				g.ready("c1", 1, 1)
-				synctest.Wait()
-				var once sync.Once
-				b.onAttribute = func(id NodeID) {
-					once.Do(func() {
-						g.at <- id
-						<-g.proceed
-					})
-				}
-				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
-				<-g.at
+				g, s := midPass(t)
+				b := g.b
 				next := spec("c1", "a", "v1")
 				if changed {
 					next = spec("c1", "a", "v2")

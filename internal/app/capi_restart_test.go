@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/driftwatch/driftwatch/clusters/capi"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
@@ -28,13 +26,7 @@ func TestClusterAPIRestart(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 2, Names: []string{"mgmt", "w1"}})
 	mgmt, w1 := set.Clusters[0], set.Clusters[1]
 	ctx := t.Context()
-	if err := capi.InstallCRDs(ctx, mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
-		t.Fatal(err)
-	}
-	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
-	if _, err := mk.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	mk := managementCluster(t, mgmt)
 	kc, err := os.ReadFile(w1.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

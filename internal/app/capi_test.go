@@ -46,13 +46,7 @@ func TestClusterAPIDiscovery(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 3, Names: []string{"mgmt", "w1", "w2"}})
 	mgmt, w1, w2 := set.Clusters[0], set.Clusters[1], set.Clusters[2]
 	ctx := t.Context()
-	if err := capi.InstallCRDs(ctx, mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
-		t.Fatal(err)
-	}
-	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
-	if _, err := mk.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	mk := managementCluster(t, mgmt)
 	dyn := dynamic.NewForConfigOrDie(mgmt.RESTConfig())
 	cfgText := fmt.Sprintf(`hub:
   id: capi-e2e
@@ -183,13 +177,7 @@ func TestClusterAPIUnsafeKubeconfig(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 3, Names: []string{"mgmt", "w1", "w2"}})
 	mgmt, w1, w2 := set.Clusters[0], set.Clusters[1], set.Clusters[2]
 	ctx := t.Context()
-	if err := capi.InstallCRDs(ctx, mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
-		t.Fatal(err)
-	}
-	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
-	if _, err := mk.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	mk := managementCluster(t, mgmt)
 	dyn := dynamic.NewForConfigOrDie(mgmt.RESTConfig())
 	cfgText := fmt.Sprintf(`hub:
   id: capi-unsafe
@@ -278,6 +266,20 @@ applications:
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the exec plugin of a refused kubeconfig ran (marker stat: %v)", err)
 	}
+}
+
+// managementCluster makes mgmt a Cluster API management cluster: the Cluster
+// API CRDs installed and the namespace fleet created. It returns a client.
+func managementCluster(t *testing.T, mgmt *localcluster.Cluster) kubernetes.Interface {
+	t.Helper()
+	if err := capi.InstallCRDs(t.Context(), mgmt.RESTConfig(), capiCRDDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	mk := kubernetes.NewForConfigOrDie(mgmt.RESTConfig())
+	if _, err := mk.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return mk
 }
 
 // createProvisionedCluster creates a Cluster object with its control plane
