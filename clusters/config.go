@@ -48,6 +48,12 @@ type ClusterConfig struct {
 	// driftwatch.io/hub annotation names another hub are never deleted and
 	// never listed as ours.
 	HubID string
+	// Replicated says the hub runs as several replicas that share its id
+	// and field manager: a write by the hub's field manager that this
+	// process did not make is expected (a replica that owned the cluster
+	// before a takeover), so it is not taken for another hub with the
+	// same id.
+	Replicated bool
 	// QPS and Burst configure the client's rate limit. Both 0 (the
 	// default): adaptive, APF-aware: a DefaultQPS/DefaultBurst token bucket
 	// until a response carries the apiserver's API Priority and Fairness

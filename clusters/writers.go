@@ -145,7 +145,7 @@ func (l *writeLog) ours(key goneKey, at uint32) bool {
 // node-id annotation count (what a hub applies).
 func (m *Manager) checkWriter(kind hub.Kind, old, obj any, added bool) {
 	c, ok := obj.(*cachedObject)
-	if !ok || c.ownWrite == 0 {
+	if !ok || c.ownWrite == 0 || m.cfg.Replicated {
 		return
 	}
 	labels, annots := c.ownershipMarks()

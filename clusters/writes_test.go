@@ -657,3 +657,38 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 		t.Fatalf("ListOwned after a same-id write: %v, want a refusal naming the object", err)
 	}
 }
+
+// Replicas of one hub share its id and field manager: a write another
+// replica made (the owner before a takeover) is not another hub.
+func TestSameIDWriterIgnoredForReplicas(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	api := newFakeAPI(t)
+	m, met := fakeManager(api, hub.DefaultHubID)
+	m.cfg.Replicated = true
+	info, err := kindOf(hub.KindConfigMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindConfigMap, info: info,
+		managedBy: hub.DefaultManagedBy, hubID: hub.DefaultHubID, fieldManager: m.fieldManager}
+	m.informers[informerKey{namespace: "shop", kind: hub.KindConfigMap}] = &informerState{
+		informer: syncedInformer(t, shared), synced: true}
+	h := m.handler(hub.KindConfigMap).(cache.ResourceEventHandlerDetailedFuncs)
+	obj := func(at time.Time) *cachedObject {
+		cm := configMap("web", hub.DefaultHubID, applied(hub.FieldManager, at))
+		cm.CreationTimestamp = metav1.NewTime(t0)
+		c, err := shared.compact(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.(*cachedObject)
+	}
+	h.OnAdd(obj(t0), true)
+	h.OnUpdate(obj(t0), obj(t0.Add(9*time.Second))) // written by another replica
+	if got := testutil.ToFloat64(met.sameIDWrites.WithLabelValues("c1")); got != 0 {
+		t.Fatalf("same-id writes = %v for a replicated hub, want 0", got)
+	}
+	if _, err := m.ListOwned(t.Context()); err != nil {
+		t.Fatalf("ListOwned: %v", err)
+	}
+}
