@@ -465,7 +465,7 @@ func (v *overviewView) View() string {
 	title := "LIVE FEED"
 	hint := "newest first"
 	if len(v.feed) > 0 {
-		hint += " · " + strconv.Itoa(len(v.feed)) + " entries"
+		hint += " · " + pluralOf(len(v.feed), "entry", "entries")
 		if !v.focusFeed {
 			hint += " · tab to select"
 		}
