@@ -115,6 +115,7 @@ func TestReplicas(t *testing.T) {
 	t.Run("TakeoverKeepsIntent", func(t *testing.T) { testReplicaTakeoverKeepsIntent(t, env) })
 	t.Run("DuplicateIDExits", func(t *testing.T) { testReplicaDuplicateID(t, env) })
 	t.Run("OtherConfigRefused", func(t *testing.T) { testReplicaOtherConfig(t, env) })
+	t.Run("MissingNamespace", func(t *testing.T) { testReplicaMissingNamespace(t, env) })
 	// Last: it stops the coordination cluster's apiserver.
 	t.Run("CoordinationDown", func(t *testing.T) { testReplicaCoordinationDown(t, env) })
 }
@@ -850,6 +851,39 @@ func testReplicaDuplicateID(t *testing.T, e *haEnv) {
 		t.Errorf("r1's /readyz after the duplicate: %d %s", code, body)
 	}
 	r1.stop(t)
+}
+
+// testReplicaMissingNamespace: a replica whose coordination namespace does
+// not exist answers /readyz 503 saying so in one sentence, logs it once
+// (not at every renewal period) with no absurd duration, and takes no
+// cluster.
+func testReplicaMissingNamespace(t *testing.T, e *haEnv) {
+	const hubID, ns, missing = "ha-nons", "ha-nons", "driftwatch-missing"
+	path := e.config(t, hubID, ns)
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "namespace: "+replicaLeaseNS+"\n", "namespace: "+missing+"\n", 1))
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.startReplica(t, "a", path)
+	const says = `coordination namespace "` + missing + `" does not exist on the coordination cluster: create it`
+	body := r.waitReadyz(t, http.StatusServiceUnavailable, says, 30*time.Second)
+	t.Logf("/readyz: %s", strings.TrimSpace(body))
+	time.Sleep(3 * e.lease) // many renewal periods
+	logs := r.stderrText()
+	if n := strings.Count(logs, "does not exist on the coordination cluster"); n != 1 {
+		t.Errorf("said %d times in %v, want once:\n%s", n, 3*e.lease, tail(r.stderr))
+	}
+	if strings.Contains(logs, "9223372036854775807") {
+		t.Errorf("an absurd duration in the logs:\n%s", tail(r.stderr))
+	}
+	if g := r.metric(t, "driftwatch_coordination_clusters_owned", nil); g != 0 {
+		t.Errorf("owns %v clusters by its gauge", g)
+	}
+	r.stop(t)
 }
 
 // lastLine returns the last non-empty line of s.

@@ -111,11 +111,53 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 	case classAuth:
 		return fmt.Sprintf("cluster %q: unauthorized: the apiserver rejected the kubeconfig's credentials while trying to %s %s%s", cluster, verb, resource, where)
 	case classTLS:
-		return fmt.Sprintf("cluster %q: TLS: cannot verify the apiserver's certificate (check certificate-authority-data in the kubeconfig): %v", cluster, err)
+		return fmt.Sprintf("cluster %q: TLS: %s: %v", cluster, tlsHint(err), err)
 	case classNetwork:
 		return fmt.Sprintf("cluster %q: cannot reach the apiserver to %s %s%s: %v", cluster, verb, resource, where, err)
 	case classThrottled:
 		return fmt.Sprintf("cluster %q: %s %s%s: the apiserver is shedding load (429 Too Many Requests, retried as its Retry-After asked): %v", cluster, verb, resource, where, err)
 	}
 	return fmt.Sprintf("cluster %q: %s %s%s: %v", cluster, verb, resource, where, err)
+}
+
+// tlsHint says why the apiserver's certificate was not accepted and what to
+// check: the server address for a certificate issued for other names, the
+// certificate authority for one signed by an unknown authority, the dates
+// for an expired one.
+func tlsHint(err error) string {
+	var hostname x509.HostnameError
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &hostname) && hostname.Certificate != nil:
+		return fmt.Sprintf("the apiserver's certificate is valid for %s, not for %q, the host of the kubeconfig's server address: "+
+			"use one of the certificate's names in server, or set tls-server-name to one", certNames(hostname.Certificate), hostname.Host)
+	case strings.Contains(msg, "certificate is valid for"), strings.Contains(msg, "certificate is not valid for any names"),
+		strings.Contains(msg, "doesn't contain any IP SANs"):
+		return "the apiserver's certificate is not valid for the host of the kubeconfig's server address: " +
+			"use one of the certificate's names in server, or set tls-server-name to one"
+	case errors.As(err, &unknown), strings.Contains(msg, "signed by unknown authority"):
+		return "the apiserver's certificate is signed by an authority the kubeconfig does not trust: " +
+			"check certificate-authority-data (the CA of this cluster)"
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired, strings.Contains(msg, "has expired or is not yet valid"):
+		return "the apiserver's certificate has expired or is not valid yet: check its dates and this machine's clock"
+	}
+	return "cannot verify the apiserver's certificate"
+}
+
+// certNames lists the names a certificate is valid for (at most 8).
+func certNames(c *x509.Certificate) string {
+	var names []string
+	names = append(names, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	switch {
+	case len(names) == 0:
+		return "no name (no subject alternative name)"
+	case len(names) > 8:
+		return strings.Join(names[:8], ", ") + fmt.Sprintf(" and %d more", len(names)-8)
+	}
+	return strings.Join(names, ", ")
 }

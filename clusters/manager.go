@@ -579,9 +579,20 @@ func (m *Manager) evaluate() {
 	}
 	m.mu.Unlock()
 	if changed {
-		m.log.Info("cluster state", "state", state, "err", lastErr)
+		m.log.Log(context.Background(), stateLogLevel(state), "cluster state", "state", state, "err", lastErr)
 	}
 	m.report(changed)
+}
+
+// stateLogLevel is the level of the log of a change to state: WARN for a
+// cluster that cannot be used, or only in part (unreachable, unauthorized,
+// degraded), INFO for the others (connecting, and synced: a recovery).
+func stateLogLevel(state hub.ClusterState) slog.Level {
+	switch state {
+	case hub.ClusterUnreachable, hub.ClusterUnauthorized, hub.ClusterDegraded:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 // setError records a state with an error before Run could start informers.

@@ -198,15 +198,36 @@ type ReplicaStatus struct {
 
 // FeedEntry is one line of the live drift and repair feed.
 type FeedEntry struct {
+	// At is when it happened: the last time, for a repeated entry.
 	At     time.Time
 	ID     NodeID
 	Class  DriftClass
 	Fields []FieldDiff
 	Who    string
 	Action string
-	// Latency is event observed -> repaired (or classified for warn).
+	// Latency is event observed -> repaired (or classified for warn), of
+	// the last time.
 	Latency time.Duration
 	Err     string
+	// Count is how many identical entries (same NodeID, class, fields,
+	// who, action and error) this line stands for: the store folds an
+	// entry into the NodeID's previous one when they are identical and at
+	// most 10 s apart. 0 counts as 1.
+	Count int `json:",omitempty"`
+	// First is when the first of them happened; zero when Count is 1.
+	First time.Time `json:",omitzero"`
+}
+
+// Times returns how many times the entry happened (Count, at least 1).
+func (e FeedEntry) Times() int { return max(e.Count, 1) }
+
+// Started returns when the first of the entry's repeats happened (At when
+// it happened once).
+func (e FeedEntry) Started() time.Time {
+	if e.First.IsZero() {
+		return e.At
+	}
+	return e.First
 }
 
 // Snapshot is an immutable view of the hub. Subscribers must not modify it.

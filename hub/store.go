@@ -359,15 +359,52 @@ func (s *store) statusOf(id NodeID) (Status, bool) {
 	return n.status, true
 }
 
+// feedRepeatWindow is how soon after an identical entry of the same NodeID
+// a feed entry is folded into it (see FeedEntry.Count) instead of taking a
+// line of its own.
+const feedRepeatWindow = 10 * time.Second
+
+// feed adds a line to the live feed, or folds it into the NodeID's latest
+// line when it repeats it (see repeatLocked): that line then counts one
+// more, takes the new time and latency, and moves to the top.
 func (s *store) feed(e FeedEntry) {
+	e.Count = max(e.Count, 1)
 	s.mu.Lock()
-	if len(s.feedRing) >= s.opts.FeedLength {
+	if i := s.repeatLocked(e); i >= 0 {
+		prev := s.feedRing[i]
+		e.Count += prev.Times()
+		e.First = prev.Started()
+		s.feedRing = slices.Delete(s.feedRing, i, i+1)
+	} else if len(s.feedRing) >= s.opts.FeedLength {
 		copy(s.feedRing, s.feedRing[1:])
 		s.feedRing = s.feedRing[:len(s.feedRing)-1]
 	}
 	s.feedRing = append(s.feedRing, e)
 	s.mu.Unlock()
 	s.markDirty()
+}
+
+// repeatLocked returns the position in the feed of the line e repeats, -1
+// when none: the NodeID's latest line, when it is the same happening (same
+// class, fields, who, action and error) and its last time is at most
+// feedRepeatWindow from e's. Callers hold s.mu.
+func (s *store) repeatLocked(e FeedEntry) int {
+	for i := len(s.feedRing) - 1; i >= 0; i-- {
+		p := &s.feedRing[i]
+		gap := e.At.Sub(p.At).Abs()
+		if p.ID != e.ID {
+			if gap > feedRepeatWindow && p.At.Before(e.At) {
+				return -1 // older lines are further away still
+			}
+			continue
+		}
+		if gap > feedRepeatWindow || p.Class != e.Class || p.Who != e.Who || p.Action != e.Action ||
+			p.Err != e.Err || !slices.Equal(p.Fields, e.Fields) {
+			return -1
+		}
+		return i
+	}
+	return -1
 }
 
 func (s *store) health(h ClusterHealth) {

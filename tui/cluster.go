@@ -394,7 +394,7 @@ func (v *clusterView) infoLine(now time.Time) string {
 	}
 	parts = append(parts,
 		source,
-		strconv.Itoa(c.Objects)+" objects",
+		plural(c.Objects, "object"),
 		rate(c.EventsPerSecond)+" ev/s",
 		"last event "+age(now, c.LastEvent),
 		"TTR "+optDur(c.MedianRepair),

@@ -34,7 +34,12 @@ func contestedFixture() *hub.Snapshot {
 			Ignored: []hub.IgnoredField{{FieldDiff: hub.FieldDiff{Path: "spec.replicas", Desired: "2", Actual: "5"},
 				Rule: "autoscaler", Manager: "fake-autoscaler"}}},
 	)
-	return buildSnapshot(s.HubID, s.Clusters, nodes, s.Feed, s.AppPolicies)
+	// The autoscaler undid the repairs five times in four seconds while
+	// the hub backed off: one line in the feed.
+	feed := append([]hub.FeedEntry{{At: ago(0), First: ago(4 * time.Second), Count: 5, ID: fight, Class: hub.DriftModified,
+		Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "4"}}, Who: "fake-autoscaler", Action: "backoff",
+		Latency: 800 * time.Microsecond}}, s.Feed...)
+	return buildSnapshot(s.HubID, s.Clusters, nodes, feed, s.AppPolicies)
 }
 
 func TestGoldenContested(t *testing.T) {
@@ -61,7 +66,7 @@ func TestGoldenContested(t *testing.T) {
 				}
 				out := m.View().Content
 				checkScreen(t, out, size[0], size[1])
-				want := map[string]string{"overview": "FIGHT", "detail_contested": "fake-autoscaler over spec.replicas", "detail_ignored": "ignored (rule autoscaler", "detail_propose": `managers: ["fake-autoscaler"]`}[s.name]
+				want := map[string]string{"overview": "×5", "detail_contested": "fake-autoscaler over spec.replicas", "detail_ignored": "ignored (rule autoscaler", "detail_propose": `managers: ["fake-autoscaler"]`}[s.name]
 				if !strings.Contains(out, want) {
 					t.Errorf("screen lacks %q:\n%s", want, out)
 				}

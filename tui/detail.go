@@ -153,7 +153,7 @@ func (v *detailView) lines() []string {
 
 	status := v.st.status(n.Status).render(string(n.Status)) + v.st.dim.render(" · changed "+age(now, n.LastChange)+" ago")
 	if n.Repairs > 0 {
-		status += v.st.dim.render(" · " + strconv.Itoa(n.Repairs) + " repairs")
+		status += v.st.dim.render(" · " + plural(n.Repairs, "repair"))
 	}
 	cl := v.st.health(v.cluster.State).render(string(v.cluster.State))
 	if v.cluster.State == "" {
@@ -379,7 +379,7 @@ func objectSummary(u *unstructured.Unstructured) []string {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			out = append(out, fmt.Sprintf("data %d keys: %s", len(keys), strings.Join(keys, ", ")))
+			out = append(out, "data "+plural(len(keys), "key")+": "+strings.Join(keys, ", "))
 		}
 	}
 	return out

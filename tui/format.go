@@ -184,8 +184,14 @@ func shortDuration(d time.Duration) string {
 
 // plural formats a count and its noun: "1 hold", "2 holds".
 func plural(n int, noun string) string {
+	return pluralOf(n, noun, noun+"s")
+}
+
+// pluralOf formats a count with the noun's singular or plural form: "1
+// entry", "2 entries".
+func pluralOf(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	return strconv.Itoa(n) + " " + many
 }

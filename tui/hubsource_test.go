@@ -66,7 +66,7 @@ func TestHubSource(t *testing.T) {
 	m.Update(snapshotMsg{snap: snap})
 	press(t, m, "enter", "enter")
 	out := m.View().Content
-	for _, want := range []string{"hub-test", "1/1 clusters up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override", "1 hold", "node prod-eu:casehub/inventory:deployment · 30m left · incident 42"} {
+	for _, want := range []string{"hub-test", "1/1 cluster up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override", "1 hold", "node prod-eu:casehub/inventory:deployment · 30m left · incident 42"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("screen lacks %q:\n%s", want, out)
 		}

@@ -15,7 +15,11 @@ func contestLine(st *styles, c hub.Contest, now time.Time) string {
 	if len(c.Fields) > 0 {
 		s += st.dim.render(" over ") + strings.Join(c.Fields, ", ")
 	}
-	s += st.dim.render(" · undid ") + strconv.Itoa(c.Undone) + st.dim.render(" repairs · backoff ") + shortDuration(c.Backoff)
+	repairs := " repairs"
+	if c.Undone == 1 {
+		repairs = " repair"
+	}
+	s += st.dim.render(" · undid ") + strconv.Itoa(c.Undone) + st.dim.render(repairs+" · backoff ") + shortDuration(c.Backoff)
 	switch {
 	case !c.NextAttempt.IsZero():
 		s += st.dim.render(" · next repair ") + c.NextAttempt.Format("15:04:05") +

@@ -60,7 +60,9 @@ func (v *overviewView) setSnapshot(s *hub.Snapshot) {
 	// Keep the feed cursor on the same entry while new ones arrive on top.
 	if v.focusFeed && v.feedSel.ID.Valid() {
 		for i, e := range v.feed {
-			if e.ID == v.feedSel.ID && e.At.Equal(v.feedSel.At) && e.Action == v.feedSel.Action {
+			// A repeat folded into the entry moves it to the top with a
+			// new time: it is still the same line.
+			if e.ID == v.feedSel.ID && e.Started().Equal(v.feedSel.Started()) && e.Action == v.feedSel.Action {
 				v.feedCur = i
 				break
 			}
@@ -320,6 +322,7 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 // Feed table columns.
 const (
 	fcTime = iota
+	fcCount
 	fcNode
 	fcClass
 	fcChanges
@@ -331,6 +334,7 @@ const (
 func (v *overviewView) feedTable() *table {
 	t := newTable(v.st, []column{
 		fcTime:    {title: "TIME", width: 8},
+		fcCount:   {right: true}, // shown when a visible entry repeats
 		fcNode:    {title: "NODE", width: 16, flex: 2, want: 24},
 		fcClass:   {title: "CLASS", width: 10, drop: 2},
 		fcChanges: {title: "CHANGES", width: 10, flex: 3, want: 22},
@@ -340,8 +344,9 @@ func (v *overviewView) feedTable() *table {
 	})
 	// Size the columns by the visible entries.
 	end := min(v.feedOff+v.feedRows, len(v.feed))
-	node, who, action := 0, 1, 0
+	node, who, action, count := 0, 1, 0, 0
 	for _, e := range v.feed[v.feedOff:end] {
+		count = max(count, width(timesText(e)))
 		node = max(node, len(e.ID.Cluster)+len(e.ID.Resource)+len(e.ID.Kind)+2)
 		who = max(who, width(e.Who))
 		action = max(action, width(e.Action))
@@ -353,8 +358,17 @@ func (v *overviewView) feedTable() *table {
 	t.cols[fcAction].max = max(action, 6)
 	t.cols[fcAction].want = t.cols[fcAction].max
 	t.setWidth(fcWho, min(who, 14))
+	t.cols[fcCount].width = count
 	t.fit(v.width)
 	return t
+}
+
+// timesText is how many times a feed entry happened, "×5", or "" once.
+func timesText(e hub.FeedEntry) string {
+	if e.Times() < 2 {
+		return ""
+	}
+	return "×" + strconv.Itoa(e.Times())
 }
 
 // feedCells renders one feed entry as cells.
@@ -381,6 +395,7 @@ func feedCells(st *styles, e hub.FeedEntry) []cell {
 	}
 	return []cell{
 		fcTime:    {e.At.Format("15:04:05"), st.dim},
+		fcCount:   {timesText(e), st.accent},
 		fcNode:    {e.ID.String(), style{}},
 		fcClass:   {string(e.Class), st.class(e.Class)},
 		fcChanges: {change, style{}},
@@ -450,7 +465,7 @@ func (v *overviewView) View() string {
 	title := "LIVE FEED"
 	hint := "newest first"
 	if len(v.feed) > 0 {
-		hint += " · " + strconv.Itoa(len(v.feed)) + " entries"
+		hint += " · " + pluralOf(len(v.feed), "entry", "entries")
 		if !v.focusFeed {
 			hint += " · tab to select"
 		}

@@ -1001,9 +1001,12 @@ func (m *Model) totals() string {
 		unknown += c.Counts[hub.StatusUnknown]
 	}
 	if drift+fixing+failed+stuck+unknown == 0 {
-		return m.st.green.render("all " + strconv.Itoa(objects) + " objects in sync")
+		if objects == 1 {
+			return m.st.green.render("1 object in sync")
+		}
+		return m.st.green.render("all " + plural(objects, "object") + " in sync")
 	}
-	parts := []string{strconv.Itoa(objects) + " objects"}
+	parts := []string{plural(objects, "object")}
 	add := func(n int, what string, st style) {
 		if n > 0 {
 			parts = append(parts, st.render(strconv.Itoa(n)+" "+what))
@@ -1115,7 +1118,7 @@ func (m *Model) statusLine() string {
 	if m.opts.ReadOnly {
 		mode += " READONLY"
 	}
-	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + strconv.Itoa(total) + " clusters up │ " + mode
+	left := " " + hubID + " │ " + strconv.Itoa(up) + "/" + plural(total, "cluster") + " up │ " + mode
 	if n := m.activeHolds(); n > 0 {
 		left += " │ " + plural(n, "hold")
 	}

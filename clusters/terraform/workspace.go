@@ -649,10 +649,13 @@ func (w *Workspace) report(st hub.ClusterState, msg string) {
 	h := hub.ClusterHealth{Cluster: w.opts.ID, State: st, LastError: msg, Since: w.since, Source: Source,
 		Detection: Detection(w.opts.Interval), Generation: w.gen, Seq: w.seq, LastEvent: now}
 	w.mu.Unlock()
-	if st == hub.ClusterSynced {
+	switch st {
+	case hub.ClusterSynced:
 		w.log.Info("workspace ready")
-	} else {
-		w.log.Info("workspace health", "state", string(st), "msg", msg)
+	case hub.ClusterConnecting:
+		w.log.Info("workspace health", "state", string(st), "detail", msg)
+	default: // unreachable, degraded
+		w.log.Warn("workspace health", "state", string(st), "err", msg)
 	}
 	w.sink.ClusterChanged(h)
 }

@@ -246,6 +246,12 @@ type Coordinator struct {
 	// after it is evicted (takeover times are measured from it).
 	lastSeen map[string]time.Time
 	nextWake time.Time
+	// failure is the last join or renewal failure logged, loggedAt when,
+	// and unlogged how many times it happened again since (see
+	// noteFailure).
+	failure  string
+	loggedAt time.Time
+	unlogged int
 }
 
 // claim is a cluster's claim while this replica holds it.
@@ -818,10 +824,15 @@ func (c *Coordinator) join(ctx context.Context, lister coordlisters.LeaseLister)
 	}
 	if err != nil {
 		c.metrics.renewFailures.Inc()
+		if c.namespaceMissing(err) {
+			err = fmt.Errorf("coordination namespace %q does not exist on the coordination cluster: create it (kubectl create namespace %s)",
+				c.opts.Namespace, c.opts.Namespace)
+		}
 		c.setLastErr(err)
-		c.log.Warn("coordination: join", "err", err)
+		c.noteFailure("coordination: join", err)
 		return time.Time{}, nil
 	}
+	c.failure = ""
 	c.sight = sighting{}
 	c.member = out
 	c.renewStart = start
@@ -938,9 +949,10 @@ func (c *Coordinator) renew(ctx context.Context) {
 	if err != nil {
 		c.metrics.renewFailures.Inc()
 		c.setLastErr(err)
-		c.log.Warn("coordination: renew membership", "err", err, "sinceLastRenewal", time.Since(c.renewStart).Round(time.Millisecond))
+		c.noteFailure("coordination: renew membership", err, "sinceLastRenewal", time.Since(c.renewStart).Round(time.Millisecond))
 		return
 	}
+	c.failure = ""
 	c.member = out
 	c.renewStart = start
 	c.mu.Lock()
@@ -948,6 +960,40 @@ func (c *Coordinator) renew(ctx context.Context) {
 	c.lastErr = ""
 	c.mu.Unlock()
 	c.metrics.renewals.Inc()
+}
+
+// failureLogInterval is how often the loop logs a join or renewal failure
+// that stays the same.
+const failureLogInterval = 5 * time.Minute
+
+// noteFailure logs a join or renewal failure (msg, err, args) as a
+// warning: at once when it differs from the last one logged, else at most
+// every failureLogInterval, with how many times it happened meanwhile.
+// A success clears it (c.failure).
+func (c *Coordinator) noteFailure(msg string, err error, args ...any) {
+	now := time.Now()
+	key := msg + ": " + err.Error()
+	if key == c.failure && now.Sub(c.loggedAt) < failureLogInterval {
+		c.unlogged++
+		return
+	}
+	args = append([]any{"err", err}, args...)
+	if key == c.failure && c.unlogged > 0 {
+		args = append(args, "repeatedSinceLastLog", c.unlogged)
+	}
+	c.log.Warn(msg, args...)
+	c.failure, c.loggedAt, c.unlogged = key, now, 0
+}
+
+// namespaceMissing reports whether err is the apiserver's answer to a
+// write into a namespace that does not exist: the coordination namespace.
+func (c *Coordinator) namespaceMissing(err error) bool {
+	var st apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &st) {
+		return false
+	}
+	d := st.Status().Details
+	return d != nil && d.Kind == "namespaces" && d.Name == c.opts.Namespace
 }
 
 // newLease returns a Lease of this hub held by this replica.

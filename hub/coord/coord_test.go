@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -313,16 +314,27 @@ func TestCoordinators(t *testing.T) {
 	cfg := set.Clusters[0].RESTConfig()
 	admin := kubernetes.NewForConfigOrDie(cfg)
 	ctx := t.Context()
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	var clusters []string
 	for i := range 12 {
 		clusters = append(clusters, fmt.Sprintf("c%02d", i))
 	}
 
-	// Two replicas divide the clusters.
+	// Without its namespace, a replica is not ready and says why; it joins
+	// once the namespace exists.
 	a := startNode(t, cfg, "a", clusters)
+	waitFor(t, "a says its namespace is missing", func() error {
+		const says = `coordination namespace "` + testNS + `" does not exist on the coordination cluster: create it`
+		if err := a.c.Ready(); err == nil || !strings.Contains(err.Error(), says) {
+			return fmt.Errorf("Ready = %v, want it to say %q", err, says)
+		}
+		return nil
+	})
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a joined once its namespace exists", a.c.Ready)
+
+	// Two replicas divide the clusters.
 	b := startNode(t, cfg, "b", clusters)
 	waitFor(t, "a and b share the clusters", func() error { return converged(ctx, admin, []*node{a, b}, clusters) })
 	noHandlerErrors(t, a, b)

@@ -16,6 +16,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -27,11 +28,13 @@ const fakeLease = 10 * time.Second
 // fakeCoordination is a fake coordination cluster for tests in a synctest
 // bubble: a fake clientset whose Leases get resource versions and
 // optimistic concurrency (an update or a delete with a stale version
-// fails with a conflict), and a switch that makes every call fail, as
-// when the apiserver is down.
+// fails with a conflict), a switch that makes every call fail, as when the
+// apiserver is down, and one that makes every write fail as a write into a
+// namespace that does not exist.
 type fakeCoordination struct {
-	cs   *fake.Clientset
-	down atomic.Bool
+	cs          *fake.Clientset
+	down        atomic.Bool
+	noNamespace atomic.Bool
 
 	mu sync.Mutex
 	rv int64
@@ -96,6 +99,9 @@ func newFakeCoordination() *fakeCoordination {
 	f.cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if f.down.Load() {
 			return true, nil, errors.New("connection refused (test: coordination apiserver down)")
+		}
+		if f.noNamespace.Load() && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.GetNamespace())
 		}
 		return false, nil, nil
 	})

@@ -276,3 +276,46 @@ func noHandlerErrorsFake(t *testing.T, nodes ...*fakeNode) {
 		}
 	}
 }
+
+// TestMissingNamespace: a replica whose coordination namespace does not
+// exist is not ready and says so in one sentence, logged once and then at
+// most every failureLogInterval (with how many times it failed since),
+// never with an absurd duration; once the namespace exists it joins and
+// takes its clusters.
+func TestMissingNamespace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeCoordination()
+		f.noNamespace.Store(true)
+		clusters := fakeClusters(3)
+		a := startFakeNode(t, f, "a", "h1", clusters)
+		settle(time.Minute)
+		const says = `coordination namespace "` + testNS + `" does not exist on the coordination cluster: create it`
+		err := a.c.Ready()
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Fatalf("Ready without the namespace = %v, want it to say %q", err, says)
+		}
+		if v := a.c.View(); v.Standing != StandingJoining || len(a.owned()) > 0 {
+			t.Errorf("standing %s, owns %v, want joining with nothing", v.Standing, a.owned())
+		}
+		const logged = "does not exist on the coordination cluster: create it" // quotes escaped in the log
+		if n := strings.Count(a.logs.String(), logged); n != 1 {
+			t.Errorf("said %d times in a minute, want once:\n%s", n, a.logs.String())
+		}
+		settle(failureLogInterval)
+		logs := a.logs.String()
+		if n := strings.Count(logs, logged); n != 2 || !strings.Contains(logs, "repeatedSinceLastLog=") {
+			t.Errorf("said %d times in %v, want twice, the second with the repeats:\n%s", n, failureLogInterval+time.Minute, logs)
+		}
+		if strings.Contains(logs, "9223372036854775807") || strings.Contains(logs, "2562047h") {
+			t.Errorf("an absurd duration in the logs:\n%s", logs)
+		}
+		f.noNamespace.Store(false)
+		settle(2 * fakeLease)
+		if err := a.c.Ready(); err != nil {
+			t.Errorf("Ready once the namespace exists = %v", err)
+		}
+		if got := a.owned(); !sameSet(got, clusters) {
+			t.Errorf("owns %v once the namespace exists, want %v", got, clusters)
+		}
+	})
+}

@@ -172,14 +172,14 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	// Logs: JSON on stderr when headless, a file while the TUI runs.
 	var log *slog.Logger
 	if o.Headless {
-		log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log = slog.New(slog.NewJSONHandler(stderr, logOptions(slog.LevelWarn)))
 	} else {
 		w, err := safefile.NewRotatingWriter(filepath.Join(dir, "driftwatch.log"), logMaxBytes, logKeep)
 		if err != nil {
 			return fmt.Errorf("demo: log file: %w", err)
 		}
 		defer w.Close()
-		log = slog.New(slog.NewJSONHandler(w, nil))
+		log = slog.New(slog.NewJSONHandler(w, logOptions(nil)))
 	}
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "demo: "+format+"\n", a...) }
@@ -194,7 +194,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		Count: len(names), Names: names, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Full: true, Nodes: 2,
 		// Disposable: they go with the demo, within its exit budget.
 		StopGrace: demoStopGrace,
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:    slog.New(slog.NewTextHandler(stderr, logOptions(slog.LevelInfo))),
 	})
 	if err != nil {
 		return fmt.Errorf("demo: start local clusters: %w", err)

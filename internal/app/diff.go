@@ -45,7 +45,7 @@ func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	if len(cfg.ClusterAPI) > 0 {
 		fmt.Fprintln(env.Stderr, "driftwatch: note: the clusters of clusterAPI sources are discovered at runtime and not diffed")
 	}
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(env.Stderr, logOptions(slog.LevelWarn)))
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	o, clustersToo, workspaces := workspaceScope(cfg, o)
 	rep := &diff.Report{At: time.Now(), Objects: []diff.Object{}, Unreachable: []diff.ClusterError{}}

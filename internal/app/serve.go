@@ -112,7 +112,7 @@ func isLoopback(addr string) (bool, error) {
 // SIGTERM (ctx) stops it.
 func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
+	log := slog.New(slog.NewJSONHandler(stderr, logOptions(o.LogLevel)))
 	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

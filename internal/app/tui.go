@@ -66,7 +66,7 @@ func openLog(path string) (*slog.Logger, io.Closer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("log file: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(w, nil))
+	log := slog.New(slog.NewJSONHandler(w, logOptions(nil)))
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	return log, w, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,8 @@ func richSnapshot() *hub.Snapshot {
 			{ID: nid("c1", "web", hub.KindService), Application: "web", Kind: hub.KindService, Policy: hub.PolicyRepair,
 				Status: hub.StatusInSync, Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepCreated}}, LastChange: t0},
 		},
-		Feed:        []hub.FeedEntry{{At: t0, ID: web, Class: hub.DriftModified, Fields: diffs, Who: "kubectl-edit", Action: "apply", Latency: 12 * time.Millisecond, Err: "e"}},
+		Feed: []hub.FeedEntry{{At: t0, ID: web, Class: hub.DriftModified, Fields: diffs, Who: "kubectl-edit", Action: "apply", Latency: 12 * time.Millisecond, Err: "e",
+			Count: 3, First: t0.Add(-2 * time.Second)}},
 		AppPolicies: map[string]hub.Policy{"web": hub.PolicyWarn},
 		QueueDepth:  4,
 		Holds: []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}, Reason: "maintenance",
@@ -187,15 +189,29 @@ func pushFeed(feed []hub.FeedEntry, max int, es ...hub.FeedEntry) []hub.FeedEntr
 	return feed[:min(len(feed), max)]
 }
 
+// repeated returns e repeated n times, the last 10 s after e, as the
+// hub's feed folds repeats.
+func repeated(e hub.FeedEntry, n int) hub.FeedEntry {
+	e.First, e.At, e.Count = e.At, e.At.Add(10*time.Second), n
+	return e
+}
+
 func TestDiffApply(t *testing.T) {
 	base := richSnapshot()
 	base.Feed = pushFeed(nil, 5, feedEntry(1), feedEntry(2), feedEntry(3))
+	full := next(base, func(n *hub.Snapshot) {
+		n.Feed = pushFeed(nil, 5, feedEntry(1), feedEntry(2), feedEntry(3), feedEntry(4), feedEntry(5))
+	})
 	cases := []struct {
 		name string
 		next *hub.Snapshot
 		// changed and removed NodeIDs, changed and removed clusters, new
-		// feed entries the delta must carry.
+		// feed entries the delta must carry, and the old feed entries it
+		// drops.
 		nodes, removedNodes, clusters, removedClusters, feed int
+		dropped                                              []int
+		// from is the snapshot the delta starts at; nil: base.
+		from *hub.Snapshot
 	}{
 		{name: "nothing changed", next: next(base, func(*hub.Snapshot) {})},
 		{name: "status changed", nodes: 1, next: next(base, func(n *hub.Snapshot) {
@@ -225,6 +241,22 @@ func TestDiffApply(t *testing.T) {
 			n.Feed = pushFeed(n.Feed, 5, feedEntry(4), feedEntry(5), feedEntry(6), feedEntry(7), feedEntry(8), feedEntry(9))
 		})},
 		{name: "feed replaced", feed: 1, next: next(base, func(n *hub.Snapshot) { n.Feed = []hub.FeedEntry{feedEntry(9)} })},
+		{name: "the newest entry repeated", feed: 1, dropped: []int{0}, next: next(base, func(n *hub.Snapshot) {
+			n.Feed = pushFeed(n.Feed[1:], 5, repeated(n.Feed[0], 2))
+		})},
+		{name: "an older entry repeated, and a new one", feed: 2, dropped: []int{1}, next: next(base, func(n *hub.Snapshot) {
+			e3, e2, e1 := n.Feed[0], n.Feed[1], n.Feed[2]
+			n.Feed = pushFeed([]hub.FeedEntry{e3, e1}, 5, repeated(e2, 4), feedEntry(4))
+		})},
+		// The repeat of e2 needs no drop: e2 is past the new feed's end.
+		{name: "two entries repeated in a full feed", feed: 3, dropped: []int{0}, from: full, next: next(full, func(n *hub.Snapshot) {
+			e5, e4, e3, e2, e1 := n.Feed[0], n.Feed[1], n.Feed[2], n.Feed[3], n.Feed[4]
+			n.Feed = pushFeed([]hub.FeedEntry{e4, e3, e1}, 5, repeated(e2, 2), repeated(e5, 3), feedEntry(9))
+		})},
+		{name: "two entries repeated from the middle", feed: 2, dropped: []int{1, 3}, from: full, next: next(full, func(n *hub.Snapshot) {
+			e5, e4, e3, e2, e1 := n.Feed[0], n.Feed[1], n.Feed[2], n.Feed[3], n.Feed[4]
+			n.Feed = pushFeed([]hub.FeedEntry{e5, e3, e1}, 5, repeated(e2, 2), repeated(e4, 3))
+		})},
 		{name: "header and holds changed", next: next(base, func(n *hub.Snapshot) {
 			n.QueueDepth, n.Policy, n.Holds = 9, hub.PolicyWarn, nil
 			n.AppPolicies = map[string]hub.Policy{"db": hub.PolicyRepair}
@@ -237,12 +269,19 @@ func TestDiffApply(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			base := base
+			if tc.from != nil {
+				base = tc.from
+			}
 			d := viaJSON[Delta](t, Diff(base, tc.next))
 			if d.Since != base.Seq || d.Seq != tc.next.Seq {
 				t.Fatalf("since/seq = %d/%d", d.Since, d.Seq)
 			}
 			if got := [5]int{len(d.Nodes), len(d.RemovedNodes), len(d.Clusters), len(d.RemovedClusters), len(d.Feed)}; got != [5]int{tc.nodes, tc.removedNodes, tc.clusters, tc.removedClusters, tc.feed} {
 				t.Fatalf("delta carries nodes/removed/clusters/removed/feed %v, want %v", got, [5]int{tc.nodes, tc.removedNodes, tc.clusters, tc.removedClusters, tc.feed})
+			}
+			if !slices.Equal(d.FeedDropped, tc.dropped) {
+				t.Fatalf("delta drops feed entries %v, want %v", d.FeedDropped, tc.dropped)
 			}
 			// The client holds the wire form of base; applying the delta
 			// must give the wire form of next.
@@ -267,6 +306,20 @@ func TestDiffApply(t *testing.T) {
 				t.Fatalf("applying to the wrong snapshot: %v, want ErrDeltaMismatch", err)
 			}
 		})
+	}
+}
+
+// TestApplyRejectsBadFeedDrops: a delta dropping feed entries the
+// snapshot does not have, or one twice, does not apply to it.
+func TestApplyRejectsBadFeedDrops(t *testing.T) {
+	prev := richSnapshot()
+	prev.Feed = pushFeed(nil, 5, feedEntry(1), feedEntry(2), feedEntry(3))
+	for _, dropped := range [][]int{{3}, {-1}, {1, 1}, {2, 0}} {
+		d := Diff(prev, next(prev, func(*hub.Snapshot) {}))
+		d.FeedDropped = dropped
+		if _, err := d.Apply(prev); !errors.Is(err, ErrDeltaMismatch) {
+			t.Errorf("dropping %v of 3 entries: %v, want ErrDeltaMismatch", dropped, err)
+		}
 	}
 }
 

@@ -297,6 +297,8 @@ func FromFeedEntry(e hub.FeedEntry) FeedEntry {
 		Action:  e.Action,
 		Latency: Duration(e.Latency),
 		Error:   e.Err,
+		Count:   e.Times(),
+		First:   e.First,
 	}
 }
 
@@ -315,6 +317,8 @@ func (e FeedEntry) ToHub() (hub.FeedEntry, error) {
 		Action:  e.Action,
 		Latency: time.Duration(e.Latency),
 		Err:     e.Error,
+		Count:   e.Count,
+		First:   e.First,
 	}, nil
 }
 

@@ -15,8 +15,9 @@ import (
 var ErrDeltaMismatch = errors.New("delta does not apply")
 
 // Diff returns the delta that turns the snapshot prev into next: next's
-// header, the clusters and NodeIDs that changed, appeared or went, and the
-// feed entries that are new. Both snapshots must be the hub's own,
+// header, the clusters and NodeIDs that changed, appeared or went, the
+// feed entries that are new and the old ones they replace (repeats folded
+// into a new entry). Both snapshots must be the hub's own,
 // immutable ones (Nodes sorted by NodeID text): a NodeID counts as changed
 // when a field differs, its timeline or last repair by identity (the hub
 // replaces them on change and never edits them in place), so Diff costs a
@@ -65,7 +66,8 @@ func Diff(prev, next *hub.Snapshot) *Delta {
 		}
 	}
 
-	n := newFeedEntries(prev.Feed, next.Feed)
+	n, dropped := feedChange(prev.Feed, next.Feed)
+	d.FeedDropped = dropped
 	d.Feed = make([]FeedEntry, n)
 	for k := range n {
 		d.Feed[k] = FromFeedEntry(next.Feed[k])
@@ -82,29 +84,40 @@ func Diff(prev, next *hub.Snapshot) *Delta {
 	return d
 }
 
-// newFeedEntries returns how many entries at the head of next (newest
-// first) are not in prev: next must then end with the head of prev. When
-// it does not (the feed was replaced), every entry of next is new.
-func newFeedEntries(prev, next []hub.FeedEntry) int {
+// feedChange returns how many entries at the head of next (newest first)
+// are not in prev, and the positions in prev (ascending) of the entries
+// gone from it otherwise than off its end: repeats folded into a new
+// entry. The rest of next is prev without those, cut at next's length.
+// When next is not so made (the feed was replaced), every entry of next is
+// new and none is dropped.
+func feedChange(prev, next []hub.FeedEntry) (int, []int) {
 	if len(prev) == 0 {
-		return len(next)
+		return len(next), nil
 	}
 	for k := range next {
-		if !feedEntryEqual(next[k], prev[0]) {
+		m := slices.IndexFunc(prev, func(e hub.FeedEntry) bool { return feedEntryEqual(e, next[k]) })
+		if m < 0 {
 			continue
 		}
-		rest := next[k:]
-		if len(rest) > len(prev) {
-			break
+		// next[k:] must be prev[m:] with entries left out.
+		var dropped []int
+		for i := range m {
+			dropped = append(dropped, i)
 		}
-		for m := range rest {
-			if !feedEntryEqual(rest[m], prev[m]) {
-				return len(next)
+		j := m
+		for _, e := range next[k:] {
+			for j < len(prev) && !feedEntryEqual(prev[j], e) {
+				dropped = append(dropped, j)
+				j++
 			}
+			if j == len(prev) {
+				return len(next), nil
+			}
+			j++
 		}
-		return k
+		return k, dropped
 	}
-	return len(next)
+	return len(next), nil
 }
 
 // Apply returns the snapshot d turns prev into. prev is not modified; the
@@ -196,6 +209,23 @@ func (d *Delta) Apply(prev *hub.Snapshot) (*hub.Snapshot, error) {
 	if d.FeedLength < len(d.Feed) {
 		return nil, fmt.Errorf("delta %d: feed length %d shorter than its %d new entries", d.Seq, d.FeedLength, len(d.Feed))
 	}
+	for i, p := range d.FeedDropped {
+		if p < 0 || p >= len(prev.Feed) || (i > 0 && p <= d.FeedDropped[i-1]) {
+			return nil, fmt.Errorf("%w: delta %d drops feed entries %v of a feed of %d", ErrDeltaMismatch, d.Seq, d.FeedDropped, len(prev.Feed))
+		}
+	}
+	kept := prev.Feed
+	if len(d.FeedDropped) > 0 {
+		kept = make([]hub.FeedEntry, 0, len(prev.Feed)-len(d.FeedDropped))
+		drop := d.FeedDropped
+		for i, e := range prev.Feed {
+			if len(drop) > 0 && drop[0] == i {
+				drop = drop[1:]
+				continue
+			}
+			kept = append(kept, e)
+		}
+	}
 	next.Feed = make([]hub.FeedEntry, 0, d.FeedLength)
 	for _, e := range d.Feed {
 		fe, err := e.ToHub()
@@ -204,7 +234,7 @@ func (d *Delta) Apply(prev *hub.Snapshot) (*hub.Snapshot, error) {
 		}
 		next.Feed = append(next.Feed, fe)
 	}
-	next.Feed = append(next.Feed, prev.Feed[:min(len(prev.Feed), d.FeedLength-len(d.Feed))]...)
+	next.Feed = append(next.Feed, kept[:min(len(kept), d.FeedLength-len(d.Feed))]...)
 	if len(next.Nodes) == 0 {
 		next.Nodes = nil // as ToHub
 	}
@@ -283,5 +313,6 @@ func clusterEqual(a, b hub.ClusterStatus) bool {
 
 func feedEntryEqual(a, b hub.FeedEntry) bool {
 	return a.At.Equal(b.At) && a.ID == b.ID && a.Class == b.Class && a.Who == b.Who && a.Action == b.Action &&
-		a.Latency == b.Latency && a.Err == b.Err && slices.Equal(a.Fields, b.Fields)
+		a.Latency == b.Latency && a.Err == b.Err && a.Times() == b.Times() && a.First.Equal(b.First) &&
+		slices.Equal(a.Fields, b.Fields)
 }

@@ -83,6 +83,10 @@ type Delta struct {
 	// Feed are the new feed entries, newest first: they go in front of the
 	// previous feed.
 	Feed []FeedEntry `json:"feed"`
+	// FeedDropped are the positions in the previous feed (0 its newest
+	// entry), ascending, of the entries that are gone before the new ones
+	// go in front: repeats a new entry folded in (it carries their count).
+	FeedDropped []int `json:"feedDropped,omitempty"`
 	// FeedLength is the length of the feed after the delta: the oldest
 	// entries past it are dropped.
 	FeedLength int `json:"feedLength"`
@@ -275,6 +279,13 @@ type FeedEntry struct {
 	Latency Duration `json:"latency"`
 	// Error is the repair's error, if it failed.
 	Error string `json:"error,omitempty"`
+	// Count is how many identical entries (same NodeID, class, fields,
+	// who, action and error, each at most 10 s after the previous one)
+	// this one stands for; at and latency are the last one's.
+	Count int `json:"count"`
+	// First is when the first of them happened, when count is more than
+	// 1.
+	First time.Time `json:"first,omitzero"`
 }
 
 // Hold stops repairs of what it covers until it expires.
