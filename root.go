@@ -91,7 +91,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
-		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), cli.VersionCmd(version, c.stdout))
+		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), newConfigCmd(c), cli.VersionCmd(version, c.stdout))
 	cli.Setup(root)
 	return root
 }

@@ -90,6 +90,7 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	// note writes code with a comment in the comment column.
 	note := func(code, comment string) { fmt.Fprintf(&b, "%-30s # %s\n", code, comment) }
+	line("%s", SchemaModeline)
 	if opts.KubeconfigPath == "" {
 		line("# driftwatch starter configuration: one cluster per context of the")
 		line("# default kubeconfig ($KUBECONFIG, else ~/.kube/config), and one example")
