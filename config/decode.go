@@ -108,9 +108,11 @@ type decoder struct {
 
 // parse parses data and validates it, recording every problem in w.errs.
 func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
-	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	f, err := w.parseYAML(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		w.syntaxError(err)
+	}
+	if f == nil {
 		return nil
 	}
 	var body ast.Node
