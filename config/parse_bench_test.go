@@ -33,11 +33,19 @@ applications:
 
 // writeBenchApp appends application i: every other one targets clusters
 // by selector, the others by list; each has labels, environment variables,
-// a ConfigMap entry and resources.
-func writeBenchApp(b *strings.Builder, i int) {
+// a ConfigMap entry and resources. With anchors, each even application
+// anchors its resources and the next one refers to them.
+func writeBenchApp(b *strings.Builder, i int, anchors bool) {
 	target := "selector: env in (dev, prod)"
 	if i%2 == 1 {
 		target = "clusters: [dev, staging]"
+	}
+	resources := "\n      requests: {cpu: 100m, memory: 64Mi}"
+	switch {
+	case anchors && i%2 == 0:
+		resources = fmt.Sprintf(" &res-%d%s", i, resources)
+	case anchors:
+		resources = fmt.Sprintf(" *res-%d", i-1)
 	}
 	fmt.Fprintf(b, `  - id: app-%d
     namespace: ns-%d
@@ -51,17 +59,16 @@ func writeBenchApp(b *strings.Builder, i int) {
       SHARD: "%d"
     config:
       app.properties: "key=%d"
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-`, i, i%50, target, i, i%7, i, i)
+    resources:%s
+`, i, i%50, target, i, i%7, i, i, resources)
 }
 
 // benchConfig returns a valid config of at least size bytes.
-func benchConfig(size int) []byte {
+func benchConfig(size int, anchors bool) []byte {
 	var b strings.Builder
 	b.WriteString(benchClusters)
 	for i := 0; b.Len() < size; i++ {
-		writeBenchApp(&b, i)
+		writeBenchApp(&b, i, anchors)
 	}
 	return []byte(b.String())
 }
@@ -71,7 +78,7 @@ func benchApps(n int) []byte {
 	var b strings.Builder
 	b.WriteString(benchClusters)
 	for i := range n {
-		writeBenchApp(&b, i)
+		writeBenchApp(&b, i, false)
 	}
 	return []byte(b.String())
 }
@@ -87,12 +94,17 @@ func benchParse(b *testing.B, data []byte) {
 	}
 }
 
-// BenchmarkParse parses generated configs of 1, 4 and 8 MB, and of 10,000
-// applications.
+// BenchmarkParse parses generated configs of 1, 4 and 8 MB, the same with
+// an anchor and an alias for every two applications, and a config of
+// 10,000 applications.
 func BenchmarkParse(b *testing.B) {
 	for _, mb := range []int{1, 4, 8} {
-		data := benchConfig(mb << 20)
+		data := benchConfig(mb<<20, false)
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) { benchParse(b, data) })
+	}
+	for _, mb := range []int{1, 8} {
+		data := benchConfig(mb<<20, true)
+		b.Run(fmt.Sprintf("%dMB-anchors", mb), func(b *testing.B) { benchParse(b, data) })
 	}
 	data := benchApps(10000)
 	b.Run("10000apps", func(b *testing.B) { benchParse(b, data) })
