@@ -26,9 +26,13 @@ func AddIgnoreRule(path string, data []byte, app, rule string) ([]byte, error) {
 	if len(ruleLines) < 2 || strings.TrimSpace(ruleLines[0]) != "ignore:" {
 		return nil, fmt.Errorf("%s: add ignore rule: the rule must start with an ignore: line and hold items", path)
 	}
-	file, err := parser.ParseBytes(data, parser.ParseComments)
-	if err != nil {
+	w := &walker{file: path}
+	file, err := w.parseYAML(data, parser.ParseComments)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
+	case file == nil:
+		return nil, w.errs
 	}
 	if len(file.Docs) == 0 || file.Docs[0].Body == nil {
 		return nil, fmt.Errorf("%s: empty config", path)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,14 @@ func TestAddIgnoreRuleErrors(t *testing.T) {
 				t.Fatalf("error = %v, want c.yaml: ...%s", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestAddIgnoreRuleBounds(t *testing.T) {
+	src := "applications:\n  - id: web\n    env:\n" + keys("      ", 0, maxMappingKeys+1)
+	_, err := AddIgnoreRule("config.yaml", []byte(src), "web", "ignore:\n  - name: x\n")
+	want := fmt.Sprintf("config.yaml:%d:7: a mapping has more than %d keys", 4+maxMappingKeys, maxMappingKeys)
+	if err == nil || err.Error() != want {
+		t.Errorf("AddIgnoreRule error = %v, want %q", err, want)
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -366,11 +365,12 @@ type LoadOptions struct {
 }
 
 // Load reads and validates the config file at path. Problems with the
-// content are returned together as an ErrorList.
+// content are returned together as an ErrorList, and so is a file larger
+// than MaxConfigSize, refused before it is read (see ReadFile).
 func Load(path string, opts LoadOptions) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return Parse(path, data, opts)
 }

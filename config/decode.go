@@ -77,6 +77,7 @@ type appSrc struct {
 	hasList    bool
 	selector   child
 	selectorOK bool
+	sel        labels.Selector // the parsed selector when selectorOK
 }
 
 // decoder holds the state of one Parse.
@@ -104,13 +105,17 @@ type decoder struct {
 	clusterEntries, sourceEntries int
 	clustersBroken, sourcesBroken bool
 	topPos                        pos
+	// sourceNames are the names of the clusterAPI sources (isSource).
+	sourceNames map[string]bool
 }
 
 // parse parses data and validates it, recording every problem in w.errs.
 func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
-	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	f, err := w.parseYAML(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		w.syntaxError(err)
+	}
+	if f == nil {
 		return nil
 	}
 	var body ast.Node
@@ -375,15 +380,17 @@ func (d *decoder) namespaces(c child) (ns []string, ok bool) {
 		return nil, false
 	}
 	ns = []string{}
+	listed := make(map[string]bool, len(vals))
 	for i, v := range vals {
 		c := child{node: items[i].node, field: items[i].field, pos: items[i].pos}
 		if !d.dnsLabel(c, v) {
 			continue
 		}
-		if slices.Contains(ns, v) {
+		if listed[v] {
 			d.errorf(c.pos, c.field, "namespace %q is listed twice", v)
 			continue
 		}
+		listed[v] = true
 		ns = append(ns, v)
 	}
 	slices.Sort(ns)
@@ -477,6 +484,7 @@ func (d *decoder) execAllowlist(c child) []clientcmdapi.AllowlistEntry {
 		return nil
 	}
 	var out []clientcmdapi.AllowlistEntry
+	listed := map[string]bool{}
 	for _, it := range items {
 		var e execAllowlistEntry
 		d.fields(it.node, it.field, it.pos, &e, on(&e.Command, func(cmd child) {
@@ -491,9 +499,10 @@ func (d *decoder) execAllowlist(c child) []clientcmdapi.AllowlistEntry {
 				d.errorf(cmd.pos, cmd.field, "%q is not a normalised path: write %q", v, filepath.Clean(v))
 			case !filepath.IsAbs(v) && strings.ContainsRune(v, filepath.Separator):
 				d.errorf(cmd.pos, cmd.field, "%q is a relative path: want an absolute path or a command name looked up in PATH", v)
-			case slices.ContainsFunc(out, func(e clientcmdapi.AllowlistEntry) bool { return e.Command == v }):
+			case listed[v]:
 				d.errorf(cmd.pos, cmd.field, "command %q is listed twice", v)
 			default:
+				listed[v] = true
 				out = append(out, clientcmdapi.AllowlistEntry{Command: v})
 			}
 		}))
@@ -629,7 +638,7 @@ func (d *decoder) app(it item) {
 			src.selector = c
 			if s, ok := d.str(c); ok {
 				a.Selector = s
-				src.selectorOK = d.selector(c, s)
+				src.sel, src.selectorOK = d.selector(c, s)
 			}
 		}),
 		on(&a.Image, func(c child) {
@@ -726,6 +735,7 @@ func (d *decoder) references() {
 	discovery := d.sourceEntries > 0 || d.sourcesBroken
 
 	appAt := map[string]int{}
+	suggested := map[string]string{} // unknown cluster -> hint
 	for i, a := range d.cfg.Applications {
 		src := d.apps[i]
 		if a.ID != "" {
@@ -752,30 +762,33 @@ func (d *decoder) references() {
 			if len(a.Clusters) == 0 && len(src.items) == 0 {
 				d.errorf(src.clusters.pos, src.clusters.field, "must list at least one cluster")
 			}
+			listed := make(map[string]bool, len(a.Clusters))
 			for k, name := range a.Clusters {
 				it := src.items[k]
-				if slices.Contains(a.Clusters[:k], name) {
+				if listed[name] {
 					d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
 					continue
 				}
+				listed[name] = true
 				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
 					msg := fmt.Sprintf("unknown cluster %q", name)
 					if d.isSource(name) {
 						msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
-					} else if s := suggest(name, ids); s != "" {
-						msg += fmt.Sprintf(" (did you mean %q?)", s)
+					} else if s, ok := suggested[name]; ok {
+						msg += s
+					} else {
+						suggested[name] = hint(name, ids)
+						msg += suggested[name]
 					}
 					d.errorf(it.pos, it.field, "%s", msg)
 				}
 			}
 		}
 		matched := false
-		for k, cl := range d.cfg.Clusters {
-			if first, ok := clusterAt[cl.ID]; !ok || first != k || !a.Matches(cl.Info()) {
-				continue
-			}
+		for _, k := range d.targets(a, src, clusterAt) {
+			cl := d.cfg.Clusters[k]
 			matched = true
-			if !src.nsOK || !d.clusters[k].nsList || slices.Contains(cl.Namespaces, a.Namespace) {
+			if _, found := slices.BinarySearch(cl.Namespaces, a.Namespace); !src.nsOK || !d.clusters[k].nsList || found {
 				continue
 			}
 			d.errorf(src.ns.pos, src.ns.field, "namespace %q is not managed on cluster %q (%s.namespaces: %s)",
@@ -785,6 +798,32 @@ func (d *decoder) references() {
 			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", a.Selector)
 		}
 	}
+}
+
+// targets returns the indices of the clusters that application a, read
+// from src, targets, in file order. Of clusters with the same id, only the
+// first (clusterAt) counts.
+func (d *decoder) targets(a Application, src appSrc, clusterAt map[string]int) []int {
+	var out []int
+	if src.hasList {
+		for _, name := range a.Clusters {
+			if k, ok := clusterAt[name]; ok {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	for k, cl := range d.cfg.Clusters {
+		if first, ok := clusterAt[cl.ID]; !ok || first != k {
+			continue
+		}
+		// A selector that did not parse: as Application.Matches has it.
+		if src.sel != nil && src.sel.Matches(labels.Set(cl.Labels)) || src.sel == nil && a.Matches(cl.Info()) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // sourceReferences checks that source names are unique and are not cluster
@@ -811,7 +850,13 @@ func (d *decoder) sourceReferences(clusterAt map[string]int) {
 
 // isSource reports whether name is the name of a clusterAPI source.
 func (d *decoder) isSource(name string) bool {
-	return slices.ContainsFunc(d.cfg.ClusterAPI, func(s ClusterAPISource) bool { return s.Name == name })
+	if d.sourceNames == nil {
+		d.sourceNames = make(map[string]bool, len(d.cfg.ClusterAPI))
+		for _, s := range d.cfg.ClusterAPI {
+			d.sourceNames[s.Name] = true
+		}
+	}
+	return d.sourceNames[name]
 }
 
 // dnsLabel checks an id or namespace; it reports and returns false when s is
@@ -842,16 +887,17 @@ func (d *decoder) policy(c child) (hub.Policy, bool) {
 }
 
 // selector parses a label selector over cluster labels.
-func (d *decoder) selector(c child, s string) bool {
+func (d *decoder) selector(c child, s string) (labels.Selector, bool) {
 	if strings.TrimSpace(s) == "" {
 		d.errorf(c.pos, c.field, "must not be empty (to target every cluster, list them or use a selector such as env)")
-		return false
+		return nil, false
 	}
-	if _, err := labels.Parse(s); err != nil {
+	sel, err := labels.Parse(s)
+	if err != nil {
 		d.errorf(c.pos, c.field, "invalid selector %q: %v", s, err)
-		return false
+		return nil, false
 	}
-	return true
+	return sel, true
 }
 
 // labels reads a label map (labels or nodeSelector). With extra set, keys

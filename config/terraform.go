@@ -133,15 +133,17 @@ func (d *decoder) workspace(it item) {
 				return
 			}
 			w.Targets = []string{}
+			listed := make(map[string]bool, len(vals))
 			for i, v := range vals {
 				switch {
 				case strings.HasPrefix(v, "data."):
 					d.errorf(items[i].pos, items[i].field, "%q is a data source: only managed resources can drift", v)
 				case !resourceAddress.MatchString(v):
 					d.errorf(items[i].pos, items[i].field, "invalid resource address %q: want TYPE.NAME, optionally indexed and under module.NAME steps (such as module.db[\"eu\"].aws_db_instance.main)", v)
-				case slices.Contains(w.Targets, v):
+				case listed[v]:
 					d.errorf(items[i].pos, items[i].field, "resource address %q is listed twice", v)
 				default:
+					listed[v] = true
 					w.Targets = append(w.Targets, v)
 				}
 			}

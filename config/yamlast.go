@@ -37,14 +37,17 @@ type anchor struct {
 	offset int // where the anchor starts
 	end    int // where its value's last token starts
 	value  ast.Node
+	parent int // the index of the innermost anchor around it, or -1
 }
 
 // walker reads one YAML document and collects errors.
 type walker struct {
-	file    string
-	errs    ErrorList
-	seen    map[Error]bool // errs, for deduplication
-	anchors []anchor
+	file string
+	errs ErrorList
+	seen map[Error]bool // errs, for deduplication
+	// anchors are the anchors of the document by name, each name's in
+	// file order.
+	anchors map[string][]anchor
 	// merged counts the entries merge keys expanded to (maxMergedEntries).
 	merged int
 }
@@ -74,24 +77,61 @@ func (w *walker) syntaxError(err error) {
 	w.errorf(pos{}, "", "yaml: %v", err)
 }
 
-// collectAnchors records every anchor of root, in file order.
+// collectAnchors records every anchor of root, in one walk of the tree.
 func (w *walker) collectAnchors(root ast.Node) {
-	ast.Walk(visitFunc(func(n ast.Node) {
-		a, ok := n.(*ast.AnchorNode)
-		if !ok || a.Name == nil {
-			return
+	v := &anchorVisitor{}
+	ast.Walk(v.at(-1), root)
+	// A nested anchor's value ends inside its parent's: it comes after
+	// its parent in walk order, so one pass from the end carries every
+	// end outwards.
+	all := v.anchors
+	for i := len(all) - 1; i >= 0; i-- {
+		if p := all[i].parent; p >= 0 {
+			all[p].end = max(all[p].end, all[i].end)
 		}
-		end := 0
-		ast.Walk(visitFunc(func(n ast.Node) { end = max(end, offsetOf(n)) }), a.Value)
-		w.anchors = append(w.anchors, anchor{name: a.Name.GetToken().Value, offset: offsetOf(a), end: end, value: a.Value})
-	}), root)
+	}
+	w.anchors = map[string][]anchor{}
+	for _, a := range all {
+		w.anchors[a.name] = append(w.anchors[a.name], a)
+	}
+	for _, as := range w.anchors {
+		slices.SortStableFunc(as, func(a, b anchor) int { return a.offset - b.offset })
+	}
 }
 
-type visitFunc func(ast.Node)
+// anchorVisitor collects the anchors of a tree and where their values
+// end.
+type anchorVisitor struct {
+	anchors []anchor
+}
 
+// at returns the visitor of the nodes inside the value of anchor i (-1:
+// inside no anchor).
+func (v *anchorVisitor) at(i int) visitFunc {
+	return func(n ast.Node) ast.Visitor {
+		if i >= 0 {
+			v.anchors[i].end = max(v.anchors[i].end, offsetOf(n))
+		}
+		a, ok := n.(*ast.AnchorNode)
+		if !ok || a.Name == nil {
+			return nil // the same visitor
+		}
+		v.anchors = append(v.anchors, anchor{name: a.Name.GetToken().Value, offset: offsetOf(a), value: a.Value, parent: i})
+		return v.at(len(v.anchors) - 1)
+	}
+}
+
+// visitFunc is an ast.Visitor that visits the children of a node with
+// the visitor it returns, or with itself when it returns nil.
+type visitFunc func(ast.Node) ast.Visitor
+
+// Visit calls f on a non-nil n.
 func (f visitFunc) Visit(n ast.Node) ast.Visitor {
-	if n != nil {
-		f(n)
+	if n == nil {
+		return nil
+	}
+	if next := f(n); next != nil {
+		return next
 	}
 	return f
 }
@@ -173,14 +213,17 @@ func (w *walker) resolve(n ast.Node, field string) ast.Node {
 // anchorBefore returns the last anchor called name defined before offset,
 // as YAML specifies.
 func (w *walker) anchorBefore(name string, offset int) (anchor, bool) {
-	var found anchor
-	ok := false
-	for _, a := range w.anchors {
-		if a.name == name && a.offset < offset {
-			found, ok = a, true
+	as := w.anchors[name]
+	i, _ := slices.BinarySearchFunc(as, offset, func(a anchor, offset int) int {
+		if a.offset < offset {
+			return -1
 		}
+		return 1
+	})
+	if i == 0 {
+		return anchor{}, false
 	}
-	return found, ok
+	return as[i-1], true
 }
 
 // describe names the YAML type of a resolved node for type errors.

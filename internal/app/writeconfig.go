@@ -26,7 +26,7 @@ func (a *App) WriteIgnoreRule(appID, rule string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write ignore rule: %w", err)
 	}
-	old, err := os.ReadFile(path)
+	old, err := config.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("write ignore rule: %w", err)
 	}

@@ -1,0 +1,150 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Parse time must grow linearly with the size of the file: compare
+// cpu-ns/op of BenchmarkParse/1MB and /8MB (a ratio near 8), never a timed
+// unit test. cpu-ns/op is the process's CPU time per op, which unlike ns/op
+// does not grow when other processes compete for the cores.
+//
+//	go test -run '^$' -bench 'Parse|Check' -benchtime 3x ./config/
+
+// benchClusters is the clusters section of the generated configs.
+const benchClusters = `hub:
+  id: bench
+clusters:
+  - id: dev
+    kubeconfig: /kube/dev
+    labels: {env: dev}
+  - id: staging
+    kubeconfig: /kube/staging
+    labels: {env: staging}
+  - id: prod
+    kubeconfig: /kube/prod
+    labels: {env: prod}
+applications:
+`
+
+// writeBenchApp appends application i: every other one targets clusters
+// by selector, the others by list; each has labels, environment variables,
+// a ConfigMap entry and resources. With anchors, each even application
+// anchors its resources and the next one refers to them.
+func writeBenchApp(b *strings.Builder, i int, anchors bool) {
+	target := "selector: env in (dev, prod)"
+	if i%2 == 1 {
+		target = "clusters: [dev, staging]"
+	}
+	resources := "\n      requests: {cpu: 100m, memory: 64Mi}"
+	switch {
+	case anchors && i%2 == 0:
+		resources = fmt.Sprintf(" &res-%d%s", i, resources)
+	case anchors:
+		resources = fmt.Sprintf(" *res-%d", i-1)
+	}
+	fmt.Fprintf(b, `  - id: app-%d
+    namespace: ns-%d
+    %s
+    image: registry.example/app-%d:1.2.3
+    replicas: 2
+    port: 8080
+    labels: {team: t%d, tier: web}
+    env:
+      LOG_LEVEL: info
+      SHARD: "%d"
+    config:
+      app.properties: "key=%d"
+    resources:%s
+`, i, i%50, target, i, i%7, i, i, resources)
+}
+
+// benchConfig returns a valid config of at least size bytes.
+func benchConfig(size int, anchors bool) []byte {
+	var b strings.Builder
+	b.WriteString(benchClusters)
+	for i := 0; b.Len() < size; i++ {
+		writeBenchApp(&b, i, anchors)
+	}
+	return []byte(b.String())
+}
+
+// benchApps returns a valid config of n applications.
+func benchApps(n int) []byte {
+	var b strings.Builder
+	b.WriteString(benchClusters)
+	for i := range n {
+		writeBenchApp(&b, i, false)
+	}
+	return []byte(b.String())
+}
+
+// benchParse parses data once per op.
+func benchParse(b *testing.B, data []byte) {
+	b.SetBytes(int64(len(data)))
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := Parse("bench.yaml", data, testOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParse parses generated configs of 1, 4 and 8 MB, the same with
+// an anchor and an alias for every two applications, and a config of
+// 10,000 applications.
+func BenchmarkParse(b *testing.B) {
+	for _, mb := range []int{1, 4, 8} {
+		data := benchConfig(mb<<20, false)
+		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) { benchParse(b, data) })
+	}
+	for _, mb := range []int{1, 8} {
+		data := benchConfig(mb<<20, true)
+		b.Run(fmt.Sprintf("%dMB-anchors", mb), func(b *testing.B) { benchParse(b, data) })
+	}
+	data := benchApps(10000)
+	b.Run("10000apps", func(b *testing.B) { benchParse(b, data) })
+}
+
+// BenchmarkCheck is what `driftwatch check` does with a file of 10,000
+// applications, printing aside: Load, then per cluster the applications
+// targeting it, its compiled objects and its namespaces.
+func BenchmarkCheck(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.yaml")
+	if err := os.WriteFile(path, benchApps(10000), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("10000apps", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			cfg, err := Load(path, testOptions())
+			if err != nil {
+				b.Fatal(err)
+			}
+			objects := 0
+			for _, cl := range cfg.Clusters {
+				_ = cfg.AppsFor(cl.Info())
+				objects += len(CompileCluster(cfg, cl.Info()))
+				_ = cfg.Namespaces(cl.ID)
+			}
+			if objects == 0 {
+				b.Fatal("no object compiled")
+			}
+		}
+	})
+}
+
+// reportCPU adds a cpu-ns/op metric: process CPU time per op. Call the
+// returned function after the loop.
+func reportCPU(b *testing.B) func() {
+	start := processCPU(b)
+	return func() {
+		if used := processCPU(b) - start; used > 0 && b.N > 0 {
+			b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
