@@ -462,14 +462,6 @@ func TestOrphansThroughTheGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newFake(true)
-				var strays []NodeID
-				for _, c := range []string{"c1", "c2"} {
-					for i := range 2 {
-						id := spec(c, fmt.Sprintf("stray%d", i), "v1").ID
-						strays = append(strays, id)
-						b.put(id, func(o *fakeObject) { o.content = "old" })
-					}
-				}
 				tc.opts.PruneOrphans = true
 				f := start(t, b, tc.opts)
 				if tc.setup != nil {
@@ -478,6 +470,18 @@ func TestOrphansThroughTheGuard(t *testing.T) {
 				f.h.SetDesired(tc.desired)
 				f.ready("c1", 1, 1)
 				f.ready("c2", 1, 1)
+				synctest.Wait()
+				// The strays appear once each cluster's first scan is
+				// done (those scans run one cluster at a time, as the
+				// clusters get ready), so one scan finds them all.
+				var strays []NodeID
+				for _, c := range []string{"c1", "c2"} {
+					for i := range 2 {
+						id := spec(c, fmt.Sprintf("stray%d", i), "v1").ID
+						strays = append(strays, id)
+						b.put(id, func(o *fakeObject) { o.content = "old" })
+					}
+				}
 				synctest.Wait()
 				// One scan of both clusters: the resync's.
 				f.h.requestScanAll()
