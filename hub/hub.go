@@ -25,8 +25,11 @@ type Options struct {
 	ManagedBy string
 	// Policy is the hub-wide default policy. Default PolicyRepair.
 	Policy Policy
-	// Workers is the number of reconcile workers. Default 4.
-	Workers int
+	// Workers is the number of reconcile workers, which read and classify;
+	// Writers is the number of writers, which carry out the writes the
+	// workers hand them (repairs and first applies), in turn across
+	// clusters. Defaults 4 and Workers.
+	Workers, Writers int
 	// Resync is the safety-net resync period, jittered by up to 10%.
 	// Default 5m. Negative disables it.
 	Resync time.Duration
@@ -109,6 +112,9 @@ func (o Options) withDefaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.Writers <= 0 {
+		o.Writers = o.Workers
+	}
 	if o.Resync == 0 {
 		o.Resync = 5 * time.Minute
 	}
@@ -177,9 +183,11 @@ func (o Options) withDefaults() Options {
 // lock (mu); what users see lives in a separate status store with its own
 // lock. Backends are called with no lock held.
 type Hub struct {
-	opts    Options
-	log     *slog.Logger
-	queue   workqueue.TypedRateLimitingInterface[NodeID]
+	opts  Options
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[NodeID]
+	// writeQ holds the writes workers handed off (see writeQueue).
+	writeQ  *writeQueue
 	metrics *metrics
 	status  *store
 
@@ -358,6 +366,7 @@ func New(opts Options) *Hub {
 		opts:          opts,
 		log:           opts.Logger,
 		queue:         newQueue(opts),
+		writeQ:        newWriteQueue(opts.Writers),
 		metrics:       newMetrics(),
 		nodes:         newIDIndex(nodeKey),
 		clusters:      make(map[string]*clusterLoop),
@@ -1159,10 +1168,22 @@ func (h *Hub) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
-	var wg conc.WaitGroup
+	var workers, writers, wg conc.WaitGroup
 	for range h.opts.Workers {
-		wg.Go(func() {
+		workers.Go(func() {
 			for h.processNextWorkItem(workCtx) {
+			}
+		})
+	}
+	for range h.opts.Writers {
+		writers.Go(func() {
+			for {
+				j, cluster, ok := h.writeQ.next()
+				if !ok {
+					return
+				}
+				j(workCtx)
+				h.writeQ.done(cluster)
 			}
 		})
 	}
@@ -1177,6 +1198,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	grace := time.AfterFunc(h.opts.ShutdownGrace, cancelWork)
 	defer grace.Stop()
 	stopPub()
+	workers.Wait()
+	// No worker hands off a write any more: the writers run what waits
+	// (the gate refuses every write once the hub stops) and end.
+	h.writeQ.close()
+	writers.Wait()
 	wg.Wait()
 	h.status.publish(h.opts.Now()) // a last snapshot
 	return nil
@@ -1274,13 +1300,15 @@ func (h *Hub) processNextWorkItem(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	defer h.queue.Done(id)
 	if h.stopping() {
 		// The queue hands out what it still holds after ShutDown; a hub
 		// that is stopping starts no new pass.
+		h.queue.Done(id)
 		return false
 	}
-	h.reconcileHandler(ctx, id)
+	if !h.reconcileHandler(ctx, id) {
+		h.queue.Done(id)
+	}
 	return true
 }
 
@@ -1290,20 +1318,51 @@ func (h *Hub) processNextWorkItem(ctx context.Context) bool {
 // with exponential backoff (a permission error slowly), and a panic is
 // recovered, reported on the NodeID, counted, and retried like an error; the
 // worker lives on (controller-runtime's reconcileHandler).
-func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) {
+//
+// A pass that must write hands the write to the writers and reports true:
+// the NodeID stays in the workqueue's processing set until the writer has
+// run the write and called Done.
+func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) (handedOff bool) {
 	h.metrics.reconciles.Inc()
-	defer func() {
-		if r := recover(); r != nil {
-			h.metrics.panics.Inc()
-			err := fmt.Errorf("panic: %v", r)
-			h.log.Error("reconcile panicked", "node", id.String(), "err", err, "stack", string(debug.Stack()))
-			now := h.opts.Now()
-			h.status.step(id, StepPanic, err.Error(), now)
-			h.status.setStatus(id, StatusFailed, err.Error(), now)
-			h.queue.AddRateLimited(id)
-		}
-	}()
-	res, err := h.Reconcile(ctx, id)
+	defer h.recoverPass(id, &handedOff)
+	res, err, write := h.reconcile(ctx, id)
+	if write != nil {
+		h.writeQ.submit(id.Cluster, func(ctx context.Context) { h.runWrite(ctx, id, write) })
+		return true
+	}
+	h.requeue(id, res, err)
+	return false
+}
+
+// runWrite runs a handed-off write on a writer, then does with the NodeID
+// what the handler would have, and calls Done.
+func (h *Hub) runWrite(ctx context.Context, id NodeID, write writeStep) {
+	defer h.queue.Done(id)
+	var handedOff bool
+	defer h.recoverPass(id, &handedOff)
+	res, err := write(ctx)
+	h.requeue(id, res, err)
+}
+
+// recoverPass recovers a panic in a pass (deferred directly by the worker
+// or the writer running it): reported on the NodeID, counted, and retried
+// like an error; the worker or writer lives on, and the pass has handed
+// nothing off.
+func (h *Hub) recoverPass(id NodeID, handedOff *bool) {
+	if r := recover(); r != nil {
+		*handedOff = false
+		h.metrics.panics.Inc()
+		err := fmt.Errorf("panic: %v", r)
+		h.log.Error("reconcile panicked", "node", id.String(), "err", err, "stack", string(debug.Stack()))
+		now := h.opts.Now()
+		h.status.step(id, StepPanic, err.Error(), now)
+		h.status.setStatus(id, StatusFailed, err.Error(), now)
+		h.queue.AddRateLimited(id)
+	}
+}
+
+// requeue turns a pass's outcome into queue operations.
+func (h *Hub) requeue(id NodeID, res Result, err error) {
 	switch {
 	case errors.Is(err, ErrForbidden):
 		h.queue.Forget(id)

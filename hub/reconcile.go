@@ -51,19 +51,51 @@ const noBackendRetry = time.Second
 // A NodeID whose cluster is not ready is parked, not dropped: the cluster's
 // next ready report enqueues it again. A NodeID that is no longer managed
 // (its cluster forgotten mid-pass) is dropped at any step.
+//
+// Reconcile runs the whole pass, its write included; the hub's workers run
+// the same pass but hand its write to a writer (see writeQueue).
 func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
+	res, err, write := h.reconcile(ctx, id)
+	if write != nil {
+		return write(ctx)
+	}
+	return res, err
+}
+
+// writeStep is the part of a pass that writes, and what follows the write.
+type writeStep func(ctx context.Context) (Result, error)
+
+// reconcile runs a pass up to its write: when the pass must write, it
+// returns the write as a step to run (with a context of its own), and the
+// drift is already classified and published.
+func (h *Hub) reconcile(ctx context.Context, id NodeID) (Result, error, writeStep) {
 	p, res, ok := h.begin(id)
 	if !ok {
-		return res, nil
+		return res, nil, nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
 	var err error
+	var write writeStep
 	if p.dec != nil {
 		res, err = h.decommission(callCtx, p)
 	} else {
-		res, err = h.sync(callCtx, p)
+		res, err, write = h.sync(callCtx, p)
 	}
+	if write != nil && err == nil {
+		return Result{}, nil, func(ctx context.Context) (Result, error) {
+			wctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+			defer cancel()
+			res, err := write(wctx)
+			return h.outcome(p, res, err)
+		}
+	}
+	res, err = h.outcome(p, res, err)
+	return res, err, nil
+}
+
+// outcome turns a pass's error into what the handler does with it.
+func (h *Hub) outcome(p pass, res Result, err error) (Result, error) {
 	if errors.Is(err, errStopping) {
 		return Result{}, nil // the queue is shut down: nothing to retry
 	}
@@ -228,22 +260,24 @@ func (h *Hub) firstApply(id NodeID, st State, d Drift) (managed, first bool) {
 	return true, first
 }
 
-// sync reconciles a desired NodeID.
-func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
+// sync reconciles a desired NodeID. When it must write, it returns the
+// write (and what follows it) as a step, the drift already classified and
+// published.
+func (h *Hub) sync(ctx context.Context, p pass) (Result, error, writeStep) {
 	st, err := h.read(ctx, p, p.fresh)
 	if err != nil {
-		return Result{}, err
+		return Result{}, err, nil
 	}
 	d, err := p.backend.DetectDrift(ctx, *p.spec, st)
 	if err != nil {
-		return Result{}, fmt.Errorf("detect drift: %w", err)
+		return Result{}, fmt.Errorf("detect drift: %w", err), nil
 	}
 	managed, first := h.firstApply(p.id, st, d)
 	if !managed {
-		return Result{}, nil
+		return Result{}, nil, nil
 	}
 	if first {
-		return h.create(ctx, p, st, d)
+		return Result{}, nil, func(ctx context.Context) (Result, error) { return h.create(ctx, p, st, d) }
 	}
 
 	h.status.setIgnored(p.id, d.Ignored)
@@ -280,16 +314,16 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 		// A label-filtered watch reports a removed label as a delete:
 		// confirm before reporting it.
 		if st, err = h.read(ctx, p, true); err != nil {
-			return Result{}, err
+			return Result{}, err, nil
 		}
 		if d, err = p.backend.DetectDrift(ctx, *p.spec, st); err != nil {
-			return Result{}, fmt.Errorf("detect drift: %w", err)
+			return Result{}, fmt.Errorf("detect drift: %w", err), nil
 		}
 		h.status.setIgnored(p.id, d.Ignored)
 		attributed = false
 	}
 	if d.InSync() {
-		return h.inSync(p, st, d), nil
+		return h.inSync(p, st, d), nil, nil
 	}
 	// A missing object read from the cache may turn out unlabelled when
 	// repaired: count it once the repair says which.
@@ -308,24 +342,32 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error) {
 	case d.Class == DriftDeleting:
 		rep.Action = "wait-deletion"
 		h.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
-		return Result{}, nil
+		return Result{}, nil, nil
 	case !plan.allow:
-		return h.refused(p, rep, plan)
+		res, err := h.refused(p, rep, plan)
+		return res, err, nil
 	case fighting:
 		c := h.contest(p.id, att, wait)
 		rep.Action = "backoff"
 		h.status.setContest(p.id, &c)
 		h.record(p, rep, StatusContested, contestedReason(c, h.opts.Now()), StepClassified)
-		return Result{RequeueAfter: wait}, nil
+		return Result{RequeueAfter: wait}, nil, nil
 	}
 
+	// Classified: published now (a repair queued), written by a writer.
+	h.record(p, rep, StatusRepairing, "", StepClassified)
+	return Result{}, nil, func(ctx context.Context) (Result, error) { return h.repair(ctx, p, st, d, rep, countLater) }
+}
+
+// repair writes a classified drift's repair, through the write gate, and
+// records what the write did.
+func (h *Hub) repair(ctx context.Context, p pass, st State, d Drift, rep Repair, countLater bool) (Result, error) {
 	wctx, release, v := h.admit(ctx, &p, writeRepair)
 	if !v.allow {
-		// The intent changed since the pass began (a pause, a hold, a
-		// warn override): the switch holds at the write.
+		// The intent changed since the pass classified (a pause, a
+		// hold, a warn override): the switch holds at the write.
 		return h.refused(p, rep, v)
 	}
-	h.record(p, rep, StatusRepairing, "", StepClassified)
 	h.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
 	release()
