@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/cli"
@@ -18,7 +19,9 @@ var buildBinariesScript []byte
 
 // cliEnv is what every command reads and writes besides its flags.
 type cliEnv struct {
-	getenv         func(string) string
+	getenv func(string) string
+	// stdin is read where a file argument is "-".
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// kubeconfig and contexts are the global --kubeconfig and --context,
 	// for the commands that talk to one cluster.
@@ -28,7 +31,7 @@ type cliEnv struct {
 
 // env is the commands' environment for package app.
 func (c *cliEnv) env() app.Env {
-	return app.Env{Getenv: c.getenv, Stdout: c.stdout, Stderr: c.stderr, BuildScript: buildBinariesScript}
+	return app.Env{Getenv: c.getenv, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, BuildScript: buildBinariesScript}
 }
 
 // allowPruneUsage documents the --allow-prune flag of the commands that
@@ -43,6 +46,13 @@ func (c *cliEnv) addKubeFlags(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
 	pf.StringSliceVar(&c.contexts, "context", nil, "kubeconfig `contexts`, comma separated (default: every context)")
+}
+
+// addKubeconfigFlag registers --kubeconfig on a command that reads the
+// clusters of a config file: the kubeconfig of those that name none, as
+// kubectl's --kubeconfig replaces $KUBECONFIG.
+func addKubeconfigFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "kubeconfig", "", "kubeconfig `file` of the clusters that name none (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
 }
 
 // newRootCmd builds the command tree. The root itself is the TUI mode,

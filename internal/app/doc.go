@@ -40,6 +40,9 @@ func UsageError(format string, args ...any) error {
 type Env struct {
 	// Getenv looks up environment variables (tests inject their own).
 	Getenv func(string) string
+	// Stdin is read where a command reads a file named "-" (check -f -,
+	// diff -f -); nil: there is none.
+	Stdin io.Reader
 	// Stdout receives the command's output, Stderr its progress, errors
 	// and (headless) logs.
 	Stdout, Stderr io.Writer
