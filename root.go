@@ -73,7 +73,7 @@ lives exactly as long as its terminal, and :reload reloads the config.
 A start or reload that would decommission every managed object of a cluster,
 or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 		Example: `  # Write a starter config from your kubeconfig's contexts, validate it, run it
-  driftwatch init -o driftwatch.yaml
+  driftwatch init --output-file driftwatch.yaml
   driftwatch check -f driftwatch.yaml
   driftwatch -f driftwatch.yaml
 
