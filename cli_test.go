@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/driftwatch/driftwatch/internal/cli"
 	goldenfile "github.com/driftwatch/driftwatch/internal/golden"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
 // golden compares got with testdata/<name> (see internal/golden).
@@ -107,7 +111,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad flag value", []string{"demo", "--interval", "soon"}, 2, `demo: invalid argument "soon" for "--interval"`},
 		{"unknown shell", []string{"completion", "tcsh"}, 2, "completion: unknown shell \"tcsh\""},
 		{"no shell", []string{"completion"}, 2, "completion: want a shell"},
-		{"bad version output", []string{"version", "-o", "yaml"}, 2, `version: -o "yaml": want json`},
+		{"bad version output", []string{"version", "-o", "xml"}, 2, `version: -o "xml": want text, json or yaml`},
 		{"missing -f", []string{}, 2, "-f FILE is required"},
 		{"missing -f with flags", []string{"--readonly"}, 2, "-f FILE is required"},
 		{"serve missing -f", []string{"serve"}, 2, "serve: -f FILE is required (see driftwatch serve --help)"},
@@ -157,7 +161,11 @@ func TestVersionJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("%v: %s", err, &out)
 	}
-	want := map[string]string{"version": version, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
+	shown, _ := cli.BuildVersion(version, debug.ReadBuildInfo)
+	want := map[string]string{"version": shown, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
+	if rev := v["revision"]; rev != "" {
+		want["revision"] = rev // recorded when the test binary was built in a VCS checkout
+	}
 	if len(v) != len(want) {
 		t.Fatalf("got %v, want %v", v, want)
 	}
@@ -165,6 +173,20 @@ func TestVersionJSON(t *testing.T) {
 		if v[k] != w {
 			t.Errorf("%s = %q, want %q", k, v[k], w)
 		}
+	}
+
+	// -o yaml: the same fields; -o text (the default): one line.
+	out.Reset()
+	if err := run(t.Context(), []string{"version", "-o", "yaml"}, testEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var y map[string]string
+	if err := yaml.Unmarshal(out.Bytes(), &y); err != nil || !maps.Equal(y, v) {
+		t.Errorf("-o yaml: %v %v, want %v", y, err, v)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"version", "-o", "text"}, testEnv, &out, io.Discard); err != nil || out.String() != "driftwatch "+shown+"\n" {
+		t.Errorf("-o text: %q %v", &out, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	_ "embed"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -59,6 +60,7 @@ func addKubeconfigFlag(fs *pflag.FlagSet, p *string) {
 // `driftwatch -f FILE`.
 func newRootCmd(c *cliEnv) *cobra.Command {
 	var o app.TUIOptions
+	shown, revision := cli.BuildVersion(version, debug.ReadBuildInfo)
 	root := &cobra.Command{
 		Use:   "driftwatch -f FILE",
 		Short: "Keep Kubernetes objects true across many clusters",
@@ -82,7 +84,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 
   # Three local clusters with live drift and repair
   driftwatch demo`,
-		Version: version,
+		Version: shown,
 		Args:    cli.RootArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.File == "" {
@@ -101,7 +103,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
-		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), cli.VersionCmd(version, c.stdout))
+		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), cli.VersionCmd(shown, revision, c.stdout))
 	cli.Setup(root)
 	return root
 }

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/internal/app"
 )
@@ -167,36 +169,89 @@ func completionExamples(cmd *cobra.Command) {
 	}
 }
 
-// versionInfo is `driftwatch version -o json`.
+// versionInfo is `driftwatch version -o json` (and -o yaml).
 type versionInfo struct {
-	Version   string `json:"version"`
+	Version string `json:"version"`
+	// Revision is the VCS revision the binary was built from, when the
+	// build recorded it.
+	Revision  string `json:"revision,omitempty"`
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
 }
 
-// VersionCmd is `driftwatch version [-o json]`: it prints version on
-// stdout, with -o json also the Go version and the platform.
-func VersionCmd(version string, stdout io.Writer) *cobra.Command {
-	var output string
+// unstamped is the version of a binary built without -ldflags "-X
+// main.version=...".
+const unstamped = "dev"
+
+// BuildVersion returns the version to print: stamped (set with -ldflags
+// "-X main.version=...") unless it is "" or "dev"; else, from the build
+// information (debug.ReadBuildInfo; tests pass their own), the module's
+// version (go install module@v1.2.3, or the pseudo-version go build stamps
+// in a VCS checkout), else the VCS revision (12 characters, "-dirty" when
+// the tree was modified); else "dev". revision is the full VCS revision
+// ("" when unknown).
+func BuildVersion(stamped string, readBuildInfo func() (*debug.BuildInfo, bool)) (version, revision string) {
+	var modified bool
+	info, ok := readBuildInfo()
+	if ok && info != nil {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	switch {
+	case stamped != "" && stamped != unstamped:
+		return stamped, revision
+	case ok && info != nil && info.Main.Version != "" && info.Main.Version != "(devel)":
+		return info.Main.Version, revision
+	case revision != "":
+		v := revision[:min(12, len(revision))]
+		if modified {
+			v += "-dirty"
+		}
+		return v, revision
+	}
+	return unstamped, revision
+}
+
+// VersionCmd is `driftwatch version [-o text|json|yaml]`: it prints
+// version on stdout, with -o json or yaml also the VCS revision, the Go
+// version and the platform.
+func VersionCmd(version, revision string, stdout io.Writer) *cobra.Command {
+	output := app.FormatText
 	cmd := &cobra.Command{
-		Use:   "version [-o json]",
+		Use:   "version [-o text|json|yaml]",
 		Short: "Print the version",
-		Long:  "Version prints driftwatch's version; -o json adds the Go version and the platform.",
+		Long: `Version prints driftwatch's version: the one stamped at build time, else the
+module version or VCS revision Go recorded in the binary. -o json and -o yaml
+add the revision, the Go version and the platform.`,
 		Example: `  driftwatch version
   driftwatch version -o json`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "":
-				_, err := fmt.Fprintf(stdout, "driftwatch %s\n", version)
+			if err := CheckFormat(cmd, output, app.FormatText, app.FormatJSON, app.FormatYAML); err != nil {
 				return err
-			case "json":
-				return json.NewEncoder(stdout).Encode(versionInfo{Version: version, GoVersion: runtime.Version(),
-					Platform: runtime.GOOS + "/" + runtime.GOARCH})
 			}
-			return app.UsageError("version: -o %q: want json", output)
+			info := versionInfo{Version: version, Revision: revision, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			switch output {
+			case app.FormatJSON:
+				return json.NewEncoder(stdout).Encode(info)
+			case app.FormatYAML:
+				y, err := yaml.Marshal(info)
+				if err != nil {
+					return err
+				}
+				_, err = stdout.Write(y)
+				return err
+			}
+			_, err := fmt.Fprintf(stdout, "driftwatch %s\n", version)
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output `format`: json (default: one line of text)")
+	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text (one line), json or yaml")
 	return cmd
 }
