@@ -38,6 +38,31 @@ func Setup(root *cobra.Command) {
 			completionExamples(cmd)
 		}
 	}
+	suggestByDistance(root)
+}
+
+// SuggestionDistance is the largest Levenshtein distance (case ignored)
+// between a mistyped command and one it suggests: seve suggests serve,
+// chekc check. Prefixes are suggested too (serv: serve).
+const SuggestionDistance = 2
+
+// suggestByDistance sets cmd's and its subcommands' suggestion distance:
+// cobra only applies its default of 2 when it finds an unknown command
+// itself, not for SuggestionsFor, which RootArgs, NoArgs and help use.
+func suggestByDistance(cmd *cobra.Command) {
+	cmd.SuggestionsMinimumDistance = SuggestionDistance
+	for _, sub := range cmd.Commands() {
+		suggestByDistance(sub)
+	}
+}
+
+// unknownCommand is the usage error for a word that names no subcommand
+// of cmd, with the ones it may mean.
+func unknownCommand(cmd *cobra.Command, word string) error {
+	if s := cmd.SuggestionsFor(word); len(s) > 0 {
+		return app.UsageError("%sunknown command %q (did you mean %s?)", Prefix(cmd), word, strings.Join(s, " or "))
+	}
+	return app.UsageError("%sunknown command %q", Prefix(cmd), word)
 }
 
 // Execute runs root with args until ctx ends. A wrong command line is an
@@ -71,18 +96,19 @@ func RootArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		return app.UsageError("unknown command %q (did you mean %s?)", args[0], strings.Join(s, " or "))
-	}
-	return app.UsageError("unknown command %q", args[0])
+	return unknownCommand(cmd, args[0])
 }
 
-// NoArgs rejects positional arguments of a command that takes none.
+// NoArgs rejects positional arguments of a command that takes none; for
+// a command with subcommands, the word is most likely a mistyped one.
 func NoArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return app.UsageError("%sunexpected argument %q", Prefix(cmd), args[0])
+	switch {
+	case len(args) == 0:
+		return nil
+	case cmd.HasAvailableSubCommands():
+		return unknownCommand(cmd, args[0])
 	}
-	return nil
+	return app.UsageError("%sunexpected argument %q", Prefix(cmd), args[0])
 }
 
 // Prefix is the command's path without the program name, as errors start
@@ -131,7 +157,13 @@ func helpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := cmd.Root().Find(args)
 			if err != nil || len(rest) > 0 {
-				return app.UsageError("help: unknown command %q", strings.Join(args, " "))
+				msg := fmt.Sprintf("help: unknown command %q", strings.Join(args, " "))
+				if len(rest) > 0 {
+					if s := target.SuggestionsFor(rest[0]); len(s) > 0 {
+						msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+					}
+				}
+				return app.UsageError("%s", msg)
 			}
 			target.InitDefaultHelpFlag() // as parsing its flags would
 			target.InitDefaultVersionFlag()
