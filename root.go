@@ -60,6 +60,7 @@ func addKubeconfigFlag(fs *pflag.FlagSet, p *string) {
 // `driftwatch -f FILE`.
 func newRootCmd(c *cliEnv) *cobra.Command {
 	var o app.TUIOptions
+	var kubeconfig string
 	shown, revision := cli.BuildVersion(version, debug.ReadBuildInfo)
 	root := &cobra.Command{
 		Use:   "driftwatch -f FILE",
@@ -87,10 +88,19 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 		Version: shown,
 		Args:    cli.RootArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.File == "" {
+			switch o.File {
+			case "":
 				return usageError("-f FILE is required: driftwatch -f FILE runs the hub and the terminal UI; other commands are listed by driftwatch --help")
+			case "-":
+				return usageError("-f -: the terminal UI reads the terminal, and :reload the config file again: give a file")
 			}
-			return app.RunTUI(cmd.Context(), o, c.env())
+			env := c.env()
+			getenv, err := app.KubeconfigEnv(env.Getenv, kubeconfig, "")
+			if err != nil {
+				return err
+			}
+			env.Getenv = getenv
+			return app.RunTUI(cmd.Context(), o, env)
 		},
 	}
 	root.SetOut(c.stdout)
@@ -101,6 +111,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.BoolVar(&o.AllowPrune, "allow-prune", false, allowPruneUsage)
 	f.BoolVar(&o.WriteConfig, "write-config", false, "let the node detail's W key add the proposed ignore rule to the config file and reload")
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
+	addKubeconfigFlag(f, &kubeconfig)
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
 		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), cli.VersionCmd(shown, revision, c.stdout))

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 )
@@ -164,21 +166,26 @@ func describeReach(a, b clusters.KubeconfigTarget) string {
 // cluster and Cluster API source that names none and is not in-cluster
 // (the --kubeconfig flag, which replaces $KUBECONFIG and ~/.kube/config as
 // kubectl's does). path must be a file: a missing one or a folder is a
-// usage error. cfg itself is not changed; abs is path made absolute.
+// usage error of cmd ("" for the root). cfg itself is not changed; abs is
+// path made absolute.
 func withDefaultKubeconfig(cfg *config.Config, path, cmd string) (out *config.Config, abs string, err error) {
 	if path == "" {
 		return cfg, "", nil
 	}
+	prefix := ""
+	if cmd != "" {
+		prefix = cmd + ": "
+	}
 	if abs, err = filepath.Abs(path); err != nil {
-		return nil, "", UsageError("%s: --kubeconfig %s: %v", cmd, path, err)
+		return nil, "", UsageError("%s--kubeconfig %s: %v", prefix, path, err)
 	}
 	switch st, err := os.Stat(abs); {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", UsageError("%s: --kubeconfig %s does not exist", cmd, path)
+		return nil, "", UsageError("%s--kubeconfig %s does not exist", prefix, path)
 	case err != nil:
-		return nil, "", UsageError("%s: --kubeconfig %s: %v", cmd, path, err)
+		return nil, "", UsageError("%s--kubeconfig %s: %v", prefix, path, err)
 	case st.IsDir():
-		return nil, "", UsageError("%s: --kubeconfig %s is a folder, not a file", cmd, path)
+		return nil, "", UsageError("%s--kubeconfig %s is a folder, not a file", prefix, path)
 	}
 	c := *cfg
 	out = &c
@@ -195,4 +202,25 @@ func withDefaultKubeconfig(cfg *config.Config, path, cmd string) (out *config.Co
 		}
 	}
 	return out, abs, nil
+}
+
+// KubeconfigEnv returns getenv with $KUBECONFIG replaced by path, made
+// absolute: the --kubeconfig of the commands that run a hub, which, as
+// kubectl's, replaces $KUBECONFIG and ~/.kube/config for the clusters and
+// sources that name no kubeconfig, at start and on every reload. path ""
+// returns getenv. A missing path or a folder is a usage error of cmd.
+func KubeconfigEnv(getenv func(string) string, path, cmd string) (func(string) string, error) {
+	if path == "" {
+		return getenv, nil
+	}
+	_, abs, err := withDefaultKubeconfig(&config.Config{}, path, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return func(k string) string {
+		if k == clientcmd.RecommendedConfigPathEnvVar {
+			return abs
+		}
+		return getenv(k)
+	}, nil
 }
