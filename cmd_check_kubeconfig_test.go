@@ -139,6 +139,8 @@ func TestCheckKubeconfigs(t *testing.T) {
 			env: []string{f.fleet}, config: "clusters:\n  - id: a\n    context: staging\n  - id: b\n    kubeconfig: fleet.yaml\n    context: dev\n"},
 		{name: "--kubeconfig: a context it lacks", args: []string{"--kubeconfig", filepath.Join("$DIR", "other.yaml")}, code: 1,
 			config: "clusters:\n  - id: a\n    context: prod\n"},
+		{name: "--kubeconfig: not a kubeconfig", args: []string{"--kubeconfig", filepath.Join("$DIR", "broken.yaml")}, code: 1,
+			config: "clusters:\n  - id: a\n    context: prod\n"},
 		{name: "--kubeconfig missing", args: []string{"--kubeconfig", filepath.Join("$DIR", "missing.yaml")}, code: 2,
 			config: "clusters:\n  - id: a\n    context: prod\n"},
 		{name: "-f - reads standard input", stdin: true, code: 1, config: "clusters:\n  - id: a\n    kubeconfig: " + f.fleet + "\n    context: nope\n"},

@@ -62,13 +62,14 @@ func Check(o CheckOptions, env Env) error {
 	if err != nil {
 		return err
 	}
+	loaded := cfg
 	cfg, flagKubeconfig, err := withDefaultKubeconfig(cfg, o.Kubeconfig, "check")
 	if err != nil {
 		return err
 	}
 	if !o.SkipKubeconfigs {
 		scope := kubeconfigScope{others: true, defaultKubeconfig: flagKubeconfig}
-		if list := checkKubeconfigs(cfg, data, getenv, scope); len(list) > 0 {
+		if list := checkKubeconfigs(loaded, data, getenv, scope); len(list) > 0 {
 			printErrors(stderr, list)
 			return &ExitError{Code: 1}
 		}
