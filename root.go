@@ -40,9 +40,10 @@ func (c *cliEnv) env() app.Env {
 const allowPruneUsage = "confirm an initial desired state that decommissions every managed object of a cluster, or more than hub.pruneLimit objects (e.g. applications removed while the hub was down)"
 
 // addKubeFlags registers kubectl's global --kubeconfig and --context as
-// persistent flags of a command that talks to one cluster (init): the
-// other commands read their clusters from the config file and do not show
-// them.
+// persistent flags of a command that reads one kubeconfig's contexts
+// (init). The commands that read a config's clusters take --kubeconfig
+// alone (addKubeconfigFlag), and diff a --context of its own that keeps
+// the clusters reached through those contexts.
 func (c *cliEnv) addKubeFlags(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
