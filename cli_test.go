@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/driftwatch/driftwatch/internal/cli"
 	goldenfile "github.com/driftwatch/driftwatch/internal/golden"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
 // golden compares got with testdata/<name> (see internal/golden).
@@ -100,6 +104,11 @@ func TestExitCodes(t *testing.T) {
 		{"completion", []string{"completion", "bash"}, 0, ""},
 		{"unknown command", []string{"serv"}, 2, `unknown command "serv" (did you mean serve?) (see driftwatch --help)`},
 		{"unknown command far off", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"mistyped command: a letter left out", []string{"seve"}, 2, `unknown command "seve" (did you mean serve?)`},
+		{"mistyped command: two letters swapped", []string{"chekc"}, 2, `unknown command "chekc" (did you mean check?)`},
+		{"mistyped command: another letter", []string{"verzion"}, 2, `unknown command "verzion" (did you mean version?)`},
+		{"mistyped subcommand", []string{"bench", "chrat"}, 2, `bench: unknown command "chrat" (did you mean chart?)`},
+		{"help of a mistyped command", []string{"help", "seve"}, 2, `help: unknown command "seve" (did you mean serve?)`},
 		{"help of an unknown command", []string{"help", "nope"}, 2, `help: unknown command "nope"`},
 		{"unknown flag", []string{"serve", "-f", bad, "--nope"}, 2, "serve: unknown flag: --nope (see driftwatch serve --help)"},
 		{"unknown root flag", []string{"--nope"}, 2, "unknown flag: --nope (see driftwatch --help)"},
@@ -107,10 +116,14 @@ func TestExitCodes(t *testing.T) {
 		{"bad flag value", []string{"demo", "--interval", "soon"}, 2, `demo: invalid argument "soon" for "--interval"`},
 		{"unknown shell", []string{"completion", "tcsh"}, 2, "completion: unknown shell \"tcsh\""},
 		{"no shell", []string{"completion"}, 2, "completion: want a shell"},
-		{"bad version output", []string{"version", "-o", "yaml"}, 2, `version: -o "yaml": want json`},
+		{"bad version output", []string{"version", "-o", "xml"}, 2, `version: -o "xml": want text, json or yaml`},
 		{"missing -f", []string{}, 2, "-f FILE is required"},
 		{"missing -f with flags", []string{"--readonly"}, 2, "-f FILE is required"},
 		{"serve missing -f", []string{"serve"}, 2, "serve: -f FILE is required (see driftwatch serve --help)"},
+		{"serve -f -", []string{"serve", "-f", "-"}, 2, "serve: -f -: serve reads its config file again on every reload: give a file"},
+		{"TUI -f -", []string{"-f", "-"}, 2, "-f -: the terminal UI reads the terminal, and :reload the config file again: give a file"},
+		{"serve --kubeconfig missing", []string{"serve", "-f", bad, "--kubeconfig", filepath.Join(dir, "none")}, 2, "serve: --kubeconfig " + filepath.Join(dir, "none") + " does not exist"},
+		{"TUI --kubeconfig a folder", []string{"-f", bad, "--kubeconfig", dir}, 2, "--kubeconfig " + dir + " is a folder, not a file"},
 		{"check missing -f", []string{"check"}, 2, "check: -f FILE is required"},
 		{"attach without URL", []string{"attach"}, 2, "attach: want one hub address"},
 		{"reload, a token over plain http", []string{"reload", "--server", "http://hub.example:7070"}, 2,
@@ -157,7 +170,11 @@ func TestVersionJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("%v: %s", err, &out)
 	}
-	want := map[string]string{"version": version, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
+	shown, _ := cli.BuildVersion(version, debug.ReadBuildInfo)
+	want := map[string]string{"version": shown, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
+	if rev := v["revision"]; rev != "" {
+		want["revision"] = rev // recorded when the test binary was built in a VCS checkout
+	}
 	if len(v) != len(want) {
 		t.Fatalf("got %v, want %v", v, want)
 	}
@@ -165,6 +182,20 @@ func TestVersionJSON(t *testing.T) {
 		if v[k] != w {
 			t.Errorf("%s = %q, want %q", k, v[k], w)
 		}
+	}
+
+	// -o yaml: the same fields; -o text (the default): one line.
+	out.Reset()
+	if err := run(t.Context(), []string{"version", "-o", "yaml"}, testEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var y map[string]string
+	if err := yaml.Unmarshal(out.Bytes(), &y); err != nil || !maps.Equal(y, v) {
+		t.Errorf("-o yaml: %v %v, want %v", y, err, v)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"version", "-o", "text"}, testEnv, &out, io.Discard); err != nil || out.String() != "driftwatch "+shown+"\n" {
+		t.Errorf("-o text: %q %v", &out, err)
 	}
 }
 

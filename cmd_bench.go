@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/bench"
 	"github.com/driftwatch/driftwatch/internal/cli"
 )
@@ -38,8 +39,8 @@ hub's status of it and of its cluster (a hub that never syncs exits 1).
 
 driftwatch bench compare OLD.json NEW.json shows each figure's change
 between two -o json reports; --chart FILE.svg (or driftwatch bench chart
-REPORT.json -o FILE.svg) draws the latency distributions and the burst's
-repairs over time.`,
+REPORT.json --output-file FILE.svg) draws the latency distributions and the
+burst's repairs over time.`,
 		Example: `  driftwatch bench --mode all
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
   driftwatch bench --mode scale --objects 10000 --clusters 1
@@ -47,6 +48,12 @@ repairs over time.`,
   driftwatch bench --chart bench.svg -o json > bench.json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output == "table" { // its name before -o took text everywhere
+				o.Output = app.FormatText
+			}
+			if err := cli.CheckFormat(cmd, o.Output, app.FormatText, app.FormatJSON); err != nil {
+				return err
+			}
 			bench.FleetDefaults(&o, func(name string) bool { return cmd.Flags().Changed(name) })
 			if err := o.Validate(); err != nil {
 				return usageError("bench: %v", err)
@@ -55,37 +62,45 @@ repairs over time.`,
 		},
 	}
 	addBenchFlags(cmd.Flags(), &o)
-	cmd.AddCommand(newBenchCompareCmd(c), newBenchChartCmd())
+	cmd.AddCommand(newBenchCompareCmd(c), newBenchChartCmd(c))
 	return cmd
 }
 
-// newBenchChartCmd is `driftwatch bench chart REPORT.json -o FILE.svg`.
-func newBenchChartCmd() *cobra.Command {
-	var out string
+// newBenchChartCmd is `driftwatch bench chart REPORT.json --output-file
+// FILE.svg`.
+func newBenchChartCmd(c *cliEnv) *cobra.Command {
+	var out, format string
 	cmd := &cobra.Command{
-		Use:   "chart REPORT.json -o FILE.svg",
+		Use:   "chart REPORT.json --output-file FILE.svg",
 		Short: "Draw a bench report (-o json) as an SVG chart",
 		Long: `Chart reads a report written by driftwatch bench -o json and draws it as an
 SVG image: the detect and repair latency distributions of the watch and poll
 runs beside the raw-watch floor (log scale), and the burst's objects repaired
 over time. driftwatch bench --chart FILE.svg draws the same chart at the end
-of a run.`,
+of a run. A report - is read from standard input, --output-file - writes the
+SVG to standard output.`,
 		Example: `  driftwatch bench -o json > bench.json
-  driftwatch bench chart bench.json -o bench.svg`,
+  driftwatch bench chart bench.json --output-file bench.svg
+  driftwatch bench -o json | driftwatch bench chart - -O - > bench.svg`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("bench chart: want one report, REPORT.json (got %d arguments)", len(args))
 			}
-			if out == "" {
-				return usageError("bench chart: -o FILE.svg is required")
-			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return bench.ChartFile(args[0], out)
+			switch {
+			case format != "" && format != "svg":
+				// -o named the SVG file before it was a format.
+				return cli.OutputFileMoved(cmd, format, "--output-file", "svg")
+			case out == "":
+				return usageError("bench chart: --output-file FILE.svg is required (- writes standard output)")
+			}
+			return bench.Chart(args[0], out, c.stdin, c.stdout)
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the SVG file to write")
+	cmd.Flags().StringVarP(&out, "output-file", "O", "", "the SVG `file` to write (- is standard output)")
+	cmd.Flags().StringVarP(&format, "output", "o", "", "output `format`: svg, the only one")
 	return cmd
 }
 
@@ -102,7 +117,7 @@ and relative change. Changes beyond 10% are marked better or worse (lower
 latency, memory and cpu are better; more repairs/s is better).
 
 It is a report, not a gate: it exits 0 whatever changed (1 only when a file
-cannot be read).`,
+cannot be read). One of the reports may be -, read from standard input.`,
 		Example: `  driftwatch bench --mode all -o json > old.json
   # ...change something, then:
   driftwatch bench --mode all -o json > new.json
@@ -114,7 +129,7 @@ cannot be read).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return bench.CompareFiles(c.stdout, args[0], args[1])
+			return bench.CompareFiles(c.stdout, c.stdin, args[0], args[1])
 		},
 	}
 }
@@ -130,7 +145,7 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "poll run: the hub's resync period (real poll tools use about 5m)")
 	fs.IntVar(&o.Burst, "burst", 1000, "burst run: objects deleted at once on the first cluster (created when --objects is smaller)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the drift schedule (same seed: same targets and actions)")
-	fs.StringVarP(&o.Output, "output", "o", "table", "output: table or json")
+	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (a table) or json")
 	fs.Float64Var(&o.QPS, "qps", 0, "the hub's client rate limit per cluster, burst twice that (0: the config default, adaptive: APF-aware)")
 	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4 per cluster, 8 to 64)")
 	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale and fleet runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))

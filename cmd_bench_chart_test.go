@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -15,7 +16,7 @@ func TestBenchChartCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bench.svg")
 	getenv := func(string) string { return "" }
-	if err := run(t.Context(), []string{"bench", "chart", "internal/bench/chart/testdata/report.json", "-o", out}, getenv, io.Discard, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"bench", "chart", "internal/bench/chart/testdata/report.json", "--output-file", out}, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
@@ -26,16 +27,33 @@ func TestBenchChartCommand(t *testing.T) {
 		t.Errorf("%s is not the chart", out)
 	}
 
+	// - reads the report from stdin and writes the SVG to stdout.
+	report, err := os.ReadFile("internal/bench/chart/testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg bytes.Buffer
+	if err := execute(t.Context(), []string{"bench", "chart", "-", "-O", "-"}, &cliEnv{getenv: getenv, stdin: bytes.NewReader(report), stdout: &svg, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(svg.Bytes(), data) {
+		t.Errorf("bench chart - -O - wrote %d bytes, not the chart of the file (%d bytes)", svg.Len(), len(data))
+	}
+
 	for _, tc := range []struct {
 		args  []string
 		usage bool
 		want  string
 	}{
-		{[]string{"bench", "chart", "internal/bench/chart/testdata/report.json"}, true, "-o FILE.svg is required"},
-		{[]string{"bench", "chart", "-o", out}, true, "want one report"},
-		{[]string{"bench", "chart", "a.json", "b.json", "-o", out}, true, "want one report"},
+		{[]string{"bench", "chart", "internal/bench/chart/testdata/report.json"}, true, "--output-file FILE.svg is required"},
+		{[]string{"bench", "chart", "-O", out}, true, "want one report"},
+		{[]string{"bench", "chart", "a.json", "b.json", "-O", out}, true, "want one report"},
 		{[]string{"bench", "--mode", "scale", "--chart", out}, true, "--chart"},
-		{[]string{"bench", "chart", "internal/bench/testdata/compare-old.json", "-o", out}, false, "internal/bench/testdata/compare-old.json: no run with latency samples"},
+		{[]string{"bench", "chart", "internal/bench/testdata/compare-old.json", "-O", out}, false, "internal/bench/testdata/compare-old.json: no run with latency samples"},
+		{[]string{"bench", "chart", "internal/bench/chart/testdata/report.json", "-o", out}, true,
+			`bench chart: -o "` + out + `": -o is the output format (svg); write to a file with --output-file ` + out},
+		{[]string{"bench", "-o", "table", "--clusters", "0"}, true, "--clusters must be"}, // table is still text
+		{[]string{"bench", "-o", "yaml"}, true, `bench: -o "yaml": want text or json`},
 	} {
 		err := run(t.Context(), tc.args, getenv, io.Discard, io.Discard)
 		var ee *app.ExitError

@@ -28,7 +28,7 @@ func TestParseBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Mode != bench.ModeAll || o.Clusters != 3 || o.Objects != 300 || o.Drifts != 200 || o.Rate != 20 ||
-		o.Interval != 10*time.Second || o.Burst != 1000 || o.Output != "table" {
+		o.Interval != 10*time.Second || o.Burst != 1000 || o.Output != "text" {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, args := range [][]string{

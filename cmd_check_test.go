@@ -49,7 +49,7 @@ applications:
 	}{
 		{
 			name:     "plan",
-			args:     []string{"check", "-f", exampleConfig},
+			args:     []string{"check", "-f", exampleConfig, "--skip-kubeconfigs"},
 			wantCode: 0,
 			wantOut: []string{
 				"hub example-hub",
@@ -83,19 +83,19 @@ applications:
 		},
 		{
 			name:     "plan explicit",
-			args:     []string{"check", "-o", "plan", "-f", exampleConfig},
+			args:     []string{"check", "-o", "plan", "-f", exampleConfig, "--skip-kubeconfigs"},
 			wantCode: 0,
 			wantOut:  []string{"cluster prod-us\n"},
 		},
 		{
 			name:     "yaml",
-			args:     []string{"check", "-f", exampleConfig, "-o", "yaml"},
+			args:     []string{"check", "-f", exampleConfig, "-o", "yaml", "--skip-kubeconfigs"},
 			wantCode: 0,
 			wantOut:  []string{"# prod-eu:casehub/billing:configmap\napiVersion: v1\n", "kind: Deployment", "driftwatch.io/node-id: staging:web/web:service"},
 		},
 		{
 			name:     "yaml shows secretEnv as secretKeyRef",
-			args:     []string{"check", "-f", exampleConfig, "-o", "yaml"},
+			args:     []string{"check", "-f", exampleConfig, "-o", "yaml", "--skip-kubeconfigs"},
 			wantCode: 0,
 			wantOut: []string{"        - name: DB_PASSWORD\n" +
 				"          valueFrom:\n" +
@@ -103,6 +103,12 @@ applications:
 				"              key: password\n" +
 				"              name: billing-db\n" +
 				"        - name: DB_HOST\n"},
+		},
+		{
+			name:     "json",
+			args:     []string{"check", "-f", exampleConfig, "-o", "json", "--skip-kubeconfigs"},
+			wantCode: 0,
+			wantOut:  []string{"{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n", "\"kind\": \"List\"", "\"driftwatch.io/node-id\": \"staging:web/web:service\""},
 		},
 		{
 			name:     "invalid config",
@@ -130,9 +136,9 @@ applications:
 		},
 		{name: "no file flag", args: []string{"check"}, wantCode: 2, emptyOut: true, wantErr: []string{"driftwatch: check: -f FILE is required"}},
 		{name: "bad flag", args: []string{"check", "-x"}, wantCode: 2, emptyOut: true, wantErr: []string{"driftwatch: check: unknown shorthand flag: 'x' in -x (see driftwatch check --help)\n"}},
-		{name: "bad output", args: []string{"check", "-f", exampleConfig, "-o", "json"}, wantCode: 2, emptyOut: true, wantErr: []string{`driftwatch: check: -o "json": want plan or yaml`}},
+		{name: "bad output", args: []string{"check", "-f", exampleConfig, "-o", "xml"}, wantCode: 2, emptyOut: true, wantErr: []string{`driftwatch: check: -o "xml": want text, json or yaml`}},
 		{name: "stray argument", args: []string{"check", exampleConfig}, wantCode: 2, emptyOut: true, wantErr: []string{"unexpected argument"}},
-		{name: "help", args: []string{"check", "-h"}, wantCode: 0, wantOut: []string{"Usage:\n  driftwatch check -f FILE [-o plan|yaml]"}},
+		{name: "help", args: []string{"check", "-h"}, wantCode: 0, wantOut: []string{"Usage:\n  driftwatch check -f FILE [-o text|json|yaml]"}},
 		{name: "listed in usage", args: []string{"help"}, wantCode: 0, wantOut: []string{"check       Validate a config and print its plan", "driftwatch check -f"}},
 	}
 	for _, tt := range tests {
@@ -191,7 +197,7 @@ applications:
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"check", "-f", path}, testEnv, &stdout, &stderr)
+	err := run(t.Context(), []string{"check", "-f", path, "--skip-kubeconfigs"}, testEnv, &stdout, &stderr)
 	if code := exitCode(err, &stderr); code != 0 {
 		t.Fatalf("exit code = %d: %s", code, &stderr)
 	}
@@ -223,9 +229,8 @@ clusterAPI source dr
 	if plan != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", plan, want)
 	}
-	// Only the missing kubeconfig is warned about.
-	if got, want := stderr.String(), "driftwatch: warning: clusterAPI source \"dr\": kubeconfig /home/ops/.kube/dr.yaml does not exist\n"; got != want {
-		t.Errorf("stderr = %q, want %q", got, want)
+	if stderr.Len() > 0 {
+		t.Errorf("stderr = %q, want nothing", &stderr)
 	}
 }
 
@@ -257,7 +262,7 @@ func TestCheckInvalidListsEveryError(t *testing.T) {
 // its own document, sorted by NodeID.
 func TestCheckYAMLObjects(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"check", "-f", exampleConfig, "-o", "yaml"}, testEnv, &stdout, &stderr)
+	err := run(t.Context(), []string{"check", "-f", exampleConfig, "-o", "yaml", "--skip-kubeconfigs"}, testEnv, &stdout, &stderr)
 	if code := exitCode(err, &stderr); code != 0 {
 		t.Fatalf("exit code = %d: %s", code, &stderr)
 	}
@@ -343,7 +348,7 @@ applications:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(t.Context(), tt.args, testEnv, &stdout, &stderr)
+			err := run(t.Context(), append(tt.args, "--skip-kubeconfigs"), testEnv, &stdout, &stderr)
 			if code := exitCode(err, &stderr); code != 0 {
 				t.Fatalf("exit code = %d, want 0: %s", code, &stderr)
 			}
@@ -396,7 +401,7 @@ func TestCheckStateFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(t.Context(), []string{"check", "-f", tt.path}, func(k string) string { return tt.env[k] }, &stdout, &stderr)
+			err := run(t.Context(), []string{"check", "-f", tt.path, "--skip-kubeconfigs"}, func(k string) string { return tt.env[k] }, &stdout, &stderr)
 			if code := exitCode(err, &stderr); code != 0 {
 				t.Fatalf("exit code = %d: %s", code, &stderr)
 			}
@@ -411,8 +416,7 @@ func TestCheckStateFile(t *testing.T) {
 }
 
 // TestCheckKubeconfigForms: the plan shows how each cluster and source is
-// reached: the default kubeconfig with its context, or in-cluster; neither
-// has a kubeconfig file to warn about.
+// reached: the default kubeconfig with its context, or in-cluster.
 func TestCheckKubeconfigForms(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	src := `clusters:
@@ -432,12 +436,12 @@ applications:
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"check", "-f", path}, testEnv, &stdout, &stderr)
+	err := run(t.Context(), []string{"check", "-f", path, "--skip-kubeconfigs"}, testEnv, &stdout, &stderr)
 	if code := exitCode(err, &stderr); code != 0 {
 		t.Fatalf("exit code = %d: %s", code, &stderr)
 	}
 	if stderr.Len() > 0 {
-		t.Errorf("stderr = %q, want nothing (no kubeconfig file to check)", &stderr)
+		t.Errorf("stderr = %q, want nothing", &stderr)
 	}
 	for _, want := range []string{
 		"\ncluster prod-eu\n" +

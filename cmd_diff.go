@@ -10,9 +10,8 @@ import (
 // newDiffCmd is `driftwatch diff -f FILE`.
 func newDiffCmd(c *cliEnv) *cobra.Command {
 	var o app.DiffOptions
-	var output string
 	cmd := &cobra.Command{
-		Use:   "diff -f FILE [--cluster X] [--application Y] [-o json]",
+		Use:   "diff -f FILE [--cluster X] [--context C] [--application Y] [-o text|json|yaml]",
 		Short: "Is anything drifted right now? One pass, for scripts and CI",
 		Long: `Diff compares every desired object of the config with the live one, once,
 with the hub's classification, and prints a unified diff per drifted object
@@ -21,31 +20,40 @@ any cluster and no hub is left running.
 
 Terraform workspaces are planned once each, read-only (refresh-only, no
 state lock); --cluster and --application also take a workspace id.
+--context keeps the clusters reached through these kubeconfig contexts.
+The clusters of clusterAPI sources are discovered at runtime and not
+diffed: a source in scope is reported as not checked (exit 3).
+
+The kubeconfigs are checked first, as driftwatch check does: a missing
+file, context, cluster or user is a config error (exit 2), not an outage.
+-f - reads the config from standard input.
 
 Exit 0 in sync, 1 drift found, 2 usage or config error (like kubectl diff
-and argocd app diff), 3 a cluster unreachable, an object not checked or a
-workspace that could not be planned, 4 a cluster refused the credentials
-(401, e.g. an expired or revoked token, or 403 on the whole API: renew
-them; 4 wins over 3, 3 over 1).`,
+and argocd app diff), 3 a cluster unreachable, an object or a source not
+checked or a workspace that could not be planned, 4 a cluster refused the
+credentials (401, e.g. an expired or revoked token, or 403 on the whole
+API: renew them; 4 wins over 3, 3 over 1).`,
 		Example: `  driftwatch diff -f driftwatch.yaml
   driftwatch diff -f driftwatch.yaml --cluster prod-eu --application web
+  driftwatch diff -f driftwatch.yaml --context kind-dev
   driftwatch diff -f driftwatch.yaml -o json | jq '.summary'`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.File == "":
+			if o.File == "" {
 				return usageError("diff: -f FILE is required")
-			case output != "" && output != "text" && output != "json":
-				return usageError("diff: -o %q: want text or json", output)
 			}
-			o.JSON = output == "json"
+			if err := cli.CheckFormat(cmd, o.Output, app.FormatText, app.FormatJSON, app.FormatYAML); err != nil {
+				return err
+			}
 			return app.Diff(cmd.Context(), o, c.env())
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.File, "file", "f", "", "config `FILE` (required)")
+	fs.StringVarP(&o.File, "file", "f", "", "config `FILE` (required; - reads standard input)")
 	fs.StringSliceVar(&o.Clusters, "cluster", nil, "only these cluster `ids` (comma separated or repeated)")
+	fs.StringSliceVar(&o.Contexts, "context", nil, "only the clusters reached through these kubeconfig `contexts` (comma separated or repeated)")
 	fs.StringSliceVar(&o.Applications, "application", nil, "only these application `ids` (comma separated or repeated)")
-	fs.StringVarP(&output, "output", "o", "text", "output `format`: text (unified diffs) or json")
+	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (unified diffs), json or yaml (the report)")
+	addKubeconfigFlag(fs, &o.Kubeconfig)
 	return cmd
 }

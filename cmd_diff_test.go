@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,30 @@ func TestDiffExitCodes(t *testing.T) {
 	}
 	if rep.ExitCode != 1 || drifted != 1 {
 		t.Errorf("json: exit code %d, %d drifted:\n%s", rep.ExitCode, drifted, out)
+	}
+
+	// --context keeps the clusters reached through it (here the
+	// kubeconfig's current context, the config naming none); -o yaml is
+	// the JSON report as YAML; -f - reads the config from stdin.
+	lkc, err := clientcmd.LoadFromFile(set.Clusters[0].Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = diff(t, 1, "-f", path, "--context", lkc.CurrentContext, "-o", "yaml")
+	if !strings.Contains(out, "exitCode: 1\n") || !strings.Contains(out, "nodeId: "+id+"\n") {
+		t.Errorf("--context, -o yaml:\n%s", out)
+	}
+	if _, errOut := diff(t, 2, "-f", path, "--context", "nope"); !strings.Contains(errOut, `--context "nope": no cluster of the config is reached through it (contexts: `+lkc.CurrentContext+")") {
+		t.Errorf("unknown context: %s", errOut)
+	}
+	cfgData, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdinOut bytes.Buffer
+	err = execute(t.Context(), []string{"diff", "-f", "-"}, &cliEnv{getenv: func(string) string { return "" }, stdin: bytes.NewReader(cfgData), stdout: &stdinOut, stderr: io.Discard})
+	if code := exitCode(err, io.Discard); code != 1 || !strings.Contains(stdinOut.String(), "--- desired "+id) {
+		t.Errorf("-f -: exit %d:\n%s", code, &stdinOut)
 	}
 
 	_, errOut := diff(t, 2, "-f", path, "--cluster", "nope")

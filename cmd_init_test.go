@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,8 +34,9 @@ func writeKubeconfig(t *testing.T, dir, name string, contexts ...string) string 
 
 // TestInit: init prints a starter config for a kubeconfig with three
 // contexts that check accepts (explicit --kubeconfig, and $KUBECONFIG
-// with two files merged), --context picks some, -o writes it and refuses
-// to overwrite without --force.
+// with two files merged), --context picks some, --output-file (-O) writes
+// it and refuses to overwrite without --force, - is stdout, and -o is a
+// format: the old -o FILE says what to use.
 func TestInit(t *testing.T) {
 	dir := t.TempDir()
 	three := writeKubeconfig(t, dir, "three.yaml", "prod-eu", "prod-us", "kind-staging")
@@ -61,6 +63,12 @@ func TestInit(t *testing.T) {
 			if !strings.Contains(plan, "\ncluster "+c+"\n") {
 				t.Errorf("the plan lacks cluster %s:\n%s", c, plan)
 			}
+		}
+		// The starter's commented workers are the plan's.
+		commented := regexp.MustCompile(`\n  # workers: (\d+) `).FindStringSubmatch(starter)
+		planned := regexp.MustCompile(`\n  workers: +(\d+) \(`).FindStringSubmatch(plan)
+		if commented == nil || planned == nil || commented[1] != planned[1] {
+			t.Errorf("the starter's workers %q are not the plan's %q:\n%s", commented, planned, plan)
 		}
 	}
 
@@ -93,7 +101,7 @@ func TestInit(t *testing.T) {
 	})
 	t.Run("output file", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "driftwatch.yaml")
-		if stdout, _ := drive(t, 0, "init", "--kubeconfig", three, "-o", out); stdout != "" {
+		if stdout, _ := drive(t, 0, "init", "--kubeconfig", three, "--output-file", out); stdout != "" {
 			t.Errorf("stdout = %q, want nothing", stdout)
 		}
 		first, err := os.ReadFile(out)
@@ -101,16 +109,32 @@ func TestInit(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, string(first), "prod-eu")
-		_, errOut := drive(t, 1, "init", "--kubeconfig", one, "-o", out)
+		_, errOut := drive(t, 1, "init", "--kubeconfig", one, "-O", out)
 		if !strings.Contains(errOut, "exists: pass --force") {
 			t.Errorf("overwrite without --force: %s", errOut)
 		}
 		if now, _ := os.ReadFile(out); !bytes.Equal(now, first) {
 			t.Error("the file changed without --force")
 		}
-		drive(t, 0, "init", "--kubeconfig", one, "-o", out, "--force")
+		drive(t, 0, "init", "--kubeconfig", one, "-O", out, "--force")
 		if now, _ := os.ReadFile(out); !strings.Contains(string(now), "dev") {
 			t.Errorf("--force did not overwrite:\n%s", now)
+		}
+	})
+	t.Run("- is stdout, -o a format", func(t *testing.T) {
+		printed, _ := drive(t, 0, "init", "--kubeconfig", three)
+		if got, _ := drive(t, 0, "init", "--kubeconfig", three, "--output-file", "-", "-o", "yaml"); got != printed {
+			t.Errorf("--output-file - printed\n%s\nwant\n%s", got, printed)
+		}
+		if _, err := os.Stat("-"); err == nil {
+			t.Error("--output-file - wrote a file called -")
+		}
+		_, errOut := drive(t, 2, "init", "--kubeconfig", three, "-o", "driftwatch.yaml")
+		if want := `init: -o "driftwatch.yaml": -o is the output format (yaml); write to a file with --output-file driftwatch.yaml`; !strings.Contains(errOut, want) {
+			t.Errorf("-o FILE: %s, want %q", errOut, want)
+		}
+		if _, errOut := drive(t, 2, "init", "-o", "json"); !strings.Contains(errOut, `init: -o "json": want yaml`) {
+			t.Errorf("-o json: %s", errOut)
 		}
 	})
 	t.Run("no kubeconfig", func(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 // serveOptions are the flags of `driftwatch serve`.
 type serveOptions struct {
 	app.ServeOptions
-	level string
+	level      string
+	kubeconfig string
 }
 
 // newServeCmd is `driftwatch serve -f FILE`.
@@ -37,7 +38,13 @@ would prune; --allow-prune confirms it.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return app.Serve(cmd.Context(), o.ServeOptions, c.env())
+			env := c.env()
+			getenv, err := app.KubeconfigEnv(env.Getenv, o.kubeconfig, "serve")
+			if err != nil {
+				return err
+			}
+			env.Getenv = getenv
+			return app.Serve(cmd.Context(), o.ServeOptions, env)
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -58,12 +65,16 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReplicaID, "replica-id", "", "this replica's `id` when the config sets hub.coordination, unique among the replicas (default $POD_NAME, then the host name)")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "`host:port` at which the other replicas and attach reach this replica's API (default: the --listen address bound)")
 	fs.StringVar(&o.level, "log-level", "info", "log `level`: debug, info, warn, error")
+	addKubeconfigFlag(fs, &o.kubeconfig)
 }
 
 // validate checks the flags once parsed; every error is a usage error.
 func (o *serveOptions) validate() error {
-	if o.File == "" {
+	switch o.File {
+	case "":
 		return usageError("serve: -f FILE is required")
+	case "-":
+		return usageError("serve: -f -: serve reads its config file again on every reload: give a file")
 	}
 	if err := o.LogLevel.UnmarshalText([]byte(o.level)); err != nil {
 		return usageError("serve: --log-level: %v", err)

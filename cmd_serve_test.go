@@ -311,7 +311,9 @@ func TestServe(t *testing.T) {
 }
 
 // TestParseServeListen: the API may listen beyond loopback only with TLS
-// or --insecure-listen; the TLS flags go together.
+// or --insecure-listen; --listen and --probe-listen may not name the same
+// address (said so, not a bare "address already in use"); the TLS flags
+// go together.
 func TestParseServeListen(t *testing.T) {
 	for _, tt := range []struct {
 		args    []string
@@ -332,6 +334,15 @@ func TestParseServeListen(t *testing.T) {
 		{[]string{"--tls-cert-file", "c"}, "--tls-cert-file and --tls-key-file go together"},
 		{[]string{"--tls-key-file", "k"}, "go together"},
 		{[]string{"--listen", "7070"}, "missing port"},
+		{[]string{"--probe-listen", "127.0.0.1:7070"}, "--listen 127.0.0.1:7070 and --probe-listen 127.0.0.1:7070 name the same address: " +
+			"the API and the probes each need their own port (the probes' default is 127.0.0.1:7071)"},
+		{[]string{"--listen", "localhost:9000", "--probe-listen", "127.0.0.1:9000"}, "name the same address"},
+		{[]string{"--listen", "0.0.0.0:9000", "--insecure-listen", "--probe-listen", "127.0.0.1:9000"}, "name the same address"},
+		{[]string{"--listen", "127.0.0.1:9000", "--probe-listen", ":9000"}, "name the same address"},
+		{[]string{"--listen", "[::1]:9000", "--probe-listen", "[0:0::1]:9000"}, "name the same address"},
+		{[]string{"--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, ""},
+		{[]string{"--listen", "127.0.0.1:9000", "--probe-listen", "127.0.0.2:9000"}, ""},
+		{[]string{"--listen", "127.0.0.1:9000", "--probe-listen", "127.0.0.1:9001"}, ""},
 	} {
 		var o serveOptions
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)

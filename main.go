@@ -51,9 +51,14 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // run is the whole program: it parses args and runs one command until ctx
-// is cancelled or the work is done. A wrong command line is an
-// app.ExitError with code 2 whose one line says what is wrong and where the
-// help is.
+// is cancelled or the work is done, reading os.Stdin where a file
+// argument is "-". A wrong command line is an app.ExitError with code 2
+// whose one line says what is wrong and where the help is.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return cli.Execute(ctx, newRootCmd(&cliEnv{getenv: getenv, stdout: stdout, stderr: stderr}), args)
+	return execute(ctx, args, &cliEnv{getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr})
+}
+
+// execute runs the command line args in the environment c.
+func execute(ctx context.Context, args []string, c *cliEnv) error {
+	return cli.Execute(ctx, newRootCmd(c), args)
 }

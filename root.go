@@ -3,8 +3,10 @@ package main
 import (
 	_ "embed"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/cli"
@@ -18,7 +20,9 @@ var buildBinariesScript []byte
 
 // cliEnv is what every command reads and writes besides its flags.
 type cliEnv struct {
-	getenv         func(string) string
+	getenv func(string) string
+	// stdin is read where a file argument is "-".
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// kubeconfig and contexts are the global --kubeconfig and --context,
 	// for the commands that talk to one cluster.
@@ -28,7 +32,7 @@ type cliEnv struct {
 
 // env is the commands' environment for package app.
 func (c *cliEnv) env() app.Env {
-	return app.Env{Getenv: c.getenv, Stdout: c.stdout, Stderr: c.stderr, BuildScript: buildBinariesScript}
+	return app.Env{Getenv: c.getenv, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, BuildScript: buildBinariesScript}
 }
 
 // allowPruneUsage documents the --allow-prune flag of the commands that
@@ -36,19 +40,29 @@ func (c *cliEnv) env() app.Env {
 const allowPruneUsage = "confirm an initial desired state that decommissions every managed object of a cluster, or more than hub.pruneLimit objects (e.g. applications removed while the hub was down)"
 
 // addKubeFlags registers kubectl's global --kubeconfig and --context as
-// persistent flags of a command that talks to one cluster (init): the
-// other commands read their clusters from the config file and do not show
-// them.
+// persistent flags of a command that reads one kubeconfig's contexts
+// (init). The commands that read a config's clusters take --kubeconfig
+// alone (addKubeconfigFlag), and diff a --context of its own that keeps
+// the clusters reached through those contexts.
 func (c *cliEnv) addKubeFlags(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
 	pf.StringSliceVar(&c.contexts, "context", nil, "kubeconfig `contexts`, comma separated (default: every context)")
 }
 
+// addKubeconfigFlag registers --kubeconfig on a command that reads the
+// clusters of a config file: the kubeconfig of those that name none, as
+// kubectl's --kubeconfig replaces $KUBECONFIG.
+func addKubeconfigFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "kubeconfig", "", "kubeconfig `file` of the clusters that name none (default: $KUBECONFIG, else ~/.kube/config, as kubectl resolves them)")
+}
+
 // newRootCmd builds the command tree. The root itself is the TUI mode,
 // `driftwatch -f FILE`.
 func newRootCmd(c *cliEnv) *cobra.Command {
 	var o app.TUIOptions
+	var kubeconfig string
+	shown, revision := cli.BuildVersion(version, debug.ReadBuildInfo)
 	root := &cobra.Command{
 		Use:   "driftwatch -f FILE",
 		Short: "Keep Kubernetes objects true across many clusters",
@@ -63,7 +77,7 @@ lives exactly as long as its terminal, and :reload reloads the config.
 A start or reload that would decommission every managed object of a cluster,
 or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 		Example: `  # Write a starter config from your kubeconfig's contexts, validate it, run it
-  driftwatch init -o driftwatch.yaml
+  driftwatch init --output-file driftwatch.yaml
   driftwatch check -f driftwatch.yaml
   driftwatch -f driftwatch.yaml
 
@@ -72,13 +86,22 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 
   # Three local clusters with live drift and repair
   driftwatch demo`,
-		Version: version,
+		Version: shown,
 		Args:    cli.RootArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.File == "" {
+			switch o.File {
+			case "":
 				return usageError("-f FILE is required: driftwatch -f FILE runs the hub and the terminal UI; other commands are listed by driftwatch --help")
+			case "-":
+				return usageError("-f -: the terminal UI reads the terminal, and :reload the config file again: give a file")
 			}
-			return app.RunTUI(cmd.Context(), o, c.env())
+			env := c.env()
+			getenv, err := app.KubeconfigEnv(env.Getenv, kubeconfig, "")
+			if err != nil {
+				return err
+			}
+			env.Getenv = getenv
+			return app.RunTUI(cmd.Context(), o, env)
 		},
 	}
 	root.SetOut(c.stdout)
@@ -89,9 +112,10 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.BoolVar(&o.AllowPrune, "allow-prune", false, allowPruneUsage)
 	f.BoolVar(&o.WriteConfig, "write-config", false, "let the node detail's W key add the proposed ignore rule to the config file and reload")
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
+	addKubeconfigFlag(f, &kubeconfig)
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
-		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), newConfigCmd(c), cli.VersionCmd(version, c.stdout))
+		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), newConfigCmd(c), cli.VersionCmd(shown, revision, c.stdout))
 	cli.Setup(root)
 	return root
 }

@@ -41,9 +41,10 @@ type StarterOptions struct {
 // Starter returns a commented starter configuration for the contexts of
 // kc: a hub section with the defaults as comments, one cluster per context
 // (its id derived from the context name, see StarterClusterID) and one
-// example application on all of them, which Load accepts as it is. A
-// context in opts.Contexts that kc does not have is an error listing the
-// ones it has.
+// example application on all of them, in policy warn, which Load accepts as
+// it is. The commented defaults are the values Load gives the file (the
+// workers: AutoWorkers of its clusters). A context in opts.Contexts that kc
+// does not have is an error listing the ones it has.
 func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	if kc == nil || len(kc.Contexts) == 0 {
 		return nil, errors.New("the kubeconfig has no contexts: add one (kubectl config set-context) or name another kubeconfig")
@@ -117,7 +118,7 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	note("  # policy: "+string(DefaultPolicy), "repair, or warn to only report drift")
 	note("  # qps: 50", "a fixed client rate limit per cluster; unset: adaptive (APF-aware)")
 	note("  # burst: 100", "...and its burst")
-	note("  # workers: 16", "reconcile workers shared by all clusters; unset: "+strconv.Itoa(WorkersPerSource)+" per cluster, "+strconv.Itoa(MinWorkers)+" to "+strconv.Itoa(MaxAutoWorkers))
+	note("  # workers: "+strconv.Itoa(AutoWorkers(len(contexts))), "reconcile workers shared by all clusters: "+strconv.Itoa(WorkersPerSource)+" per cluster, "+strconv.Itoa(MinWorkers)+" to "+strconv.Itoa(MaxAutoWorkers))
 	note("  # decommissionTimeout: "+shortDuration(DefaultDecommissionTimeout), "pruning longer is reported stuck")
 	note("  # pruneLimit: "+strconv.Itoa(DefaultPruneLimit), "a change pruning more needs --allow-prune")
 	line("  # Where pauses, overrides, holds and what was applied survive restarts:")
@@ -145,8 +146,8 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	line("")
 	line("applications:")
 	line("  # An example: nginx, a Service on port 8080 and a ConfigMap, in their own")
-	line("  # namespace on every cluster above. `driftwatch serve` creates them:")
-	line("  # edit or remove this entry first.")
+	line("  # namespace on every cluster above, production included. `driftwatch")
+	line("  # serve` creates them: edit or remove this entry first.")
 	line("  - id: %s", StarterApplication)
 	line("    namespace: %s", StarterNamespace)
 	line("    clusters: [%s]", strings.Join(ids, ", "))
@@ -156,7 +157,10 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	note("    port: 8080", "a port alone gives a ClusterIP Service")
 	note("    config:", "becomes a ConfigMap, loaded with envFrom")
 	line("      GREETING: hello from driftwatch")
-	note("    # policy: warn", "only report drift of this application")
+	line("    # It starts in warn: drift is reported, never repaired, and nothing is")
+	line("    # deleted. Set repair (or remove the line: the hub's policy) once the")
+	line("    # example is yours.")
+	line("    policy: %s", hub.PolicyWarn)
 	return []byte(b.String()), nil
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // starterKubeconfig returns a kubeconfig with the given contexts.
@@ -97,6 +100,14 @@ func TestStarter(t *testing.T) {
 			}
 			if len(cfg.Applications) != 1 || cfg.Applications[0].ID != StarterApplication {
 				t.Fatalf("applications %+v, want the example", cfg.Applications)
+			}
+			// The example starts in warn (its comment says so), and the
+			// commented workers are those the hub would run.
+			if p := cfg.Applications[0].Policy; p != hub.PolicyWarn || !strings.Contains(string(out), "It starts in warn") {
+				t.Errorf("the example's policy is %q, want warn with a comment", p)
+			}
+			if want := fmt.Sprintf("\n  # workers: %d ", cfg.Workers()); !strings.Contains(string(out), want) {
+				t.Errorf("the starter lacks %q, the workers of its %d clusters", want, len(cfg.Clusters))
 			}
 			if n := len(cfg.TargetClusters(cfg.Applications[0])); n != len(tt.want) {
 				t.Errorf("the example targets %d clusters, want all %d", n, len(tt.want))

@@ -107,6 +107,18 @@ type Report struct {
 	// Unauthorized are the clusters that refused the credentials (their
 	// errors match hub.ErrUnauthorized), sorted by id.
 	Unauthorized []ClusterError
+	// NotChecked are the sources in scope that the pass does not diff at
+	// all (the caller adds them: a Cluster API source, whose clusters are
+	// discovered at runtime): a report with one is never "in sync".
+	NotChecked []NotChecked
+}
+
+// NotChecked is a source a pass left out, and why.
+type NotChecked struct {
+	// Source names it, e.g. "clusterAPI source mgmt".
+	Source string
+	// Reason says why it was not checked and how to leave it out.
+	Reason string
 }
 
 // Object is the outcome for one desired object.
@@ -157,16 +169,16 @@ func (e ClusterError) Error() string { return e.Err.Error() }
 func (e ClusterError) Unwrap() error { return e.Err }
 
 // ExitCode returns 0 when every object is in sync, 1 when drift was found,
-// 3 when a cluster was unreachable or an object could not be checked, and 4
-// when a cluster refused the credentials. 4 wins over 3 (retrying will not
-// help: someone must renew the credentials), 3 over 1 (a partial answer is
-// never "in sync").
+// 3 when a cluster was unreachable, an object could not be checked or a
+// source was not checked (NotChecked), and 4 when a cluster refused the
+// credentials. 4 wins over 3 (retrying will not help: someone must renew
+// the credentials), 3 over 1 (a partial answer is never "in sync").
 func (r *Report) ExitCode() int {
 	code := ExitInSync
 	if len(r.Unauthorized) > 0 {
 		return ExitUnauthorized
 	}
-	if len(r.Unreachable) > 0 {
+	if len(r.Unreachable) > 0 || len(r.NotChecked) > 0 {
 		return ExitUnreachable
 	}
 	for _, o := range r.Objects {

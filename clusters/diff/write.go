@@ -27,8 +27,9 @@ var driftClasses = [...]hub.DriftClass{hub.DriftMissing, hub.DriftModified, hub.
 // then a line per difference an ignore rule covers ("ignored <nodeid>
 // <path>: <desired> -> <actual>, ignored (rule <name>)"), per object that
 // could not be checked, per unreachable cluster and per cluster that refused
-// the credentials ("unauthorized <cluster>: ..."), and a summary line. In-sync objects print nothing but the
-// summary.
+// the credentials ("unauthorized <cluster>: ..."), per source not checked
+// ("not checked <source>: <reason>"), and a summary line. In-sync objects
+// print nothing but the summary.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, o := range r.Objects {
@@ -67,6 +68,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, u := range r.Unauthorized {
 		fmt.Fprintf(&b, "unauthorized %s: %v (%s not checked)\n", u.Cluster, u.Err, plural(u.Objects, "object"))
+	}
+	for _, n := range r.NotChecked {
+		fmt.Fprintf(&b, "not checked %s: %s\n", n.Source, n.Reason)
 	}
 	b.WriteString(r.summary())
 	b.WriteString("\n")
@@ -181,6 +185,9 @@ func (r *Report) summary() string {
 	if c.unreachableWorkspaces > 0 {
 		s += fmt.Sprintf("; %s not planned", plural(c.unreachableWorkspaces, "workspace"))
 	}
+	if n := len(r.NotChecked); n > 0 {
+		s += fmt.Sprintf("; %s not checked", plural(n, "source"))
+	}
 	return s
 }
 
@@ -194,6 +201,7 @@ type (
 		Objects      []jsonObject       `json:"objects"`
 		Unreachable  []jsonClusterError `json:"unreachable"`
 		Unauthorized []jsonClusterError `json:"unauthorized"`
+		NotChecked   []jsonNotChecked   `json:"notChecked,omitempty"`
 	}
 	jsonSummary struct {
 		Objects      int            `json:"objects"`
@@ -206,6 +214,8 @@ type (
 		Unchecked    int            `json:"uncheckedObjects"`
 		// Unplanned counts the Terraform workspaces in unreachable.
 		Unplanned int `json:"unplannedWorkspaces,omitempty"`
+		// NotChecked counts the sources left out (notChecked).
+		NotChecked int `json:"notCheckedSources,omitempty"`
 	}
 	jsonObject struct {
 		NodeID      string           `json:"nodeId"`
@@ -243,17 +253,23 @@ type (
 		Error   string `json:"error"`
 		Objects int    `json:"objects"`
 	}
+	jsonNotChecked struct {
+		Source string `json:"source"`
+		Reason string `json:"reason"`
+	}
 )
 
 // WriteJSON writes the report as one indented JSON document with
 // camelCase keys: at, exitCode, summary, objects (every checked object,
-// in sync ones included, sorted by nodeId), unreachable and unauthorized.
+// in sync ones included, sorted by nodeId), unreachable, unauthorized and
+// notChecked (when a source was left out).
 func (r *Report) WriteJSON(w io.Writer) error {
 	c := r.counts()
 	out := jsonReport{
 		At: r.At, ExitCode: r.ExitCode(),
 		Summary: jsonSummary{Objects: c.objects, InSync: c.inSync, Drifted: c.drifted, Errors: c.errors,
-			ByClass: make(map[string]int), Unreachable: c.unreachable, Unauthorized: c.unauthorized, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces},
+			ByClass: make(map[string]int), Unreachable: c.unreachable, Unauthorized: c.unauthorized, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces,
+			NotChecked: len(r.NotChecked)},
 		Objects:      make([]jsonObject, 0, len(r.Objects)),
 		Unreachable:  make([]jsonClusterError, 0, len(r.Unreachable)),
 		Unauthorized: make([]jsonClusterError, 0, len(r.Unauthorized)),
@@ -291,6 +307,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	for _, u := range r.Unauthorized {
 		out.Unauthorized = append(out.Unauthorized, jsonClusterError{Cluster: u.Cluster, Error: u.Err.Error(), Objects: u.Objects})
+	}
+	for _, n := range r.NotChecked {
+		out.NotChecked = append(out.NotChecked, jsonNotChecked(n))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -129,6 +129,16 @@ func TestWriteGolden(t *testing.T) {
 		t.Fatalf("WriteJSON wrote invalid JSON: %v", err)
 	}
 
+	// A source not checked: a line, and the summary says so.
+	notChecked := &Report{At: r.At, Objects: []Object{r.Objects[2]}, NotChecked: []NotChecked{{Source: "clusterAPI source mgmt", Reason: "not diffed"}}}
+	text.Reset()
+	if err := notChecked.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text.String(), "not checked clusterAPI source mgmt: not diffed\nsummary: 1 object on 1 cluster: all in sync; 1 source not checked\n"; got != want {
+		t.Errorf("a source not checked: text %q, want %q", got, want)
+	}
+
 	// In sync: no diff, only the summary.
 	sync := &Report{At: r.At, Objects: []Object{r.Objects[2]}}
 	text.Reset()
@@ -166,10 +176,17 @@ func TestExitCode(t *testing.T) {
 		{"an object not checked wins over drift", []Object{modified, failed}, nil, nil, ExitUnreachable},
 		{"unauthorized", []Object{inSync}, nil, refused, ExitUnauthorized},
 		{"unauthorized wins over unreachable and drift", []Object{modified, failed}, down, refused, ExitUnauthorized},
+		{"a source not checked", []Object{inSync}, nil, nil, ExitUnreachable},
+		{"a source not checked, nothing else", nil, nil, nil, ExitUnreachable},
+		{"a source not checked wins over drift", []Object{modified}, nil, nil, ExitUnreachable},
+		{"unauthorized wins over a source not checked", []Object{inSync}, nil, refused, ExitUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rep := &Report{Objects: tt.objects, Unreachable: tt.unreachable, Unauthorized: tt.unauthorized}
+			if strings.Contains(tt.name, "a source not checked") {
+				rep.NotChecked = []NotChecked{{Source: "clusterAPI source mgmt", Reason: "not diffed"}}
+			}
 			if got := rep.ExitCode(); got != tt.want {
 				t.Errorf("ExitCode = %d, want %d", got, tt.want)
 			}

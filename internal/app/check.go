@@ -1,53 +1,86 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// Check is `driftwatch check`: it validates a config file and prints the
-// plan, or with output "yaml" the compiled objects. An invalid file prints
-// every error on stderr and exits 1.
-func Check(file, output string, env Env) error {
+// Output formats of -o, as every command spells them: text for people,
+// json and yaml for programs. Each command accepts those that mean
+// something for it (see its help).
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+	FormatYAML = "yaml"
+)
+
+// StdinName names the standard input in config errors when a command
+// reads its config from it (-f -); relative paths in it are relative to
+// the current folder.
+const StdinName = "<stdin>"
+
+// CheckOptions are the settings of Check (the flags of driftwatch check).
+type CheckOptions struct {
+	// File is the config file; "-" reads it from Env.Stdin.
+	File string
+	// Output is FormatText (the plan), FormatYAML or FormatJSON (the
+	// compiled objects).
+	Output string
+	// Kubeconfig, when set, is the kubeconfig of the clusters and sources
+	// that name none, instead of $KUBECONFIG, else ~/.kube/config.
+	Kubeconfig string
+	// SkipKubeconfigs checks the file alone, without reading the
+	// kubeconfigs it names (e.g. where they are not installed).
+	SkipKubeconfigs bool
+}
+
+// Check is `driftwatch check`: it validates a config file, and the
+// kubeconfigs and contexts it names without contacting any cluster (see
+// checkKubeconfigs), and prints the plan, or with FormatYAML or FormatJSON
+// the compiled objects. An invalid file prints every error on stderr and
+// exits 1.
+func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
-	cfg, err := config.Load(file, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME")})
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME")})
 	var list config.ErrorList
 	if errors.As(err, &list) {
-		for _, e := range list {
-			fmt.Fprintln(stderr, e)
-		}
+		printErrors(stderr, list)
 		return &ExitError{Code: 1}
 	}
 	if err != nil {
 		return err
 	}
+	loaded := cfg
+	cfg, flagKubeconfig, err := withDefaultKubeconfig(cfg, o.Kubeconfig, "check")
+	if err != nil {
+		return err
+	}
+	if !o.SkipKubeconfigs {
+		scope := kubeconfigScope{others: true, defaultKubeconfig: flagKubeconfig}
+		if list := checkKubeconfigs(loaded, data, getenv, scope); len(list) > 0 {
+			printErrors(stderr, list)
+			return &ExitError{Code: 1}
+		}
+	}
 
 	warnManagesNothing(stderr, cfg)
-	if output == "yaml" {
+	switch o.Output {
+	case FormatYAML:
 		return printObjects(stdout, config.Compile(cfg))
-	}
-	for _, cl := range cfg.Clusters {
-		if _, err := os.Stat(cl.Kubeconfig); cl.Kubeconfig != "" && errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "driftwatch: warning: cluster %q: kubeconfig %s does not exist\n", cl.ID, cl.Kubeconfig)
-		}
-	}
-	for _, src := range cfg.ClusterAPI {
-		if _, err := os.Stat(src.Kubeconfig); src.Kubeconfig != "" && errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "driftwatch: warning: clusterAPI source %q: kubeconfig %s does not exist\n", src.Name, src.Kubeconfig)
-		}
+	case FormatJSON:
+		return printObjectsJSON(stdout, config.Compile(cfg))
 	}
 	warnWorkspaces(stderr, cfg)
 	stateFile, err := StateFile(cfg, getenv)
@@ -55,6 +88,31 @@ func Check(file, output string, env Env) error {
 		fmt.Fprintf(stderr, "driftwatch: warning: %v\n", err)
 	}
 	return printPlan(stdout, cfg, stateFile)
+}
+
+// loadConfig loads the config file, or with "-" the config on env.Stdin
+// (named StdinName in errors). data is what was read from stdin, nil for
+// a file.
+func loadConfig(file string, env Env, opts config.LoadOptions) (cfg *config.Config, data []byte, err error) {
+	if file != "-" {
+		cfg, err = config.Load(file, opts)
+		return cfg, nil, err
+	}
+	if env.Stdin == nil {
+		return nil, nil, errors.New("read config: -f -: no standard input")
+	}
+	if data, err = io.ReadAll(env.Stdin); err != nil {
+		return nil, nil, fmt.Errorf("read config from standard input: %w", err)
+	}
+	cfg, err = config.Parse(StdinName, data, opts)
+	return cfg, data, err
+}
+
+// printErrors prints config errors, one a line.
+func printErrors(w io.Writer, list config.ErrorList) {
+	for _, e := range list {
+		fmt.Fprintln(w, e)
+	}
 }
 
 // warnManagesNothing warns loudly about a valid config that would manage
@@ -101,6 +159,24 @@ func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printObjectsJSON writes the compiled objects as one JSON List, as
+// kubectl get -o json prints several objects.
+func printObjectsJSON(w io.Writer, specs []hub.NodeSpec) error {
+	items := make([]map[string]any, 0, len(specs))
+	for _, s := range specs {
+		obj, err := s.Object()
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		if obj != nil {
+			items = append(items, obj.Object)
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 // printPlan writes the hub settings, then per cluster what it will manage,

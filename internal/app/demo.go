@@ -159,6 +159,9 @@ type DemoOptions struct {
 func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	var err error
+	if !o.Headless && !hasTerminal(env) {
+		return noTerminal("demo: ", "run driftwatch demo --headless, which prints drift and repairs as lines")
+	}
 	// A hangup ends the demo and its clusters, as q and Ctrl-C do.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()

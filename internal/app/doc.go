@@ -40,9 +40,16 @@ func UsageError(format string, args ...any) error {
 type Env struct {
 	// Getenv looks up environment variables (tests inject their own).
 	Getenv func(string) string
+	// Stdin is read where a command reads a file named "-" (check -f -,
+	// diff -f -); nil: there is none.
+	Stdin io.Reader
 	// Stdout receives the command's output, Stderr its progress, errors
 	// and (headless) logs.
 	Stdout, Stderr io.Writer
+	// Terminal reports whether the terminal UI can run; nil: whether the
+	// process's standard input and output are both terminals (the UI
+	// reads and draws on them, not on Stdin and Stdout).
+	Terminal func() bool
 	// BuildScript builds the local control-plane binaries of the demo and
 	// the bench when $DRIFTWATCH_BIN_DIR is unset; it prints their folder
 	// (package main embeds scripts/build-binaries.sh).

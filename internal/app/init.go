@@ -22,14 +22,15 @@ type InitOptions struct {
 	Kubeconfig string
 	// Contexts are the contexts to make clusters of; nil means every one.
 	Contexts []string
-	// Output is the file to write; "" prints the starter on stdout.
-	Output string
-	// Force overwrites an existing Output.
+	// OutputFile is the file to write; "" and "-" print the starter on
+	// stdout.
+	OutputFile string
+	// Force overwrites an existing OutputFile.
 	Force bool
 }
 
 // Init is `driftwatch init`: it reads the kubeconfig's contexts and prints
-// (or writes to o.Output) a commented starter config with one cluster per
+// (or writes to o.OutputFile) a commented starter config with one cluster per
 // context and one example application, which Check accepts. An existing
 // output file is never overwritten without o.Force.
 func Init(o InitOptions, env Env) error {
@@ -61,7 +62,7 @@ func Init(o InitOptions, env Env) error {
 	if err != nil {
 		return fmt.Errorf("init: kubeconfig %s: %w", where, err)
 	}
-	if o.Output == "" {
+	if o.OutputFile == "" || o.OutputFile == "-" {
 		_, err := env.Stdout.Write(starter)
 		return err
 	}
@@ -69,17 +70,17 @@ func Init(o InitOptions, env Env) error {
 	if o.Force {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	}
-	f, err := os.OpenFile(o.Output, flags, 0o600)
+	f, err := os.OpenFile(o.OutputFile, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("init: %s exists: pass --force to overwrite it", o.Output)
+		return fmt.Errorf("init: %s exists: pass --force to overwrite it", o.OutputFile)
 	}
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	_, err = f.Write(starter)
 	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("init: write %s: %w", o.Output, err)
+		return fmt.Errorf("init: write %s: %w", o.OutputFile, err)
 	}
-	fmt.Fprintf(env.Stderr, "driftwatch: starter config written to %s; next: driftwatch check -f %s\n", o.Output, o.Output)
+	fmt.Fprintf(env.Stderr, "driftwatch: starter config written to %s; next: driftwatch check -f %s\n", o.OutputFile, o.OutputFile)
 	return nil
 }

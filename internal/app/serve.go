@@ -76,7 +76,8 @@ const (
 
 // Validate checks the addresses and the TLS files: the API may listen
 // beyond loopback only with TLS or InsecureListen, which would send tokens
-// in clear text; the TLS files go together.
+// in clear text; the API and the probes need addresses of their own; the
+// TLS files go together.
 func (o ServeOptions) Validate() error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together")
@@ -88,7 +89,37 @@ func (o ServeOptions) Validate() error {
 	if !loopback && o.TLSCertFile == "" && !o.InsecureListen {
 		return fmt.Errorf("--listen %s is not a loopback address and would send tokens in clear text: set --tls-cert-file and --tls-key-file, or --insecure-listen if a TLS proxy is in front", o.Listen)
 	}
+	if sameListenAddress(o.Listen, o.ProbeListen) {
+		return fmt.Errorf("--listen %s and --probe-listen %s name the same address: the API and the probes each need their own port (the probes' default is %s)",
+			o.Listen, o.ProbeListen, DefaultProbeListen)
+	}
 	return nil
+}
+
+// sameListenAddress reports whether two listen addresses cannot both be
+// bound: the same port (not 0, which picks a free one) on the same host,
+// localhost being 127.0.0.1, or either on every interface ("", 0.0.0.0,
+// ::).
+func sameListenAddress(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb || pa == "0" {
+		return false
+	}
+	host := func(h string) string {
+		if h == "localhost" {
+			return "127.0.0.1"
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			if ip.IsUnspecified() {
+				return ""
+			}
+			return ip.String()
+		}
+		return h
+	}
+	ha, hb = host(ha), host(hb)
+	return ha == hb || ha == "" || hb == ""
 }
 
 // isLoopback reports whether a listen address only accepts local

@@ -11,6 +11,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	"github.com/sourcegraph/conc"
+	"golang.org/x/term"
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/config"
@@ -88,6 +89,9 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 		fmt.Fprintln(stderr, err)
 		return &ExitError{Code: 1}
 	}
+	if !hasTerminal(env) {
+		return noTerminal("", "for a hub without a UI, run driftwatch serve -f "+o.File+" (and driftwatch attach from a terminal)")
+	}
 	log, closer, err := openLog(o.LogFile)
 	if err != nil {
 		return err
@@ -119,6 +123,27 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	log.Info("stopped")
 	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", o.LogFile)
 	return errors.Join(uiErr, appErr, closeErr)
+}
+
+// hasTerminal reports whether the terminal UI can run (see Env.Terminal).
+func hasTerminal(env Env) bool {
+	if env.Terminal != nil {
+		return env.Terminal()
+	}
+	return terminals(os.Stdin, os.Stdout)
+}
+
+// terminals reports whether in and out are both terminals.
+func terminals(in, out *os.File) bool {
+	return term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd()))
+}
+
+// noTerminal is the usage error of a mode that runs the terminal UI
+// without a terminal, where bubbletea would fail with an obscure error
+// about its input reader: prefix names the command ("demo: "), instead
+// says what to run.
+func noTerminal(prefix, instead string) error {
+	return UsageError("%sthe terminal UI needs a terminal, but standard input and output are not both one (a pipe, a file, a service or CI job?): %s", prefix, instead)
 }
 
 // uiEnded logs why the terminal UI ended when the terminal went away, and
@@ -154,6 +179,9 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	c, err := api.NewClientWithOptions(url, opts)
 	if err != nil {
 		return UsageError("attach: %v", err)
+	}
+	if !hasTerminal(env) {
+		return noTerminal("attach: ", "without it, the hub's state is at GET "+url+"/api/v1/snapshot")
 	}
 	if _, err := c.Snapshot(ctx); err != nil {
 		return fmt.Errorf("attach: %w", err)

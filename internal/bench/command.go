@@ -83,7 +83,7 @@ type Options struct {
 	Burst int
 	// Seed makes the drift schedule.
 	Seed uint64
-	// Output is "table" or "json".
+	// Output is "text" (a table; "table" is the same) or "json".
 	Output string
 	// QPS and Workers override the hub's client rate limit per cluster and
 	// its reconcile workers (0: the config defaults).
@@ -112,8 +112,8 @@ func (o Options) Validate() error {
 	switch {
 	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet}, o.Mode):
 		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale or fleet", o.Mode)
-	case o.Output != "table" && o.Output != "json":
-		return fmt.Errorf("-o %q: want table or json", o.Output)
+	case o.Output != "text" && o.Output != "table" && o.Output != "json":
+		return fmt.Errorf("-o %q: want text or json", o.Output)
 	case o.Mode == ModeFleet && (o.Clusters < 1 || o.Clusters > 2000):
 		return fmt.Errorf("--clusters must be between 1 and 2000 with --mode fleet")
 	case o.Mode != ModeFleet && (o.Clusters < 1 || o.Clusters > 20):

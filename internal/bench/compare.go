@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -107,22 +108,32 @@ func figures(rep *benchReport) []figure {
 }
 
 // CompareFiles is `driftwatch bench compare OLD NEW`: it reads two
-// reports written by `driftwatch bench -o json` and writes Compare's
-// table to w.
-func CompareFiles(w io.Writer, oldPath, newPath string) error {
-	old, err := readReport(oldPath)
+// reports written by `driftwatch bench -o json` (one of them may be "-",
+// read from stdin) and writes Compare's table to w.
+func CompareFiles(w io.Writer, stdin io.Reader, oldPath, newPath string) error {
+	if oldPath == "-" && newPath == "-" {
+		return errors.New("bench compare: only one report can come from standard input (-)")
+	}
+	old, err := readReport(oldPath, stdin)
 	if err != nil {
 		return err
 	}
-	cur, err := readReport(newPath)
+	cur, err := readReport(newPath, stdin)
 	if err != nil {
 		return err
 	}
 	return Compare(w, oldPath, old, newPath, cur)
 }
 
-func readReport(path string) (*benchReport, error) {
-	b, err := os.ReadFile(path)
+// readReport reads a report from path, or from stdin when path is "-".
+func readReport(path string, stdin io.Reader) (*benchReport, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench compare: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -348,10 +349,22 @@ func TestCompareGolden(t *testing.T) {
 			[]string{"scale hub heap per object", "note: the runs differ in objects"}},
 	} {
 		var out bytes.Buffer
-		if err := CompareFiles(&out, filepath.Join("testdata", tc.old), filepath.Join("testdata", tc.new)); err != nil {
+		if err := CompareFiles(&out, nil, filepath.Join("testdata", tc.old), filepath.Join("testdata", tc.new)); err != nil {
 			t.Fatal(err)
 		}
 		golden(t, tc.golden, out.Bytes())
+		// The new report from stdin (-): the same table, naming it -.
+		data, err := os.ReadFile(filepath.Join("testdata", tc.new))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var viaStdin bytes.Buffer
+		if err := CompareFiles(&viaStdin, bytes.NewReader(data), filepath.Join("testdata", tc.old), "-"); err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ReplaceAll(out.String(), filepath.Join("testdata", tc.new), "-"); viaStdin.String() != want {
+			t.Errorf("%s with the new report on stdin:\n%s\nwant:\n%s", tc.golden, &viaStdin, want)
+		}
 		for _, s := range tc.want {
 			if !strings.Contains(out.String(), s) {
 				t.Errorf("%s lacks %q", tc.golden, s)
@@ -359,10 +372,13 @@ func TestCompareGolden(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := CompareFiles(&out, filepath.Join("testdata", "compare-old.json"), filepath.Join("testdata", "nope.json")); err == nil {
+	if err := CompareFiles(&out, nil, filepath.Join("testdata", "compare-old.json"), filepath.Join("testdata", "nope.json")); err == nil {
 		t.Error("a missing report compared")
 	}
-	if err := CompareFiles(&out, filepath.Join("testdata", "compare-all.golden"), filepath.Join("testdata", "compare-new.json")); err == nil || !strings.Contains(err.Error(), "not a bench report") {
+	if err := CompareFiles(&out, nil, filepath.Join("testdata", "compare-all.golden"), filepath.Join("testdata", "compare-new.json")); err == nil || !strings.Contains(err.Error(), "not a bench report") {
 		t.Errorf("a text file compared: %v", err)
+	}
+	if err := CompareFiles(&out, strings.NewReader("{}"), "-", "-"); err == nil || !strings.Contains(err.Error(), "only one report") {
+		t.Errorf("both reports from stdin: %v", err)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/internal/app"
 )
@@ -36,6 +38,31 @@ func Setup(root *cobra.Command) {
 			completionExamples(cmd)
 		}
 	}
+	suggestByDistance(root)
+}
+
+// SuggestionDistance is the largest Levenshtein distance (case ignored)
+// between a mistyped command and one it suggests: seve suggests serve,
+// chekc check. Prefixes are suggested too (serv: serve).
+const SuggestionDistance = 2
+
+// suggestByDistance sets cmd's and its subcommands' suggestion distance:
+// cobra only applies its default of 2 when it finds an unknown command
+// itself, not for SuggestionsFor, which RootArgs, NoArgs and help use.
+func suggestByDistance(cmd *cobra.Command) {
+	cmd.SuggestionsMinimumDistance = SuggestionDistance
+	for _, sub := range cmd.Commands() {
+		suggestByDistance(sub)
+	}
+}
+
+// unknownCommand is the usage error for a word that names no subcommand
+// of cmd, with the ones it may mean.
+func unknownCommand(cmd *cobra.Command, word string) error {
+	if s := cmd.SuggestionsFor(word); len(s) > 0 {
+		return app.UsageError("%sunknown command %q (did you mean %s?)", Prefix(cmd), word, strings.Join(s, " or "))
+	}
+	return app.UsageError("%sunknown command %q", Prefix(cmd), word)
 }
 
 // Execute runs root with args until ctx ends. A wrong command line is an
@@ -69,18 +96,19 @@ func RootArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		return app.UsageError("unknown command %q (did you mean %s?)", args[0], strings.Join(s, " or "))
-	}
-	return app.UsageError("unknown command %q", args[0])
+	return unknownCommand(cmd, args[0])
 }
 
-// NoArgs rejects positional arguments of a command that takes none.
+// NoArgs rejects positional arguments of a command that takes none; for
+// a command with subcommands, the word is most likely a mistyped one.
 func NoArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return app.UsageError("%sunexpected argument %q", Prefix(cmd), args[0])
+	switch {
+	case len(args) == 0:
+		return nil
+	case cmd.HasAvailableSubCommands():
+		return unknownCommand(cmd, args[0])
 	}
-	return nil
+	return app.UsageError("%sunexpected argument %q", Prefix(cmd), args[0])
 }
 
 // Prefix is the command's path without the program name, as errors start
@@ -129,7 +157,13 @@ func helpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := cmd.Root().Find(args)
 			if err != nil || len(rest) > 0 {
-				return app.UsageError("help: unknown command %q", strings.Join(args, " "))
+				msg := fmt.Sprintf("help: unknown command %q", strings.Join(args, " "))
+				if len(rest) > 0 {
+					if s := target.SuggestionsFor(rest[0]); len(s) > 0 {
+						msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+					}
+				}
+				return app.UsageError("%s", msg)
 			}
 			target.InitDefaultHelpFlag() // as parsing its flags would
 			target.InitDefaultVersionFlag()
@@ -167,36 +201,89 @@ func completionExamples(cmd *cobra.Command) {
 	}
 }
 
-// versionInfo is `driftwatch version -o json`.
+// versionInfo is `driftwatch version -o json` (and -o yaml).
 type versionInfo struct {
-	Version   string `json:"version"`
+	Version string `json:"version"`
+	// Revision is the VCS revision the binary was built from, when the
+	// build recorded it.
+	Revision  string `json:"revision,omitempty"`
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
 }
 
-// VersionCmd is `driftwatch version [-o json]`: it prints version on
-// stdout, with -o json also the Go version and the platform.
-func VersionCmd(version string, stdout io.Writer) *cobra.Command {
-	var output string
+// unstamped is the version of a binary built without -ldflags "-X
+// main.version=...".
+const unstamped = "dev"
+
+// BuildVersion returns the version to print: stamped (set with -ldflags
+// "-X main.version=...") unless it is "" or "dev"; else, from the build
+// information (debug.ReadBuildInfo; tests pass their own), the module's
+// version (go install module@v1.2.3, or the pseudo-version go build stamps
+// in a VCS checkout), else the VCS revision (12 characters, "-dirty" when
+// the tree was modified); else "dev". revision is the full VCS revision
+// ("" when unknown).
+func BuildVersion(stamped string, readBuildInfo func() (*debug.BuildInfo, bool)) (version, revision string) {
+	var modified bool
+	info, ok := readBuildInfo()
+	if ok && info != nil {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	switch {
+	case stamped != "" && stamped != unstamped:
+		return stamped, revision
+	case ok && info != nil && info.Main.Version != "" && info.Main.Version != "(devel)":
+		return info.Main.Version, revision
+	case revision != "":
+		v := revision[:min(12, len(revision))]
+		if modified {
+			v += "-dirty"
+		}
+		return v, revision
+	}
+	return unstamped, revision
+}
+
+// VersionCmd is `driftwatch version [-o text|json|yaml]`: it prints
+// version on stdout, with -o json or yaml also the VCS revision, the Go
+// version and the platform.
+func VersionCmd(version, revision string, stdout io.Writer) *cobra.Command {
+	output := app.FormatText
 	cmd := &cobra.Command{
-		Use:   "version [-o json]",
+		Use:   "version [-o text|json|yaml]",
 		Short: "Print the version",
-		Long:  "Version prints driftwatch's version; -o json adds the Go version and the platform.",
+		Long: `Version prints driftwatch's version: the one stamped at build time, else the
+module version or VCS revision Go recorded in the binary. -o json and -o yaml
+add the revision, the Go version and the platform.`,
 		Example: `  driftwatch version
   driftwatch version -o json`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "":
-				_, err := fmt.Fprintf(stdout, "driftwatch %s\n", version)
+			if err := CheckFormat(cmd, output, app.FormatText, app.FormatJSON, app.FormatYAML); err != nil {
 				return err
-			case "json":
-				return json.NewEncoder(stdout).Encode(versionInfo{Version: version, GoVersion: runtime.Version(),
-					Platform: runtime.GOOS + "/" + runtime.GOARCH})
 			}
-			return app.UsageError("version: -o %q: want json", output)
+			info := versionInfo{Version: version, Revision: revision, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			switch output {
+			case app.FormatJSON:
+				return json.NewEncoder(stdout).Encode(info)
+			case app.FormatYAML:
+				y, err := yaml.Marshal(info)
+				if err != nil {
+					return err
+				}
+				_, err = stdout.Write(y)
+				return err
+			}
+			_, err := fmt.Fprintf(stdout, "driftwatch %s\n", version)
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output `format`: json (default: one line of text)")
+	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text (one line), json or yaml")
 	return cmd
 }
