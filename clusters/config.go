@@ -28,9 +28,9 @@ type ClusterConfig struct {
 	// Getenv looks up the environment variables of the kubeconfig
 	// resolution: KUBECONFIG and HOME for the default kubeconfig, and
 	// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, checked before
-	// InCluster is tried. Nil means os.Getenv. Tests inject their own;
-	// leave it nil for a Registry, whose Update never finds two funcs
-	// equal and would restart the cluster on every call.
+	// InCluster is tried. Nil means os.Getenv. A Registry's Update does
+	// not compare it (one process's environment lookup is the same at
+	// every reload).
 	Getenv func(string) string
 	// KubeconfigPolicy says what KubeconfigData may use; the zero value is
 	// the strictest (no exec plugin, no file reference, TLS verified).

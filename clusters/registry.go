@@ -176,7 +176,7 @@ func (r *Registry) Update(cfg ClusterConfig) error {
 		return ErrRegistryClosed
 	}
 	e, ok := r.entries[cfg.ID]
-	same := ok && reflect.DeepEqual(e.cfg, cfg)
+	same := ok && sameConfig(e.cfg, cfg)
 	r.mu.Unlock()
 	if same {
 		return nil
@@ -299,4 +299,13 @@ func (r *Registry) supervise(ctx context.Context, e *entry) {
 		}
 		backoff = min(2*backoff, r.opts.MaxBackoff)
 	}
+}
+
+// sameConfig reports whether two configurations of a cluster are the same.
+// Getenv is left out: a func is never deeply equal to another, and the
+// environment lookup of one process does not change between reloads, so
+// comparing it would restart every cluster on every reload.
+func sameConfig(a, b ClusterConfig) bool {
+	a.Getenv, b.Getenv = nil, nil
+	return reflect.DeepEqual(a, b)
 }

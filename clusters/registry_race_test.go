@@ -143,3 +143,19 @@ func TestRegistryConcurrentUpdates(t *testing.T) {
 		t.Fatal("a backend exists although Run was never called")
 	}
 }
+
+// A reload that changes nothing of a cluster keeps its manager, even when
+// the configuration carries an environment lookup (a func, never deeply
+// equal to another).
+func TestSameConfigIgnoresGetenv(t *testing.T) {
+	a := ClusterConfig{ID: "c1", Kubeconfig: "/k", Getenv: func(string) string { return "" }}
+	b := a
+	b.Getenv = func(string) string { return "" }
+	if !sameConfig(a, b) {
+		t.Error("the same cluster with another Getenv counts as changed: every reload would restart it")
+	}
+	b.Kubeconfig = "/other"
+	if sameConfig(a, b) {
+		t.Error("a changed kubeconfig counts as the same")
+	}
+}

@@ -101,8 +101,8 @@ func loadConfig(file string, env Env, opts config.LoadOptions) (cfg *config.Conf
 	if env.Stdin == nil {
 		return nil, nil, errors.New("read config: -f -: no standard input")
 	}
-	if data, err = io.ReadAll(env.Stdin); err != nil {
-		return nil, nil, fmt.Errorf("read config from standard input: %w", err)
+	if data, err = config.Read(StdinName, env.Stdin); err != nil {
+		return nil, nil, err // an ErrorList when over the size limit
 	}
 	cfg, err = config.Parse(StdinName, data, opts)
 	return cfg, data, err
