@@ -1325,7 +1325,7 @@ func (h *Hub) processNextWorkItem(ctx context.Context) bool {
 func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) (handedOff bool) {
 	h.metrics.reconciles.Inc()
 	defer h.recoverPass(id, &handedOff)
-	res, err, write := h.reconcile(ctx, id)
+	res, write, err := h.reconcile(ctx, id)
 	if write != nil {
 		h.writeQ.submit(id.Cluster, func(ctx context.Context) { h.runWrite(ctx, id, write) })
 		return true

@@ -55,7 +55,7 @@ const noBackendRetry = time.Second
 // Reconcile runs the whole pass, its write included; the hub's workers run
 // the same pass but hand its write to a writer (see writeQueue).
 func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
-	res, err, write := h.reconcile(ctx, id)
+	res, write, err := h.reconcile(ctx, id)
 	if write != nil {
 		return write(ctx)
 	}
@@ -68,7 +68,7 @@ type writeStep func(ctx context.Context) (Result, error)
 // reconcile runs a pass up to its write: when the pass must write, it
 // returns the write as a step to run (with a context of its own), and the
 // drift is already classified and published.
-func (h *Hub) reconcile(ctx context.Context, id NodeID) (Result, error, writeStep) {
+func (h *Hub) reconcile(ctx context.Context, id NodeID) (Result, writeStep, error) {
 	p, res, ok := h.begin(id)
 	if !ok {
 		return res, nil, nil
@@ -80,18 +80,18 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) (Result, error, writeSte
 	if p.dec != nil {
 		res, err = h.decommission(callCtx, p)
 	} else {
-		res, err, write = h.sync(callCtx, p)
+		res, write, err = h.sync(callCtx, p)
 	}
 	if write != nil && err == nil {
-		return Result{}, nil, func(ctx context.Context) (Result, error) {
+		return Result{}, func(ctx context.Context) (Result, error) {
 			wctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 			defer cancel()
 			res, err := write(wctx)
 			return h.outcome(p, res, err)
-		}
+		}, nil
 	}
 	res, err = h.outcome(p, res, err)
-	return res, err, nil
+	return res, nil, err
 }
 
 // outcome turns a pass's error into what the handler does with it.
@@ -263,21 +263,21 @@ func (h *Hub) firstApply(id NodeID, st State, d Drift) (managed, first bool) {
 // sync reconciles a desired NodeID. When it must write, it returns the
 // write (and what follows it) as a step, the drift already classified and
 // published.
-func (h *Hub) sync(ctx context.Context, p pass) (Result, error, writeStep) {
+func (h *Hub) sync(ctx context.Context, p pass) (Result, writeStep, error) {
 	st, err := h.read(ctx, p, p.fresh)
 	if err != nil {
-		return Result{}, err, nil
+		return Result{}, nil, err
 	}
 	d, err := p.backend.DetectDrift(ctx, *p.spec, st)
 	if err != nil {
-		return Result{}, fmt.Errorf("detect drift: %w", err), nil
+		return Result{}, nil, fmt.Errorf("detect drift: %w", err)
 	}
 	managed, first := h.firstApply(p.id, st, d)
 	if !managed {
 		return Result{}, nil, nil
 	}
 	if first {
-		return Result{}, nil, func(ctx context.Context) (Result, error) { return h.create(ctx, p, st, d) }
+		return Result{}, func(ctx context.Context) (Result, error) { return h.create(ctx, p, st, d) }, nil
 	}
 
 	h.status.setIgnored(p.id, d.Ignored)
@@ -314,10 +314,10 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error, writeStep) {
 		// A label-filtered watch reports a removed label as a delete:
 		// confirm before reporting it.
 		if st, err = h.read(ctx, p, true); err != nil {
-			return Result{}, err, nil
+			return Result{}, nil, err
 		}
 		if d, err = p.backend.DetectDrift(ctx, *p.spec, st); err != nil {
-			return Result{}, fmt.Errorf("detect drift: %w", err), nil
+			return Result{}, nil, fmt.Errorf("detect drift: %w", err)
 		}
 		h.status.setIgnored(p.id, d.Ignored)
 		attributed = false
@@ -345,7 +345,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error, writeStep) {
 		return Result{}, nil, nil
 	case !plan.allow:
 		res, err := h.refused(p, rep, plan)
-		return res, err, nil
+		return res, nil, err
 	case fighting:
 		c := h.contest(p.id, att, wait)
 		rep.Action = "backoff"
@@ -356,7 +356,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, error, writeStep) {
 
 	// Classified: published now (a repair queued), written by a writer.
 	h.record(p, rep, StatusRepairing, "", StepClassified)
-	return Result{}, nil, func(ctx context.Context) (Result, error) { return h.repair(ctx, p, st, d, rep, countLater) }
+	return Result{}, func(ctx context.Context) (Result, error) { return h.repair(ctx, p, st, d, rep, countLater) }, nil
 }
 
 // repair writes a classified drift's repair, through the write gate, and

@@ -93,17 +93,6 @@ func (q *writeQueue) done(cluster string) {
 	q.wake.Broadcast()
 }
 
-// len returns the number of writes waiting.
-func (q *writeQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := 0
-	for _, js := range q.jobs {
-		n += len(js)
-	}
-	return n
-}
-
 // close lets next return false once the waiting writes are taken.
 func (q *writeQueue) close() {
 	q.mu.Lock()
