@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -241,6 +242,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		printSource(&b, cfg, src)
 	}
 	printWorkspaces(&b, cfg)
+	printNotifications(&b, cfg)
 	summary := []string{plural(len(cfg.Clusters), "cluster")}
 	if len(cfg.ClusterAPI) > 0 {
 		summary = append(summary, plural(len(cfg.ClusterAPI), "clusterAPI source"))
@@ -249,9 +251,63 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		summary = append(summary, plural(len(cfg.Terraform), "terraform workspace"))
 	}
 	summary = append(summary, plural(len(cfg.Applications), "application"), plural(total, "object"))
+	if n := len(cfg.Notifications.Webhooks); n > 0 {
+		summary = append(summary, plural(n, "webhook"))
+	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Join(summary, ", "))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printNotifications writes the webhooks of the plan: where each goes (the
+// URL's scheme and host only: its path and query often hold the secret,
+// e.g. a chat incoming-webhook URL), which events it takes, and the names of
+// its headers (never their values).
+func printNotifications(b *strings.Builder, cfg *config.Config) {
+	for _, w := range cfg.Notifications.Webhooks {
+		fmt.Fprintf(b, "\nwebhook %s\n", w.Name)
+		tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
+		fmt.Fprintf(tw, "  to:\t%s\n", webhookTarget(w.URL))
+		if w.Format != "" {
+			fmt.Fprintf(tw, "  format:\t%s\n", w.Format)
+		}
+		events := "every event"
+		if len(w.Events) > 0 {
+			names := make([]string, 0, len(w.Events))
+			for _, e := range w.Events {
+				names = append(names, string(e))
+			}
+			events = strings.Join(names, ", ")
+		}
+		fmt.Fprintf(tw, "  events:\t%s\n", events)
+		if w.MinSeverity != "" {
+			fmt.Fprintf(tw, "  min severity:\t%s\n", w.MinSeverity)
+		}
+		if len(w.Clusters) > 0 {
+			fmt.Fprintf(tw, "  clusters:\t%s\n", strings.Join(w.Clusters, ", "))
+		}
+		if len(w.Applications) > 0 {
+			fmt.Fprintf(tw, "  applications:\t%s\n", strings.Join(w.Applications, ", "))
+		}
+		if len(w.Headers) > 0 {
+			fmt.Fprintf(tw, "  headers:\t%s (values not shown)\n", strings.Join(slices.Sorted(maps.Keys(w.Headers)), ", "))
+		}
+		tw.Flush()
+	}
+}
+
+// webhookTarget is a webhook URL without what may be secret in it: its
+// scheme and host, and whether a path or query was left out.
+func webhookTarget(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(URL not shown)"
+	}
+	t := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		t += "/... (path not shown)"
+	}
+	return t
 }
 
 // printSource writes a Cluster API source of the plan. Its clusters are
