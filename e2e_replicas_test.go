@@ -905,13 +905,22 @@ func testReplicaOtherConfig(t *testing.T, e *haEnv) {
 	owners := []*replicaProc{a, b}
 	e.waitOwned(t, hubID, owners, 60*time.Second)
 	e.waitApplied(t, ns)
+	// waitApplied waits for the first application; the extra one is
+	// applied in the same passes but may come a moment later.
 	extra := make(map[string]types.UID)
+	deadline := time.Now().Add(replicaRepairWait)
 	for _, c := range e.clusterIDs() {
-		cm, err := e.admins[c].CoreV1().ConfigMaps(ns).Get(t.Context(), "extra", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("cluster %s: the extra application: %v", c, err)
+		for {
+			cm, err := e.admins[c].CoreV1().ConfigMaps(ns).Get(t.Context(), "extra", metav1.GetOptions{})
+			if err == nil {
+				extra[c] = cm.UID
+				break
+			}
+			if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+				t.Fatalf("cluster %s: the extra application: %v", c, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		extra[c] = cm.UID
 	}
 
 	otherPath := e.configApps(t, hubID, hubID+"-other.yaml", ns, "app")
