@@ -16,8 +16,37 @@ const (
 	KindConfigMap  Kind = "configmap"
 )
 
-// Kinds lists every managed kind in a stable order.
+// Kinds lists the kinds the applications compile to, in a stable order.
+// Manifest sources add any other kind (see KindSlug).
 func Kinds() []Kind { return []Kind{KindDeployment, KindService, KindConfigMap} }
+
+// legacyGroups are the API groups of slugs without a group: the kinds of
+// the core group ("" ) have none, and the Deployment keeps the slug it had
+// before any kind could be managed, so state files stay valid.
+var legacyGroups = map[string]string{"deployment": "apps"}
+
+// KindSlug returns the NodeID slug of an object's API group and kind:
+// the lowercase kind for the core group ("configmap", "namespace") and for
+// Deployments ("deployment"), else kind.group in lowercase
+// ("statefulset.apps", "certificate.cert-manager.io"), so every group and
+// kind has its own slug.
+func KindSlug(group, kind string) Kind {
+	k := strings.ToLower(kind)
+	if group == "" || legacyGroups[k] == group {
+		return Kind(k)
+	}
+	return Kind(k + "." + strings.ToLower(group))
+}
+
+// GroupKind splits a slug into its API group and lowercase kind (the
+// inverse of KindSlug; the kind keeps KindSlug's lowercase).
+func (k Kind) GroupKind() (group, kind string) {
+	s := string(k)
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		return s[i+1:], s[:i]
+	}
+	return legacyGroups[s], s
+}
 
 // NodeID identifies one managed object across every cluster. Its canonical
 // text form is clusterId:resource:slug, for example

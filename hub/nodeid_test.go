@@ -122,3 +122,27 @@ func FuzzCompareText(f *testing.F) {
 		}
 	})
 }
+
+func TestKindSlug(t *testing.T) {
+	for _, tc := range []struct {
+		group, kind string
+		want        Kind
+	}{
+		{"", "ConfigMap", "configmap"},
+		{"", "Namespace", "namespace"},
+		{"apps", "Deployment", "deployment"},
+		{"apps", "StatefulSet", "statefulset.apps"},
+		{"autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscaler.autoscaling"},
+		{"cert-manager.io", "Certificate", "certificate.cert-manager.io"},
+		{"example.com", "Deployment", "deployment.example.com"},
+	} {
+		got := KindSlug(tc.group, tc.kind)
+		if got != tc.want {
+			t.Errorf("KindSlug(%q, %q) = %q, want %q", tc.group, tc.kind, got, tc.want)
+		}
+		g, k := got.GroupKind()
+		if g != tc.group || k != strings.ToLower(tc.kind) {
+			t.Errorf("%q.GroupKind() = %q, %q, want %q, %q", got, g, k, tc.group, strings.ToLower(tc.kind))
+		}
+	}
+}
