@@ -72,6 +72,11 @@ type State struct {
 	Deleting bool
 	// Finalizers are what holds a deletion, for messages.
 	Finalizers []string
+	// Retain is non-empty (the reason) when the backend never deletes the
+	// object: a prune leaves it in place and stops managing it (a
+	// Kubernetes object annotated driftwatch.io/prune: disabled, such as a
+	// Namespace or a CustomResourceDefinition from a manifest source).
+	Retain string
 	// Progress is the rollout progress of kinds that have one
 	// (Deployments); nil otherwise.
 	Progress *Progress

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"slices"
@@ -21,6 +22,10 @@ type fakeObject struct {
 	added    bool
 	stuck    string
 	foreign  bool // carries another hub's id
+	retain   string
+	// refuse makes a delete fail with ErrRefused (a Namespace holding
+	// objects we do not manage).
+	refuse bool
 }
 
 // fakeBackend is an in-memory Backend with a watch cache that lags behind
@@ -139,7 +144,7 @@ func stateOf(o *fakeObject, fresh bool) State {
 	if o == nil {
 		return State{Fresh: fresh}
 	}
-	st := State{Exists: true, Fresh: fresh, Version: strconv.Itoa(o.version), Owned: o.owned, Deleting: o.deleting, Live: *o}
+	st := State{Exists: true, Fresh: fresh, Version: strconv.Itoa(o.version), Owned: o.owned, Deleting: o.deleting, Retain: o.retain, Live: *o}
 	if o.stuck != "" {
 		st.Progress = &Progress{Ready: 0, Desired: 1, Stuck: o.stuck}
 	}
@@ -267,6 +272,10 @@ func (b *fakeBackend) Delete(ctx context.Context, spec NodeSpec, st State) error
 	if strconv.Itoa(o.version) != st.Version {
 		b.mu.Unlock()
 		return errors.New("precondition failed: version changed")
+	}
+	if o.refuse {
+		b.mu.Unlock()
+		return fmt.Errorf("refusing: it holds objects we do not manage: %w", ErrRefused)
 	}
 	b.deletes[spec.ID]++
 	if o.stuck != "" { // a finalizer holds it

@@ -798,3 +798,45 @@ func TestSpecNoteIsTheReason(t *testing.T) {
 		}
 	})
 }
+
+// An object the backend retains (annotated never to be pruned) or refuses
+// to delete (a Namespace holding objects we do not manage) is left in place
+// by a prune: the NodeID leaves the hub, the feed says why, nothing is
+// deleted and nothing is retried.
+func TestDecommissionRetains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{DecommissionTimeout: time.Minute})
+		keep, ns, crd := spec("c1", "keep", "v1"), spec("c1", "ns", "v1"), spec("c1", "crd", "v1")
+		f.h.SetDesired([]NodeSpec{keep, ns, crd})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		b.put(crd.ID, func(o *fakeObject) { o.retain = "its driftwatch.io/prune annotation is disabled" })
+		b.put(ns.ID, func(o *fakeObject) { o.refuse = true })
+		synctest.Wait()
+		f.h.SetDesired([]NodeSpec{keep})
+		synctest.Wait()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		for _, id := range []NodeID{ns.ID, crd.ID} {
+			if !b.exists(id) {
+				t.Errorf("%s deleted", id)
+			}
+			if _, ok := f.h.Snapshot().Node(id); ok {
+				t.Errorf("%s still shown after its prune was refused", id)
+			}
+		}
+		if b.deleteCount(crd.ID) != 0 {
+			t.Errorf("retained object: %d deletes, want none", b.deleteCount(crd.ID))
+		}
+		var retained []string
+		for _, e := range f.h.Snapshot().Feed {
+			if strings.HasPrefix(e.Action, "retained") {
+				retained = append(retained, e.ID.Name()+": "+e.Action)
+			}
+		}
+		if len(retained) != 2 {
+			t.Errorf("feed: %q, want two retained entries", retained)
+		}
+	})
+}

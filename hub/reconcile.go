@@ -629,6 +629,11 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
 		}
 		return Result{}, nil
+	case st.Retain != "":
+		if h.endDecommission(p) {
+			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + st.Retain})
+		}
+		return Result{}, nil
 	}
 	if !st.Deleting {
 		wctx, release, v := h.admit(ctx, &p, writeDelete)
@@ -645,6 +650,14 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 		}
 		err := p.backend.Delete(wctx, spec, st)
 		release()
+		if errors.Is(err, ErrRefused) {
+			// The backend will never delete it (a Namespace that holds
+			// objects driftwatch does not manage): leave it in place.
+			if h.endDecommission(p) {
+				h.status.feed(FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + err.Error()})
+			}
+			return Result{}, nil
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("prune: %w", err)
 		}

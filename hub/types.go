@@ -231,5 +231,6 @@ var ErrForbidden = errors.New("forbidden")
 // Terraform resource released from its configuration, which only Terraform
 // itself may change): the loop shows the drift as warn-only with the
 // refusal as the reason and does not retry; a manual repair that met it is
-// spent.
+// spent. A delete (a prune) refused so leaves the object in place and stops
+// managing it.
 var ErrRefused = errors.New("refused")
