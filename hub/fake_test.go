@@ -1,9 +1,9 @@
 package hub
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
