@@ -86,7 +86,7 @@ func (m *Manager) resourceError(verb, resource, namespace string, err error) err
 // that does not exist is State{Exists: false} without an error; Fresh then
 // says whether the apiserver said so or the label-filtered cache.
 func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) (hub.State, error) {
-	kind, err := kindOf(spec.Kind)
+	kind, err := m.kindFor(spec)
 	if err != nil {
 		return hub.State{}, m.callError("read", spec, err)
 	}
@@ -119,7 +119,7 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 	if c == nil {
 		return hub.State{}, m.callError("get", spec, errNotConnected)
 	}
-	obj, err := kind.client(c, spec.Namespace).get(ctx, spec.Name)
+	obj, err := kind.clientFor(c, spec.Namespace).get(ctx, spec.Name)
 	if apierrors.IsNotFound(err) {
 		return hub.State{Fresh: true}, nil
 	}
@@ -152,6 +152,9 @@ func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, 
 		Finalizers: live.GetFinalizers(),
 		Progress:   progress,
 		Live:       live,
+	}
+	if live.GetAnnotations()[hub.PruneAnnotation] == hub.PruneDisabled {
+		st.Retain = fmt.Sprintf("its %s annotation is %q", hub.PruneAnnotation, hub.PruneDisabled)
 	}
 	return st, nil
 }
@@ -210,7 +213,7 @@ func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 // managedFields GETs the managedFields of spec's object (nil when it is
 // gone).
 func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, error) {
-	kind, err := kindOf(spec.Kind)
+	kind, err := m.kindFor(spec)
 	if err != nil {
 		return nil, m.callError("get", spec, err)
 	}
@@ -218,7 +221,7 @@ func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav
 	if c == nil {
 		return nil, m.callError("get", spec, errNotConnected)
 	}
-	obj, err := kind.client(c, spec.Namespace).get(ctx, spec.Name)
+	obj, err := kind.clientFor(c, spec.Namespace).get(ctx, spec.Name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -302,7 +305,7 @@ const conflictRetries = 3
 // Class is then hub.DriftUnlabelled.
 func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.RepairResult, error) {
 	res := hub.RepairResult{Action: actionApply}
-	kind, err := kindOf(spec.Kind)
+	kind, err := m.kindFor(spec)
 	if err != nil {
 		return res, m.callError("apply", spec, err)
 	}
@@ -349,7 +352,7 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 			stopPair()
 		}
 	}()
-	kc := kind.client(c, spec.Namespace)
+	kc := kind.clientFor(c, spec.Namespace)
 	var out runtime.Object
 	for attempt := 0; ; attempt++ {
 		body, removed, err := spec.Body, false, error(nil)
@@ -560,7 +563,7 @@ const hubAnnotationField = "metadata.annotations." + hub.HubAnnotation
 // missing namespace is created first. A conflict with the body's
 // resourceVersion (a pinned apply) is a conflict error (isConflictError).
 func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec, body []byte, key goneKey) (runtime.Object, []hub.Conflict, error) {
-	kc := kind.client(c, spec.Namespace)
+	kc := kind.clientFor(c, spec.Namespace)
 	patch := func(force bool) (runtime.Object, error) {
 		m.beginWrite(key)
 		out, err := kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
@@ -667,7 +670,7 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 	if err != nil {
 		return err
 	}
-	kind, err := kindOf(spec.Kind)
+	kind, err := m.kindFor(spec)
 	if err != nil {
 		return m.callError("delete", spec, err)
 	}
@@ -683,11 +686,22 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 			return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q, not %q",
 				hub.NodeIDAnnotation, got, spec.ID.String()))
 		}
+		if live.GetAnnotations()[hub.PruneAnnotation] == hub.PruneDisabled {
+			return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q: %w",
+				hub.PruneAnnotation, hub.PruneDisabled, hub.ErrRefused))
+		}
+		if kind.generic && kind.gvk.Group == "" && kind.gvk.Kind == "Namespace" {
+			if other, err := m.unmanagedIn(ctx, spec.Name); err != nil {
+				return m.callError("delete", spec, err)
+			} else if other != "" {
+				return m.callError("delete", spec, fmt.Errorf("refusing: the namespace holds %s, which driftwatch does not manage: %w", other, hub.ErrRefused))
+			}
+		}
 		c := m.clientset()
 		if c == nil {
 			return m.callError("delete", spec, errNotConnected)
 		}
-		kc := kind.client(c, spec.Namespace)
+		kc := kind.clientFor(c, spec.Namespace)
 		var pre metav1.Preconditions
 		uid := live.GetUID()
 		if uid != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -200,7 +201,12 @@ func (s *cacheShared) compact(obj any) (any, error) {
 	}
 	po, ok := obj.(protoObject)
 	if !ok {
-		return obj, nil
+		u, isU := obj.(*unstructured.Unstructured)
+		if !isU {
+			return obj, nil
+		}
+		// A dynamic informer's object: kept as JSON.
+		po = &jsonObject{Unstructured: *u}
 	}
 	c := &cachedObject{
 		shared:            s,

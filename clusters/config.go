@@ -3,6 +3,7 @@ package clusters
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/transport"
 )
 
@@ -41,6 +42,14 @@ type ClusterConfig struct {
 	// Namespaces are the managed namespaces: one informer per namespace and
 	// kind.
 	Namespaces []string
+	// Kinds are the kinds to watch beyond the applications' three
+	// (hub.Kinds), the objects of manifest sources: one informer per
+	// managed namespace for a namespaced kind, one for a cluster-scoped
+	// kind. An empty Version means the cluster's preferred one. A kind the
+	// cluster does not serve yet (a custom resource whose
+	// CustomResourceDefinition the hub is about to apply) is looked up
+	// again until it is, and watched from then on.
+	Kinds []schema.GroupVersionKind
 	// ManagedBy is the value of the managed-by label the informers filter
 	// on; empty means hub.DefaultManagedBy.
 	ManagedBy string

@@ -42,13 +42,24 @@ type kindInfo struct {
 	// progress reads the rollout progress of a typed object of the kind;
 	// nil for kinds without one.
 	progress func(obj runtime.Object) *hub.Progress
+
+	// namespaced is false for a cluster-scoped kind (only generic kinds
+	// may be: the typed three are namespaced).
+	namespaced bool
+	// generic marks a kind outside kindTable, served by the dynamic client
+	// (dynamicClient and newDynamicInformer instead of client and
+	// newInformer; see generic.go).
+	generic            bool
+	dynamicClient      func(namespace string) kindClient
+	newDynamicInformer func(namespace string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
 }
 
 // kindTable holds one entry per managed kind. It is never written.
 var kindTable = map[hub.Kind]kindInfo{
 	hub.KindDeployment: {
-		gvk:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
-		resource: "deployments",
+		namespaced: true,
+		gvk:        appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		resource:   "deployments",
 		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return appsinformers.NewFilteredDeploymentInformer(c, ns, 0, cache.Indexers{}, tweak)
 		},
@@ -64,8 +75,9 @@ var kindTable = map[hub.Kind]kindInfo{
 		progress: deploymentProgress,
 	},
 	hub.KindService: {
-		gvk:      corev1.SchemeGroupVersion.WithKind("Service"),
-		resource: "services",
+		namespaced: true,
+		gvk:        corev1.SchemeGroupVersion.WithKind("Service"),
+		resource:   "services",
 		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredServiceInformer(c, ns, 0, cache.Indexers{}, tweak)
 		},
@@ -80,8 +92,9 @@ var kindTable = map[hub.Kind]kindInfo{
 		},
 	},
 	hub.KindConfigMap: {
-		gvk:      corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-		resource: "configmaps",
+		namespaced: true,
+		gvk:        corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		resource:   "configmaps",
 		newInformer: func(c kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredConfigMapInformer(c, ns, 0, cache.Indexers{}, tweak)
 		},
@@ -113,6 +126,16 @@ func resourceOf(k hub.Kind) string {
 // with its apiVersion and kind set. The result shares nothing with obj, so
 // obj may be a cached object.
 func (k kindInfo) toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	switch o := obj.(type) {
+	case *jsonObject:
+		u := o.Unstructured.DeepCopy()
+		u.SetGroupVersionKind(k.gvk)
+		return u, nil
+	case *unstructured.Unstructured:
+		u := o.DeepCopy()
+		u.SetGroupVersionKind(k.gvk)
+		return u, nil
+	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err

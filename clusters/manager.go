@@ -15,9 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -62,6 +65,15 @@ type Manager struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+	// dyn and mapper serve the kinds outside kindTable (generic.go);
+	// generic holds their kindInfo by slug, mapperReset when a miss last
+	// reset the mapper, and pending the kinds to watch that the cluster
+	// does not serve yet (by slug: why).
+	dyn         dynamic.Interface
+	mapper      meta.ResettableRESTMapper
+	generic     map[hub.Kind]kindInfo
+	mapperReset time.Time
+	pending     map[hub.Kind]string
 
 	rate rateWindow
 
@@ -215,9 +227,17 @@ func (m *Manager) connect() (release func(), err error) {
 		release()
 		return nil, fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
 	}
+	dyn, err := dynamic.NewForConfigAndClient(dynamic.ConfigFor(rc), hc)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("cluster %q: dynamic client: %w", m.cfg.ID, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	m.mu.Lock()
 	m.restConfig = rc
 	m.client = client
+	m.dyn = dyn
+	m.mapper = mapper
 	m.mu.Unlock()
 	return release, nil
 }
@@ -266,6 +286,14 @@ func (m *Manager) run(parent context.Context) error {
 	}
 	for _, f := range factories {
 		f.StartWithContext(ctx)
+	}
+	if !m.cfg.DisableWatch && len(m.cfg.Kinds) > 0 {
+		tweak := func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
+		}
+		if err := m.watchGeneric(ctx, &wg, tweak); err != nil {
+			return err
+		}
 	}
 	defer func() {
 		// Shutdown waits for every informer goroutine; it must run after ctx
@@ -526,6 +554,9 @@ func (m *Manager) evaluate() {
 		if !st.synced {
 			allSynced = false
 		}
+	}
+	for _, why := range m.pending {
+		problems = append(problems, why)
 	}
 	sort.Strings(problems)
 	sort.Strings(refused)

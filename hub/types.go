@@ -32,6 +32,14 @@ const (
 	// FieldManager is the server-side apply field manager of a hub with
 	// the default id; FieldManagerFor gives every hub's.
 	FieldManager = "driftwatch"
+	// PruneAnnotation set to PruneDisabled on a live object means it is
+	// never pruned: a prune leaves it in place and stops managing it. The
+	// compiler of manifest sources sets it on Namespaces,
+	// CustomResourceDefinitions and PersistentVolumeClaims unless the
+	// source enables their pruning; users may set it on any object.
+	PruneAnnotation = "driftwatch.io/prune"
+	// PruneDisabled is the PruneAnnotation value that disables pruning.
+	PruneDisabled = "disabled"
 )
 
 // Policy says what the hub does about drift.
