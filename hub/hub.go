@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -619,6 +620,12 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 	}
 	sortIDs(changed)
 	sortIDs(removed)
+	orderIDs(changed, func(id NodeID) uint8 {
+		if s := next[id]; s != nil {
+			return s.Order
+		}
+		return 0
+	})
 	for _, id := range changed {
 		h.queue.Add(id)
 	}
@@ -797,7 +804,22 @@ func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
 		}
 	}
 	sortIDs(ids)
+	orderIDs(ids, func(id NodeID) uint8 {
+		if n := h.nodes.at(id); n != nil && n.spec != nil {
+			return n.spec.Order
+		}
+		return 0
+	})
 	return ids
+}
+
+// orderIDs sorts ids, sorted by NodeID, by their apply phase (see
+// NodeSpec.Order), keeping the NodeID order within a phase.
+func orderIDs(ids []NodeID, order func(NodeID) uint8) {
+	if !slices.ContainsFunc(ids, func(id NodeID) bool { return order(id) != 0 }) {
+		return
+	}
+	slices.SortStableFunc(ids, func(a, b NodeID) int { return cmp.Compare(order(a), order(b)) })
 }
 
 // RepairNow asks for an immediate repair of one NodeID, overriding warn-only,

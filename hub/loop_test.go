@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -837,6 +838,25 @@ func TestDecommissionRetains(t *testing.T) {
 		}
 		if len(retained) != 2 {
 			t.Errorf("feed: %q, want two retained entries", retained)
+		}
+	})
+}
+
+// A cluster's sync enqueues its NodeIDs by apply phase (NodeSpec.Order):
+// with one worker, the first phase's objects are created first.
+func TestSyncAppliesByOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var created []string
+		b.onRepair = func(id NodeID) { created = append(created, id.Name()) }
+		f := start(t, b, Options{Workers: 1})
+		first, second, last := spec("c1", "z-namespace", "v1"), spec("c1", "a-app", "v1"), spec("c1", "b-webhook", "v1")
+		first.Order, second.Order, last.Order = 0, 1, 2
+		f.h.SetDesired([]NodeSpec{last, second, first})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if want := []string{"z-namespace", "a-app", "b-webhook"}; !slices.Equal(created, want) {
+			t.Errorf("created %v, want %v", created, want)
 		}
 	})
 }

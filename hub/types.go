@@ -87,6 +87,13 @@ type NodeSpec struct {
 	// status reason when the loop has none (a Terraform resource removed
 	// from its configuration but still in the state).
 	Note string
+	// Order is the object's apply phase: when a cluster (re)syncs, its
+	// NodeIDs are enqueued by Order, then NodeID, so lower phases are
+	// applied first (a manifest source's Namespaces and
+	// CustomResourceDefinitions before the rest, webhook configurations
+	// last). Objects that need an earlier one that is not ready yet fail
+	// and are retried.
+	Order uint8
 }
 
 // Object decodes Body into a new object the caller owns (integers decode as
