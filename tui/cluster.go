@@ -356,7 +356,7 @@ func (v *clusterView) table() *table {
 
 func (v *clusterView) cells(n *hub.NodeStatus, now time.Time) []cell {
 	ready := cell{"-", v.st.dim}
-	if n.Kind == hub.KindDeployment {
+	if n.Kind == hub.KindDeployment || n.DesiredReplicas > 0 {
 		ready = cell{strconv.Itoa(int(n.ReadyReplicas)) + "/" + strconv.Itoa(int(n.DesiredReplicas)), style{}}
 		if n.ReadyReplicas < n.DesiredReplicas {
 			ready.st = v.st.yellow

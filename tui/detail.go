@@ -182,7 +182,7 @@ func (v *detailView) lines() []string {
 		app = "-"
 	}
 	obj := app + v.st.dim.render(" · ") + string(n.Kind)
-	if n.Kind == hub.KindDeployment {
+	if n.Kind == hub.KindDeployment || n.DesiredReplicas > 0 {
 		obj += v.st.dim.render(" · ready ") + strconv.Itoa(int(n.ReadyReplicas)) + "/" + strconv.Itoa(int(n.DesiredReplicas))
 	}
 	policy := string(n.Policy)
