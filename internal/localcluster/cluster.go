@@ -390,7 +390,7 @@ func (c *Cluster) apiserverArgs(p clusterPorts) []string {
 }
 
 func (c *Cluster) controllerManagerArgs() []string {
-	controllers := "deployment,replicaset,namespace,garbagecollector,serviceaccount,serviceaccount-token"
+	controllers := "deployment,replicaset,statefulset,job,cronjob,horizontalpodautoscaling,namespace,garbagecollector,serviceaccount,serviceaccount-token"
 	if c.opts.Full {
 		controllers += ",nodelifecycle"
 	}
