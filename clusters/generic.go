@@ -3,7 +3,6 @@ package clusters
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,11 +95,6 @@ type listWatchDynamic struct {
 // WATCH.
 func (listWatchDynamic) IsWatchListSemanticsUnSupported() bool { return true }
 
-// errKindNotServed wraps the error of a kind the cluster does not serve (yet:
-// a custom resource whose CustomResourceDefinition is missing or not
-// established).
-var errKindNotServed = errors.New("kind not served")
-
 // mapperResetEvery bounds how often a miss resets the REST mapper (a new
 // discovery of the cluster's API groups).
 const mapperResetEvery = time.Second
@@ -160,7 +154,9 @@ func (m *Manager) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 		mp, err = mapper.RESTMapping(gk, versions...)
 	}
 	if meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("%w: the cluster serves no kind %s: is its CustomResourceDefinition installed and established?", errKindNotServed, kindName(gvk))
+		// A kind the cluster does not serve (yet: a custom resource whose
+		// CustomResourceDefinition is missing or not established).
+		return nil, fmt.Errorf("the cluster serves no kind %s: is its CustomResourceDefinition installed and established? (%w)", kindName(gvk), err)
 	}
 	return mp, err
 }
