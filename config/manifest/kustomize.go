@@ -1,7 +1,9 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,10 +25,15 @@ func renderKustomize(r Request) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	fsys := guardedFS{FileSystem: filesys.MakeFsOnDisk(), limit: r.maxFileSize()}
+	fsys := guardedFS{FileSystem: filesys.MakeFsOnDisk(), limit: r.maxFileSize(), refused: new(error)}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	m, err := k.Run(fsys, root)
 	if err != nil {
+		// kustomize takes an unreadable kustomization file for a missing
+		// one: the guard's reason is the one to report.
+		if *fsys.refused != nil {
+			return nil, *fsys.refused
+		}
 		return nil, err
 	}
 	c := &collector{max: r.maxObjects()}
@@ -52,19 +59,23 @@ func renderKustomize(r Request) ([]Object, error) {
 type guardedFS struct {
 	filesys.FileSystem
 	limit int64
+	// refused is the first file the guard refused, and why.
+	refused *error
 }
 
 // ReadFile reads a file within the limit; a kustomization file that names
 // a remote resource is refused.
 func (g guardedFS) ReadFile(path string) ([]byte, error) {
 	data, err := readLimited(path, g.limit)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
+		err = checkLocal(data)
 	}
-	if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
-		if err := checkLocal(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
+		if *g.refused == nil && !errors.Is(err, fs.ErrNotExist) {
+			*g.refused = err
 		}
+		return nil, err
 	}
 	return data, nil
 }
