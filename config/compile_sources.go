@@ -352,7 +352,7 @@ func pruneKinds(p SourcePrune) map[k8sschema.GroupKind]bool {
 	return map[k8sschema.GroupKind]bool{
 		{Kind: "Namespace"}: p.Namespaces,
 		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: p.CustomResourceDefinitions,
-		{Kind: "PersistentVolumeClaim"}: p.PersistentVolumeClaims,
+		{Kind: "PersistentVolumeClaim"}:                                   p.PersistentVolumeClaims,
 	}
 }
 

@@ -95,8 +95,8 @@ type decoder struct {
 	apps             []appSrc
 	srcs             []srcSrc
 	// clusterAt are the first clusters of each id (references).
-	clusterAt map[string]int
-	workspaces       []workspaceSrc
+	clusterAt  map[string]int
+	workspaces []workspaceSrc
 	// workspaceEntries counts the terraform section's entries, even
 	// unreadable ones; workspacesBroken is set when it is not a list.
 	workspaceEntries int

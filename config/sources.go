@@ -116,11 +116,15 @@ type HelmChart struct {
 // delete what they hold (a namespace's objects, a CRD's custom resources,
 // a claim's volume).
 type SourcePrune struct {
-	// Namespaces lets Namespaces be pruned.
+	// Namespaces, when true, lets objects of kind Namespace be pruned.
 	Namespaces bool `yaml:"namespaces"`
-	// CustomResourceDefinitions lets CustomResourceDefinitions be pruned.
+	// CustomResourceDefinitions, when true, lets objects of kind
+	// CustomResourceDefinition be pruned (and with them their custom
+	// resources).
 	CustomResourceDefinitions bool `yaml:"customResourceDefinitions"`
-	// PersistentVolumeClaims lets PersistentVolumeClaims be pruned.
+	// PersistentVolumeClaims, when true, lets objects of kind
+	// PersistentVolumeClaim be pruned (and with them, often, their
+	// volumes).
 	PersistentVolumeClaims bool `yaml:"persistentVolumeClaims"`
 }
 
