@@ -89,11 +89,17 @@ func checkLocal(data []byte) error {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return nil
 	}
-	refs := slices.Concat(k.Resources, k.Bases, k.Components, k.Crds, k.Configurations,
+	k.FixKustomization() // bases into resources, env into envs
+	refs := slices.Concat(k.Resources, k.Components, k.Crds, k.Configurations,
 		k.Generators, k.Transformers, k.Validators, []string{k.OpenAPI["path"]})
-	for _, p := range slices.Concat(k.Patches, k.PatchesJson6902) {
+	for _, p := range k.Patches {
 		refs = append(refs, p.Path)
 	}
+	//lint:ignore SA1019 kustomize still reads the deprecated patch fields
+	for _, p := range k.PatchesJson6902 {
+		refs = append(refs, p.Path)
+	}
+	//lint:ignore SA1019 kustomize still reads the deprecated patch fields
 	for _, p := range k.PatchesStrategicMerge {
 		if s := string(p); !strings.ContainsAny(s, "\n:") || isRemote(s) {
 			refs = append(refs, s)
@@ -105,12 +111,10 @@ func checkLocal(data []byte) error {
 	for _, g := range k.ConfigMapGenerator {
 		refs = append(refs, g.FileSources...)
 		refs = append(refs, g.EnvSources...)
-		refs = append(refs, g.EnvSource)
 	}
 	for _, g := range k.SecretGenerator {
 		refs = append(refs, g.FileSources...)
 		refs = append(refs, g.EnvSources...)
-		refs = append(refs, g.EnvSource)
 	}
 	for _, ref := range refs {
 		// A file source may be key=path.
