@@ -126,12 +126,16 @@ func warnManagesNothing(w io.Writer, cfg *config.Config) {
 		return // only Terraform workspaces: their resources are their own
 	}
 	if len(cfg.Applications)+len(cfg.Sources) == 0 {
-		fmt.Fprintf(w, "driftwatch: WARNING: no applications or sources: this config manages nothing on any cluster; %s\n", consequence)
+		fmt.Fprintf(w, "driftwatch: WARNING: no applications: this config manages nothing on any cluster; %s\n", consequence)
 		return
+	}
+	what := "no application"
+	if len(cfg.Sources) > 0 {
+		what = "no application or source"
 	}
 	for _, cl := range cfg.Clusters {
 		if len(cfg.AppsFor(cl.Info()))+len(cfg.SourcesFor(cl.Info())) == 0 {
-			fmt.Fprintf(w, "driftwatch: WARNING: cluster %q: no application or source targets it: this config manages nothing there; %s\n", cl.ID, consequence)
+			fmt.Fprintf(w, "driftwatch: WARNING: cluster %q: %s targets it: this config manages nothing there; %s\n", cl.ID, what, consequence)
 		}
 	}
 }
@@ -221,8 +225,10 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		total += len(specs)
 		ns := strings.Join(cfg.Namespaces(cl.ID), ", ")
 		switch {
-		case cl.Namespaces == nil && ns == "":
+		case cl.Namespaces == nil && ns == "" && len(cfg.Sources) > 0:
 			ns = "(none: no application or namespaced source object targets this cluster)"
+		case cl.Namespaces == nil && ns == "":
+			ns = "(none: no application targets this cluster)"
 		case cl.Namespaces == nil && len(cfg.Sources) > 0:
 			ns += " (from the applications and sources)"
 		case cl.Namespaces == nil:
