@@ -206,7 +206,7 @@ type srcSrc struct {
 // pathVar is a ${...} reference in a source path.
 var pathVar = regexp.MustCompile(`\$\{([^}]*)\}`)
 
-// sourceList reads the sources section.
+// sourceSection reads the sources section.
 func (d *decoder) sourceSection(c child) {
 	items, _ := d.list(c)
 	for _, it := range items {
