@@ -33,12 +33,23 @@ const (
 )
 
 // Compile returns the desired state of every cluster in the file: one
-// NodeSpec per Deployment, Service and ConfigMap, sorted by NodeID string.
-// The result is deterministic.
+// NodeSpec per Deployment, Service and ConfigMap of the applications and
+// one per source object, sorted by NodeID string. The result is
+// deterministic.
+//
+// Load has rendered the sources for the file's clusters and refused a
+// config where that fails, so Compile cannot fail for a Config it made. A
+// Config built by hand is rendered here, and Compile panics when one of
+// its sources does not render: use CompileCluster, which returns the
+// error.
 func Compile(c *Config) []hub.NodeSpec {
 	var out []hub.NodeSpec
 	for _, cl := range c.Clusters {
-		out = append(out, compileCluster(c, cl.Info())...)
+		specs, err := compileCluster(c, cl.Info())
+		if err != nil {
+			panic(fmt.Sprintf("config: Compile: %v", err))
+		}
+		out = append(out, specs...)
 	}
 	sortSpecs(out)
 	return out
@@ -46,18 +57,29 @@ func Compile(c *Config) []hub.NodeSpec {
 
 // CompileCluster returns the desired state of one cluster, which need not be
 // in the file (a cluster discovered at runtime), sorted by NodeID string.
-func CompileCluster(c *Config, info ClusterInfo) []hub.NodeSpec {
-	out := compileCluster(c, info)
+// The sources targeting a cluster that is not in the file are rendered on
+// first use (once per distinct path): the error says when one of them
+// does not render, names a label the cluster lacks, or gives the cluster
+// an object that another source or an application has too.
+func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
+	out, err := compileCluster(c, info)
+	if err != nil {
+		return nil, err
+	}
 	sortSpecs(out)
-	return out
+	return out, nil
 }
 
-func compileCluster(c *Config, info ClusterInfo) []hub.NodeSpec {
+func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 	var out []hub.NodeSpec
 	for _, a := range c.AppsFor(info) {
 		out = append(out, compileApp(c, a, info)...)
 	}
-	return out
+	specs, err := c.compileSources(info)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", info.ID, err)
+	}
+	return append(out, specs...), nil
 }
 
 func sortSpecs(specs []hub.NodeSpec) {

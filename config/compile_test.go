@@ -59,7 +59,7 @@ func TestCompileDeterministic(t *testing.T) {
 	// Compile is the union of CompileCluster over the file's clusters.
 	var union []hub.NodeSpec
 	for _, cl := range cfg.Clusters {
-		union = append(union, CompileCluster(cfg, cl.Info())...)
+		union = append(union, mustCompileCluster(t, cfg, cl.Info())...)
 	}
 	sortSpecs(union)
 	if !reflect.DeepEqual(a, union) {
@@ -411,7 +411,7 @@ func TestCompileDiscoveredCluster(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]hub.Policy{}
-			for _, s := range CompileCluster(cfg, tt.info) {
+			for _, s := range mustCompileCluster(t, cfg, tt.info) {
 				got[s.ID.String()] = s.Policy
 				if s.ID.Cluster != tt.info.ID {
 					t.Errorf("%s is not on cluster %s", s.ID, tt.info.ID)
@@ -446,4 +446,14 @@ func desiredOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
 		t.Fatalf("%s: desired object: %v (nil %t)", s.ID, err, u == nil)
 	}
 	return u
+}
+
+// mustCompileCluster is CompileCluster, failing the test on an error.
+func mustCompileCluster(t testing.TB, cfg *Config, info ClusterInfo) []hub.NodeSpec {
+	t.Helper()
+	specs, err := CompileCluster(cfg, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs
 }

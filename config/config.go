@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -70,12 +69,20 @@ type Config struct {
 	ClusterAPI []ClusterAPISource `yaml:"clusterAPI"`
 	// Applications are the applications, in file order.
 	Applications []Application `yaml:"applications"`
+	// Sources are the manifest sources, in file order: the users' own
+	// manifests (plain files, kustomize, Helm charts) rendered into any
+	// Kubernetes objects (see Source).
+	Sources []Source `yaml:"sources"`
 	// Notifications are the webhooks that receive the hub's notable
 	// events (see notifications.go).
 	Notifications Notifications `yaml:"notifications"`
 	// Terraform are the Terraform/OpenTofu workspaces (the `terraform:`
 	// section), in file order. A config may hold only workspaces.
 	Terraform []Workspace `yaml:"terraform"`
+
+	// sources holds the rendered sources (see sourceState); nil for a
+	// Config that Load did not make.
+	sources *sourceState
 }
 
 // Hub holds the hub-wide settings (the `hub:` section).
@@ -402,16 +409,7 @@ func (c *Config) Cluster(id string) (Cluster, bool) {
 
 // Matches reports whether the application targets the cluster: by id list,
 // or by selector over the cluster's labels.
-func (a Application) Matches(info ClusterInfo) bool {
-	if a.Selector == "" {
-		return slices.Contains(a.Clusters, info.ID)
-	}
-	sel, err := labels.Parse(a.Selector)
-	if err != nil {
-		return false
-	}
-	return sel.Matches(labels.Set(info.Labels))
-}
+func (a Application) Matches(info ClusterInfo) bool { return matches(a.Clusters, a.Selector, info) }
 
 // TargetClusters returns the clusters of the file that app targets, in file
 // order.
@@ -439,7 +437,7 @@ func (c *Config) AppsFor(info ClusterInfo) []Application {
 
 // Namespaces returns the sorted managed namespaces of a cluster: its
 // explicit list when it has one, else the namespaces of the applications
-// targeting it. A cluster that is not in the file is matched by id only; use
+// and source objects targeting it. A cluster that is not in the file is matched by id only; use
 // NamespacesFor when its labels are known.
 func (c *Config) Namespaces(clusterID string) []string {
 	cl, ok := c.Cluster(clusterID)
@@ -453,12 +451,15 @@ func (c *Config) Namespaces(clusterID string) []string {
 }
 
 // NamespacesFor returns the sorted, deduplicated namespaces of the
-// applications targeting the cluster.
+// applications and of the namespaced source objects targeting the
+// cluster. A source that does not render for the cluster adds none (its
+// error is CompileCluster's).
 func (c *Config) NamespacesFor(info ClusterInfo) []string {
 	var ns []string
 	for _, a := range c.AppsFor(info) {
 		ns = append(ns, a.Namespace)
 	}
+	ns = append(ns, c.sourceNamespaces(info)...)
 	slices.Sort(ns)
 	return slices.Compact(ns)
 }

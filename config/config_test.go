@@ -115,7 +115,7 @@ applications:
 		t.Errorf("Compile = %d specs, want none (no cluster in the file)", len(specs))
 	}
 	info := cfg.ClusterAPI[1].Info("capi-a", nil)
-	if got := CompileCluster(cfg, info); len(got) != 1 || got[0].ID.String() != "capi-a:ns/x:deployment" || got[0].Policy != hub.PolicyRepair {
+	if got := mustCompileCluster(t, cfg, info); len(got) != 1 || got[0].ID.String() != "capi-a:ns/x:deployment" || got[0].Policy != hub.PolicyRepair {
 		t.Errorf("CompileCluster(discovered) = %+v, want the Deployment of x with the source's policy", got)
 	}
 }

@@ -93,7 +93,10 @@ type decoder struct {
 	clusters         []clusterSrc
 	sources          []sourceSrc
 	apps             []appSrc
-	workspaces       []workspaceSrc
+	srcs             []srcSrc
+	// clusterAt are the first clusters of each id (references).
+	clusterAt  map[string]int
+	workspaces []workspaceSrc
 	// workspaceEntries counts the terraform section's entries, even
 	// unreadable ones; workspacesBroken is set when it is not a list.
 	workspaceEntries int
@@ -149,6 +152,7 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 		on(&cfg.Clusters, d.clusterList),
 		on(&cfg.ClusterAPI, d.sourceList),
 		on(&cfg.Applications, d.appList),
+		on(&cfg.Sources, d.sourceSection),
 		on(&cfg.Notifications, d.notifications),
 		on(&cfg.Terraform, d.workspaceList),
 	)
@@ -156,7 +160,11 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 		return nil
 	}
 	d.topPos = top.pos
+	d.cfg.sources = newSourceState()
 	d.references()
+	if len(w.errs) == 0 {
+		d.renderSources(d.clusterAt)
+	}
 	return d.cfg
 }
 
@@ -698,6 +706,7 @@ func (d *decoder) references() {
 		}
 		clusterAt[cl.ID] = i
 	}
+	d.clusterAt = clusterAt
 	reachedBy := map[string]int{}
 	for i, src := range d.clusters {
 		r := src.reach
@@ -798,6 +807,7 @@ func (d *decoder) references() {
 			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", a.Selector)
 		}
 	}
+	d.manifestReferences(clusterAt, ids, discovery)
 }
 
 // targets returns the indices of the clusters that application a, read

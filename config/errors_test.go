@@ -454,7 +454,7 @@ clusters:
   ignore:
     - name: nothing
     - paths: [/spec//replicas, "containers[app"]
-      kinds: [Pod]
+      kinds: [Pod, apps/StatefulSet, StatefulSet.apps]
 clusters:
   - id: a
     kubeconfig: /k

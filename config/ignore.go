@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/hub/drift"
@@ -29,10 +32,26 @@ type IgnoreRule struct {
 	// the live object's managedFields) is one of them is not drift. With
 	// Paths too, only fields under those paths.
 	Managers []string `yaml:"managers"`
-	// Kinds limits the rule to these kinds (Deployment, Service,
-	// ConfigMap; stored lowercase, as hub.Kind); nil means every kind.
+	// Kinds limits the rule to these kinds, as Kind for the core group and
+	// Deployments (Deployment, Service, ConfigMap, Secret) or Kind.group
+	// for the others (StatefulSet.apps, Certificate.cert-manager.io);
+	// stored as the NodeID slug (hub.KindSlug: deployment,
+	// statefulset.apps). Nil means every kind.
 	Kinds []string `yaml:"kinds"`
 }
+
+// kindSlug reads a kind of an ignore rule, Kind or Kind.group, as its
+// NodeID slug.
+func kindSlug(v string) (hub.Kind, error) {
+	kind, group, _ := strings.Cut(v, ".")
+	if !kindPattern.MatchString(kind) || group != "" && len(content.IsDNS1123Subdomain(strings.ToLower(group))) > 0 {
+		return "", fmt.Errorf("invalid kind %q: want Kind for the core group and Deployments (Deployment, Service, ConfigMap) or Kind.group (StatefulSet.apps)", v)
+	}
+	return hub.KindSlug(strings.ToLower(group), kind), nil
+}
+
+// kindPattern is a Kubernetes kind, as written.
+var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // ignoreRules reads an `ignore:` list; every entry is validated with its
 // position. Entries with errors are left out.
@@ -67,11 +86,8 @@ func (d *decoder) ignoreRules(c child) []IgnoreRule {
 			}),
 			on(&r.Kinds, func(c child) {
 				r.Kinds = d.eachString(c, &valid, func(v string) (string, error) {
-					k := hub.Kind(strings.ToLower(v))
-					if !slices.Contains(hub.Kinds(), k) {
-						return "", fmt.Errorf("unknown kind %q: want Deployment, Service or ConfigMap", v)
-					}
-					return string(k), nil
+					k, err := kindSlug(v)
+					return string(k), err
 				})
 			}),
 		)
@@ -118,15 +134,22 @@ func (r IgnoreRule) compile() hub.IgnoreRule {
 		}
 	}
 	for _, k := range r.Kinds {
-		out.Kinds = append(out.Kinds, hub.Kind(strings.ToLower(k)))
+		if slug, err := kindSlug(k); err == nil {
+			out.Kinds = append(out.Kinds, slug)
+		} else {
+			out.Kinds = append(out.Kinds, hub.Kind(strings.ToLower(k)))
+		}
 	}
 	return out
 }
 
 // IgnoreFor returns the compiled ignore rules of an application: the hub's,
 // then its own; nil when there are none.
-func (c *Config) IgnoreFor(app Application) *hub.IgnoreSet {
-	rules := slices.Concat(c.Hub.Ignore, app.Ignore)
+func (c *Config) IgnoreFor(app Application) *hub.IgnoreSet { return c.ignoreSet(app.Ignore) }
+
+// ignoreSet compiles the hub's rules, then own; nil when there are none.
+func (c *Config) ignoreSet(own []IgnoreRule) *hub.IgnoreSet {
+	rules := slices.Concat(c.Hub.Ignore, own)
 	if len(rules) == 0 {
 		return nil
 	}

@@ -59,6 +59,9 @@ const secretKeyRefPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 // a '/', or starting with ~ or a $VAR).
 const binaryPattern = `^(tofu|terraform|~.*|\$.*|.*/.*)$`
 
+// kindSlugPattern is the kind of an ignore rule: Kind or Kind.group.
+const kindSlugPattern = `^[A-Za-z][A-Za-z0-9]*(\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*$`
+
 // urlPattern is a webhook URL: http or https, unless it holds a $VAR.
 const urlPattern = `^(https?://[^/?#].*|.*\$.*)$`
 
@@ -162,10 +165,6 @@ type facet struct {
 // entry must name a field of the file (GenerateDocs fails otherwise).
 func facets() map[string]facet {
 	dnsLabel := facet{pattern: dnsLabelPattern}
-	kinds := []string{"Deployment", "Service", "ConfigMap"}
-	for _, k := range hub.Kinds() {
-		kinds = append(kinds, string(k))
-	}
 	return map[string]facet{
 		"Hub.ID":                         dnsLabel,
 		"Hub.Coordination":               {nonNull: true},
@@ -182,7 +181,15 @@ func facets() map[string]facet {
 		"Application.Namespace":          dnsLabel,
 		"Application.Clusters":           {minItems: 1},
 		"Service.Type":                   {enum: serviceTypes()},
-		"IgnoreRule.Kinds":               {enum: kinds},
+		"IgnoreRule.Kinds":               {pattern: kindSlugPattern},
+		"Source.ID":                      dnsLabel,
+		"Source.Path":                    {nonNull: true},
+		"Source.Kustomize":               {nonNull: true},
+		"Source.Namespace":               dnsLabel,
+		"Source.Clusters":                {minItems: 1},
+		"HelmChart.ReleaseName":          dnsLabel,
+		"HelmChart.Namespace":            dnsLabel,
+		"HelmChart.KubeVersion":          {pattern: kubeVersionPattern.String()},
 		"Webhook.Name":                   dnsLabel,
 		"Webhook.URL":                    {pattern: urlPattern},
 		"Webhook.Format":                 {enum: strs([]notify.Format{notify.FormatJSON, notify.FormatSlack})},
@@ -384,6 +391,8 @@ func (g *schemaGen) value(t reflect.Type, f schemaField, fc facet) (*jsonSchema,
 		return &jsonSchema{Type: typeList{"object"}, AdditionalProperties: v, kind: "map of " + v.kind}, nil
 	case reflect.Pointer:
 		return g.value(t.Elem(), f, fc)
+	case reflect.Interface:
+		return &jsonSchema{kind: "any"}, nil
 	case reflect.Struct:
 		return g.object(t)
 	}
@@ -778,6 +787,9 @@ ids, label selectors, Kubernetes names and quantities.
 - A duration is a Go duration with a unit, more than zero: ` + "`90s`, `5m`, `1h30m`" + `.
 - Paths (` + "`kubeconfig`, `stateFile`, `dir`, `varFiles`" + `) expand ` + "`~`" + ` and ` + "`${VAR}`" + `, and a
   relative path is relative to the config file's folder.
+- Source paths (` + "`sources[].path`, `kustomize`, `helm.chart`, `helm.valuesFiles`" + `) are relative to the
+  config file's folder too, and expand ` + "`${cluster.id}` and `${cluster.labels.KEY}`" + ` for each target
+  cluster (not ` + "`~`" + ` nor environment variables).
 - Default "inherited" means the value of another key, as the description says.
 `)
 	for _, p := range root.Properties {

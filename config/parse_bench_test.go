@@ -128,7 +128,7 @@ func BenchmarkCheck(b *testing.B) {
 			objects := 0
 			for _, cl := range cfg.Clusters {
 				_ = cfg.AppsFor(cl.Info())
-				objects += len(CompileCluster(cfg, cl.Info()))
+				objects += len(mustCompileCluster(b, cfg, cl.Info()))
 				_ = cfg.Namespaces(cl.ID)
 			}
 			if objects == 0 {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -250,6 +251,52 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Applications[0].Resources) },
 		},
 	}
+	// Sources render when the config is parsed: they name the example's
+	// files by absolute path (the configs are parsed as /srv/config.yaml).
+	ex, err := filepath.Abs("examples/sources")
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, chart := ex+"/platform", ex+"/charts/cache"
+	const srcClusters = "clusters: [{id: c, kubeconfig: /k, labels: {env: dev}}, {id: d, kubeconfig: /k, labels: {env: staging}}]\n"
+	sourceSamples := map[string]string{
+		"Config.sources":                 "[{id: s, path: " + platform + ", clusters: [c]}]",
+		"Source.path":                    ex + "/platform/rbac.json",
+		"Source.kustomize":               "'" + ex + "/kustomize/overlays/${cluster.labels.env}'",
+		"Source.helm":                    "{chart: " + chart + "}",
+		"Source.clusters":                "[c, d]",
+		"Source.selector":                "env",
+		"Source.ignore":                  "[{managers: [hpa]}]",
+		"Source.prune":                   "{namespaces: true}",
+		"HelmChart.chart":                ex + "/../../testdata/sources/mini",
+		"HelmChart.values":               "{replicas: 2}",
+		"HelmChart.valuesFiles":          "[" + ex + "/cache-values/values-dev.yaml]",
+		"HelmChart.kubeVersion":          "'1.30.1'",
+		"HelmChart.namespace":            "other",
+		"HelmChart.releaseName":          "other",
+		"Source.namespace":               "other",
+		"SourcePrune.namespaces":         "true",
+		"Source.id":                      "other",
+		"Source.policy":                  "warn",
+		"Source.progressDeadlineSeconds": "30",
+	}
+	frames[reflect.TypeFor[Source]()] = frame{
+		base: []string{"id: s", "path: " + platform, "clusters: [c]"},
+		drop: map[string][]string{"kustomize": {"path"}, "helm": {"path"}, "selector": {"clusters"}},
+		wrap: func(m string) string { return srcClusters + "sources: [" + m + "]\n" },
+		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
+	}
+	frames[reflect.TypeFor[HelmChart]()] = frame{
+		base: []string{"chart: " + chart},
+		wrap: func(m string) string { return srcClusters + "sources: [{id: s, clusters: [c], helm: " + m + "}]\n" },
+		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Helm) },
+	}
+	frames[reflect.TypeFor[SourcePrune]()] = frame{
+		wrap: func(m string) string {
+			return srcClusters + "sources: [{id: s, clusters: [c], path: " + platform + ", prune: " + m + "}]\n"
+		},
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0].Prune) },
+	}
 	for _, typ := range schemaTypes(t) {
 		fr, ok := frames[typ]
 		if !ok {
@@ -261,6 +308,9 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			name := typ.Name() + "." + f.name
 			t.Run(name, func(t *testing.T) {
 				value, ok := samples[name]
+				if v, isSource := sourceSamples[name]; isSource {
+					value, ok = v, true
+				}
 				if !ok {
 					value = sampleValue(sf.Type, f)
 				}

@@ -401,7 +401,12 @@ func (a *App) Reload(allowPrune bool) error {
 	wsGone, wsAdded := a.ws.plan(cfg.Terraform)
 	compiled := config.Compile(cfg)
 	hash := desiredHash(cfg, compiled)
-	specs := append(compiled, a.discoveredSpecs(cfg)...)
+	found, err := a.discoveredSpecs(cfg)
+	if err != nil {
+		a.hub.RecordReload("rejected")
+		return fmt.Errorf("reload %s: %w", a.path, err)
+	}
+	specs := append(compiled, found...)
 	specs = append(specs, a.workspaceSpecsLocked(wsGone)...)
 	// A cluster removed from the config is no longer managed, never
 	// pruned: the hub forgets it in the same guarded change (nothing is

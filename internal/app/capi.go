@@ -114,8 +114,18 @@ func (a *App) clusterUpLocked(source config.ClusterAPISource, d capi.Discovered)
 		return
 	}
 	info := source.Info(d.ID, d.Labels)
+	specs, err := config.CompileCluster(cfg, info)
+	if err != nil {
+		// A manifest source does not render for this cluster (or misses
+		// a label): nothing is managed there until the config or the
+		// cluster's labels are fixed.
+		a.log.Error("discovered cluster: desired state does not compile", "cluster", d.ID, "err", err)
+		a.hub.ClusterChanged(hub.ClusterHealth{Cluster: d.ID, State: hub.ClusterUnreachable, LastError: err.Error(),
+			Since: time.Now(), Source: d.Source, Phase: d.Phase})
+		return
+	}
 	a.hub.SetClusterPolicy(d.ID, info.Policy)
-	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, config.CompileCluster(cfg, info), hub.DesiredOptions{}); err != nil {
+	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, specs, hub.DesiredOptions{}); err != nil {
 		// The new labels would prune too much: keep the desired state
 		// (and the labels that made it) of the last discovery; a reload
 		// with --allow-prune applies the new ones.
@@ -232,8 +242,9 @@ func (a *App) discoveredIDs() []string {
 }
 
 // discoveredSpecs compiles the desired state of every discovered cluster
-// with cfg (used by reloads).
-func (a *App) discoveredSpecs(cfg *config.Config) []hub.NodeSpec {
+// with cfg (used by reloads); an error (a manifest source that does not
+// render for one of them) refuses the reload.
+func (a *App) discoveredSpecs(cfg *config.Config) ([]hub.NodeSpec, error) {
 	a.mu.Lock()
 	found := maps.Clone(a.found)
 	a.mu.Unlock()
@@ -245,7 +256,11 @@ func (a *App) discoveredSpecs(cfg *config.Config) []hub.NodeSpec {
 				src = s
 			}
 		}
-		specs = append(specs, config.CompileCluster(cfg, src.Info(id, d.found.Labels))...)
+		cs, err := config.CompileCluster(cfg, src.Info(id, d.found.Labels))
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, cs...)
 	}
-	return specs
+	return specs, nil
 }

@@ -122,16 +122,20 @@ func printErrors(w io.Writer, list config.ErrorList) {
 // --allow-prune, but the file is most likely a mistake).
 func warnManagesNothing(w io.Writer, cfg *config.Config) {
 	const consequence = "a running hub given this file would prune every object it manages there (refused without --allow-prune)"
-	if len(cfg.Applications) == 0 && len(cfg.Clusters)+len(cfg.ClusterAPI) == 0 {
+	if len(cfg.Applications)+len(cfg.Sources) == 0 && len(cfg.Clusters)+len(cfg.ClusterAPI) == 0 {
 		return // only Terraform workspaces: their resources are their own
 	}
-	if len(cfg.Applications) == 0 {
+	if len(cfg.Applications)+len(cfg.Sources) == 0 {
 		fmt.Fprintf(w, "driftwatch: WARNING: no applications: this config manages nothing on any cluster; %s\n", consequence)
 		return
 	}
+	what := "no application"
+	if len(cfg.Sources) > 0 {
+		what = "no application or source"
+	}
 	for _, cl := range cfg.Clusters {
-		if len(cfg.AppsFor(cl.Info())) == 0 {
-			fmt.Fprintf(w, "driftwatch: WARNING: cluster %q: no application targets it: this config manages nothing there; %s\n", cl.ID, consequence)
+		if len(cfg.AppsFor(cl.Info()))+len(cfg.SourcesFor(cl.Info())) == 0 {
+			fmt.Fprintf(w, "driftwatch: WARNING: cluster %q: %s targets it: this config manages nothing there; %s\n", cl.ID, what, consequence)
 		}
 	}
 }
@@ -214,12 +218,19 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 
 	total := 0
 	for _, cl := range cfg.Clusters {
-		specs := config.CompileCluster(cfg, cl.Info())
+		specs, err := config.CompileCluster(cfg, cl.Info())
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
 		total += len(specs)
 		ns := strings.Join(cfg.Namespaces(cl.ID), ", ")
 		switch {
+		case cl.Namespaces == nil && ns == "" && len(cfg.Sources) > 0:
+			ns = "(none: no application or namespaced source object targets this cluster)"
 		case cl.Namespaces == nil && ns == "":
 			ns = "(none: no application targets this cluster)"
+		case cl.Namespaces == nil && len(cfg.Sources) > 0:
+			ns += " (from the applications and sources)"
 		case cl.Namespaces == nil:
 			ns += " (from the applications)"
 		}
@@ -238,6 +249,9 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		}
 		tw.Flush()
 	}
+	for _, src := range cfg.Sources {
+		printManifestSource(&b, cfg, src)
+	}
 	for _, src := range cfg.ClusterAPI {
 		printSource(&b, cfg, src)
 	}
@@ -250,7 +264,11 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	if len(cfg.Terraform) > 0 {
 		summary = append(summary, plural(len(cfg.Terraform), "terraform workspace"))
 	}
-	summary = append(summary, plural(len(cfg.Applications), "application"), plural(total, "object"))
+	summary = append(summary, plural(len(cfg.Applications), "application"))
+	if len(cfg.Sources) > 0 {
+		summary = append(summary, plural(len(cfg.Sources), "source"))
+	}
+	summary = append(summary, plural(total, "object"))
 	if n := len(cfg.Notifications.Webhooks); n > 0 {
 		summary = append(summary, plural(n, "webhook"))
 	}
@@ -308,6 +326,60 @@ func webhookTarget(raw string) string {
 		t += "/... (path not shown)"
 	}
 	return t
+}
+
+// printManifestSource writes a manifest source of the plan: how it
+// renders and from where, what it targets, and per target cluster of the
+// file the number of its objects and their kinds.
+func printManifestSource(b *strings.Builder, cfg *config.Config, src config.Source) {
+	fmt.Fprintf(b, "\nsource %s\n", src.ID)
+	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "  %s:\t%s\n", src.Kind(), cfg.RelPath(src.Location()))
+	if h := src.Helm; h != nil {
+		fmt.Fprintf(tw, "  release:\t%s in %s\n", h.ReleaseName, h.Namespace)
+		for _, f := range h.ValuesFiles {
+			fmt.Fprintf(tw, "  values file:\t%s\n", cfg.RelPath(f))
+		}
+		if len(h.Values) > 0 {
+			fmt.Fprintf(tw, "  values:\t%s (inline)\n", strings.Join(slices.Sorted(maps.Keys(h.Values)), ", "))
+		}
+		if h.KubeVersion != "" {
+			fmt.Fprintf(tw, "  kubeVersion:\t%s\n", h.KubeVersion)
+		}
+	}
+	if src.Selector != "" {
+		fmt.Fprintf(tw, "  selector:\t%s\n", src.Selector)
+	} else {
+		fmt.Fprintf(tw, "  clusters:\t%s\n", strings.Join(src.Clusters, ", "))
+	}
+	if src.Namespace != "" {
+		fmt.Fprintf(tw, "  namespace:\t%s\n", src.Namespace)
+	}
+	if src.Policy != "" {
+		fmt.Fprintf(tw, "  policy:\t%s\n", src.Policy)
+	}
+	var pruned []string
+	for kind, on := range map[string]bool{"namespaces": src.Prune.Namespaces, "customResourceDefinitions": src.Prune.CustomResourceDefinitions,
+		"persistentVolumeClaims": src.Prune.PersistentVolumeClaims} {
+		if on {
+			pruned = append(pruned, kind)
+		}
+	}
+	slices.Sort(pruned)
+	if len(pruned) > 0 {
+		fmt.Fprintf(tw, "  prune:\t%s\n", strings.Join(pruned, ", "))
+	}
+	for _, cl := range cfg.Clusters {
+		if !src.Matches(cl.Info()) {
+			continue
+		}
+		sum := cfg.SourceObjects(cl.Info())[src.ID]
+		fmt.Fprintf(tw, "  on %s:\t%s: %s\n", cl.ID, plural(sum.Objects, "object"), strings.Join(sum.Kinds, ", "))
+	}
+	if len(cfg.ClusterAPI) > 0 && src.Selector != "" {
+		fmt.Fprintf(tw, "  discovered clusters:\t%s\n", "rendered when discovered, when the selector matches them")
+	}
+	tw.Flush()
 }
 
 // printSource writes a Cluster API source of the plan. Its clusters are

@@ -1,0 +1,608 @@
+package config
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/driftwatch/driftwatch/config/manifest"
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// sourceState holds the rendered sources of a Config: each distinct
+// request (a source's paths expanded for a cluster) is rendered once and
+// kept as the objects' JSON, not as decoded maps. Load renders the
+// variants of the file's clusters; CompileCluster renders those of
+// discovered clusters when first asked.
+type sourceState struct {
+	mu      sync.Mutex
+	renders map[string]*rendering // by requestKey
+	// scopes are the scopes the CustomResourceDefinitions of every
+	// rendering give their kinds: true for namespaced.
+	scopes map[k8sschema.GroupKind]bool
+}
+
+// rendering is the result of one request.
+type rendering struct {
+	objects []sourceObject
+	err     error
+}
+
+// sourceObject is one rendered object, as small as it can be kept.
+type sourceObject struct {
+	gvk             k8sschema.GroupVersionKind
+	namespace, name string // as rendered
+	body            []byte // the rendered object's JSON
+	origin          manifest.Origin
+}
+
+// newSourceState returns an empty source state.
+func newSourceState() *sourceState {
+	return &sourceState{renders: map[string]*rendering{}, scopes: map[k8sschema.GroupKind]bool{}}
+}
+
+// state returns the config's source state. A Config that Load did not
+// make has none: it gets a new one each time (its sources are rendered
+// on every use).
+func (c *Config) state() *sourceState {
+	if c.sources != nil {
+		return c.sources
+	}
+	return newSourceState()
+}
+
+// sourceRequest is a source's render request for a cluster, with its
+// paths expanded.
+type sourceRequest struct {
+	req manifest.Request
+	key string
+}
+
+// pathError is a source path that cannot be expanded for a cluster.
+type pathError struct {
+	field string // the field, relative to the source: "kustomize", "helm.valuesFiles[1]"
+	msg   string
+}
+
+func (e *pathError) Error() string { return e.field + ": " + e.msg }
+
+// request expands the source's paths for the cluster.
+func (s Source) request(info ClusterInfo) (sourceRequest, error) {
+	expand := func(field, p string) (string, error) {
+		var err error
+		out := pathVar.ReplaceAllStringFunc(p, func(m string) string {
+			name := m[2 : len(m)-1]
+			if name == "cluster.id" {
+				return info.ID
+			}
+			key := strings.TrimPrefix(name, "cluster.labels.")
+			v, ok := info.Labels[key]
+			if (!ok || v == "") && err == nil {
+				err = &pathError{field: field, msg: fmt.Sprintf("cluster %q has no label %q (%s)", info.ID, key, m)}
+			}
+			return v
+		})
+		return filepath.Clean(out), err
+	}
+	var r manifest.Request
+	var err error
+	switch s.Kind() {
+	case "path":
+		r.Path, err = expand("path", s.Path)
+	case "kustomize":
+		r.Kustomize, err = expand("kustomize", s.Kustomize)
+	case "helm":
+		h := s.Helm
+		r.Helm = &manifest.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values, KubeVersion: h.KubeVersion}
+		if r.Helm.Chart, err = expand("helm.chart", h.Chart); err != nil {
+			break
+		}
+		for i, f := range h.ValuesFiles {
+			p, ferr := expand(fmt.Sprintf("helm.valuesFiles[%d]", i), f)
+			if ferr != nil {
+				err = ferr
+				break
+			}
+			r.Helm.ValuesFiles = append(r.Helm.ValuesFiles, p)
+		}
+	}
+	if err != nil {
+		return sourceRequest{}, fmt.Errorf("source %q: %w", s.ID, err)
+	}
+	key, jerr := json.Marshal(r) // map keys sorted: equal requests, equal keys
+	if jerr != nil {
+		return sourceRequest{}, fmt.Errorf("source %q: helm values: %w", s.ID, jerr)
+	}
+	return sourceRequest{req: r, key: string(key)}, nil
+}
+
+// render returns the rendering of a request, rendering it on first use.
+// The lock is held while rendering: a request is rendered once.
+func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if out, ok := st.renders[r.key]; ok {
+		return out
+	}
+	out := &rendering{}
+	objs, err := manifest.Render(ctx, r.req)
+	if err != nil {
+		out.err = err
+	}
+	for _, o := range objs {
+		u := o.Object
+		body, err := json.Marshal(u.Object)
+		if err != nil {
+			out.err = fmt.Errorf("%s: %s %s: %w", o.Origin, u.GetKind(), u.GetName(), err)
+			break
+		}
+		gvk := u.GroupVersionKind()
+		out.objects = append(out.objects, sourceObject{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName(), body: body, origin: o.Origin})
+		if gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
+			group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+			scope, _, _ := unstructured.NestedString(u.Object, "spec", "scope")
+			if group != "" && kind != "" {
+				st.scopes[k8sschema.GroupKind{Group: group, Kind: kind}] = scope != "Cluster"
+			}
+		}
+	}
+	if out.err != nil {
+		out.objects = nil
+	}
+	st.renders[r.key] = out
+	return out
+}
+
+// namespaced reports whether objects of the kind are namespaced: as
+// kustomize's built-in OpenAPI data knows the Kubernetes kinds, else as a
+// CustomResourceDefinition of a source says, else true.
+func (st *sourceState) namespaced(gvk k8sschema.GroupVersionKind) bool {
+	if ns, found := openapi.IsNamespaceScoped(kyaml.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}); found {
+		return ns
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if ns, found := st.scopes[gvk.GroupKind()]; found {
+		return ns
+	}
+	return true
+}
+
+// placed is a source object where it goes on a cluster.
+type placed struct {
+	src       *Source
+	obj       *sourceObject
+	id        hub.NodeID
+	namespace string // "" for a cluster-scoped object
+}
+
+// place expands a source for a cluster, renders it (once per distinct
+// request) and places its objects.
+func (c *Config) place(s *Source, info ClusterInfo) ([]placed, error) {
+	r, err := s.request(info)
+	if err != nil {
+		return nil, err
+	}
+	st := c.state()
+	res := st.render(context.Background(), r)
+	if res.err != nil {
+		return nil, fmt.Errorf("source %q: %s: %w", s.ID, c.RelPath(s.location(r.req)), res.err)
+	}
+	defNS := s.Namespace
+	if s.Helm != nil {
+		defNS = s.Helm.Namespace
+	}
+	if defNS == "" {
+		defNS = "default"
+	}
+	out := make([]placed, 0, len(res.objects))
+	for i := range res.objects {
+		o := &res.objects[i]
+		ns := ""
+		if st.namespaced(o.gvk) {
+			ns = cmp.Or(o.namespace, defNS)
+		}
+		out = append(out, placed{src: s, obj: o, namespace: ns,
+			id: hub.NewNodeID(info.ID, ns, o.name, hub.KindSlug(o.gvk.Group, o.gvk.Kind))})
+	}
+	return out, nil
+}
+
+// location is the path a request renders from.
+func (s Source) location(r manifest.Request) string {
+	switch {
+	case r.Helm != nil:
+		return r.Helm.Chart
+	case r.Kustomize != "":
+		return r.Kustomize
+	}
+	return r.Path
+}
+
+// RelPath returns a path relative to the config file's folder when it is
+// inside that folder, else p as it is (for messages and the plan).
+func (c *Config) RelPath(p string) string {
+	base, err := filepath.Abs(filepath.Dir(c.Path))
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(base, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}
+
+// owner names who wants an object, for duplicate messages.
+func (p placed) owner() string {
+	at := p.obj.origin.String()
+	if at == "" {
+		return fmt.Sprintf("source %q", p.src.ID)
+	}
+	return fmt.Sprintf("source %q (%s)", p.src.ID, at)
+}
+
+// describeObject names an object for messages: Kind namespace/name.
+func describeObject(gvk k8sschema.GroupVersionKind, id hub.NodeID) string {
+	return gvk.Kind + " " + id.Resource
+}
+
+// DuplicateError is two sources, or a source and an application, that
+// want the same object on a cluster.
+type DuplicateError struct {
+	// ID is the object's NodeID.
+	ID hub.NodeID
+	// Object names the object (Kind namespace/name).
+	Object string
+	// First and Second name who want it: `application "web"`, `source
+	// "shop" (base/db.yaml:3)`.
+	First, Second string
+	// SecondSource is the index in Config.Sources of the second one.
+	SecondSource int
+}
+
+// Error says which object is wanted twice, and by whom.
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%s on cluster %q is in %s and in %s", e.Object, e.ID.Cluster, e.First, e.Second)
+}
+
+// placeCluster places every source targeting the cluster, and reports a
+// NodeID that two of them, or an application and a source, both want.
+func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
+	owners := map[hub.NodeID]string{}
+	for _, a := range c.AppsFor(info) {
+		for _, k := range appKinds(a) {
+			id := hub.NewNodeID(info.ID, a.Namespace, a.ID, k)
+			owners[id] = fmt.Sprintf("application %q", a.ID)
+		}
+	}
+	var out []placed
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		if !s.Matches(info) {
+			continue
+		}
+		ps, err := c.place(s, info)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if first, dup := owners[p.id]; dup {
+				return nil, &DuplicateError{ID: p.id, Object: describeObject(p.obj.gvk, p.id), First: first, Second: p.owner(), SecondSource: i}
+			}
+			owners[p.id] = p.owner()
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// appKinds are the kinds an application compiles to.
+func appKinds(a Application) []hub.Kind {
+	kinds := []hub.Kind{hub.KindDeployment}
+	if a.Service != nil {
+		kinds = append(kinds, hub.KindService)
+	}
+	if len(a.Config) > 0 {
+		kinds = append(kinds, hub.KindConfigMap)
+	}
+	return kinds
+}
+
+// compileSources compiles the source objects of one cluster.
+func (c *Config) compileSources(info ClusterInfo) ([]hub.NodeSpec, error) {
+	ps, err := c.placeCluster(info)
+	if err != nil {
+		return nil, err
+	}
+	ignore := map[string]*hub.IgnoreSet{}
+	out := make([]hub.NodeSpec, 0, len(ps))
+	for _, p := range ps {
+		set, ok := ignore[p.src.ID]
+		if !ok {
+			set = c.ignoreSet(p.src.Ignore)
+			ignore[p.src.ID] = set
+		}
+		spec, err := c.sourceSpec(p, info, set)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// pruneKinds are the kinds a source never prunes unless its prune section
+// says so, by group and kind.
+func pruneKinds(p SourcePrune) map[k8sschema.GroupKind]bool {
+	return map[k8sschema.GroupKind]bool{
+		{Kind: "Namespace"}: p.Namespaces,
+		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: p.CustomResourceDefinitions,
+		{Kind: "PersistentVolumeClaim"}:                                   p.PersistentVolumeClaims,
+	}
+}
+
+// serverFields are the metadata fields the apiserver sets, never part of
+// a desired object.
+func serverFields() []string {
+	return []string{"creationTimestamp", "resourceVersion", "uid", "managedFields", "generation", "selfLink",
+		"deletionTimestamp", "deletionGracePeriodSeconds"}
+}
+
+// sourceSpec builds the NodeSpec of a placed object.
+func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (hub.NodeSpec, error) {
+	s, o := p.src, p.obj
+	var m map[string]any
+	if err := utiljson.Unmarshal(o.body, &m); err != nil {
+		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, f := range serverFields() {
+			delete(meta, f)
+		}
+	}
+	if p.namespace == "" {
+		unstructured.RemoveNestedField(m, "metadata", "namespace")
+	} else {
+		u.SetNamespace(p.namespace)
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[hub.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, hub.DefaultManagedBy)
+	labels[hub.ApplicationLabel] = s.ID
+	u.SetLabels(labels)
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[hub.NodeIDAnnotation] = p.id.String()
+	annotations[hub.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
+	if enabled, guarded := pruneKinds(s.Prune)[o.gvk.GroupKind()]; guarded && !enabled {
+		if _, set := annotations[PruneAnnotation]; !set {
+			annotations[PruneAnnotation] = PruneDisabled
+		}
+	}
+	u.SetAnnotations(annotations)
+
+	deadline := DefaultProgressDeadline
+	if s.ProgressDeadlineSeconds > 0 {
+		deadline = time.Duration(s.ProgressDeadlineSeconds) * time.Second
+	} else if o.gvk.Kind == "Deployment" && o.gvk.Group == "apps" {
+		if secs, ok, _ := unstructured.NestedInt64(m, "spec", "progressDeadlineSeconds"); ok && secs > 0 {
+			deadline = time.Duration(secs) * time.Second
+		}
+	}
+	body, err := hub.EncodeBody(u)
+	if err != nil {
+		return hub.NodeSpec{}, fmt.Errorf("source %q: %w", s.ID, err)
+	}
+	return hub.NodeSpec{
+		ID:               p.id,
+		Namespace:        p.namespace,
+		Name:             o.name,
+		Kind:             p.id.Kind,
+		Application:      s.ID,
+		Policy:           c.SourcePolicy(*s, info),
+		ProgressDeadline: deadline,
+		Body:             body,
+		Hash:             hashBody(body),
+		Ignore:           ignore,
+	}, nil
+}
+
+// Kinds returns the distinct group, version and kinds of the source
+// objects on a cluster, sorted by group, version and kind: the kinds the
+// cluster's watch must cover beyond the applications'. A cluster that is
+// not in the file is matched by id only; use KindsFor when its labels are
+// known. A source that does not render for the cluster adds nothing (its
+// error is CompileCluster's).
+func (c *Config) Kinds(clusterID string) []k8sschema.GroupVersionKind {
+	return c.KindsFor(c.infoOf(clusterID))
+}
+
+// KindsFor returns the kinds of the source objects on the cluster, as
+// Kinds.
+func (c *Config) KindsFor(info ClusterInfo) []k8sschema.GroupVersionKind {
+	seen := map[k8sschema.GroupVersionKind]bool{}
+	for i := range c.Sources {
+		if !c.Sources[i].Matches(info) {
+			continue
+		}
+		ps, err := c.place(&c.Sources[i], info)
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			seen[p.obj.gvk] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(seen), func(a, b k8sschema.GroupVersionKind) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
+	})
+}
+
+// sourceNamespaces returns the namespaces of the namespaced source objects
+// on the cluster (unsorted, repeated).
+func (c *Config) sourceNamespaces(info ClusterInfo) []string {
+	var ns []string
+	for i := range c.Sources {
+		if !c.Sources[i].Matches(info) {
+			continue
+		}
+		ps, err := c.place(&c.Sources[i], info)
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			if p.namespace != "" {
+				ns = append(ns, p.namespace)
+			}
+		}
+	}
+	return ns
+}
+
+// infoOf returns the ClusterInfo of a cluster of the file, or one with the
+// id alone.
+func (c *Config) infoOf(clusterID string) ClusterInfo {
+	if cl, ok := c.Cluster(clusterID); ok {
+		return cl.Info()
+	}
+	return ClusterInfo{ID: clusterID}
+}
+
+// SourceObjects returns the number of objects each source has on the
+// cluster and their kinds (Kind or Kind.group, sorted), by source id, for
+// `driftwatch check`. A source that does not render for the cluster is
+// left out.
+func (c *Config) SourceObjects(info ClusterInfo) map[string]SourceSummary {
+	out := map[string]SourceSummary{}
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		if !s.Matches(info) {
+			continue
+		}
+		ps, err := c.place(s, info)
+		if err != nil {
+			continue
+		}
+		kinds := map[string]bool{}
+		for _, p := range ps {
+			k := p.obj.gvk.Kind
+			if g := p.obj.gvk.Group; g != "" {
+				k += "." + g
+			}
+			kinds[k] = true
+		}
+		out[s.ID] = SourceSummary{Objects: len(ps), Kinds: slices.Sorted(maps.Keys(kinds))}
+	}
+	return out
+}
+
+// SourceSummary is what a source puts on one cluster.
+type SourceSummary struct {
+	// Objects is the number of objects.
+	Objects int
+	// Kinds are their kinds, as Kind or Kind.group, sorted.
+	Kinds []string
+}
+
+// renderSources renders the sources for the file's clusters once the file
+// is otherwise valid, and reports, at the source's path, kustomize or
+// helm field, every source that does not render, a cluster without a
+// label its paths use, an object two sources (or a source and an
+// application) want on one cluster, and a namespace a cluster with an
+// explicit list does not manage.
+func (d *decoder) renderSources(clusterAt map[string]int) {
+	if len(d.cfg.Sources) == 0 {
+		return
+	}
+	cfg := d.cfg
+	st := cfg.state()
+	failed := make([]bool, len(cfg.Sources))
+	for i := range cfg.Sources {
+		s, src := &cfg.Sources[i], d.srcs[i]
+		reported := map[string]bool{}
+		for _, k := range d.sourceTargets(i, clusterAt) {
+			info := cfg.Clusters[k].Info()
+			r, err := s.request(info)
+			if err != nil {
+				failed[i] = true
+				at := src.at
+				if pe := (*pathError)(nil); errors.As(err, &pe) {
+					at = d.fieldOf(src, pe.field)
+					err = fmt.Errorf("%s", pe.msg)
+				}
+				d.errorf(at.pos, at.field, "%v", err)
+				continue
+			}
+			if reported[r.key] {
+				continue
+			}
+			if res := st.render(context.Background(), r); res.err != nil {
+				failed[i] = true
+				reported[r.key] = true
+				d.errorf(src.at.pos, src.at.field, "%s: %v", cfg.RelPath(s.location(r.req)), res.err)
+			}
+		}
+	}
+	for k, cl := range cfg.Clusters {
+		if first, ok := clusterAt[cl.ID]; !ok || first != k {
+			continue
+		}
+		_, err := cfg.placeCluster(cl.Info())
+		if de := (*DuplicateError)(nil); errors.As(err, &de) && !failed[de.SecondSource] {
+			src := d.srcs[de.SecondSource]
+			d.errorf(src.at.pos, src.at.field, "%v", de)
+			continue
+		}
+		if !d.clusters[k].nsList {
+			continue
+		}
+		for i := range cfg.Sources {
+			s := &cfg.Sources[i]
+			if failed[i] || !s.Matches(cl.Info()) {
+				continue
+			}
+			ps, err := cfg.place(s, cl.Info())
+			if err != nil {
+				continue
+			}
+			for _, p := range ps {
+				if _, found := slices.BinarySearch(cl.Namespaces, p.namespace); p.namespace != "" && !found {
+					src := d.srcs[i]
+					d.errorf(src.at.pos, src.at.field, "namespace %q of %s (%s) is not managed on cluster %q (%s.namespaces: %s)",
+						p.namespace, describeObject(p.obj.gvk, p.id), p.obj.origin, cl.ID, d.clusters[k].field, strings.Join(cl.Namespaces, ", "))
+					break
+				}
+			}
+		}
+	}
+}
+
+// fieldOf returns the field of a source that a pathError names.
+func (d *decoder) fieldOf(src srcSrc, field string) child {
+	full := joinField(src.field, field)
+	if full == src.at.field {
+		return src.at
+	}
+	return child{field: full, pos: src.at.pos}
+}

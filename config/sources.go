@@ -1,0 +1,555 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// PruneAnnotation on a desired object, with the value PruneDisabled, says
+// that the object is never pruned: when it leaves the config, the hub
+// forgets it and leaves it in the cluster. The compiler puts it on the
+// Namespaces, CustomResourceDefinitions and PersistentVolumeClaims of
+// sources (unless the source's prune section enables them), where pruning
+// would delete everything inside; a manifest may set it on any object.
+// The backend reads it from the live object.
+const PruneAnnotation = "driftwatch.io/prune"
+
+// PruneDisabled is the value of PruneAnnotation that disables pruning.
+const PruneDisabled = "disabled"
+
+// Source is a manifest source (a `sources:` entry): the user's own
+// manifests, any Kubernetes objects, rendered from plain files, a
+// kustomize folder or a Helm chart (exactly one of Path, Kustomize and
+// Helm) and applied to every target cluster.
+//
+// Paths are relative to the config file's folder (`~` and environment
+// variables are not expanded) and may use ${cluster.id} and
+// ${cluster.labels.KEY}, so that one entry gives each cluster its own
+// overlay or values: `kustomize: deploy/overlays/${cluster.labels.env}`.
+// A target cluster without that label is an error. Sources are rendered
+// when the config is loaded, each distinct path once, so a source that
+// does not render makes the config invalid (a reload keeps the running
+// state); the variants of clusters discovered through Cluster API are
+// rendered when they are discovered.
+//
+// Objects without a namespace get Namespace when their kind is namespaced
+// (as the kustomize and Helm renderers, and the CustomResourceDefinitions
+// of every source, tell; a custom kind no source defines counts as
+// namespaced); cluster-scoped objects never keep one. Each object gets the
+// managed-by label, the application label (the source id) and the
+// node-id and hub annotations; its status and server-set metadata are
+// dropped.
+type Source struct {
+	// ID is the source's DNS-label id, unique among the sources and the
+	// applications; its objects report it as their application.
+	ID string `yaml:"id,required"`
+	// Path is a manifest file, or a folder of .yaml, .yml and .json files
+	// read recursively in sorted path order (multi-document YAML, List
+	// kinds expanded, empty documents skipped). Symlinks out of the folder
+	// are refused.
+	Path string `yaml:"path"`
+	// Kustomize is a folder holding a kustomization file, built as
+	// `kustomize build` does: load restrictions RootOnly, no plugins, no
+	// helmCharts, no remote bases or resources.
+	Kustomize string `yaml:"kustomize"`
+	// Helm is a Helm chart rendered as `helm template` does, without a
+	// cluster.
+	Helm *HelmChart `yaml:"helm"`
+	// Clusters lists target cluster ids; nil when Selector is used.
+	Clusters []string `yaml:"clusters"`
+	// Selector is a Kubernetes label selector over cluster labels (those of
+	// discovered clusters too); "" when Clusters is used.
+	Selector string `yaml:"selector"`
+	// Namespace is the namespace of the namespaced objects that set none;
+	// "" means the Helm release's namespace for a chart, else "default".
+	Namespace string `yaml:"namespace"`
+	// Policy overrides the cluster's policy for the source's objects; ""
+	// means no override.
+	Policy hub.Policy `yaml:"policy"`
+	// ProgressDeadlineSeconds is how long the source's objects may take to
+	// become ready before they are reported stuck; 0 (left out) means the
+	// Deployment's own spec.progressDeadlineSeconds, else 600 seconds.
+	ProgressDeadlineSeconds int32 `yaml:"progressDeadlineSeconds,min=1"`
+	// Ignore are the source's ignore rules (after the hub's); a rule's
+	// kinds name the kinds as Kind or Kind.group (StatefulSet.apps).
+	Ignore []IgnoreRule `yaml:"ignore"`
+	// Prune enables pruning the kinds that are never pruned by default.
+	Prune SourcePrune `yaml:"prune"`
+}
+
+// HelmChart is the Helm chart of a source (its `helm:` section). Hooks
+// and tests are not applied; the CRDs of crds/ folders are; subcharts in
+// charts/ are rendered with their conditions.
+type HelmChart struct {
+	// Chart is the chart's folder or .tgz archive.
+	Chart string `yaml:"chart,required"`
+	// ReleaseName is .Release.Name; "" (left out) means the source's id.
+	ReleaseName string `yaml:"releaseName"`
+	// Namespace is .Release.Namespace and the namespace of the chart's
+	// namespaced objects that set none; "" means the source's namespace,
+	// else "default".
+	Namespace string `yaml:"namespace"`
+	// Values are values given inline; they win over ValuesFiles.
+	Values map[string]any `yaml:"values"`
+	// ValuesFiles are values files merged in order over the chart's
+	// values.yaml (a later one wins); paths like the chart's.
+	ValuesFiles []string `yaml:"valuesFiles"`
+	// KubeVersion is the Kubernetes version templates see in
+	// .Capabilities.KubeVersion, such as "1.37.2"; "" means the Helm
+	// SDK's default (the version of the Kubernetes client it is built
+	// with).
+	KubeVersion string `yaml:"kubeVersion"`
+}
+
+// SourcePrune is a source's `prune:` section. Objects of these kinds carry
+// PruneAnnotation (disabled) unless enabled here: deleting them would
+// delete what they hold (a namespace's objects, a CRD's custom resources,
+// a claim's volume).
+type SourcePrune struct {
+	// Namespaces, when true, lets objects of kind Namespace be pruned.
+	Namespaces bool `yaml:"namespaces"`
+	// CustomResourceDefinitions, when true, lets objects of kind
+	// CustomResourceDefinition be pruned (and with them their custom
+	// resources).
+	CustomResourceDefinitions bool `yaml:"customResourceDefinitions"`
+	// PersistentVolumeClaims, when true, lets objects of kind
+	// PersistentVolumeClaim be pruned (and with them, often, their
+	// volumes).
+	PersistentVolumeClaims bool `yaml:"persistentVolumeClaims"`
+}
+
+// Kind returns how the source renders: "path", "kustomize" or "helm".
+func (s Source) Kind() string {
+	switch {
+	case s.Helm != nil:
+		return "helm"
+	case s.Kustomize != "":
+		return "kustomize"
+	}
+	return "path"
+}
+
+// Location returns the path the source renders from as written in the
+// config (made absolute): the path, the kustomize folder or the chart.
+func (s Source) Location() string {
+	switch {
+	case s.Helm != nil:
+		return s.Helm.Chart
+	case s.Kustomize != "":
+		return s.Kustomize
+	}
+	return s.Path
+}
+
+// Matches reports whether the source targets the cluster: by id list, or
+// by selector over the cluster's labels.
+func (s Source) Matches(info ClusterInfo) bool { return matches(s.Clusters, s.Selector, info) }
+
+// matches reports whether a cluster list or selector targets a cluster.
+func matches(clusters []string, selector string, info ClusterInfo) bool {
+	if selector == "" {
+		return slices.Contains(clusters, info.ID)
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(info.Labels))
+}
+
+// SourcesFor returns the sources that target the cluster, in file order.
+// The cluster need not be in the file.
+func (c *Config) SourcesFor(info ClusterInfo) []Source {
+	var out []Source
+	for _, s := range c.Sources {
+		if s.Matches(info) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SourcePolicy returns the effective policy of a source's objects on a
+// cluster: the source's override, else the cluster's, else the hub's.
+func (c *Config) SourcePolicy(s Source, info ClusterInfo) hub.Policy {
+	return c.PolicyFor(Application{Policy: s.Policy}, info)
+}
+
+// srcSrc remembers where a source came from, for reference checks and
+// render errors.
+type srcSrc struct {
+	field      string
+	pos        pos
+	idPos      pos
+	at         child // the path, kustomize or helm field: where render errors go
+	clusters   child
+	items      []item
+	hasList    bool
+	selector   child
+	selectorOK bool
+	sel        labels.Selector
+	// written are the paths as written, by field (path, kustomize,
+	// helm.chart, helm.valuesFiles[i]), for messages.
+	written map[string]string
+}
+
+// pathVar is a ${...} reference in a source path.
+var pathVar = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// sourceSection reads the sources section.
+func (d *decoder) sourceSection(c child) {
+	items, _ := d.list(c)
+	for _, it := range items {
+		d.manifestSource(it)
+	}
+}
+
+// manifestSource reads one source and applies its defaults.
+func (d *decoder) manifestSource(it item) {
+	s := Source{}
+	src := srcSrc{field: it.field, written: map[string]string{}}
+	var renderFields []child
+	o := d.fields(it.node, it.field, it.pos, &s,
+		on(&s.ID, func(c child) {
+			src.idPos = c.pos
+			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
+				s.ID = v
+			}
+		}),
+		on(&s.Path, func(c child) {
+			if c.set {
+				renderFields = append(renderFields, c)
+			}
+			s.Path = d.sourcePath(c, &src)
+		}),
+		on(&s.Kustomize, func(c child) {
+			if c.set {
+				renderFields = append(renderFields, c)
+			}
+			s.Kustomize = d.sourcePath(c, &src)
+		}),
+		on(&s.Helm, func(c child) {
+			if c.set {
+				renderFields = append(renderFields, c)
+			}
+			s.Helm = d.helmChart(c, &src)
+		}),
+		on(&s.Clusters, func(c child) {
+			src.clusters = c
+			if c.node == nil {
+				return
+			}
+			if vals, items, ok := d.strList(c); ok {
+				src.hasList = true
+				s.Clusters, src.items = vals, items
+				if s.Clusters == nil {
+					s.Clusters = []string{}
+				}
+			}
+		}),
+		on(&s.Selector, func(c child) {
+			src.selector = c
+			if v, ok := d.str(c); ok {
+				s.Selector = v
+				src.sel, src.selectorOK = d.selector(c, v)
+			}
+		}),
+		on(&s.Namespace, func(c child) {
+			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
+				s.Namespace = v
+			}
+		}),
+		on(&s.Ignore, func(c child) { s.Ignore = d.ignoreRules(c) }),
+		on(&s.Prune, func(c child) { d.fields(c.node, c.field, c.pos, &s.Prune) }),
+	)
+	if o == nil {
+		return
+	}
+	src.pos = o.pos
+	switch len(renderFields) {
+	case 0:
+		d.errorf(o.pos, it.field, "one of path, kustomize or helm is required")
+	case 1:
+		src.at = renderFields[0]
+	default:
+		for _, c := range renderFields[1:] {
+			d.errorf(c.pos, c.field, "set one of path, kustomize or helm, not several (%s is set at line %d)", renderFields[0].field, renderFields[0].pos.line)
+		}
+	}
+	if s.Helm != nil {
+		if s.Helm.ReleaseName == "" {
+			s.Helm.ReleaseName = s.ID
+		}
+		if s.Helm.Namespace == "" {
+			s.Helm.Namespace = s.Namespace
+		}
+		if s.Helm.Namespace == "" {
+			s.Helm.Namespace = "default"
+		}
+	}
+	d.cfg.Sources = append(d.cfg.Sources, s)
+	d.srcs = append(d.srcs, src)
+}
+
+// sourcePath reads a source path: not empty, its ${...} references among
+// ${cluster.id} and ${cluster.labels.KEY}, made absolute relative to the
+// config file's folder. "" when absent or invalid (reported).
+func (d *decoder) sourcePath(c child, src *srcSrc) string {
+	if !c.set {
+		return ""
+	}
+	s, ok := d.str(c)
+	if c.node == nil || ok && strings.TrimSpace(s) == "" {
+		d.errorf(c.pos, c.field, "must not be empty")
+		return ""
+	}
+	if !ok {
+		return ""
+	}
+	good := true
+	for _, m := range pathVar.FindAllStringSubmatch(s, -1) {
+		if err := checkPathVar(m[1]); err != nil {
+			d.errorf(c.pos, c.field, "%s: %v", m[0], err)
+			good = false
+		}
+	}
+	if strings.Contains(pathVar.ReplaceAllString(s, ""), "${") {
+		d.errorf(c.pos, c.field, "unterminated ${ in %q", s)
+		good = false
+	}
+	if !good {
+		return ""
+	}
+	src.written[c.field] = s
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(d.baseDir, s)
+	}
+	return filepath.Clean(s)
+}
+
+// checkPathVar checks the name inside a ${...} of a source path.
+func checkPathVar(name string) error {
+	const want = "want ${cluster.id} or ${cluster.labels.KEY}"
+	switch key, isLabel := strings.CutPrefix(name, "cluster.labels."); {
+	case name == "cluster.id":
+		return nil
+	case isLabel:
+		if errs := content.IsLabelKey(key); len(errs) > 0 {
+			return fmt.Errorf("invalid label key %q: %s", key, kmsg(errs))
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown variable %q: %s (environment variables are not expanded in source paths)%s",
+			name, want, hint(name, []string{"cluster.id", "cluster.labels"}))
+	}
+}
+
+// helmChart reads a source's helm section and applies the defaults that
+// do not depend on other fields.
+func (d *decoder) helmChart(c child, src *srcSrc) *HelmChart {
+	if !c.set {
+		return nil
+	}
+	h := &HelmChart{}
+	o := d.fields(c.node, c.field, c.pos, h,
+		on(&h.Chart, func(c child) { h.Chart = d.sourcePath(c, src) }),
+		on(&h.ReleaseName, func(c child) {
+			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
+				h.ReleaseName = v
+			}
+		}),
+		on(&h.Namespace, func(c child) {
+			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
+				h.Namespace = v
+			}
+		}),
+		on(&h.Values, func(c child) {
+			if c.node == nil {
+				return
+			}
+			budget := maxValueNodes
+			if v, ok := d.anyValue(c.node, c.field, &budget); ok {
+				m, isMap := v.(map[string]any)
+				if !isMap {
+					d.errorf(c.pos, c.field, "want a mapping, got %s", describe(c.node))
+					return
+				}
+				h.Values = m
+			}
+		}),
+		on(&h.ValuesFiles, func(c child) {
+			items, ok := d.list(c)
+			if !ok {
+				return
+			}
+			for _, it := range items {
+				if p := d.sourcePath(child{node: it.node, field: it.field, pos: it.pos, set: true}, src); p != "" {
+					h.ValuesFiles = append(h.ValuesFiles, p)
+				}
+			}
+		}),
+		on(&h.KubeVersion, func(c child) {
+			v, ok := d.str(c)
+			if !ok {
+				return
+			}
+			if !kubeVersionPattern.MatchString(v) {
+				d.errorf(c.pos, c.field, "invalid Kubernetes version %q: want a version such as 1.37.2 or v1.37", v)
+				return
+			}
+			h.KubeVersion = v
+		}),
+	)
+	if o == nil {
+		return nil
+	}
+	return h
+}
+
+// kubeVersionPattern is a Kubernetes version as Helm parses it.
+var kubeVersionPattern = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]*)?$`)
+
+// maxValueNodes is the most YAML nodes inline Helm values may expand to,
+// aliases included.
+const maxValueNodes = 100000
+
+// anyValue converts a YAML node into the value Helm reads from a values
+// file: mappings, lists, strings, booleans, null and numbers (float64, as
+// JSON has them). Aliases and merge keys are resolved; budget bounds the
+// nodes visited, so nested aliases cannot blow up.
+func (d *decoder) anyValue(n ast.Node, field string, budget *int) (any, bool) {
+	if *budget--; *budget < 0 {
+		if *budget == -1 {
+			d.errorf(posOf(n), field, "values expand to more than %d nodes", maxValueNodes)
+		}
+		return nil, false
+	}
+	n = d.resolve(n, field)
+	switch v := n.(type) {
+	case nil:
+		return nil, true
+	case *ast.MappingNode, *ast.MappingValueNode:
+		es, ok := d.entries(v, field, 0)
+		if !ok {
+			return nil, false
+		}
+		out := make(map[string]any, len(es))
+		good := true
+		for _, e := range es {
+			x, ok := d.anyValue(e.value, joinField(field, e.key), budget)
+			good = good && ok
+			out[e.key] = x
+		}
+		return out, good
+	case *ast.SequenceNode:
+		out := make([]any, 0, len(v.Values))
+		good := true
+		for i, e := range v.Values {
+			x, ok := d.anyValue(e, fmt.Sprintf("%s[%d]", field, i), budget)
+			good = good && ok
+			out = append(out, x)
+		}
+		return out, good
+	case *ast.BoolNode:
+		return v.Value, true
+	case *ast.IntegerNode:
+		switch x := v.Value.(type) {
+		case int64:
+			return float64(x), true
+		case uint64:
+			return float64(x), true
+		}
+	case *ast.FloatNode:
+		if !math.IsInf(v.Value, 0) && !math.IsNaN(v.Value) {
+			return v.Value, true
+		}
+	case *ast.StringNode, *ast.LiteralNode:
+		s, _ := scalar(v)
+		return s, true
+	}
+	d.errorf(posOf(n), field, "unsupported value %s (want what JSON can hold)", describe(n))
+	return nil, false
+}
+
+// manifestReferences checks what spans the sources: unique ids, distinct
+// from the application ids, and cluster references as applications have
+// them. clusterAt are the first clusters by id, ids every cluster id.
+func (d *decoder) manifestReferences(clusterAt map[string]int, ids []string, discovery bool) {
+	appAt := map[string]int{}
+	for i, a := range d.cfg.Applications {
+		if _, dup := appAt[a.ID]; a.ID != "" && !dup {
+			appAt[a.ID] = i
+		}
+	}
+	srcAt := map[string]int{}
+	for i, s := range d.cfg.Sources {
+		src := d.srcs[i]
+		field := joinField(src.field, "id")
+		if s.ID != "" {
+			if j, dup := srcAt[s.ID]; dup {
+				d.errorf(src.idPos, field, "duplicate source id %q (first at line %d)", s.ID, d.srcs[j].idPos.line)
+			} else {
+				srcAt[s.ID] = i
+			}
+			if j, dup := appAt[s.ID]; dup {
+				d.errorf(src.idPos, field, "source id %q is also an application id (%s.id at line %d): ids must differ",
+					s.ID, d.apps[j].field, d.apps[j].idPos.line)
+			}
+		}
+		hasSel := src.selector.node != nil
+		switch {
+		case src.hasList && hasSel:
+			d.errorf(src.selector.pos, src.selector.field, "set either clusters or selector, not both")
+			continue
+		case !src.hasList && !hasSel:
+			if src.clusters.node == nil && src.selector.node == nil {
+				d.errorf(src.pos, src.field, "one of clusters or selector is required")
+			}
+			continue
+		}
+		if src.hasList {
+			if len(s.Clusters) == 0 && len(src.items) == 0 {
+				d.errorf(src.clusters.pos, src.clusters.field, "must list at least one cluster")
+			}
+			listed := make(map[string]bool, len(s.Clusters))
+			for k, name := range s.Clusters {
+				it := src.items[k]
+				if listed[name] {
+					d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
+					continue
+				}
+				listed[name] = true
+				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
+					msg := fmt.Sprintf("unknown cluster %q", name)
+					if d.isSource(name) {
+						msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
+					} else {
+						msg += hint(name, ids)
+					}
+					d.errorf(it.pos, it.field, "%s", msg)
+				}
+			}
+		}
+		if hasSel && src.selectorOK && len(d.sourceTargets(i, clusterAt)) == 0 && !d.incompleteLabels && !discovery {
+			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", s.Selector)
+		}
+	}
+}
+
+// sourceTargets returns the indices of the file's clusters that source i
+// targets, in file order.
+func (d *decoder) sourceTargets(i int, clusterAt map[string]int) []int {
+	s, src := d.cfg.Sources[i], d.srcs[i]
+	return d.targets(Application{Clusters: s.Clusters, Selector: s.Selector},
+		appSrc{hasList: src.hasList, sel: src.sel}, clusterAt)
+}
