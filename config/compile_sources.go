@@ -425,7 +425,24 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 		Body:             body,
 		Hash:             hashBody(body),
 		Ignore:           ignore,
+		Order:            applyOrder(o.gvk.GroupKind()),
 	}, nil
+}
+
+// applyOrder is the apply phase of a source object (hub.NodeSpec.Order), as
+// Flux and kubectl order an apply: Namespaces and CustomResourceDefinitions
+// first (what the other objects live in or are), admission webhooks and
+// policies last (so they never block the objects applied with them), the
+// rest between.
+func applyOrder(gk k8sschema.GroupKind) uint8 {
+	switch {
+	case gk == k8sschema.GroupKind{Kind: "Namespace"},
+		gk == k8sschema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+		return 0
+	case gk.Group == "admissionregistration.k8s.io":
+		return 2
+	}
+	return 1
 }
 
 // Kinds returns the distinct group, version and kinds of the source

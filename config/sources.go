@@ -22,10 +22,10 @@ import (
 // sources (unless the source's prune section enables them), where pruning
 // would delete everything inside; a manifest may set it on any object.
 // The backend reads it from the live object.
-const PruneAnnotation = "driftwatch.io/prune"
+const PruneAnnotation = hub.PruneAnnotation
 
 // PruneDisabled is the value of PruneAnnotation that disables pruning.
-const PruneDisabled = "disabled"
+const PruneDisabled = hub.PruneDisabled
 
 // Source is a manifest source (a `sources:` entry): the user's own
 // manifests, any Kubernetes objects, rendered from plain files, a

@@ -276,7 +276,7 @@ func clusterConfigs(cfg *config.Config, disableWatch bool, getenv func(string) s
 	for _, c := range cfg.Clusters {
 		out = append(out, clusters.ClusterConfig{
 			ID: c.ID, Kubeconfig: c.Kubeconfig, Context: c.Context, InCluster: c.InCluster, Getenv: getenv,
-			Namespaces: cfg.Namespaces(c.ID), ManagedBy: cfg.Hub.ManagedBy,
+			Namespaces: cfg.Namespaces(c.ID), Kinds: cfg.Kinds(c.ID), ManagedBy: cfg.Hub.ManagedBy,
 			HubID: cfg.Hub.ID, Replicated: cfg.Hub.Coordination != nil, QPS: c.QPS, Burst: c.Burst, Labels: c.Labels, Source: "config",
 			DisableWatch: disableWatch,
 		})

@@ -141,7 +141,7 @@ func (a *App) clusterUpLocked(source config.ClusterAPISource, d capi.Discovered)
 	a.found[d.ID] = discovered{source: source, found: d}
 	a.mu.Unlock()
 	cc := clusters.ClusterConfig{
-		ID: d.ID, KubeconfigData: d.Kubeconfig, Namespaces: cfg.NamespacesFor(info),
+		ID: d.ID, KubeconfigData: d.Kubeconfig, Namespaces: cfg.NamespacesFor(info), Kinds: cfg.KindsFor(info),
 		ManagedBy: cfg.Hub.ManagedBy, HubID: cfg.Hub.ID, Replicated: cfg.Hub.Coordination != nil, QPS: cfg.Hub.QPS, Burst: cfg.Hub.Burst,
 		Source: d.Source, Phase: d.Phase, Labels: maps.Clone(info.Labels),
 		// The secret is checked again when the manager connects, and
