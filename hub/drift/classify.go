@@ -2,12 +2,14 @@ package drift
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -16,14 +18,12 @@ import (
 const none = "<none>"
 
 // Classify compares the desired object with the live one (nil when it does
-// not exist). Only fields present in desired are compared; entries added by
-// others inside owned collections (ConfigMap data, container env, containers,
-// ports) are reported as added, with the JSON pointer that removes them.
-// Status, and labels or annotations we do not set, are never drift.
+// not exist), by the built-in schema of its kind (BuiltinSchema; the zero
+// Schema for kinds client-go does not know). See ClassifyWith.
 // managedBy is the expected value of hub.ManagedByLabel (empty means
 // hub.DefaultManagedBy).
 func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.Drift {
-	d, _ := ClassifyIgnoring(desired, actual, managedBy, Ignore{})
+	d, _ := ClassifyWith(desired, actual, managedBy, Ignore{}, schemaOf(desired.Object))
 	return d
 }
 
@@ -41,12 +41,39 @@ type Ignore struct {
 	Self string
 }
 
-// ClassifyIgnoring is Classify with ignore rules: the differences a rule
-// covers move to Drift.Ignored, with the rule's name, and the class is
-// decided by the rest (only ignored differences: in sync). A missing or
-// deleting object has no fields to ignore. The error is Owners' (the
-// manager rules then match nothing); the drift is still returned.
+// ClassifyIgnoring is ClassifyWith with the built-in schema of desired's
+// kind (see Classify).
 func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore) (hub.Drift, error) {
+	return ClassifyWith(desired, actual, managedBy, ig, schemaOf(desired.Object))
+}
+
+// ClassifyWith compares the desired object with the live one (nil when it
+// does not exist) along s, the schema of their kind, and sorts the
+// difference into a class with the differing fields:
+//
+//   - only fields present in desired are compared; in a struct the live
+//     object's other fields are defaults or someone else's, never drift;
+//   - associative lists (x-kubernetes-list-type map) are matched by their
+//     key fields, set lists by value, and the items someone else added to
+//     them are reported as added, with the JSON pointer that removes them;
+//     so are the entries of the associative lists of an item we declare
+//     (the env vars of our container) when desired leaves that list out;
+//   - atomic lists are compared whole: the same length, and each item
+//     equal at the fields desired sets (the apiserver defaults fields
+//     inside items, such as a volume claim template's volumeMode);
+//   - the keys someone else adds to a free-form map desired sets (a
+//     ConfigMap's data, nodeSelector, matchLabels) are added too; the
+//     labels and annotations of an object's metadata (and of a template's)
+//     are compared only for the keys desired sets;
+//   - status, and the rest of the object's metadata, are never drift.
+//
+// ig sets ignored differences apart: the differences a rule covers move to
+// Drift.Ignored, with the rule's name, and the class is decided by the
+// rest (only ignored differences: in sync). A missing or deleting object
+// has no fields to ignore. The error is ig.Owners' (the manager rules then
+// match nothing); the drift is still returned. managedBy is the expected
+// value of hub.ManagedByLabel (empty means hub.DefaultManagedBy).
+func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore, s Schema) (hub.Drift, error) {
 	if actual == nil {
 		return hub.Drift{Class: hub.DriftMissing}, nil
 	}
@@ -56,20 +83,8 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 	if managedBy == "" {
 		managedBy = hub.DefaultManagedBy
 	}
-	c := comparer{keepSegs: len(ig.Rules) > 0}
-	for k, dv := range desired.Object {
-		switch k {
-		case "apiVersion", "kind", "status":
-			continue
-		case "metadata":
-			c.metadata(dv, actual.Object["metadata"])
-			continue
-		}
-		av, ok := actual.Object[k]
-		c.push(k, "/"+escapePointer(k))
-		c.compare(dv, av, ok)
-		c.pop()
-	}
+	c := walker{types: s.types, keepSegs: len(ig.Rules) > 0}
+	c.object(desired.Object, actual.Object, resolve(s.types, s.root))
 	sort.Sort(&c)
 	var ignored []hub.IgnoredField
 	var err error
@@ -92,51 +107,57 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 	return hub.Drift{Class: class, Fields: c.diffs, Ignored: ignored}, err
 }
 
-// comparer walks desired and actual objects. It keeps the current field path
-// and JSON pointer as segment stacks and only joins them when it records a
-// difference, so an in-sync comparison allocates little.
-type comparer struct {
-	diffs []hub.FieldDiff
-	path  []string // "spec", ".replicas", "[app]", ...
-	ptr   []string // "/spec", "/replicas", "/0", ...
+// walker walks a desired object and the live one along their schema. It
+// records the differences (ClassifyWith) and, when project is set, builds
+// the projection of the live object (ProjectWith): both follow the same
+// rules by construction. It keeps the current field path and JSON pointer
+// as segment stacks and only joins them when it records a difference, so
+// an in-sync comparison allocates little.
+type walker struct {
+	types   *smd.Schema
+	project bool
+	diffs   []hub.FieldDiff
+	path    []string // "spec", ".replicas", "[app]", ...
+	ptr     []string // "/spec", "/replicas", "/0", ...
 	// keepSegs records, for each difference, its path as segments (segs,
 	// parallel to diffs), for the ignore rules.
 	keepSegs bool
 	segs     [][]string
+	groups   []exclusiveGroup // scratch for exclusive
 }
 
 // Len, Less and Swap sort the differences (and their segments) by path.
-func (c *comparer) Len() int           { return len(c.diffs) }
-func (c *comparer) Less(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path }
-func (c *comparer) Swap(i, j int) {
+func (c *walker) Len() int           { return len(c.diffs) }
+func (c *walker) Less(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path }
+func (c *walker) Swap(i, j int) {
 	c.diffs[i], c.diffs[j] = c.diffs[j], c.diffs[i]
 	if c.keepSegs {
 		c.segs[i], c.segs[j] = c.segs[j], c.segs[i]
 	}
 }
 
-func (c *comparer) push(pathSeg, ptrSeg string) {
+func (c *walker) push(pathSeg, ptrSeg string) {
 	c.path = append(c.path, pathSeg)
 	c.ptr = append(c.ptr, ptrSeg)
 }
 
-func (c *comparer) pop() {
+func (c *walker) pop() {
 	c.path = c.path[:len(c.path)-1]
 	c.ptr = c.ptr[:len(c.ptr)-1]
 }
 
-func (c *comparer) pathString() string { return strings.Join(c.path, "") }
-func (c *comparer) ptrString() string  { return strings.Join(c.ptr, "") }
+func (c *walker) pathString() string { return strings.Join(c.path, "") }
+func (c *walker) ptrString() string  { return strings.Join(c.ptr, "") }
 
 // field returns the path segment of a map key.
-func (c *comparer) field(k string) string {
+func (c *walker) field(k string) string {
 	if len(c.path) == 0 {
 		return k
 	}
 	return "." + k
 }
 
-func (c *comparer) add(f hub.FieldDiff) {
+func (c *walker) add(f hub.FieldDiff) {
 	c.diffs = append(c.diffs, f)
 	if !c.keepSegs {
 		return
@@ -161,17 +182,61 @@ func (c *comparer) add(f hub.FieldDiff) {
 }
 
 // differ records a modified field at the current path.
-func (c *comparer) differ(desired, actual string) {
+func (c *walker) differ(desired, actual string) {
 	c.add(hub.FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
 }
 
 // added records an entry someone else added at the current path.
-func (c *comparer) added(actual string) {
+func (c *walker) added(actual string) {
 	c.add(hub.FieldDiff{Path: c.pathString(), Desired: none, Actual: actual, Added: true, Pointer: c.ptrString()})
 }
 
+// copyOf returns a deep copy of v when projecting, else nil.
+func (c *walker) copyOf(v any) any {
+	if !c.project {
+		return nil
+	}
+	return copyValue(v)
+}
+
+// object walks the top level of desired and actual (of type root). It
+// returns the projection when projecting: apiVersion, kind, name and
+// namespace desired's, the live labels and annotations desired sets, and
+// every other field desired sets that the live object has.
+func (c *walker) object(desired, actual map[string]any, root typ) map[string]any {
+	var out map[string]any
+	if c.project {
+		out = make(map[string]any, len(desired))
+	}
+	for k, dv := range desired {
+		switch k {
+		case "apiVersion", "kind":
+			if out != nil {
+				out[k] = copyValue(dv)
+			}
+			continue
+		case "status":
+			continue
+		case "metadata":
+			c.metadata(dv, actual["metadata"])
+			if out != nil {
+				out[k] = projectMetadata(dv, actual["metadata"])
+			}
+			continue
+		}
+		av, ok := actual[k]
+		c.push(k, "/"+escapePointer(k))
+		p, kept := c.member(dv, av, ok, field(c.types, root, k))
+		c.pop()
+		if kept && out != nil {
+			out[k] = p
+		}
+	}
+	return out
+}
+
 // metadata compares only the labels and annotations we set.
-func (c *comparer) metadata(dv, av any) {
+func (c *walker) metadata(dv, av any) {
 	dm, _ := dv.(map[string]any)
 	am, _ := av.(map[string]any)
 	for _, field := range []string{"labels", "annotations"} {
@@ -189,200 +254,296 @@ func (c *comparer) metadata(dv, av any) {
 	}
 }
 
-// compare compares one desired value with the actual one at the current
-// path.
-func (c *comparer) compare(dv, av any, present bool) {
+// member walks one desired value and the live one at the current path; a
+// value the live object lacks differs, and has no projection (kept false).
+func (c *walker) member(dv, av any, present bool, t typ) (any, bool) {
 	if !present {
 		c.differ(text(dv), none)
-		return
+		return nil, false
 	}
+	return c.value(dv, av, t), true
+}
+
+// value walks a desired value and the live one of type t, at the current
+// path, and returns the projection of the live one (nil unless
+// projecting).
+func (c *walker) value(dv, av any, t typ) any {
 	switch d := dv.(type) {
 	case map[string]any:
 		a, ok := av.(map[string]any)
 		if !ok {
 			c.differ(text(dv), text(av))
-			return
+			return c.copyOf(av)
 		}
-		for k, v := range d {
-			got, ok := a[k]
-			c.push(c.field(k), "/"+escapePointer(k))
-			c.compare(v, got, ok)
-			c.pop()
-		}
-		if len(c.path) == 1 && ownedMaps[c.path[0]] {
-			for k, v := range a {
-				if _, ok := d[k]; !ok {
-					c.push(c.field(k), "/"+escapePointer(k))
-					c.added(text(v))
-					c.pop()
-				}
-			}
-		}
+		return c.mapValue(d, a, t)
 	case []any:
 		a, ok := av.([]any)
 		if !ok {
 			c.differ(text(dv), text(av))
-			return
+			return c.copyOf(av)
 		}
-		c.list(d, a)
+		return c.list(d, a, t)
 	default:
-		if !scalarEqual(c.path, dv, av) {
-			c.differ(text(dv), text(av))
+		if scalarEqual(t.quantity() || underResources(c.path), dv, av) {
+			return dv
 		}
+		c.differ(text(dv), text(av))
+		return c.copyOf(av)
 	}
 }
 
-// lastField returns the name of the field the current path ends in.
-func (c *comparer) lastField() string {
-	if len(c.path) == 0 {
-		return ""
+// mapValue walks a map: the fields (or keys) desired sets; in a free-form
+// map, the keys someone else added; in a struct, the members of its
+// exclusive groups someone else set.
+func (c *walker) mapValue(d, a map[string]any, t typ) any {
+	var out map[string]any
+	if c.project {
+		out = make(map[string]any, len(d))
 	}
-	return strings.TrimPrefix(c.path[len(c.path)-1], ".")
+	for k, v := range d {
+		got, ok := a[k]
+		c.push(c.field(k), "/"+escapePointer(k))
+		p, kept := c.member(v, got, ok, field(c.types, t, k))
+		c.pop()
+		if kept && out != nil {
+			out[k] = p
+		}
+	}
+	if t.freeForm() {
+		for k, v := range a {
+			if _, ok := d[k]; ok {
+				continue
+			}
+			c.push(c.field(k), "/"+escapePointer(k))
+			c.added(text(v))
+			c.pop()
+			if out != nil {
+				out[k] = copyValue(v)
+			}
+		}
+	} else if t.atom.Map != nil {
+		c.exclusive(d, a, t, out)
+	}
+	if out == nil {
+		return nil
+	}
+	return out
 }
 
-// list compares a list: by merge key when the table has one for the list and
-// its first item carries it, else by index (an atomic list).
-func (c *comparer) list(d, a []any) {
-	if mk, ok := mergeKeys[c.lastField()]; ok {
-		items := d
-		if len(items) == 0 {
-			items = a
+// exclusive records the members of each exclusive group of a struct of
+// type t that the live struct has and desired leaves out, and copies them
+// into the projection out.
+func (c *walker) exclusive(d, a map[string]any, t typ, out map[string]any) {
+	c.groups = exclusive(t, c.groups[:0])
+	for _, g := range c.groups {
+		if !g.always && !slices.ContainsFunc(g.fields, func(f string) bool { _, ok := d[f]; return ok }) {
+			continue
 		}
-		if len(items) > 0 {
-			if first, ok := items[0].(map[string]any); ok && mk.key(first) != "" {
-				c.keyedList(mk, d, a)
-				return
+		for _, f := range g.fields {
+			if _, want := d[f]; want {
+				continue
+			}
+			v, ok := a[f]
+			if !ok {
+				continue
+			}
+			ptr := "/" + escapePointer(f)
+			if g.parentPointer {
+				ptr = ""
+			}
+			c.push("."+f, ptr)
+			c.added(text(v))
+			c.pop()
+			if out != nil {
+				out[f] = copyValue(v)
 			}
 		}
 	}
+}
+
+// list walks a list by how its schema matches items.
+func (c *walker) list(d, a []any, t typ) any {
+	kind, elem, l := listOf(c.types, t)
+	switch kind {
+	case keyedList:
+		return c.keyedList(d, a, l.Keys, elem)
+	case setList:
+		if scalars(d) && scalars(a) {
+			return c.setList(d, a)
+		}
+	}
+	return c.atomicList(d, a, elem)
+}
+
+// atomicList compares a list whole: by index when the lengths match.
+func (c *walker) atomicList(d, a []any, elem typ) any {
 	if len(d) != len(a) {
 		c.differ(text(d), text(a))
-		return
+		return c.copyOf(a)
+	}
+	var out []any
+	if c.project {
+		out = make([]any, len(d))
 	}
 	for i := range d {
 		seg := strconv.Itoa(i)
 		c.push("["+seg+"]", "/"+seg)
-		c.compare(d[i], a[i], true)
+		p := c.value(d[i], a[i], elem)
 		c.pop()
-	}
-}
-
-// keyedList compares a list whose items are matched by the merge key mk.
-func (c *comparer) keyedList(mk mergeKey, d, a []any) {
-	type idx struct {
-		item map[string]any
-		i    int
-	}
-	actual := make(map[string]idx, len(a))
-	for i, it := range a {
-		if m, ok := it.(map[string]any); ok {
-			actual[mk.key(m)] = idx{m, i}
+		if out != nil {
+			out[i] = p
 		}
 	}
-	var seen map[string]bool
-	if mk.added {
-		seen = make(map[string]bool, len(d))
+	if out == nil {
+		return nil
+	}
+	return out
+}
+
+// setList matches scalar items by value: a desired item the live list
+// lacks differs, a live item desired lacks was added.
+func (c *walker) setList(d, a []any) any {
+	var out []any
+	if c.project {
+		out = make([]any, 0, len(a))
+	}
+	for _, v := range d {
+		if !slices.ContainsFunc(a, func(x any) bool { return scalarEqual(false, v, x) }) {
+			c.push("["+scalarString(v)+"]", "")
+			c.differ(text(v), none)
+			c.pop()
+		} else if out != nil {
+			out = append(out, v)
+		}
+	}
+	for i, v := range a {
+		if slices.ContainsFunc(d, func(x any) bool { return scalarEqual(false, x, v) }) {
+			continue
+		}
+		c.push("["+scalarString(v)+"]", "/"+strconv.Itoa(i))
+		c.added(text(v))
+		c.pop()
+		if out != nil {
+			out = append(out, v)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return out
+}
+
+// keyedList matches the items of an associative list by their key fields.
+// The projection holds the live items desired has, in desired's order,
+// then the ones someone else added, in live order.
+func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
+	live := make(map[string]int, len(a))
+	for i, it := range a {
+		if m, ok := it.(map[string]any); ok {
+			k, _ := itemKey(m, keys, elem)
+			live[k] = i
+		}
+	}
+	seen := make([]bool, len(a))
+	var out []any
+	if c.project {
+		out = make([]any, 0, len(a))
 	}
 	for _, it := range d {
 		m, ok := it.(map[string]any)
 		if !ok {
 			continue
 		}
-		k := mk.key(m)
-		if seen != nil {
-			seen[k] = true
+		k, complete := itemKey(m, keys, elem)
+		i, found := live[k]
+		if !complete {
+			i = slices.IndexFunc(a, func(x any) bool {
+				lm, ok := x.(map[string]any)
+				return ok && sameKeys(m, lm, keys, elem)
+			})
+			found = i >= 0
 		}
-		got, ok := actual[k]
-		if !ok {
+		if !found || seen[i] {
 			c.push("["+k+"]", "")
 			c.differ(text(m), none)
 			c.pop()
 			continue
 		}
-		c.push("["+k+"]", "/"+strconv.Itoa(got.i))
-		for f, v := range m {
-			av, present := got.item[f]
-			c.push("."+f, "/"+escapePointer(f))
-			c.compare(v, av, present)
-			c.pop()
-		}
-		c.oneOfAdded(mk.oneOf, m, got.item)
-		// Owned collections we left out: everything in them was added.
-		for _, f := range mk.owned {
-			if _, want := m[f]; want {
-				continue
-			}
-			items, _ := got.item[f].([]any)
-			child, ok := mergeKeys[f]
-			if len(items) == 0 || !ok {
-				continue
-			}
-			c.push("."+f, "/"+escapePointer(f))
-			c.keyedList(child, nil, items)
-			c.pop()
-		}
+		seen[i] = true
+		got := a[i].(map[string]any)
+		c.push("["+k+"]", "/"+strconv.Itoa(i))
+		p := c.item(m, got, elem)
 		c.pop()
-	}
-	if !mk.added {
-		return
+		if out != nil {
+			out = append(out, p)
+		}
 	}
 	for i, it := range a {
 		m, ok := it.(map[string]any)
-		if !ok {
+		if !ok || seen[i] {
 			continue
 		}
-		k := mk.key(m)
-		if seen[k] {
-			continue
-		}
+		k, _ := itemKey(m, keys, elem)
 		c.push("["+k+"]", "/"+strconv.Itoa(i))
 		c.added(summary(m))
 		c.pop()
-	}
-}
-
-// oneOfAdded records the members of each one-of group that the live item
-// has and the desired item leaves out, at the current path (the item's).
-// A group inside a map field is only looked at when both items have that
-// map (otherwise the map itself differs or was added), and the pointer of
-// its added member is the map's: the apiserver refuses an empty valueFrom
-// as it refuses two sources in one, so the repair removes the whole map
-// and the apply puts ours back.
-func (c *comparer) oneOfAdded(groups []oneOf, desired, actual map[string]any) {
-	for _, g := range groups {
-		d, a := desired, actual
-		if g.in != "" {
-			d, _ = desired[g.in].(map[string]any)
-			a, _ = actual[g.in].(map[string]any)
-			if d == nil || a == nil {
-				continue
-			}
-			c.push("."+g.in, "/"+escapePointer(g.in))
-		}
-		for _, f := range g.fields {
-			if _, want := d[f]; want {
-				continue
-			}
-			if v, ok := a[f]; ok {
-				ptr := "/" + escapePointer(f)
-				if g.in != "" {
-					ptr = ""
-				}
-				c.push("."+f, ptr)
-				c.added(text(v))
-				c.pop()
-			}
-		}
-		if g.in != "" {
-			c.pop()
+		if out != nil {
+			out = append(out, copyValue(m))
 		}
 	}
+	if out == nil {
+		return nil
+	}
+	return out
 }
 
-// scalarEqual compares two leaf values; numbers by value, resource
-// quantities by amount.
-func scalarEqual(path []string, d, a any) bool {
-	if underResources(path) {
+// item walks a matched item of an associative list: as a map, and the
+// associative lists of the item that desired leaves out are ours whole
+// (we declare the item), so every live entry in them was added.
+func (c *walker) item(d, a map[string]any, elem typ) any {
+	p := c.mapValue(d, a, elem)
+	if elem.atom.Map == nil || len(elem.atom.Map.Fields) == 0 {
+		return p
+	}
+	out, _ := p.(map[string]any)
+	for f, v := range a {
+		if _, want := d[f]; want {
+			continue
+		}
+		items, ok := v.([]any)
+		if !ok || len(items) == 0 {
+			continue
+		}
+		ft := field(c.types, elem, f)
+		kind, childElem, l := listOf(c.types, ft)
+		if kind != keyedList {
+			continue
+		}
+		c.push("."+f, "/"+escapePointer(f))
+		c.keyedList(nil, items, l.Keys, childElem)
+		c.pop()
+		if out != nil {
+			out[f] = copyList(items)
+		}
+	}
+	return p
+}
+
+// scalars reports whether every item of l is a scalar.
+func scalars(l []any) bool {
+	for _, v := range l {
+		switch v.(type) {
+		case map[string]any, []any:
+			return false
+		}
+	}
+	return true
+}
+
+// scalarEqual compares two leaf values; numbers by value, and resource
+// quantities by amount when quantity is set.
+func scalarEqual(quantity bool, d, a any) bool {
+	if quantity {
 		ds, dok := d.(string)
 		as, aok := a.(string)
 		if dok && aok {
@@ -401,7 +562,8 @@ func scalarEqual(path []string, d, a any) bool {
 }
 
 // underResources reports whether path lies inside a resources field
-// (requests and limits hold quantities).
+// (requests and limits hold quantities): the quantities of custom
+// resources, whose schemas type them int-or-string without a name.
 func underResources(path []string) bool {
 	for _, p := range path {
 		if p == ".resources" {
