@@ -144,10 +144,15 @@ func isSet(tr smd.TypeRef) bool {
 
 // freeForm reports whether t is a free-form map (string keys, one element
 // type, no fields: a ConfigMap's data, nodeSelector, matchLabels), whose
-// keys someone else adds are drift.
+// keys someone else adds are drift. An object whose keys the schema leaves
+// open (x-kubernetes-preserve-unknown-fields) is not: it is walked as a
+// struct.
 func (t typ) freeForm() bool {
 	m := t.atom.Map
-	return m != nil && len(m.Fields) == 0 && isSet(m.ElementType) && !t.oursOnly
+	if m == nil || len(m.Fields) > 0 || !isSet(m.ElementType) || t.oursOnly {
+		return false
+	}
+	return m.ElementType.NamedType == nil || *m.ElementType.NamedType != untypedDeduced
 }
 
 // quantity reports whether t is a resource quantity (compared by amount).
