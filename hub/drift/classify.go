@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -83,8 +82,8 @@ func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, 
 	if managedBy == "" {
 		managedBy = hub.DefaultManagedBy
 	}
-	c := walker{types: s.types, keepSegs: len(ig.Rules) > 0}
-	c.object(desired.Object, actual.Object, resolve(s.types, s.root))
+	c := walker{keepSegs: len(ig.Rules) > 0}
+	c.object(desired.Object, actual.Object, s.root)
 	sort.Sort(&c)
 	var ignored []hub.IgnoredField
 	var err error
@@ -114,7 +113,6 @@ func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, 
 // as segment stacks and only joins them when it records a difference, so
 // an in-sync comparison allocates little.
 type walker struct {
-	types   *smd.Schema
 	project bool
 	diffs   []hub.FieldDiff
 	path    []string // "spec", ".replicas", "[app]", ...
@@ -123,7 +121,6 @@ type walker struct {
 	// parallel to diffs), for the ignore rules.
 	keepSegs bool
 	segs     [][]string
-	groups   []exclusiveGroup // scratch for exclusive
 }
 
 // Len, Less and Swap sort the differences (and their segments) by path.
@@ -203,7 +200,7 @@ func (c *walker) copyOf(v any) any {
 // returns the projection when projecting: apiVersion, kind, name and
 // namespace desired's, the live labels and annotations desired sets, and
 // every other field desired sets that the live object has.
-func (c *walker) object(desired, actual map[string]any, root typ) map[string]any {
+func (c *walker) object(desired, actual map[string]any, root *node) map[string]any {
 	var out map[string]any
 	if c.project {
 		out = make(map[string]any, len(desired))
@@ -226,7 +223,7 @@ func (c *walker) object(desired, actual map[string]any, root typ) map[string]any
 		}
 		av, ok := actual[k]
 		c.push(k, "/"+escapePointer(k))
-		p, kept := c.member(dv, av, ok, field(c.types, root, k))
+		p, kept := c.member(dv, av, ok, root.field(k))
 		c.pop()
 		if kept && out != nil {
 			out[k] = p
@@ -256,7 +253,7 @@ func (c *walker) metadata(dv, av any) {
 
 // member walks one desired value and the live one at the current path; a
 // value the live object lacks differs, and has no projection (kept false).
-func (c *walker) member(dv, av any, present bool, t typ) (any, bool) {
+func (c *walker) member(dv, av any, present bool, t *node) (any, bool) {
 	if !present {
 		c.differ(text(dv), none)
 		return nil, false
@@ -267,7 +264,7 @@ func (c *walker) member(dv, av any, present bool, t typ) (any, bool) {
 // value walks a desired value and the live one of type t, at the current
 // path, and returns the projection of the live one (nil unless
 // projecting).
-func (c *walker) value(dv, av any, t typ) any {
+func (c *walker) value(dv, av any, t *node) any {
 	switch d := dv.(type) {
 	case map[string]any:
 		a, ok := av.(map[string]any)
@@ -284,7 +281,7 @@ func (c *walker) value(dv, av any, t typ) any {
 		}
 		return c.list(d, a, t)
 	default:
-		if scalarEqual(t.quantity() || underResources(c.path), dv, av) {
+		if scalarEqual((t != nil && t.quantity) || underResources(c.path), dv, av) {
 			return dv
 		}
 		c.differ(text(dv), text(av))
@@ -295,7 +292,7 @@ func (c *walker) value(dv, av any, t typ) any {
 // mapValue walks a map: the fields (or keys) desired sets; in a free-form
 // map, the keys someone else added; in a struct, the members of its
 // exclusive groups someone else set.
-func (c *walker) mapValue(d, a map[string]any, t typ) any {
+func (c *walker) mapValue(d, a map[string]any, t *node) any {
 	var out map[string]any
 	if c.project {
 		out = make(map[string]any, len(d))
@@ -303,7 +300,7 @@ func (c *walker) mapValue(d, a map[string]any, t typ) any {
 	for k, v := range d {
 		got, ok := a[k]
 		c.push(c.field(k), "/"+escapePointer(k))
-		p, kept := c.member(v, got, ok, field(c.types, t, k))
+		p, kept := c.member(v, got, ok, t.field(k))
 		c.pop()
 		if kept && out != nil {
 			out[k] = p
@@ -321,8 +318,8 @@ func (c *walker) mapValue(d, a map[string]any, t typ) any {
 				out[k] = copyValue(v)
 			}
 		}
-	} else if t.atom.Map != nil {
-		c.exclusive(d, a, t, out)
+	} else if t != nil && t.m != nil && len(t.m.groups) > 0 {
+		c.exclusive(d, a, t.m.groups, out)
 	}
 	if out == nil {
 		return nil
@@ -330,12 +327,11 @@ func (c *walker) mapValue(d, a map[string]any, t typ) any {
 	return out
 }
 
-// exclusive records the members of each exclusive group of a struct of
-// type t that the live struct has and desired leaves out, and copies them
-// into the projection out.
-func (c *walker) exclusive(d, a map[string]any, t typ, out map[string]any) {
-	c.groups = exclusive(t, c.groups[:0])
-	for _, g := range c.groups {
+// exclusive records the members of each exclusive group of a struct that
+// the live struct has and desired leaves out, and copies them into the
+// projection out.
+func (c *walker) exclusive(d, a map[string]any, groups []exclusiveGroup, out map[string]any) {
+	for _, g := range groups {
 		if !g.always && !slices.ContainsFunc(g.fields, func(f string) bool { _, ok := d[f]; return ok }) {
 			continue
 		}
@@ -362,21 +358,21 @@ func (c *walker) exclusive(d, a map[string]any, t typ, out map[string]any) {
 }
 
 // list walks a list by how its schema matches items.
-func (c *walker) list(d, a []any, t typ) any {
-	kind, elem, l := listOf(c.types, t)
-	switch kind {
+func (c *walker) list(d, a []any, t *node) any {
+	l := t.list()
+	switch l.kind {
 	case keyedList:
-		return c.keyedList(d, a, l.Keys, elem)
+		return c.keyedList(d, a, l)
 	case setList:
 		if scalars(d) && scalars(a) {
 			return c.setList(d, a)
 		}
 	}
-	return c.atomicList(d, a, elem)
+	return c.atomicList(d, a, l.elem)
 }
 
 // atomicList compares a list whole: by index when the lengths match.
-func (c *walker) atomicList(d, a []any, elem typ) any {
+func (c *walker) atomicList(d, a []any, elem *node) any {
 	if len(d) != len(a) {
 		c.differ(text(d), text(a))
 		return c.copyOf(a)
@@ -436,11 +432,11 @@ func (c *walker) setList(d, a []any) any {
 // keyedList matches the items of an associative list by their key fields.
 // The projection holds the live items desired has, in desired's order,
 // then the ones someone else added, in live order.
-func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
+func (c *walker) keyedList(d, a []any, l *listNode) any {
 	live := make(map[string]int, len(a))
 	for i, it := range a {
 		if m, ok := it.(map[string]any); ok {
-			k, _ := itemKey(m, keys, elem)
+			k, _ := l.itemKey(m)
 			live[k] = i
 		}
 	}
@@ -454,12 +450,12 @@ func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
 		if !ok {
 			continue
 		}
-		k, complete := itemKey(m, keys, elem)
+		k, complete := l.itemKey(m)
 		i, found := live[k]
 		if !complete {
 			i = slices.IndexFunc(a, func(x any) bool {
 				lm, ok := x.(map[string]any)
-				return ok && sameKeys(m, lm, keys, elem)
+				return ok && l.sameKeys(m, lm)
 			})
 			found = i >= 0
 		}
@@ -472,7 +468,7 @@ func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
 		seen[i] = true
 		got := a[i].(map[string]any)
 		c.push("["+k+"]", "/"+strconv.Itoa(i))
-		p := c.item(m, got, elem)
+		p := c.item(m, got, l.elem)
 		c.pop()
 		if out != nil {
 			out = append(out, p)
@@ -483,7 +479,7 @@ func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
 		if !ok || seen[i] {
 			continue
 		}
-		k, _ := itemKey(m, keys, elem)
+		k, _ := l.itemKey(m)
 		c.push("["+k+"]", "/"+strconv.Itoa(i))
 		c.added(summary(m))
 		c.pop()
@@ -500,9 +496,9 @@ func (c *walker) keyedList(d, a []any, keys []string, elem typ) any {
 // item walks a matched item of an associative list: as a map, and the
 // associative lists of the item that desired leaves out are ours whole
 // (we declare the item), so every live entry in them was added.
-func (c *walker) item(d, a map[string]any, elem typ) any {
+func (c *walker) item(d, a map[string]any, elem *node) any {
 	p := c.mapValue(d, a, elem)
-	if elem.atom.Map == nil || len(elem.atom.Map.Fields) == 0 {
+	if elem == nil || elem.m == nil || len(elem.m.keyedLists) == 0 {
 		return p
 	}
 	out, _ := p.(map[string]any)
@@ -511,16 +507,11 @@ func (c *walker) item(d, a map[string]any, elem typ) any {
 			continue
 		}
 		items, ok := v.([]any)
-		if !ok || len(items) == 0 {
-			continue
-		}
-		ft := field(c.types, elem, f)
-		kind, childElem, l := listOf(c.types, ft)
-		if kind != keyedList {
+		if !ok || len(items) == 0 || !elem.m.keyedLists[f] {
 			continue
 		}
 		c.push("."+f, "/"+escapePointer(f))
-		c.keyedList(nil, items, l.Keys, childElem)
+		c.keyedList(nil, items, elem.field(f).l)
 		c.pop()
 		if out != nil {
 			out[f] = copyList(items)

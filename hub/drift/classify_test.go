@@ -479,29 +479,29 @@ func TestItemKeys(t *testing.T) {
 			if !ok {
 				t.Fatalf("no built-in schema for %v", tt.gvk)
 			}
-			ty := resolve(s.types, s.root)
+			ty := s.root
 			for _, p := range tt.path {
 				if p == "*" {
-					_, ty, _ = listOf(s.types, ty)
+					ty = ty.list().elem
 					continue
 				}
-				ty = field(s.types, ty, p)
+				ty = ty.field(p)
 			}
-			kind, elem, l := listOf(s.types, ty)
-			if kind != tt.kind {
-				t.Fatalf("list kind = %v, want %v", kind, tt.kind)
+			l := ty.list()
+			if l.kind != tt.kind {
+				t.Fatalf("list kind = %v, want %v", l.kind, tt.kind)
 			}
-			if kind != keyedList {
+			if l.kind != keyedList {
 				return
 			}
-			got, complete := itemKey(tt.item, l.Keys, elem)
+			got, complete := l.itemKey(tt.item)
 			if got != tt.want || !complete {
 				t.Fatalf("key = %q (complete %v), want %q", got, complete, tt.want)
 			}
 			// The same key as managedFields spells it.
 			key := map[string]any{}
-			for _, f := range l.Keys {
-				v, _ := keyValue(tt.item, f, elem)
+			for _, f := range l.keys {
+				v, _ := l.keyValue(tt.item, f)
 				key[f] = v
 			}
 			if ks := KeyString(key); ks != got {
@@ -511,18 +511,36 @@ func TestItemKeys(t *testing.T) {
 	}
 }
 
+// BenchmarkClassify measures the watch path's comparison: a Deployment in
+// sync and one with drift (by client-go's built-in schema, as Classify
+// finds it), and a custom resource along its CRD's schema.
 func BenchmarkClassify(b *testing.B) {
 	desired := desiredDeployment()
-	actual := liveDeployment(func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(1) })
-	inSync := liveDeployment(nil)
-	b.Run("drifted", func(b *testing.B) {
-		for b.Loop() {
-			Classify(desired, actual, "driftwatch")
-		}
+	drifted := liveDeployment(func(m map[string]any) {
+		m["spec"].(map[string]any)["replicas"] = int64(1)
+		c := container(m)
+		c["env"] = append(c["env"].([]any), map[string]any{"name": "DEBUG", "value": "1"})
 	})
-	b.Run("in-sync", func(b *testing.B) {
+	inSync := liveDeployment(nil)
+	BuiltinSchema(desired.GroupVersionKind()) // built once, outside the timings
+	b.Run("deployment-in-sync", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			Classify(desired, inSync, "driftwatch")
+		}
+	})
+	b.Run("deployment-drifted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Classify(desired, drifted, "driftwatch")
+		}
+	})
+	w, wLive := obj(b, widgetDesired), obj(b, widgetLive)
+	s := widgetSchema(b)
+	b.Run("custom-resource", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ClassifyWith(w, wLive, "driftwatch", Ignore{}, s)
 		}
 	})
 }

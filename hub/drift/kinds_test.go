@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/kube-openapi/pkg/schemaconv"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -54,8 +55,8 @@ func widgetSchema(tb testing.TB) Schema {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &typed.Parser{Schema: *types}
-	return NewSchema(p.Type("com.example.v1.Widget"))
+	name := "com.example.v1.Widget"
+	return NewSchema(typed.ParseableType{Schema: types, TypeRef: smd.TypeRef{NamedType: &name}})
 }
 
 // obj builds an unstructured object from YAML-like JSON.

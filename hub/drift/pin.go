@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 )
 
 // Pin makes the desired object carry the live value of each ignored field
@@ -24,16 +23,15 @@ func Pin(desired, live map[string]any, fields [][]string) bool {
 // of a set by its value, and of an atomic list by its index.
 func PinWith(desired, live map[string]any, fields [][]string, s Schema) bool {
 	changed := false
-	root := resolve(s.types, s.root)
 	for _, segs := range fields {
 		if len(segs) == 0 {
 			continue
 		}
-		dParent, dKey, ok := locate(s.types, root, desired, segs)
+		dParent, dKey, ok := locate(s.root, desired, segs)
 		if !ok {
 			continue
 		}
-		lParent, lKey, lok := locate(s.types, root, live, segs)
+		lParent, lKey, lok := locate(s.root, live, segs)
 		var lv any
 		present := false
 		if lok {
@@ -52,7 +50,7 @@ func PinWith(desired, live map[string]any, fields [][]string, s Schema) bool {
 // locate walks obj (of type t) along segs and returns the container of
 // the last segment and that segment, when every container on the way
 // exists and the last one holds the field.
-func locate(types *smd.Schema, t typ, obj map[string]any, segs []string) (any, string, bool) {
+func locate(t *node, obj map[string]any, segs []string) (any, string, bool) {
 	var cur any = obj
 	for i, s := range segs {
 		last := i == len(segs)-1
@@ -62,17 +60,17 @@ func locate(types *smd.Schema, t typ, obj map[string]any, segs []string) (any, s
 				_, ok := c[s]
 				return c, s, ok
 			}
-			cur, t = c[s], field(types, t, s)
+			cur, t = c[s], t.field(s)
 		case []any:
-			kind, elem, l := listOf(types, t)
-			idx := itemIndex(c, kind, l, elem, s)
+			l := t.list()
+			idx := itemIndex(c, l, s)
 			if idx < 0 {
 				return nil, "", false
 			}
 			if last {
 				return c, strconv.Itoa(idx), true
 			}
-			cur, t = c[idx], elem
+			cur, t = c[idx], l.elem
 		default:
 			return nil, "", false
 		}
@@ -83,15 +81,15 @@ func locate(types *smd.Schema, t typ, obj map[string]any, segs []string) (any, s
 // itemIndex finds the item of list that seg names, as ClassifyWith names
 // items: by key in an associative list, by value in a set, else by index;
 // -1 when none.
-func itemIndex(list []any, kind listKind, l *smd.List, elem typ, seg string) int {
-	switch kind {
+func itemIndex(list []any, l *listNode, seg string) int {
+	switch l.kind {
 	case keyedList:
 		return slices.IndexFunc(list, func(it any) bool {
 			m, ok := it.(map[string]any)
 			if !ok {
 				return false
 			}
-			k, _ := itemKey(m, l.Keys, elem)
+			k, _ := l.itemKey(m)
 			return k == seg
 		})
 	case setList:

@@ -32,8 +32,8 @@ func ProjectWith(desired, live *unstructured.Unstructured, s Schema) map[string]
 	if desired == nil || live == nil {
 		return nil
 	}
-	w := walker{types: s.types, project: true}
-	return w.object(desired.Object, live.Object, resolve(s.types, s.root))
+	w := walker{project: true}
+	return w.object(desired.Object, live.Object, s.root)
 }
 
 // projectMetadata keeps desired's name and namespace, and the live values

@@ -26,19 +26,23 @@ import (
 // someone adds inside it is reported. A Schema is immutable and safe for
 // concurrent use.
 type Schema struct {
-	types *smd.Schema
-	root  smd.TypeRef
+	root *node
 }
 
 // NewSchema returns the Schema of the objects of type pt, as
 // typed.Parser.Type and the GVK parsers of
-// k8s.io/apimachinery/pkg/util/managedfields return it.
+// k8s.io/apimachinery/pkg/util/managedfields return it. It resolves the
+// types reachable from the root once, so that the comparisons on the watch
+// path only follow pointers.
 func NewSchema(pt typed.ParseableType) Schema {
-	return Schema{types: pt.Schema, root: pt.TypeRef}
+	if pt.Schema == nil {
+		return Schema{}
+	}
+	return newCompiler(pt.Schema).schema(pt.TypeRef)
 }
 
 // Known reports whether s describes its kind (false for the zero Schema).
-func (s Schema) Known() bool { return s.types != nil }
+func (s Schema) Known() bool { return s.root != nil }
 
 // BuiltinSchema returns the schema client-go embeds for a built-in kind
 // (the one its apply configurations use), and false when client-go does
@@ -62,6 +66,7 @@ func schemaOf(obj map[string]any) Schema {
 var builtinSchemas = sync.OnceValue(func() map[schema.GroupVersionKind]Schema {
 	tc := applyconfigurations.NewTypeConverter(scheme.Scheme)
 	out := make(map[schema.GroupVersionKind]Schema)
+	var c *compiler
 	for gvk := range scheme.Scheme.AllKnownTypes() {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
@@ -71,7 +76,10 @@ var builtinSchemas = sync.OnceValue(func() map[schema.GroupVersionKind]Schema {
 		if err != nil {
 			continue
 		}
-		out[gvk] = Schema{types: tv.Schema(), root: tv.TypeRef()}
+		if c == nil {
+			c = newCompiler(tv.Schema()) // one schema: share the types
+		}
+		out[gvk] = c.schema(tv.TypeRef())
 	}
 	return out
 })
@@ -89,95 +97,71 @@ const (
 	untypedAtomic  = "__untyped_atomic_"
 )
 
-// typ is the type of one value in a Schema: its atom, the element
-// relationship in force for its list or map, and its name ("" when
-// inlined). The zero typ is unknown: maps are walked as structs and lists
-// as atomic.
-type typ struct {
-	atom smd.Atom
-	rel  smd.ElementRelationship
-	name string
-	// oursOnly marks the labels and annotations of an ObjectMeta: only the
-	// keys desired sets are compared, keys others add never are.
-	oursOnly bool
+// node is one type of a Schema, resolved: what the comparer needs of its
+// map and list forms (an untyped atom may have both). A nil *node is
+// unknown: maps are walked as structs and lists as atomic.
+type node struct {
+	name     string
+	quantity bool // a resource quantity, compared by amount
+	m        *mapNode
+	l        *listNode
 }
 
-// resolve returns the type tr refers to in types; the zero typ when types
-// is nil or does not hold it. It applies the reference's element
-// relationship override itself rather than through smd.Schema.Resolve,
-// which takes a lock and copies the atom.
-func resolve(types *smd.Schema, tr smd.TypeRef) typ {
-	if types == nil {
-		return typ{}
-	}
-	var t typ
-	if tr.NamedType != nil {
-		name := *tr.NamedType
-		if name == untypedDeduced || name == untypedAtomic {
-			return typ{}
-		}
-		td, ok := types.FindNamedType(name)
-		if !ok {
-			return typ{}
-		}
-		t = typ{atom: td.Atom, name: name}
-	} else {
-		t.atom = tr.Inlined
-	}
-	switch {
-	case t.atom.List != nil:
-		t.rel = t.atom.List.ElementRelationship
-	case t.atom.Map != nil:
-		t.rel = t.atom.Map.ElementRelationship
-	}
-	if tr.ElementRelationship != nil {
-		t.rel = *tr.ElementRelationship
-	}
-	return t
+// mapNode is the map form of a type.
+type mapNode struct {
+	fields map[string]*node
+	// elem is the type of the keys that are not fields: a free-form map's
+	// entries (nil: unknown).
+	elem *node
+	// free: a free-form map (one element type, no fields: a ConfigMap's
+	// data, nodeSelector, matchLabels), whose keys someone else adds are
+	// drift. Not the labels and annotations of an ObjectMeta (only the
+	// keys desired sets are compared), nor an object whose keys the
+	// schema leaves open (x-kubernetes-preserve-unknown-fields).
+	free bool
+	// groups are its exclusive field groups (see exclusive).
+	groups []exclusiveGroup
+	// keyedLists are its fields that are associative lists with keys.
+	keyedLists map[string]bool
 }
 
-// isSet reports whether tr refers to a type at all (an empty map element
-// type means a struct without free-form entries).
-func isSet(tr smd.TypeRef) bool {
-	return tr.NamedType != nil || tr.Inlined.Scalar != nil || tr.Inlined.List != nil || tr.Inlined.Map != nil
+// listNode is the list form of a type.
+type listNode struct {
+	kind listKind
+	elem *node
+	// keys are the key fields of an associative list, in key-name order
+	// (the order of KeyString and managedFields); defaults the values the
+	// schema publishes for key fields an item may omit.
+	keys     []string
+	defaults map[string]any
 }
 
-// freeForm reports whether t is a free-form map (string keys, one element
-// type, no fields: a ConfigMap's data, nodeSelector, matchLabels), whose
-// keys someone else adds are drift. An object whose keys the schema leaves
-// open (x-kubernetes-preserve-unknown-fields) is not: it is walked as a
-// struct.
-func (t typ) freeForm() bool {
-	m := t.atom.Map
-	if m == nil || len(m.Fields) > 0 || !isSet(m.ElementType) || t.oursOnly {
-		return false
+// field returns the type of the field name of a map of type n (the struct
+// field's, else the element type's); nil when unknown.
+func (n *node) field(name string) *node {
+	if n == nil || n.m == nil {
+		return nil
 	}
-	return m.ElementType.NamedType == nil || *m.ElementType.NamedType != untypedDeduced
+	if f, ok := n.m.fields[name]; ok {
+		return f
+	}
+	return n.m.elem
 }
 
-// quantity reports whether t is a resource quantity (compared by amount).
-func (t typ) quantity() bool { return t.name == quantityType }
+// freeForm reports whether n is a free-form map.
+func (n *node) freeForm() bool { return n != nil && n.m != nil && n.m.free }
 
-// field returns the type of the field name of a map of type t: the
-// struct field's, else the element type's; unknown when t is unknown.
-func field(types *smd.Schema, t typ, name string) typ {
-	m := t.atom.Map
-	if m == nil {
-		return typ{}
+// list returns the list form of n; an atomic list of unknown items when
+// n is unknown.
+func (n *node) list() *listNode {
+	if n == nil || n.l == nil {
+		return &atomicUnknown
 	}
-	var ft typ
-	if sf, ok := m.FindField(name); ok {
-		ft = resolve(types, sf.Type)
-	} else if isSet(m.ElementType) {
-		ft = resolve(types, m.ElementType)
-	} else {
-		return typ{}
-	}
-	if t.name == objectMetaType && (name == "labels" || name == "annotations") {
-		ft.oursOnly = true
-	}
-	return ft
+	return n.l
 }
+
+// atomicUnknown is the list form of an unknown type. It is never written.
+var atomicUnknown = listNode{kind: atomicList}
 
 // listKind is how a list's items are matched.
 type listKind int
@@ -188,44 +172,158 @@ const (
 	keyedList                  // maps matched by their key fields
 )
 
-// listOf returns how the items of a list of type t are matched, and their
-// type.
-func listOf(types *smd.Schema, t typ) (listKind, typ, *smd.List) {
-	l := t.atom.List
-	if l == nil {
-		return atomicList, typ{}, nil
-	}
-	elem := resolve(types, l.ElementType)
-	if t.rel != smd.Associative {
-		return atomicList, elem, l
-	}
-	if len(l.Keys) > 0 {
-		return keyedList, elem, l
-	}
-	return setList, elem, l
+// compiler resolves the types of one smd schema into nodes, each named
+// type (with its element relationship override) once, so recursive types
+// end in a cycle of pointers.
+type compiler struct {
+	types *smd.Schema
+	memo  map[compiled]*node
 }
 
-// itemKey returns the key of an item of an associative list with the key
-// fields keys, in field path form (KeyString: the values in key-name
-// order, joined by "/"). A key field the item omits takes the default the
-// schema publishes for it (a port's protocol, TCP); complete is false when
-// one has no default, and the key is then made of the fields the item has.
-func itemKey(item map[string]any, keys []string, elem typ) (key string, complete bool) {
-	if len(keys) == 1 {
-		v, ok := keyValue(item, keys[0], elem)
+// compiled names a resolved named type.
+type compiled struct {
+	name string
+	rel  smd.ElementRelationship
+}
+
+func newCompiler(types *smd.Schema) *compiler {
+	return &compiler{types: types, memo: make(map[compiled]*node)}
+}
+
+// schema returns the Schema whose root has type root.
+func (c *compiler) schema(root smd.TypeRef) Schema {
+	n := c.ref(root)
+	if n == nil {
+		return Schema{}
+	}
+	return Schema{root: n}
+}
+
+// ref resolves a type reference; nil when unknown or open.
+func (c *compiler) ref(tr smd.TypeRef) *node {
+	var rel smd.ElementRelationship
+	if tr.ElementRelationship != nil {
+		rel = *tr.ElementRelationship
+	}
+	if tr.NamedType == nil {
+		if tr.Inlined.Scalar == nil && tr.Inlined.List == nil && tr.Inlined.Map == nil {
+			return nil
+		}
+		n := &node{}
+		c.fill(n, tr.Inlined, rel)
+		return n
+	}
+	name := *tr.NamedType
+	if name == untypedDeduced || name == untypedAtomic {
+		return nil
+	}
+	key := compiled{name, rel}
+	if n, ok := c.memo[key]; ok {
+		return n
+	}
+	td, ok := c.types.FindNamedType(name)
+	if !ok {
+		return nil
+	}
+	n := &node{name: name, quantity: name == quantityType}
+	c.memo[key] = n
+	c.fill(n, td.Atom, rel)
+	return n
+}
+
+// fill resolves the map and list forms of atom into n; rel overrides the
+// list's element relationship when set.
+func (c *compiler) fill(n *node, atom smd.Atom, rel smd.ElementRelationship) {
+	if m := atom.Map; m != nil {
+		mn := &mapNode{fields: make(map[string]*node, len(m.Fields))}
+		n.m = mn
+		for _, f := range m.Fields {
+			ft := c.ref(f.Type)
+			if n.name == objectMetaType && (f.Name == "labels" || f.Name == "annotations") && ft != nil && ft.m != nil {
+				only := *ft
+				om := *ft.m
+				om.free = false
+				only.m = &om
+				ft = &only
+			}
+			mn.fields[f.Name] = ft
+			if ft != nil && ft.l != nil && ft.l.kind == keyedList {
+				if mn.keyedLists == nil {
+					mn.keyedLists = make(map[string]bool)
+				}
+				mn.keyedLists[f.Name] = true
+			}
+		}
+		open := m.ElementType.NamedType != nil && *m.ElementType.NamedType == untypedDeduced
+		mn.elem = c.ref(m.ElementType)
+		hasElem := m.ElementType.NamedType != nil || m.ElementType.Inlined.Scalar != nil ||
+			m.ElementType.Inlined.List != nil || m.ElementType.Inlined.Map != nil
+		mn.free = len(m.Fields) == 0 && hasElem && !open
+		mn.groups = exclusive(n.name, m.Unions)
+	}
+	if l := atom.List; l != nil {
+		ln := &listNode{kind: atomicList, elem: c.ref(l.ElementType)}
+		n.l = ln
+		r := l.ElementRelationship
+		if rel != "" {
+			r = rel
+		}
+		if r == smd.Associative {
+			ln.kind = setList
+			if len(l.Keys) > 0 {
+				ln.kind = keyedList
+				ln.keys = slices.Sorted(slices.Values(l.Keys))
+				ln.defaults = keyDefaults(c.types, l)
+			}
+		}
+	}
+}
+
+// keyDefaults returns the defaults the schema publishes for the key fields
+// of the items of l.
+func keyDefaults(types *smd.Schema, l *smd.List) map[string]any {
+	var atom smd.Atom
+	if l.ElementType.NamedType != nil {
+		td, ok := types.FindNamedType(*l.ElementType.NamedType)
+		if !ok {
+			return nil
+		}
+		atom = td.Atom
+	} else {
+		atom = l.ElementType.Inlined
+	}
+	if atom.Map == nil {
+		return nil
+	}
+	var out map[string]any
+	for _, k := range l.Keys {
+		if sf, ok := atom.Map.FindField(k); ok && sf.Default != nil {
+			if out == nil {
+				out = make(map[string]any, len(l.Keys))
+			}
+			out[k] = sf.Default
+		}
+	}
+	return out
+}
+
+// itemKey returns the key of an item of the associative list l in field
+// path form (KeyString: the values in key-name order, joined by "/"). A key
+// field the item omits takes the default the schema publishes for it (a
+// port's protocol, TCP); complete is false when one has no default, and
+// the key is then made of the fields the item has.
+func (l *listNode) itemKey(item map[string]any) (key string, complete bool) {
+	if len(l.keys) == 1 {
+		v, ok := l.keyValue(item, l.keys[0])
 		if !ok {
 			return "", false
 		}
 		return scalarString(v), true
 	}
-	names := keys
-	if !slices.IsSorted(names) {
-		names = slices.Sorted(slices.Values(keys))
-	}
 	complete = true
 	var b strings.Builder
-	for _, k := range names {
-		v, ok := keyValue(item, k, elem)
+	for _, k := range l.keys {
+		v, ok := l.keyValue(item, k)
 		if !ok {
 			complete = false
 			continue
@@ -239,27 +337,23 @@ func itemKey(item map[string]any, keys []string, elem typ) (key string, complete
 }
 
 // keyValue returns the value of the key field k of item, or its default.
-func keyValue(item map[string]any, k string, elem typ) (any, bool) {
+func (l *listNode) keyValue(item map[string]any, k string) (any, bool) {
 	if v, ok := item[k]; ok {
 		return v, true
 	}
-	if m := elem.atom.Map; m != nil {
-		if sf, ok := m.FindField(k); ok && sf.Default != nil {
-			return sf.Default, true
-		}
-	}
-	return nil, false
+	v, ok := l.defaults[k]
+	return v, ok
 }
 
 // sameKeys reports whether the live item has the values of the key fields
 // the desired item sets (for a desired item whose key is incomplete).
-func sameKeys(desired, live map[string]any, keys []string, elem typ) bool {
-	for _, k := range keys {
+func (l *listNode) sameKeys(desired, live map[string]any) bool {
+	for _, k := range l.keys {
 		dv, ok := desired[k]
 		if !ok {
 			continue
 		}
-		lv, ok := keyValue(live, k, elem)
+		lv, ok := l.keyValue(live, k)
 		if !ok || scalarString(dv) != scalarString(lv) {
 			return false
 		}
@@ -299,26 +393,23 @@ var (
 	}}
 )
 
-// exclusive returns the groups of mutually exclusive fields of a struct of
-// type t: its unions (x-kubernetes-unions), and the EnvVar rule above.
-func exclusive(t typ, dst []exclusiveGroup) []exclusiveGroup {
-	switch t.name {
+// exclusive returns the groups of mutually exclusive fields of a struct
+// type: the EnvVar rule above, else its unions (x-kubernetes-unions).
+func exclusive(name string, unions []smd.Union) []exclusiveGroup {
+	switch name {
 	case envVarType:
 		return envVarGroups
 	case envSourceType:
 		return envSourceGroups
 	}
-	m := t.atom.Map
-	if m == nil || len(m.Unions) == 0 {
-		return nil
-	}
-	for _, u := range m.Unions {
+	var out []exclusiveGroup
+	for _, u := range unions {
 		g := exclusiveGroup{fields: make([]string, len(u.Fields))}
 		for i, f := range u.Fields {
 			g.fields[i] = f.FieldName
 		}
 		slices.Sort(g.fields)
-		dst = append(dst, g)
+		out = append(out, g)
 	}
-	return dst
+	return out
 }
