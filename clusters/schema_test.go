@@ -339,7 +339,7 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 	// managedFields attribute it to the patch.
 	var owners []drift.FieldOwner
 	for _, e := range live.GetManagedFields() {
-		ps, err := drift.FieldsV1Paths(e.FieldsV1.Raw)
+		ps, err := drift.FieldsV1Paths(e.FieldsV1.GetRawBytes())
 		if err != nil {
 			t.Fatal(err)
 		}
