@@ -109,18 +109,29 @@ func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, 
 // walker walks a desired object and the live one along their schema. It
 // records the differences (ClassifyWith) and, when project is set, builds
 // the projection of the live object (ProjectWith): both follow the same
-// rules by construction. It keeps the current field path and JSON pointer
-// as segment stacks and only joins them when it records a difference, so
-// an in-sync comparison allocates little.
+// rules by construction. It keeps the current position as a stack of
+// segments and only spells the field path and JSON pointer when it records
+// a difference, so an in-sync comparison allocates little.
 type walker struct {
 	project bool
 	diffs   []hub.FieldDiff
-	path    []string // "spec", ".replicas", "[app]", ...
-	ptr     []string // "/spec", "/replicas", "/0", ...
+	path    []seg
 	// keepSegs records, for each difference, its path as segments (segs,
 	// parallel to diffs), for the ignore rules.
 	keepSegs bool
 	segs     [][]string
+}
+
+// seg is one step of the walker's position: a map field, or a list item.
+type seg struct {
+	// name is the field's name, or the item's key (or value, in a set);
+	// empty for an item of an atomic list (named by its index).
+	name string
+	// idx is the live index of a list item, and -1 for a step that adds
+	// nothing to the pointer (an item live lacks, or a member whose
+	// pointer is its struct's).
+	idx  int
+	item bool
 }
 
 // Len, Less and Swap sort the differences (and their segments) by path.
@@ -133,25 +144,68 @@ func (c *walker) Swap(i, j int) {
 	}
 }
 
-func (c *walker) push(pathSeg, ptrSeg string) {
-	c.path = append(c.path, pathSeg)
-	c.ptr = append(c.ptr, ptrSeg)
-}
+// pushField enters the map field k; pushItem the list item named name
+// (by its index when name is empty) at live index idx (-1: none).
+func (c *walker) pushField(k string)           { c.path = append(c.path, seg{name: k}) }
+func (c *walker) pushItem(name string, idx int) { c.path = append(c.path, seg{name: name, idx: idx, item: true}) }
+func (c *walker) pop()                          { c.path = c.path[:len(c.path)-1] }
 
-func (c *walker) pop() {
-	c.path = c.path[:len(c.path)-1]
-	c.ptr = c.ptr[:len(c.ptr)-1]
-}
-
-func (c *walker) pathString() string { return strings.Join(c.path, "") }
-func (c *walker) ptrString() string  { return strings.Join(c.ptr, "") }
-
-// field returns the path segment of a map key.
-func (c *walker) field(k string) string {
-	if len(c.path) == 0 {
-		return k
+// text returns the path segment's text (a field's name, an item's name or
+// index).
+func (s seg) text() string {
+	if s.item && s.name == "" {
+		return strconv.Itoa(s.idx)
 	}
-	return "." + k
+	return s.name
+}
+
+// pathString spells the current position as a field path.
+func (c *walker) pathString() string {
+	var b strings.Builder
+	for i, s := range c.path {
+		switch {
+		case s.item:
+			b.WriteByte('[')
+			b.WriteString(s.text())
+			b.WriteByte(']')
+		case i > 0:
+			b.WriteByte('.')
+			b.WriteString(s.name)
+		default:
+			b.WriteString(s.name)
+		}
+	}
+	return b.String()
+}
+
+// ptrString spells the current position as a JSON pointer into the live
+// object.
+func (c *walker) ptrString() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		switch {
+		case s.item && s.idx >= 0:
+			b.WriteByte('/')
+			b.WriteString(strconv.Itoa(s.idx))
+		case !s.item && s.idx >= 0:
+			b.WriteByte('/')
+			b.WriteString(escapePointer(s.name))
+		}
+	}
+	return b.String()
+}
+
+// underResources reports whether the current position lies inside a
+// resources field (requests and limits hold quantities): the quantities
+// of custom resources, whose schemas type them int-or-string without a
+// name.
+func (c *walker) underResources() bool {
+	for _, s := range c.path {
+		if !s.item && s.name == "resources" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *walker) add(f hub.FieldDiff) {
@@ -166,14 +220,8 @@ func (c *walker) add(f hub.FieldDiff) {
 		return
 	}
 	segs := make([]string, len(c.path))
-	for i, p := range c.path {
-		switch {
-		case strings.HasPrefix(p, "."):
-			p = p[1:]
-		case strings.HasPrefix(p, "[") && strings.HasSuffix(p, "]"):
-			p = p[1 : len(p)-1]
-		}
-		segs[i] = p
+	for i, s := range c.path {
+		segs[i] = s.text()
 	}
 	c.segs = append(c.segs, segs)
 }
@@ -222,7 +270,7 @@ func (c *walker) object(desired, actual map[string]any, root *node) map[string]a
 			continue
 		}
 		av, ok := actual[k]
-		c.push(k, "/"+escapePointer(k))
+		c.pushField(k)
 		p, kept := c.member(dv, av, ok, root.field(k))
 		c.pop()
 		if kept && out != nil {
@@ -281,7 +329,7 @@ func (c *walker) value(dv, av any, t *node) any {
 		}
 		return c.list(d, a, t)
 	default:
-		if scalarEqual((t != nil && t.quantity) || underResources(c.path), dv, av) {
+		if scalarEqual((t != nil && t.quantity) || c.underResources(), dv, av) {
 			return dv
 		}
 		c.differ(text(dv), text(av))
@@ -299,7 +347,7 @@ func (c *walker) mapValue(d, a map[string]any, t *node) any {
 	}
 	for k, v := range d {
 		got, ok := a[k]
-		c.push(c.field(k), "/"+escapePointer(k))
+		c.pushField(k)
 		p, kept := c.member(v, got, ok, t.field(k))
 		c.pop()
 		if kept && out != nil {
@@ -311,7 +359,7 @@ func (c *walker) mapValue(d, a map[string]any, t *node) any {
 			if _, ok := d[k]; ok {
 				continue
 			}
-			c.push(c.field(k), "/"+escapePointer(k))
+			c.pushField(k)
 			c.added(text(v))
 			c.pop()
 			if out != nil {
@@ -343,11 +391,10 @@ func (c *walker) exclusive(d, a map[string]any, groups []exclusiveGroup, out map
 			if !ok {
 				continue
 			}
-			ptr := "/" + escapePointer(f)
+			c.pushField(f)
 			if g.parentPointer {
-				ptr = ""
+				c.path[len(c.path)-1].idx = -1
 			}
-			c.push("."+f, ptr)
 			c.added(text(v))
 			c.pop()
 			if out != nil {
@@ -382,8 +429,7 @@ func (c *walker) atomicList(d, a []any, elem *node) any {
 		out = make([]any, len(d))
 	}
 	for i := range d {
-		seg := strconv.Itoa(i)
-		c.push("["+seg+"]", "/"+seg)
+		c.pushItem("", i)
 		p := c.value(d[i], a[i], elem)
 		c.pop()
 		if out != nil {
@@ -405,7 +451,7 @@ func (c *walker) setList(d, a []any) any {
 	}
 	for _, v := range d {
 		if !slices.ContainsFunc(a, func(x any) bool { return scalarEqual(false, v, x) }) {
-			c.push("["+scalarString(v)+"]", "")
+			c.pushItem(scalarString(v), -1)
 			c.differ(text(v), none)
 			c.pop()
 		} else if out != nil {
@@ -416,7 +462,7 @@ func (c *walker) setList(d, a []any) any {
 		if slices.ContainsFunc(d, func(x any) bool { return scalarEqual(false, x, v) }) {
 			continue
 		}
-		c.push("["+scalarString(v)+"]", "/"+strconv.Itoa(i))
+		c.pushItem(scalarString(v), i)
 		c.added(text(v))
 		c.pop()
 		if out != nil {
@@ -460,14 +506,14 @@ func (c *walker) keyedList(d, a []any, l *listNode) any {
 			found = i >= 0
 		}
 		if !found || seen[i] {
-			c.push("["+k+"]", "")
+			c.pushItem(k, -1)
 			c.differ(text(m), none)
 			c.pop()
 			continue
 		}
 		seen[i] = true
 		got := a[i].(map[string]any)
-		c.push("["+k+"]", "/"+strconv.Itoa(i))
+		c.pushItem(k, i)
 		p := c.item(m, got, l.elem)
 		c.pop()
 		if out != nil {
@@ -480,7 +526,7 @@ func (c *walker) keyedList(d, a []any, l *listNode) any {
 			continue
 		}
 		k, _ := l.itemKey(m)
-		c.push("["+k+"]", "/"+strconv.Itoa(i))
+		c.pushItem(k, i)
 		c.added(summary(m))
 		c.pop()
 		if out != nil {
@@ -502,15 +548,15 @@ func (c *walker) item(d, a map[string]any, elem *node) any {
 		return p
 	}
 	out, _ := p.(map[string]any)
-	for f, v := range a {
+	for _, f := range elem.m.keyedLists {
 		if _, want := d[f]; want {
 			continue
 		}
-		items, ok := v.([]any)
-		if !ok || len(items) == 0 || !elem.m.keyedLists[f] {
+		items, ok := a[f].([]any)
+		if !ok || len(items) == 0 {
 			continue
 		}
-		c.push("."+f, "/"+escapePointer(f))
+		c.pushField(f)
 		c.keyedList(nil, items, elem.field(f).l)
 		c.pop()
 		if out != nil {
@@ -550,18 +596,6 @@ func scalarEqual(quantity bool, d, a any) bool {
 		return ok && df == af
 	}
 	return d == a
-}
-
-// underResources reports whether path lies inside a resources field
-// (requests and limits hold quantities): the quantities of custom
-// resources, whose schemas type them int-or-string without a name.
-func underResources(path []string) bool {
-	for _, p := range path {
-		if p == ".resources" {
-			return true
-		}
-	}
-	return false
 }
 
 func number(v any) (float64, bool) {

@@ -122,7 +122,7 @@ type mapNode struct {
 	// groups are its exclusive field groups (see exclusive).
 	groups []exclusiveGroup
 	// keyedLists are its fields that are associative lists with keys.
-	keyedLists map[string]bool
+	keyedLists []string
 }
 
 // listNode is the list form of a type.
@@ -248,10 +248,7 @@ func (c *compiler) fill(n *node, atom smd.Atom, rel smd.ElementRelationship) {
 			}
 			mn.fields[f.Name] = ft
 			if ft != nil && ft.l != nil && ft.l.kind == keyedList {
-				if mn.keyedLists == nil {
-					mn.keyedLists = make(map[string]bool)
-				}
-				mn.keyedLists[f.Name] = true
+				mn.keyedLists = append(mn.keyedLists, f.Name)
 			}
 		}
 		open := m.ElementType.NamedType != nil && *m.ElementType.NamedType == untypedDeduced
