@@ -146,9 +146,11 @@ func (c *walker) Swap(i, j int) {
 
 // pushField enters the map field k; pushItem the list item named name
 // (by its index when name is empty) at live index idx (-1: none).
-func (c *walker) pushField(k string)           { c.path = append(c.path, seg{name: k}) }
-func (c *walker) pushItem(name string, idx int) { c.path = append(c.path, seg{name: name, idx: idx, item: true}) }
-func (c *walker) pop()                          { c.path = c.path[:len(c.path)-1] }
+func (c *walker) pushField(k string) { c.path = append(c.path, seg{name: k}) }
+func (c *walker) pushItem(name string, idx int) {
+	c.path = append(c.path, seg{name: name, idx: idx, item: true})
+}
+func (c *walker) pop() { c.path = c.path[:len(c.path)-1] }
 
 // text returns the path segment's text (a field's name, an item's name or
 // index).
