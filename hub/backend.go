@@ -92,6 +92,11 @@ type Progress struct {
 	// Stuck is non-empty (the reason) when the rollout exceeded its
 	// progress deadline.
 	Stuck string
+	// State is the object's kstatus ("Current", "InProgress", "Failed",
+	// "Terminating"); empty when the backend does not say.
+	State string
+	// Message says why, in the object's own words.
+	Message string
 }
 
 // RepairResult is what a repair did.

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,14 +17,12 @@ import (
 const none = "<none>"
 
 // Classify compares the desired object with the live one (nil when it does
-// not exist). Only fields present in desired are compared; entries added by
-// others inside owned collections (ConfigMap data, container env, containers,
-// ports) are reported as added, with the JSON pointer that removes them.
-// Status, and labels or annotations we do not set, are never drift.
+// not exist), by the built-in schema of its kind (BuiltinSchema; the zero
+// Schema for kinds client-go does not know). See ClassifyWith.
 // managedBy is the expected value of hub.ManagedByLabel (empty means
 // hub.DefaultManagedBy).
 func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.Drift {
-	d, _ := ClassifyIgnoring(desired, actual, managedBy, Ignore{})
+	d, _ := ClassifyWith(desired, actual, managedBy, Ignore{}, schemaOf(desired.Object))
 	return d
 }
 
@@ -41,12 +40,39 @@ type Ignore struct {
 	Self string
 }
 
-// ClassifyIgnoring is Classify with ignore rules: the differences a rule
-// covers move to Drift.Ignored, with the rule's name, and the class is
-// decided by the rest (only ignored differences: in sync). A missing or
-// deleting object has no fields to ignore. The error is Owners' (the
-// manager rules then match nothing); the drift is still returned.
+// ClassifyIgnoring is ClassifyWith with the built-in schema of desired's
+// kind (see Classify).
 func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore) (hub.Drift, error) {
+	return ClassifyWith(desired, actual, managedBy, ig, schemaOf(desired.Object))
+}
+
+// ClassifyWith compares the desired object with the live one (nil when it
+// does not exist) along s, the schema of their kind, and sorts the
+// difference into a class with the differing fields:
+//
+//   - only fields present in desired are compared; in a struct the live
+//     object's other fields are defaults or someone else's, never drift;
+//   - associative lists (x-kubernetes-list-type map) are matched by their
+//     key fields, set lists by value, and the items someone else added to
+//     them are reported as added, with the JSON pointer that removes them;
+//     so are the entries of the associative lists of an item we declare
+//     (the env vars of our container) when desired leaves that list out;
+//   - atomic lists are compared whole: the same length, and each item
+//     equal at the fields desired sets (the apiserver defaults fields
+//     inside items, such as a volume claim template's volumeMode);
+//   - the keys someone else adds to a free-form map desired sets (a
+//     ConfigMap's data, nodeSelector, matchLabels) are added too; the
+//     labels and annotations of an object's metadata (and of a template's)
+//     are compared only for the keys desired sets;
+//   - status, and the rest of the object's metadata, are never drift.
+//
+// ig sets ignored differences apart: the differences a rule covers move to
+// Drift.Ignored, with the rule's name, and the class is decided by the
+// rest (only ignored differences: in sync). A missing or deleting object
+// has no fields to ignore. The error is ig.Owners' (the manager rules then
+// match nothing); the drift is still returned. managedBy is the expected
+// value of hub.ManagedByLabel (empty means hub.DefaultManagedBy).
+func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore, s Schema) (hub.Drift, error) {
 	if actual == nil {
 		return hub.Drift{Class: hub.DriftMissing}, nil
 	}
@@ -56,20 +82,8 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 	if managedBy == "" {
 		managedBy = hub.DefaultManagedBy
 	}
-	c := comparer{keepSegs: len(ig.Rules) > 0}
-	for k, dv := range desired.Object {
-		switch k {
-		case "apiVersion", "kind", "status":
-			continue
-		case "metadata":
-			c.metadata(dv, actual.Object["metadata"])
-			continue
-		}
-		av, ok := actual.Object[k]
-		c.push(k, "/"+escapePointer(k))
-		c.compare(dv, av, ok)
-		c.pop()
-	}
+	c := walker{keepSegs: len(ig.Rules) > 0}
+	c.object(desired.Object, actual.Object, s.root)
 	sort.Sort(&c)
 	var ignored []hub.IgnoredField
 	var err error
@@ -92,51 +106,111 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 	return hub.Drift{Class: class, Fields: c.diffs, Ignored: ignored}, err
 }
 
-// comparer walks desired and actual objects. It keeps the current field path
-// and JSON pointer as segment stacks and only joins them when it records a
-// difference, so an in-sync comparison allocates little.
-type comparer struct {
-	diffs []hub.FieldDiff
-	path  []string // "spec", ".replicas", "[app]", ...
-	ptr   []string // "/spec", "/replicas", "/0", ...
+// walker walks a desired object and the live one along their schema. It
+// records the differences (ClassifyWith) and, when project is set, builds
+// the projection of the live object (ProjectWith): both follow the same
+// rules by construction. It keeps the current position as a stack of
+// segments and only spells the field path and JSON pointer when it records
+// a difference, so an in-sync comparison allocates little.
+type walker struct {
+	project bool
+	diffs   []hub.FieldDiff
+	path    []seg
 	// keepSegs records, for each difference, its path as segments (segs,
 	// parallel to diffs), for the ignore rules.
 	keepSegs bool
 	segs     [][]string
 }
 
+// seg is one step of the walker's position: a map field, or a list item.
+type seg struct {
+	// name is the field's name, or the item's key (or value, in a set);
+	// empty for an item of an atomic list (named by its index).
+	name string
+	// idx is the live index of a list item, and -1 for a step that adds
+	// nothing to the pointer (an item live lacks, or a member whose
+	// pointer is its struct's).
+	idx  int
+	item bool
+}
+
 // Len, Less and Swap sort the differences (and their segments) by path.
-func (c *comparer) Len() int           { return len(c.diffs) }
-func (c *comparer) Less(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path }
-func (c *comparer) Swap(i, j int) {
+func (c *walker) Len() int           { return len(c.diffs) }
+func (c *walker) Less(i, j int) bool { return c.diffs[i].Path < c.diffs[j].Path }
+func (c *walker) Swap(i, j int) {
 	c.diffs[i], c.diffs[j] = c.diffs[j], c.diffs[i]
 	if c.keepSegs {
 		c.segs[i], c.segs[j] = c.segs[j], c.segs[i]
 	}
 }
 
-func (c *comparer) push(pathSeg, ptrSeg string) {
-	c.path = append(c.path, pathSeg)
-	c.ptr = append(c.ptr, ptrSeg)
+// pushField enters the map field k; pushItem the list item named name
+// (by its index when name is empty) at live index idx (-1: none).
+func (c *walker) pushField(k string) { c.path = append(c.path, seg{name: k}) }
+func (c *walker) pushItem(name string, idx int) {
+	c.path = append(c.path, seg{name: name, idx: idx, item: true})
 }
+func (c *walker) pop() { c.path = c.path[:len(c.path)-1] }
 
-func (c *comparer) pop() {
-	c.path = c.path[:len(c.path)-1]
-	c.ptr = c.ptr[:len(c.ptr)-1]
-}
-
-func (c *comparer) pathString() string { return strings.Join(c.path, "") }
-func (c *comparer) ptrString() string  { return strings.Join(c.ptr, "") }
-
-// field returns the path segment of a map key.
-func (c *comparer) field(k string) string {
-	if len(c.path) == 0 {
-		return k
+// text returns the path segment's text (a field's name, an item's name or
+// index).
+func (s seg) text() string {
+	if s.item && s.name == "" {
+		return strconv.Itoa(s.idx)
 	}
-	return "." + k
+	return s.name
 }
 
-func (c *comparer) add(f hub.FieldDiff) {
+// pathString spells the current position as a field path.
+func (c *walker) pathString() string {
+	var b strings.Builder
+	for i, s := range c.path {
+		switch {
+		case s.item:
+			b.WriteByte('[')
+			b.WriteString(s.text())
+			b.WriteByte(']')
+		case i > 0:
+			b.WriteByte('.')
+			b.WriteString(s.name)
+		default:
+			b.WriteString(s.name)
+		}
+	}
+	return b.String()
+}
+
+// ptrString spells the current position as a JSON pointer into the live
+// object.
+func (c *walker) ptrString() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		switch {
+		case s.item && s.idx >= 0:
+			b.WriteByte('/')
+			b.WriteString(strconv.Itoa(s.idx))
+		case !s.item && s.idx >= 0:
+			b.WriteByte('/')
+			b.WriteString(escapePointer(s.name))
+		}
+	}
+	return b.String()
+}
+
+// underResources reports whether the current position lies inside a
+// resources field (requests and limits hold quantities): the quantities
+// of custom resources, whose schemas type them int-or-string without a
+// name.
+func (c *walker) underResources() bool {
+	for _, s := range c.path {
+		if !s.item && s.name == "resources" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *walker) add(f hub.FieldDiff) {
 	c.diffs = append(c.diffs, f)
 	if !c.keepSegs {
 		return
@@ -148,30 +222,68 @@ func (c *comparer) add(f hub.FieldDiff) {
 		return
 	}
 	segs := make([]string, len(c.path))
-	for i, p := range c.path {
-		switch {
-		case strings.HasPrefix(p, "."):
-			p = p[1:]
-		case strings.HasPrefix(p, "[") && strings.HasSuffix(p, "]"):
-			p = p[1 : len(p)-1]
-		}
-		segs[i] = p
+	for i, s := range c.path {
+		segs[i] = s.text()
 	}
 	c.segs = append(c.segs, segs)
 }
 
 // differ records a modified field at the current path.
-func (c *comparer) differ(desired, actual string) {
+func (c *walker) differ(desired, actual string) {
 	c.add(hub.FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
 }
 
 // added records an entry someone else added at the current path.
-func (c *comparer) added(actual string) {
+func (c *walker) added(actual string) {
 	c.add(hub.FieldDiff{Path: c.pathString(), Desired: none, Actual: actual, Added: true, Pointer: c.ptrString()})
 }
 
+// copyOf returns a deep copy of v when projecting, else nil.
+func (c *walker) copyOf(v any) any {
+	if !c.project {
+		return nil
+	}
+	return copyValue(v)
+}
+
+// object walks the top level of desired and actual (of type root). It
+// returns the projection when projecting: apiVersion, kind, name and
+// namespace desired's, the live labels and annotations desired sets, and
+// every other field desired sets that the live object has.
+func (c *walker) object(desired, actual map[string]any, root *node) map[string]any {
+	var out map[string]any
+	if c.project {
+		out = make(map[string]any, len(desired))
+	}
+	for k, dv := range desired {
+		switch k {
+		case "apiVersion", "kind":
+			if out != nil {
+				out[k] = copyValue(dv)
+			}
+			continue
+		case "status":
+			continue
+		case "metadata":
+			c.metadata(dv, actual["metadata"])
+			if out != nil {
+				out[k] = projectMetadata(dv, actual["metadata"])
+			}
+			continue
+		}
+		av, ok := actual[k]
+		c.pushField(k)
+		p, kept := c.member(dv, av, ok, root.field(k))
+		c.pop()
+		if kept && out != nil {
+			out[k] = p
+		}
+	}
+	return out
+}
+
 // metadata compares only the labels and annotations we set.
-func (c *comparer) metadata(dv, av any) {
+func (c *walker) metadata(dv, av any) {
 	dm, _ := dv.(map[string]any)
 	am, _ := av.(map[string]any)
 	for _, field := range []string{"labels", "annotations"} {
@@ -189,200 +301,288 @@ func (c *comparer) metadata(dv, av any) {
 	}
 }
 
-// compare compares one desired value with the actual one at the current
-// path.
-func (c *comparer) compare(dv, av any, present bool) {
+// member walks one desired value and the live one at the current path; a
+// value the live object lacks differs, and has no projection (kept false).
+func (c *walker) member(dv, av any, present bool, t *node) (any, bool) {
 	if !present {
 		c.differ(text(dv), none)
-		return
+		return nil, false
 	}
+	return c.value(dv, av, t), true
+}
+
+// value walks a desired value and the live one of type t, at the current
+// path, and returns the projection of the live one (nil unless
+// projecting).
+func (c *walker) value(dv, av any, t *node) any {
 	switch d := dv.(type) {
 	case map[string]any:
 		a, ok := av.(map[string]any)
 		if !ok {
 			c.differ(text(dv), text(av))
-			return
+			return c.copyOf(av)
 		}
-		for k, v := range d {
-			got, ok := a[k]
-			c.push(c.field(k), "/"+escapePointer(k))
-			c.compare(v, got, ok)
-			c.pop()
-		}
-		if len(c.path) == 1 && ownedMaps[c.path[0]] {
-			for k, v := range a {
-				if _, ok := d[k]; !ok {
-					c.push(c.field(k), "/"+escapePointer(k))
-					c.added(text(v))
-					c.pop()
-				}
-			}
-		}
+		return c.mapValue(d, a, t)
 	case []any:
 		a, ok := av.([]any)
 		if !ok {
 			c.differ(text(dv), text(av))
-			return
+			return c.copyOf(av)
 		}
-		c.list(d, a)
+		return c.list(d, a, t)
 	default:
-		if !scalarEqual(c.path, dv, av) {
-			c.differ(text(dv), text(av))
+		if scalarEqual((t != nil && t.quantity) || c.underResources(), dv, av) {
+			return dv
 		}
+		c.differ(text(dv), text(av))
+		return c.copyOf(av)
 	}
 }
 
-// lastField returns the name of the field the current path ends in.
-func (c *comparer) lastField() string {
-	if len(c.path) == 0 {
-		return ""
+// mapValue walks a map: the fields (or keys) desired sets; in a free-form
+// map, the keys someone else added; in a struct, the members of its
+// exclusive groups someone else set.
+func (c *walker) mapValue(d, a map[string]any, t *node) any {
+	var out map[string]any
+	if c.project {
+		out = make(map[string]any, len(d))
 	}
-	return strings.TrimPrefix(c.path[len(c.path)-1], ".")
+	for k, v := range d {
+		got, ok := a[k]
+		c.pushField(k)
+		p, kept := c.member(v, got, ok, t.field(k))
+		c.pop()
+		if kept && out != nil {
+			out[k] = p
+		}
+	}
+	if t.freeForm() {
+		for k, v := range a {
+			if _, ok := d[k]; ok {
+				continue
+			}
+			c.pushField(k)
+			c.added(text(v))
+			c.pop()
+			if out != nil {
+				out[k] = copyValue(v)
+			}
+		}
+	} else if t != nil && t.m != nil && len(t.m.groups) > 0 {
+		c.exclusive(d, a, t.m.groups, out)
+	}
+	if out == nil {
+		return nil
+	}
+	return out
 }
 
-// list compares a list: by merge key when the table has one for the list and
-// its first item carries it, else by index (an atomic list).
-func (c *comparer) list(d, a []any) {
-	if mk, ok := mergeKeys[c.lastField()]; ok {
-		items := d
-		if len(items) == 0 {
-			items = a
+// exclusive records the members of each exclusive group of a struct that
+// the live struct has and desired leaves out, and copies them into the
+// projection out.
+func (c *walker) exclusive(d, a map[string]any, groups []exclusiveGroup, out map[string]any) {
+	for _, g := range groups {
+		if !g.always && !slices.ContainsFunc(g.fields, func(f string) bool { _, ok := d[f]; return ok }) {
+			continue
 		}
-		if len(items) > 0 {
-			if first, ok := items[0].(map[string]any); ok && mk.key(first) != "" {
-				c.keyedList(mk, d, a)
-				return
+		for _, f := range g.fields {
+			if _, want := d[f]; want {
+				continue
+			}
+			v, ok := a[f]
+			if !ok {
+				continue
+			}
+			c.pushField(f)
+			if g.parentPointer {
+				c.path[len(c.path)-1].idx = -1
+			}
+			c.added(text(v))
+			c.pop()
+			if out != nil {
+				out[f] = copyValue(v)
 			}
 		}
 	}
-	if len(d) != len(a) {
-		c.differ(text(d), text(a))
-		return
-	}
-	for i := range d {
-		seg := strconv.Itoa(i)
-		c.push("["+seg+"]", "/"+seg)
-		c.compare(d[i], a[i], true)
-		c.pop()
-	}
 }
 
-// keyedList compares a list whose items are matched by the merge key mk.
-func (c *comparer) keyedList(mk mergeKey, d, a []any) {
-	type idx struct {
-		item map[string]any
-		i    int
-	}
-	actual := make(map[string]idx, len(a))
-	for i, it := range a {
-		if m, ok := it.(map[string]any); ok {
-			actual[mk.key(m)] = idx{m, i}
+// list walks a list by how its schema matches items.
+func (c *walker) list(d, a []any, t *node) any {
+	l := t.list()
+	switch l.kind {
+	case keyedList:
+		return c.keyedList(d, a, l)
+	case setList:
+		if scalars(d) && scalars(a) {
+			return c.setList(d, a)
 		}
 	}
-	var seen map[string]bool
-	if mk.added {
-		seen = make(map[string]bool, len(d))
+	return c.atomicList(d, a, l.elem)
+}
+
+// atomicList compares a list whole: by index when the lengths match.
+func (c *walker) atomicList(d, a []any, elem *node) any {
+	if len(d) != len(a) {
+		c.differ(text(d), text(a))
+		return c.copyOf(a)
+	}
+	var out []any
+	if c.project {
+		out = make([]any, len(d))
+	}
+	for i := range d {
+		c.pushItem("", i)
+		p := c.value(d[i], a[i], elem)
+		c.pop()
+		if out != nil {
+			out[i] = p
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return out
+}
+
+// setList matches scalar items by value: a desired item the live list
+// lacks differs, a live item desired lacks was added.
+func (c *walker) setList(d, a []any) any {
+	var out []any
+	if c.project {
+		out = make([]any, 0, len(a))
+	}
+	for _, v := range d {
+		if !slices.ContainsFunc(a, func(x any) bool { return scalarEqual(false, v, x) }) {
+			c.pushItem(scalarString(v), -1)
+			c.differ(text(v), none)
+			c.pop()
+		} else if out != nil {
+			out = append(out, v)
+		}
+	}
+	for i, v := range a {
+		if slices.ContainsFunc(d, func(x any) bool { return scalarEqual(false, x, v) }) {
+			continue
+		}
+		c.pushItem(scalarString(v), i)
+		c.added(text(v))
+		c.pop()
+		if out != nil {
+			out = append(out, v)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return out
+}
+
+// keyedList matches the items of an associative list by their key fields.
+// The projection holds the live items desired has, in desired's order,
+// then the ones someone else added, in live order.
+func (c *walker) keyedList(d, a []any, l *listNode) any {
+	live := make(map[string]int, len(a))
+	for i, it := range a {
+		if m, ok := it.(map[string]any); ok {
+			k, _ := l.itemKey(m)
+			live[k] = i
+		}
+	}
+	seen := make([]bool, len(a))
+	var out []any
+	if c.project {
+		out = make([]any, 0, len(a))
 	}
 	for _, it := range d {
 		m, ok := it.(map[string]any)
 		if !ok {
 			continue
 		}
-		k := mk.key(m)
-		if seen != nil {
-			seen[k] = true
+		k, complete := l.itemKey(m)
+		i, found := live[k]
+		if !complete {
+			i = slices.IndexFunc(a, func(x any) bool {
+				lm, ok := x.(map[string]any)
+				return ok && l.sameKeys(m, lm)
+			})
+			found = i >= 0
 		}
-		got, ok := actual[k]
-		if !ok {
-			c.push("["+k+"]", "")
+		if !found || seen[i] {
+			c.pushItem(k, -1)
 			c.differ(text(m), none)
 			c.pop()
 			continue
 		}
-		c.push("["+k+"]", "/"+strconv.Itoa(got.i))
-		for f, v := range m {
-			av, present := got.item[f]
-			c.push("."+f, "/"+escapePointer(f))
-			c.compare(v, av, present)
-			c.pop()
-		}
-		c.oneOfAdded(mk.oneOf, m, got.item)
-		// Owned collections we left out: everything in them was added.
-		for _, f := range mk.owned {
-			if _, want := m[f]; want {
-				continue
-			}
-			items, _ := got.item[f].([]any)
-			child, ok := mergeKeys[f]
-			if len(items) == 0 || !ok {
-				continue
-			}
-			c.push("."+f, "/"+escapePointer(f))
-			c.keyedList(child, nil, items)
-			c.pop()
-		}
+		seen[i] = true
+		got := a[i].(map[string]any)
+		c.pushItem(k, i)
+		p := c.item(m, got, l.elem)
 		c.pop()
-	}
-	if !mk.added {
-		return
+		if out != nil {
+			out = append(out, p)
+		}
 	}
 	for i, it := range a {
 		m, ok := it.(map[string]any)
-		if !ok {
+		if !ok || seen[i] {
 			continue
 		}
-		k := mk.key(m)
-		if seen[k] {
-			continue
-		}
-		c.push("["+k+"]", "/"+strconv.Itoa(i))
+		k, _ := l.itemKey(m)
+		c.pushItem(k, i)
 		c.added(summary(m))
 		c.pop()
-	}
-}
-
-// oneOfAdded records the members of each one-of group that the live item
-// has and the desired item leaves out, at the current path (the item's).
-// A group inside a map field is only looked at when both items have that
-// map (otherwise the map itself differs or was added), and the pointer of
-// its added member is the map's: the apiserver refuses an empty valueFrom
-// as it refuses two sources in one, so the repair removes the whole map
-// and the apply puts ours back.
-func (c *comparer) oneOfAdded(groups []oneOf, desired, actual map[string]any) {
-	for _, g := range groups {
-		d, a := desired, actual
-		if g.in != "" {
-			d, _ = desired[g.in].(map[string]any)
-			a, _ = actual[g.in].(map[string]any)
-			if d == nil || a == nil {
-				continue
-			}
-			c.push("."+g.in, "/"+escapePointer(g.in))
-		}
-		for _, f := range g.fields {
-			if _, want := d[f]; want {
-				continue
-			}
-			if v, ok := a[f]; ok {
-				ptr := "/" + escapePointer(f)
-				if g.in != "" {
-					ptr = ""
-				}
-				c.push("."+f, ptr)
-				c.added(text(v))
-				c.pop()
-			}
-		}
-		if g.in != "" {
-			c.pop()
+		if out != nil {
+			out = append(out, copyValue(m))
 		}
 	}
+	if out == nil {
+		return nil
+	}
+	return out
 }
 
-// scalarEqual compares two leaf values; numbers by value, resource
-// quantities by amount.
-func scalarEqual(path []string, d, a any) bool {
-	if underResources(path) {
+// item walks a matched item of an associative list: as a map, and the
+// associative lists of the item that desired leaves out are ours whole
+// (we declare the item), so every live entry in them was added.
+func (c *walker) item(d, a map[string]any, elem *node) any {
+	p := c.mapValue(d, a, elem)
+	if elem == nil || elem.m == nil || len(elem.m.keyedLists) == 0 {
+		return p
+	}
+	out, _ := p.(map[string]any)
+	for _, f := range elem.m.keyedLists {
+		if _, want := d[f]; want {
+			continue
+		}
+		items, ok := a[f].([]any)
+		if !ok || len(items) == 0 {
+			continue
+		}
+		c.pushField(f)
+		c.keyedList(nil, items, elem.field(f).l)
+		c.pop()
+		if out != nil {
+			out[f] = copyList(items)
+		}
+	}
+	return p
+}
+
+// scalars reports whether every item of l is a scalar.
+func scalars(l []any) bool {
+	for _, v := range l {
+		switch v.(type) {
+		case map[string]any, []any:
+			return false
+		}
+	}
+	return true
+}
+
+// scalarEqual compares two leaf values; numbers by value, and resource
+// quantities by amount when quantity is set.
+func scalarEqual(quantity bool, d, a any) bool {
+	if quantity {
 		ds, dok := d.(string)
 		as, aok := a.(string)
 		if dok && aok {
@@ -398,17 +598,6 @@ func scalarEqual(path []string, d, a any) bool {
 		return ok && df == af
 	}
 	return d == a
-}
-
-// underResources reports whether path lies inside a resources field
-// (requests and limits hold quantities).
-func underResources(path []string) bool {
-	for _, p := range path {
-		if p == ".resources" {
-			return true
-		}
-	}
-	return false
 }
 
 func number(v any) (float64, bool) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -168,11 +169,14 @@ func TestClassify(t *testing.T) {
 				u.Object["status"] = map[string]any{"x": "y"}
 				return u
 			}(), actual: liveConfigMap(nil), class: hub.DriftNone},
-		{name: "extra volume: matched by name, not drift",
+		// volumes is an associative list (x-kubernetes-list-type map,
+		// keyed by name) like containers: a volume someone adds is drift.
+		{name: "extra volume: matched by name, added",
 			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
 				ps := podSpec(m)
 				ps["volumes"] = append(ps["volumes"].([]any), map[string]any{"name": "cache", "emptyDir": map[string]any{}})
-			}), class: hub.DriftNone},
+			}), class: hub.DriftAdded, fields: []diff{{
+				text: "+spec.template.spec.volumes[cache]={emptyDir: {}, name: cache}", pointer: "/spec/template/spec/volumes/1"}}},
 		{name: "missing", desired: desiredDeployment(), actual: nil, class: hub.DriftMissing},
 		{name: "deleting",
 			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
@@ -383,10 +387,12 @@ func TestClassify(t *testing.T) {
 			class: hub.DriftModified, fields: []diff{{text: "data: {a: 1} -> <none>"}}},
 		{name: "Service in sync with defaults",
 			desired: desiredService(), actual: liveService(nil), class: hub.DriftNone},
-		{name: "Service selector gains a key: not drift",
+		// A Service's selector is an atomic map: a key someone adds
+		// narrows the pods it selects, and an apply of ours removes it.
+		{name: "Service selector gains a key: added",
 			desired: desiredService(), actual: liveService(func(m map[string]any) {
 				m["spec"].(map[string]any)["selector"].(map[string]any)["tier"] = "x"
-			}), class: hub.DriftNone},
+			}), class: hub.DriftAdded, fields: []diff{{text: "+spec.selector.tier=x", pointer: "/spec/selector/tier"}}},
 		{name: "Service port added",
 			desired: desiredService(), actual: liveService(func(m map[string]any) {
 				spec := m["spec"].(map[string]any)
@@ -439,90 +445,102 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestMergeKeys checks the merge key table against the keys managedFields
-// uses: the key of an item is the KeyString of its key fields, so drift
-// paths and managedFields paths match.
-func TestMergeKeys(t *testing.T) {
+// TestItemKeys checks the keys the built-in schemas give list items
+// against the keys managedFields uses: the key of an item is the KeyString
+// of its key fields (with the schema's defaults), so drift paths and
+// managedFields paths match.
+func TestItemKeys(t *testing.T) {
+	podSpec := func(f ...string) []string { return slices.Concat([]string{"spec", "template", "spec"}, f) }
+	ctr := func(f ...string) []string { return podSpec(slices.Concat([]string{"containers", "*"}, f)...) }
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	svc := schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	tests := []struct {
-		field string
-		item  map[string]any
-		want  string
+		gvk  schema.GroupVersionKind
+		path []string
+		item map[string]any
+		kind listKind
+		want string
 	}{
-		{"containers", map[string]any{"name": "app", "image": "x"}, "app"},
-		{"initContainers", map[string]any{"name": "init"}, "init"},
-		{"env", map[string]any{"name": "DEBUG", "value": "1"}, "DEBUG"},
-		{"ports", map[string]any{"containerPort": int64(8080), "protocol": "UDP"}, "8080/UDP"},
-		{"ports", map[string]any{"containerPort": float64(8080)}, "8080/TCP"},
-		{"ports", map[string]any{"port": int64(443), "targetPort": int64(8443)}, "443/TCP"},
-		{"ports", map[string]any{"name": "no-number"}, ""},
-		{"volumes", map[string]any{"name": "data"}, "data"},
-		{"volumeMounts", map[string]any{"name": "data", "mountPath": "/d"}, "/d"},
-		{"envFrom", map[string]any{"prefix": "X_"}, ""},
+		{deploy, podSpec("containers"), map[string]any{"name": "app", "image": "x"}, keyedList, "app"},
+		{deploy, podSpec("initContainers"), map[string]any{"name": "init"}, keyedList, "init"},
+		{deploy, ctr("env"), map[string]any{"name": "DEBUG", "value": "1"}, keyedList, "DEBUG"},
+		{deploy, ctr("ports"), map[string]any{"containerPort": int64(8080), "protocol": "UDP"}, keyedList, "8080/UDP"},
+		{deploy, ctr("ports"), map[string]any{"containerPort": float64(8080)}, keyedList, "8080/TCP"},
+		{svc, []string{"spec", "ports"}, map[string]any{"port": int64(443), "targetPort": int64(8443)}, keyedList, "443/TCP"},
+		{deploy, podSpec("volumes"), map[string]any{"name": "data"}, keyedList, "data"},
+		{deploy, ctr("volumeMounts"), map[string]any{"name": "data", "mountPath": "/d"}, keyedList, "/d"},
+		{deploy, ctr("envFrom"), map[string]any{"prefix": "X_"}, atomicList, ""},
+		{deploy, ctr("args"), nil, atomicList, ""},
+		{svc, []string{"spec", "ipFamilies"}, nil, atomicList, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.field+"/"+tt.want, func(t *testing.T) {
-			mk, ok := mergeKeys[tt.field]
+		t.Run(strings.Join(tt.path, ".")+"/"+tt.want, func(t *testing.T) {
+			s, ok := BuiltinSchema(tt.gvk)
 			if !ok {
-				t.Fatalf("no merge key for %s", tt.field)
+				t.Fatalf("no built-in schema for %v", tt.gvk)
 			}
-			got := mk.key(tt.item)
-			if got != tt.want {
-				t.Fatalf("key = %q, want %q", got, tt.want)
-			}
-			if got == "" {
-				return
-			}
-			// The same key as managedFields spells it.
-			for _, fields := range mk.alternatives {
-				if _, ok := tt.item[fields[0]]; !ok {
+			ty := s.root
+			for _, p := range tt.path {
+				if p == "*" {
+					ty = ty.list().elem
 					continue
 				}
-				key := map[string]any{}
-				for _, f := range fields {
-					if v, ok := tt.item[f]; ok {
-						key[f] = v
-					} else {
-						key[f] = mk.defaults[f]
-					}
-				}
-				if ks := KeyString(key); ks != got {
-					t.Fatalf("KeyString = %q, merge key %q", ks, got)
-				}
-				break
+				ty = ty.field(p)
+			}
+			l := ty.list()
+			if l.kind != tt.kind {
+				t.Fatalf("list kind = %v, want %v", l.kind, tt.kind)
+			}
+			if l.kind != keyedList {
+				return
+			}
+			got, complete := l.itemKey(tt.item)
+			if got != tt.want || !complete {
+				t.Fatalf("key = %q (complete %v), want %q", got, complete, tt.want)
+			}
+			// The same key as managedFields spells it.
+			key := map[string]any{}
+			for _, f := range l.keys {
+				v, _ := l.keyValue(tt.item, f)
+				key[f] = v
+			}
+			if ks := KeyString(key); ks != got {
+				t.Fatalf("KeyString = %q, item key %q", ks, got)
 			}
 		})
 	}
-	for field, mk := range mergeKeys {
-		for _, fields := range mk.alternatives {
-			if len(fields) == 0 || !slices.IsSorted(fields) {
-				t.Errorf("%s: key fields %v must be non-empty and in key-name order", field, fields)
-			}
-		}
-		for _, child := range mk.owned {
-			if _, ok := mergeKeys[child]; !ok {
-				t.Errorf("%s: owned list %s has no merge key", field, child)
-			}
-		}
-		for _, g := range mk.oneOf {
-			if len(g.fields) < 2 || !slices.IsSorted(g.fields) {
-				t.Errorf("%s: one-of group %v must have two fields or more, in name order", field, g.fields)
-			}
-		}
-	}
 }
 
+// BenchmarkClassify measures the watch path's comparison: a Deployment in
+// sync and one with drift (by client-go's built-in schema, as Classify
+// finds it), and a custom resource along its CRD's schema.
 func BenchmarkClassify(b *testing.B) {
 	desired := desiredDeployment()
-	actual := liveDeployment(func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(1) })
-	inSync := liveDeployment(nil)
-	b.Run("drifted", func(b *testing.B) {
-		for b.Loop() {
-			Classify(desired, actual, "driftwatch")
-		}
+	drifted := liveDeployment(func(m map[string]any) {
+		m["spec"].(map[string]any)["replicas"] = int64(1)
+		c := container(m)
+		c["env"] = append(c["env"].([]any), map[string]any{"name": "DEBUG", "value": "1"})
 	})
-	b.Run("in-sync", func(b *testing.B) {
+	inSync := liveDeployment(nil)
+	BuiltinSchema(desired.GroupVersionKind()) // built once, outside the timings
+	b.Run("deployment-in-sync", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			Classify(desired, inSync, "driftwatch")
+		}
+	})
+	b.Run("deployment-drifted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Classify(desired, drifted, "driftwatch")
+		}
+	})
+	w, wLive := obj(b, widgetDesired), obj(b, widgetLive)
+	s := widgetSchema(b)
+	b.Run("custom-resource", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ClassifyWith(w, wLive, "driftwatch", Ignore{}, s)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,18 +12,26 @@ import (
 // differences without undoing the ignored ones. A field the desired object
 // does not have is left alone (an apply without it does not touch it); one
 // the live object no longer has is dropped from desired. desired is
-// modified; live is only read. It reports whether desired changed.
+// modified; live is only read. It reports whether desired changed. List
+// items are found by the built-in schema of desired's kind (see PinWith).
 func Pin(desired, live map[string]any, fields [][]string) bool {
+	return PinWith(desired, live, fields, schemaOf(desired))
+}
+
+// PinWith is Pin along s, the schema of the objects' kind: a segment names
+// an item of an associative list by its key (as ClassifyWith reports it),
+// of a set by its value, and of an atomic list by its index.
+func PinWith(desired, live map[string]any, fields [][]string, s Schema) bool {
 	changed := false
 	for _, segs := range fields {
 		if len(segs) == 0 {
 			continue
 		}
-		dParent, dKey, ok := locate(desired, segs)
+		dParent, dKey, ok := locate(s.root, desired, segs)
 		if !ok {
 			continue
 		}
-		lParent, lKey, lok := locate(live, segs)
+		lParent, lKey, lok := locate(s.root, live, segs)
 		var lv any
 		present := false
 		if lok {
@@ -38,12 +47,11 @@ func Pin(desired, live map[string]any, fields [][]string) bool {
 	return changed
 }
 
-// locate walks obj along segs and returns the container of the last
-// segment and that segment, when every container on the way exists and
-// the last one holds the field.
-func locate(obj map[string]any, segs []string) (any, string, bool) {
+// locate walks obj (of type t) along segs and returns the container of
+// the last segment and that segment, when every container on the way
+// exists and the last one holds the field.
+func locate(t *node, obj map[string]any, segs []string) (any, string, bool) {
 	var cur any = obj
-	field := ""
 	for i, s := range segs {
 		last := i == len(segs)-1
 		switch c := cur.(type) {
@@ -52,16 +60,17 @@ func locate(obj map[string]any, segs []string) (any, string, bool) {
 				_, ok := c[s]
 				return c, s, ok
 			}
-			cur, field = c[s], s
+			cur, t = c[s], t.field(s)
 		case []any:
-			idx := itemIndex(c, field, s)
+			l := t.list()
+			idx := itemIndex(c, l, s)
 			if idx < 0 {
 				return nil, "", false
 			}
 			if last {
 				return c, strconv.Itoa(idx), true
 			}
-			cur = c[idx]
+			cur, t = c[idx], l.elem
 		default:
 			return nil, "", false
 		}
@@ -69,14 +78,23 @@ func locate(obj map[string]any, segs []string) (any, string, bool) {
 	return nil, "", false
 }
 
-// itemIndex finds the item of list (the value of field) that seg names:
-// by merge key when the list has one, else by index; -1 when none.
-func itemIndex(list []any, field, seg string) int {
-	if mk, ok := mergeKeys[field]; ok {
-		for i, it := range list {
-			if m, ok := it.(map[string]any); ok && mk.key(m) == seg {
-				return i
+// itemIndex finds the item of list that seg names, as ClassifyWith names
+// items: by key in an associative list, by value in a set, else by index;
+// -1 when none.
+func itemIndex(list []any, l *listNode, seg string) int {
+	switch l.kind {
+	case keyedList:
+		return slices.IndexFunc(list, func(it any) bool {
+			m, ok := it.(map[string]any)
+			if !ok {
+				return false
 			}
+			k, _ := l.itemKey(m)
+			return k == seg
+		})
+	case setList:
+		if i := slices.IndexFunc(list, func(it any) bool { return scalarString(it) == seg }); i >= 0 {
+			return i
 		}
 	}
 	if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(list) {

@@ -7,7 +7,7 @@ import (
 
 func TestPin(t *testing.T) {
 	desired := func() map[string]any {
-		return map[string]any{"spec": map[string]any{
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{
 			"replicas": int64(3),
 			"template": map[string]any{"spec": map[string]any{"containers": []any{
 				map[string]any{"name": "app", "image": "nginx:1"},

@@ -46,10 +46,14 @@ func TestProject(t *testing.T) {
 	}{
 		{name: "in sync: defaults, status, foreign metadata, 500m as 0.5, 3 as 3.0",
 			desired: desiredDeployment(), live: liveDeployment(nil), class: hub.DriftNone},
-		{name: "extra volume is not ours", desired: desiredDeployment(), live: liveDeployment(func(m map[string]any) {
+		{name: "extra volume is added", desired: desiredDeployment(), live: liveDeployment(func(m map[string]any) {
 			ps := podSpec(m)
 			ps["volumes"] = append(ps["volumes"].([]any), map[string]any{"name": "cache", "emptyDir": map[string]any{}})
-		}), class: hub.DriftNone},
+		}), class: hub.DriftAdded,
+			want: map[string]struct {
+				path  []any
+				value any
+			}{"volume": {[]any{"spec", "template", "spec", "volumes", 1, "name"}, "cache"}}},
 		{name: "scaled", desired: desiredDeployment(),
 			live:  liveDeployment(func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(1) }),
 			class: hub.DriftModified,
