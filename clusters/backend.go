@@ -127,7 +127,10 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 		return hub.State{}, m.callError("get", spec, err)
 	}
 	var progress *hub.Progress
-	if kind.progress != nil {
+	if u, ok := obj.(*unstructured.Unstructured); ok && kind.generic {
+		// Fresh: an overdue rollout is judged against the spec's deadline.
+		progress = progressOf(u, spec.ProgressDeadline, m.now())
+	} else if kind.progress != nil {
 		progress = kind.progress(obj)
 	}
 	if acc, err := meta.Accessor(obj); err == nil {
@@ -202,7 +205,11 @@ func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 			return fieldOwners(mf)
 		}
 	}
-	d, err := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
+	sch, err := m.schemaFor(ctx, spec, desired)
+	if err != nil {
+		return hub.Drift{}, m.callError("compare", spec, err)
+	}
+	d, err := drift.ClassifyWith(desired, live, m.cfg.ManagedBy, ig, sch)
 	if err != nil {
 		// Manager rules matched nothing: the fields stay drift.
 		m.log.Debug("ignore rules: managedFields unavailable", "node", spec.ID.String(), "err", err)
@@ -448,7 +455,11 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 	}
 	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager,
 		Owners: func() ([]drift.FieldOwner, error) { return fieldOwners(mf) }}
-	d, _ := drift.ClassifyIgnoring(desired, live, m.cfg.ManagedBy, ig)
+	sch, err := m.schemaFor(ctx, spec, desired)
+	if err != nil {
+		return nil, false, m.callError("compare", spec, err)
+	}
+	d, _ := drift.ClassifyWith(desired, live, m.cfg.ManagedBy, ig, sch)
 	var pointers []string
 	for _, f := range d.Fields {
 		if remove && f.Added && f.Pointer != "" {
@@ -482,7 +493,7 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 	for _, f := range d.Ignored {
 		fields = append(fields, f.Segments)
 	}
-	if !drift.Pin(desired.Object, live.Object, fields) {
+	if !drift.PinWith(desired.Object, live.Object, fields, sch) {
 		return spec.Body, removed, nil
 	}
 	desired.SetResourceVersion(live.GetResourceVersion())

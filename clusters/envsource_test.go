@@ -50,7 +50,10 @@ func TestEnvSourceRepair(t *testing.T) {
 			SecretEnv: map[string]config.SecretKeyRef{"DB_PASSWORD": {Name: "db", Key: "password"}},
 		}},
 	}
-	specs := config.CompileCluster(cfg, config.ClusterInfo{ID: lc.Name})
+	specs, err := config.CompileCluster(cfg, config.ClusterInfo{ID: lc.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(specs) != 1 || specs[0].Kind != hub.KindDeployment {
 		t.Fatalf("compiled %d specs, want one Deployment: %+v", len(specs), specs)
 	}

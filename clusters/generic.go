@@ -23,6 +23,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // Every kind beyond the typed three (kindTable) goes through this file: the
@@ -235,8 +236,34 @@ func genericProgress(obj runtime.Object) *hub.Progress {
 	default:
 		return nil
 	}
-	_ = u
-	return nil
+	// A cached object keeps what kstatus says of it when it arrived: a
+	// failure (stuck) and replica counts; an overdue rollout is judged on
+	// fresh reads, which know the spec's deadline (see ReadState).
+	return progressOf(u, 0, time.Time{})
+}
+
+// schemaFor returns the schema drift detection compares spec's object
+// along: client-go's built-in one for the kinds it knows, else the one the
+// cluster publishes (a custom resource's CRD schema).
+func (m *Manager) schemaFor(ctx context.Context, spec hub.NodeSpec, desired *unstructured.Unstructured) (drift.Schema, error) {
+	gvk := desired.GroupVersionKind()
+	if s, ok := drift.BuiltinSchema(gvk); ok {
+		return s, nil
+	}
+	m.mu.Lock()
+	schemas := m.schemas
+	m.mu.Unlock()
+	if schemas == nil {
+		return drift.Schema{}, errNotConnected
+	}
+	s, err := schemas.For(ctx, gvk)
+	if err != nil {
+		// Without its schema a custom resource is still compared: lists
+		// by index, maps as structs, nothing counts as added.
+		m.log.Debug("no schema: comparing without it", "node", spec.ID.String(), "err", err)
+		return drift.Schema{}, nil
+	}
+	return s, nil
 }
 
 // kindFor returns the kindInfo of spec's kind: kindTable's entry, or the

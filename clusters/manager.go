@@ -74,6 +74,9 @@ type Manager struct {
 	generic     map[hub.Kind]kindInfo
 	mapperReset time.Time
 	pending     map[hub.Kind]string
+	// schemas are the cluster's OpenAPI schemas of the kinds client-go
+	// does not know (custom resources), for drift detection.
+	schemas *schemaCache
 
 	rate rateWindow
 
@@ -238,6 +241,7 @@ func (m *Manager) connect() (release func(), err error) {
 	m.client = client
 	m.dyn = dyn
 	m.mapper = mapper
+	m.schemas = newSchemaCache(client.Discovery(), m.log)
 	m.mu.Unlock()
 	return release, nil
 }

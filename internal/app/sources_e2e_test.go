@@ -1,0 +1,171 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/localcluster"
+	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+)
+
+// TestSourcesEndToEnd: the demo's kustomize overlays as a manifest source
+// on three real clusters with their controllers (StatefulSet, CronJob and
+// HPA among them): each cluster gets its environment's overlay, every
+// object is created and in sync, drift of several kinds is repaired and
+// attributed, and the HPA that scales the StatefulSet on production is
+// contested where the source has no ignore rule for it and quiet where it
+// has one.
+func TestSourcesEndToEnd(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 3, ControllerManager: true})
+	overlays, err := filepath.Abs("demomanifests/overlays")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1, c2 := set.Clusters[0].Name, set.Clusters[1].Name, set.Clusters[2].Name
+	cfg := fmt.Sprintf(`hub:
+  id: e2e
+  workers: 4
+clusters:
+  - {id: %s, kubeconfig: %s, labels: {env: prod}}
+  - {id: %s, kubeconfig: %s, labels: {env: staging}}
+  - {id: %s, kubeconfig: %s, labels: {env: prod}}
+sources:
+  - id: inventory
+    kustomize: %s/${cluster.labels.env}
+    clusters: [%s, %s]
+    namespace: inventory
+    ignore:
+      - name: autoscaler
+        paths: ["/spec/replicas"]
+        kinds: [StatefulSet.apps]
+  - id: inventory-bare
+    kustomize: %s/${cluster.labels.env}
+    clusters: [%s]
+    namespace: inventory
+`, c0, set.Clusters[0].Kubeconfig, c1, set.Clusters[1].Kubeconfig, c2, set.Clusters[2].Kubeconfig,
+		overlays, c0, c1, overlays, c2)
+	path := filepath.Join(t.TempDir(), "driftwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+	id := func(cluster, name string, slug hub.Kind) hub.NodeID { return hub.NewNodeID(cluster, "inventory", name, slug) }
+	sts := func(cluster string) hub.NodeID { return id(cluster, "inventory-db", "statefulset.apps") }
+	// 8 objects per cluster: StatefulSet, Service, ConfigMap, CronJob,
+	// HPA, ServiceAccount, Role, RoleBinding.
+	a.waitSnap(t, 90*time.Second, "every object created and in sync", func(s *hub.Snapshot) bool {
+		if len(s.Nodes) != 24 {
+			return false
+		}
+		for _, n := range s.Nodes {
+			if n.ID == sts(c2) {
+				continue // the HPA may already fight it
+			}
+			if n.Status != hub.StatusInSync && n.Status != hub.StatusRepaired {
+				return false
+			}
+		}
+		return true
+	})
+	c := func(i int) kubernetes.Interface { return kubernetes.NewForConfigOrDie(set.Clusters[i].RESTConfig()) }
+	ctx := t.Context()
+
+	// Each cluster got its overlay.
+	for i, want := range []string{"30 2 * * *", "0 */6 * * *", "30 2 * * *"} {
+		cj, err := c(i).BatchV1().CronJobs("inventory").Get(ctx, "inventory-backup", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cj.Spec.Schedule != want {
+			t.Errorf("cluster %d: schedule %q, want %q (its overlay's)", i, cj.Spec.Schedule, want)
+		}
+	}
+
+	// The HPA scales production's StatefulSet to its minimum of 2: quiet
+	// where the source ignores spec.replicas, contested where it does not.
+	a.waitSnap(t, 90*time.Second, "the StatefulSet without an ignore rule contested", statusIs(sts(c2), hub.StatusContested))
+	if n, _ := a.last.Node(sts(c0)); n.Status != hub.StatusInSync && n.Status != hub.StatusRepaired {
+		t.Errorf("StatefulSet with the ignore rule: %s %q", n.Status, n.Reason)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := c(0).AppsV1().StatefulSets("inventory").Get(ctx, "inventory-db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *s.Spec.Replicas == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the HPA never scaled the StatefulSet with the ignore rule: replicas %d", *s.Spec.Replicas)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Drift of several kinds, each repaired from the watch.
+	mp := func(m string) metav1.PatchOptions { return metav1.PatchOptions{FieldManager: m} }
+	for _, d := range []struct {
+		name    string
+		id      hub.NodeID
+		class   hub.DriftClass
+		manager string
+		do      func() error
+	}{
+		{name: "delete cronjob", id: id(c1, "inventory-backup", "cronjob.batch"), class: hub.DriftMissing,
+			do: func() error {
+				return c(1).BatchV1().CronJobs("inventory").Delete(ctx, "inventory-backup", metav1.DeleteOptions{})
+			}},
+		{name: "edit configmap", id: id(c0, "inventory-settings", hub.KindConfigMap), class: hub.DriftModified, manager: "kubectl-edit",
+			do: func() error {
+				_, err := c(0).CoreV1().ConfigMaps("inventory").Patch(ctx, "inventory-settings", types.MergePatchType, []byte(`{"data":{"LOG_LEVEL":"trace"}}`), mp("kubectl-edit"))
+				return err
+			}},
+		{name: "env var added to the statefulset", id: sts(c1), class: hub.DriftAdded, manager: "kubectl-set",
+			do: func() error {
+				_, err := c(1).AppsV1().StatefulSets("inventory").Patch(ctx, "inventory-db", types.StrategicMergePatchType,
+					[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"db","env":[{"name":"DEBUG","value":"1"}]}]}}}}`), mp("kubectl-set"))
+				return err
+			}},
+		{name: "hpa edited", id: id(c1, "inventory-db", "horizontalpodautoscaler.autoscaling"), class: hub.DriftModified, manager: "kubectl-patch",
+			do: func() error {
+				_, err := c(1).AutoscalingV2().HorizontalPodAutoscalers("inventory").Patch(ctx, "inventory-db", types.MergePatchType, []byte(`{"spec":{"maxReplicas":9}}`), mp("kubectl-patch"))
+				return err
+			}},
+		{name: "label removed from the role", id: id(c0, "inventory-reader", "role.rbac.authorization.k8s.io"), class: hub.DriftUnlabelled,
+			do: func() error {
+				_, err := c(0).RbacV1().Roles("inventory").Patch(ctx, "inventory-reader", types.MergePatchType,
+					[]byte(`{"metadata":{"labels":{"`+hub.ManagedByLabel+`":null}}}`), mp("kubectl-label"))
+				return err
+			}},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			t0 := time.Now()
+			if err := d.do(); err != nil {
+				t.Fatal(err)
+			}
+			s := a.waitSnap(t, 30*time.Second, d.name+" repaired", repairedAfter(d.id, t0))
+			n, _ := s.Node(d.id)
+			if n.LastRepair.Drift.Class != d.class {
+				t.Errorf("class %s, want %s", n.LastRepair.Drift.Class, d.class)
+			}
+			if d.manager != "" && (n.LastRepair.Attribution == nil || n.LastRepair.Attribution.Manager != d.manager) {
+				t.Errorf("attribution %+v, want %s", n.LastRepair.Attribution, d.manager)
+			}
+		})
+	}
+	s, err := c(1).AppsV1().StatefulSets("inventory").Get(ctx, "inventory-db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := s.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "MODE" {
+		t.Errorf("statefulset env after the repair: %+v", env)
+	}
+}
