@@ -399,6 +399,8 @@ func (c *Cluster) controllerManagerArgs() []string {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--controllers=" + controllers,
+		// An autoscaler that acts within seconds, for tests and the demo.
+		"--horizontal-pod-autoscaler-sync-period=5s",
 		"--service-account-private-key-file=" + c.files.saKey,
 		"--root-ca-file=" + c.files.caCert,
 		"--use-service-account-credentials=false",
