@@ -3,9 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,7 +17,11 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/config"
@@ -56,9 +62,11 @@ func BinDir(ctx context.Context, env Env) (string, error) {
 func demoClusterNames() []string { return []string{"prod-eu", "prod-us", "staging-eu"} }
 
 // demoConfig is the demo's config; %s are the three kubeconfig paths.
-const demoConfig = `# driftwatch demo: three local clusters, five applications; a fake
-# autoscaler (field manager demo-autoscaler) scales storefront and checkout
-# on prod-eu.
+const demoConfig = `# driftwatch demo: three local clusters, five applications and the
+# inventory service's own manifests (a kustomize overlay per environment); a
+# fake autoscaler (field manager demo-autoscaler) scales storefront and
+# checkout on prod-eu, and the inventory HPA scales its StatefulSet on the
+# production clusters.
 hub:
   id: demo-hub
   resync: 5m
@@ -117,6 +125,19 @@ applications:
     image: registry.example/report:1.0.0
     progressDeadlineSeconds: 20
     nodeSelector: {disk: none}
+sources:
+  # The inventory service as its team keeps it: a kustomize base and one
+  # overlay per environment (manifests/), each cluster getting the overlay
+  # its env label names: a StatefulSet, a CronJob, an HPA, RBAC and more.
+  - id: inventory
+    kustomize: manifests/overlays/${cluster.labels.env}
+    selector: env in (prod, staging)
+    namespace: inventory
+    ignore:
+      # The HPA owns the StatefulSet's replicas (2 to 6 on production).
+      - name: autoscaler
+        paths: ["/spec/replicas"]
+        kinds: [StatefulSet.apps]
 `
 
 // demoAutoscaled are the Deployments the demo's fake autoscaler scales:
@@ -224,6 +245,9 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	default:
 		progress("Terraform workspace %s initialised and applied in %s", demoWorkspaceID, ws.Dir)
 	}
+	if err := writeDemoManifests(filepath.Join(dir, "manifests")); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	cfgPath := filepath.Join(dir, "demo.yaml")
 	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
 	appOpts := Options{Logger: log, StateFile: filepath.Join(dir, "state.db"), LoadOptions: config.LoadOptions{Getenv: getenv}}
@@ -258,6 +282,11 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		clients[lc.Name] = c
 	}
 	gen := driftgen.New(clients, uint64(time.Now().UnixNano()))
+	dyn, err := demoDynamic(set)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	gen.SetDynamic(dyn)
 	targets := func() []driftgen.Target {
 		var ts []driftgen.Target
 		for _, n := range a.hub.Snapshot().Nodes {
@@ -312,6 +341,45 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		return uiErr
 	}
 	return appErr
+}
+
+// demoManifests are the inventory service's manifests the demo's source
+// renders (written to the demo's folder, as a team's repository would hold
+// them).
+//
+//go:embed demomanifests
+var demoManifests embed.FS
+
+// writeDemoManifests writes demoManifests into dir.
+func writeDemoManifests(dir string) error {
+	root, err := fs.Sub(demoManifests, "demomanifests")
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(dir, root); err != nil {
+		return fmt.Errorf("write the demo's manifests: %w", err)
+	}
+	return nil
+}
+
+// demoDynamic returns the drift generator's dynamic clients, for the kinds
+// of the demo's manifest source.
+func demoDynamic(set *localcluster.Set) (map[string]driftgen.Dynamic, error) {
+	out := make(map[string]driftgen.Dynamic, len(set.Clusters))
+	for _, lc := range set.Clusters {
+		rc := lc.RESTConfig()
+		rc.UserAgent = driftgen.FieldManager
+		dc, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		disc, err := discovery.NewDiscoveryClientForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		out[lc.Name] = driftgen.Dynamic{Client: dc, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
+	}
+	return out, nil
 }
 
 // repairTracker matches generated drifts with the hub's repairs.

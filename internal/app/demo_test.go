@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/driftwatch/driftwatch/config"
@@ -26,6 +27,9 @@ func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 		}
 		kubeconfigs = append(kubeconfigs, p)
 	}
+	if err := writeDemoManifests(filepath.Join(dir, "manifests")); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "demo.yaml")
 	cfg, err := config.Parse(path, []byte(fmt.Sprintf(demoConfig, kubeconfigs...)), config.LoadOptions{})
 	if err != nil {
@@ -34,6 +38,25 @@ func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 	specs := make(map[hub.NodeID]hub.NodeSpec)
 	for _, s := range config.Compile(cfg) {
 		specs[s.ID] = s
+	}
+	// The inventory source: 8 objects on each cluster, each cluster with
+	// its environment's overlay.
+	for _, cluster := range demoClusterNames() {
+		n := 0
+		for id, s := range specs {
+			if id.Cluster == cluster && s.Application == "inventory" {
+				n++
+			}
+		}
+		if n != 8 {
+			t.Errorf("%s: %d inventory objects, want 8", cluster, n)
+		}
+	}
+	hpa := func(cluster string) string {
+		return string(specs[hub.NewNodeID(cluster, "inventory", "inventory-db", "horizontalpodautoscaler.autoscaling")].Body)
+	}
+	if !strings.Contains(hpa("prod-eu"), `"minReplicas":2`) || !strings.Contains(hpa("staging-eu"), `"minReplicas":1`) {
+		t.Errorf("overlays not chosen by env: prod %s, staging %s", hpa("prod-eu"), hpa("staging-eu"))
 	}
 	scaled := demoAutoscaled()
 	tests := []struct {

@@ -14,8 +14,11 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -64,6 +67,8 @@ type Drift struct {
 type Generator struct {
 	clients map[string]kubernetes.Interface
 	rng     *rand.Rand
+	// dyn break the objects of other kinds (SetDynamic).
+	dyn map[string]Dynamic
 
 	mu      sync.Mutex
 	enabled bool
@@ -73,6 +78,22 @@ type Generator struct {
 // random source (the same seed gives the same choices).
 func New(clients map[string]kubernetes.Interface, seed uint64) *Generator {
 	return &Generator{clients: clients, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), enabled: true}
+}
+
+// Dynamic is a cluster's dynamic client with the REST mapper that finds a
+// kind's resource: the generator breaks objects of kinds other than the
+// three it knows with it.
+type Dynamic struct {
+	Client dynamic.Interface
+	Mapper meta.RESTMapper
+}
+
+// SetDynamic gives the generator a dynamic client per cluster id, for
+// objects of any kind (manifest sources). Call it before Run.
+func (g *Generator) SetDynamic(dyn map[string]Dynamic) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dyn = dyn
 }
 
 // SetEnabled turns the periodic generator on or off.
@@ -105,7 +126,20 @@ func actionsFor(k hub.Kind) []Action {
 	case hub.KindConfigMap:
 		return []Action{ActionDelete, ActionUnlabel, ActionData}
 	}
+	if _, ok := genericEdits[k]; ok {
+		return []Action{ActionDelete, ActionUnlabel, ActionEdit, ActionEdit}
+	}
 	return []Action{ActionDelete, ActionUnlabel}
+}
+
+// genericEdits are the field edits (merge patches) the generator makes on
+// kinds beyond the three it knows, by slug: what an on-call engineer or a
+// script changes by hand.
+var genericEdits = map[hub.Kind]string{
+	"statefulset.apps":                    `{"spec":{"template":{"spec":{"containers":[{"name":"db","image":"registry.example/tampered:latest"}]}}}}`,
+	"cronjob.batch":                       `{"spec":{"suspend":true}}`,
+	"horizontalpodautoscaler.autoscaling": `{"spec":{"maxReplicas":50}}`,
+	"role.rbac.authorization.k8s.io":      `{"rules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]}`,
 }
 
 // fileActions are the drifts of a file: mostly edits, now and then a
@@ -144,6 +178,8 @@ func (g *Generator) Do(ctx context.Context, t Target, a Action) Drift {
 	unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
 	var err error
 	switch t.Kind {
+	default:
+		err = g.doGeneric(ctx, t, a, unlabel)
 	case hub.KindDeployment:
 		dc := c.AppsV1().Deployments(ns)
 		switch a {
@@ -181,6 +217,47 @@ func (g *Generator) Do(ctx context.Context, t Target, a Action) Drift {
 		d.Err = fmt.Errorf("%s %s: %w", a, t.ID, err)
 	}
 	return d
+}
+
+// doGeneric makes a drift on an object of a kind beyond the three, through
+// the cluster's dynamic client.
+func (g *Generator) doGeneric(ctx context.Context, t Target, a Action, unlabel []byte) error {
+	g.mu.Lock()
+	d, ok := g.dyn[t.ID.Cluster]
+	g.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("cluster %q: no dynamic client for kind %s", t.ID.Cluster, t.Kind)
+	}
+	group, kind := t.Kind.GroupKind()
+	gvk, err := d.Mapper.KindFor(schema.GroupVersionResource{Group: group, Resource: kind})
+	if err != nil {
+		return err
+	}
+	m, err := d.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	var rc dynamic.ResourceInterface = d.Client.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		rc = d.Client.Resource(m.Resource).Namespace(t.ID.Namespace())
+	}
+	name := t.ID.Name()
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	switch a {
+	case ActionDelete:
+		return rc.Delete(ctx, name, metav1.DeleteOptions{})
+	case ActionEdit:
+		if patch, ok := genericEdits[t.Kind]; ok {
+			pt := types.MergePatchType
+			if t.Kind == "statefulset.apps" {
+				pt = types.StrategicMergePatchType
+			}
+			_, err = rc.Patch(ctx, name, pt, []byte(patch), opts)
+			return err
+		}
+	}
+	_, err = rc.Patch(ctx, name, types.MergePatchType, unlabel, opts)
+	return err
 }
 
 // Run makes one random drift every interval while enabled, reporting each
