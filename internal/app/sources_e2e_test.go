@@ -57,7 +57,9 @@ sources:
 		t.Fatal(err)
 	}
 	a := startApp(t, path, nil)
-	id := func(cluster, name string, slug hub.Kind) hub.NodeID { return hub.NewNodeID(cluster, "inventory", name, slug) }
+	id := func(cluster, name string, slug hub.Kind) hub.NodeID {
+		return hub.NewNodeID(cluster, "inventory", name, slug)
+	}
 	sts := func(cluster string) hub.NodeID { return id(cluster, "inventory-db", "statefulset.apps") }
 	// 8 objects per cluster: StatefulSet, Service, ConfigMap, CronJob,
 	// HPA, ServiceAccount, Role, RoleBinding.
