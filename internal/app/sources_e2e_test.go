@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -169,5 +171,126 @@ sources:
 	}
 	if env := s.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "MODE" {
 		t.Errorf("statefulset env after the repair: %+v", env)
+	}
+}
+
+// TestSourcePruneSafety: objects removed from a source are pruned through
+// the hub on reload, except what must not be: the Namespace and the
+// CustomResourceDefinition (annotated never to be pruned by the compiler)
+// and an object a user annotated so; they stay in place and leave the
+// hub's management with a feed line saying why. A source whose manifest
+// breaks is refused on reload and the previous state keeps running.
+func TestSourcePruneSafety(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
+	lc := set.Clusters[0]
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.Mkdir(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(manifests, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: pruning}\n")
+	write("crd.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`)
+	write("objects.yaml", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: keep}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: drop}
+data: {b: "2"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: precious
+  annotations: {driftwatch.io/prune: disabled}
+data: {c: "3"}
+---
+apiVersion: example.com/v1
+kind: Gadget
+metadata: {name: sprocket}
+spec: {teeth: 12}
+`)
+	cfg := fmt.Sprintf(`hub:
+  id: e2e
+clusters:
+  - {id: %s, kubeconfig: %s}
+sources:
+  - id: team
+    path: manifests
+    clusters: [%s]
+    namespace: pruning
+`, lc.Name, lc.Kubeconfig, lc.Name)
+	path := filepath.Join(dir, "driftwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+	a.waitSnap(t, 60*time.Second, "every object created and in sync", allInSync(6))
+	ctx := t.Context()
+	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+
+	// A broken manifest: the reload is refused, the objects stay managed.
+	write("objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
+	if err := a.Reload(false); err == nil || !strings.Contains(err.Error(), "objects.yaml") {
+		t.Fatalf("reload of a broken source: %v", err)
+	}
+	// Everything but keep leaves the source.
+	write("objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep}\ndata: {a: \"1\"}\n")
+	for _, f := range []string{"namespace.yaml", "crd.yaml"} {
+		if err := os.Remove(filepath.Join(manifests, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	gadget := hub.NewNodeID(lc.Name, "pruning", "sprocket", "gadget.example.com")
+	a.waitSnap(t, 30*time.Second, "only keep left in the hub", func(s *hub.Snapshot) bool {
+		_, ok := s.Node(gadget)
+		return len(s.Nodes) == 1 && !ok
+	})
+	if _, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "drop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("drop not pruned: %v", err)
+	}
+	if _, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "precious", metav1.GetOptions{}); err != nil {
+		t.Errorf("precious (annotated) pruned: %v", err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "pruning", metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace pruned: %v", err)
+	}
+	retained := map[string]bool{}
+	for _, e := range a.hub.Snapshot().Feed {
+		if strings.HasPrefix(e.Action, "retained") {
+			retained[e.ID.Name()] = true
+		}
+	}
+	for _, name := range []string{"pruning", "gadgets.example.com", "precious"} {
+		if !retained[name] {
+			t.Errorf("no retained feed line for %s (feed: %v)", name, retained)
+		}
 	}
 }
