@@ -32,7 +32,7 @@ RSS, idle CPU and detect/repair at --rate drifts per second per entry
 (default 1) spread over --duration.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
-once (a few minutes). The burst run also shows each apiserver's own request
+once (about 15-20 minutes and 3 GB of disk on 2 cores). The burst run also shows each apiserver's own request
 latency during the burst (from its /metrics). A run that leaves drifts
 unrepaired, or a hub that never syncs, lists each failed object with the
 hub's status of it and of its cluster (a hub that never syncs exits 1).

@@ -106,6 +106,9 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 		for _, id := range pruned {
 			waitGoneWhile(t, admin, id, 30*time.Second, p2)
 		}
+		// The decommissions the first hub left are finished (their
+		// records dropped) once the restarted hub read the objects gone.
+		waitLogged(t, p2, "decommission finished", decoms, 30*time.Second)
 		time.Sleep(500 * time.Millisecond) // a late extra delete would show now
 		checkUIDs(t, admin, uids, fmt.Sprintf("run %d: after the restart", i))
 		if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -271,6 +274,21 @@ func waitObjects(t *testing.T, c kubernetes.Interface, ids []hub.NodeID, timeout
 }
 
 // waitGoneWhile is waitGone while the child keeps running.
+// waitLogged waits until p's stderr holds n lines with msg.
+func waitLogged(t *testing.T, p *killChild, msg string, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for strings.Count(p.stderrText(), msg) < n {
+		if p.exited() {
+			t.Fatalf("%s exited (%v) before logging %q %d times", p.name, p.err, msg, n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s logged %q %d times in %v, want %d", p.name, msg, strings.Count(p.stderrText(), msg), timeout, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func waitGoneWhile(t *testing.T, c kubernetes.Interface, id hub.NodeID, timeout time.Duration, p *killChild) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

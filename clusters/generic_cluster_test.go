@@ -215,8 +215,11 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	sink.waitFor(t, 30*time.Second, "degraded by the missing CRD", func() bool {
 		return sink.state(lc.Name) == hub.ClusterDegraded
 	})
-	if h := sink.health[lc.Name]; !strings.Contains(h.LastError, "Widget.example.com") {
-		t.Errorf("health error %q does not name the kind", h.LastError)
+	sink.mu.Lock()
+	lastErr := sink.health[lc.Name].LastError
+	sink.mu.Unlock()
+	if !strings.Contains(lastErr, "Widget.example.com") {
+		t.Errorf("health error %q does not name the kind", lastErr)
 	}
 	be, _ := r.Backend(lc.Name)
 	ctx := t.Context()
@@ -275,9 +278,7 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	if err := admin.RbacV1().ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !waitEvent(sink, cr.ID, hub.EventDeleted) {
-		t.Fatalf("no delete event for %s", cr.ID)
-	}
+	sink.waitFor(t, 10*time.Second, "the ClusterRole's delete event", func() bool { return sink.hasEvent(cr.ID, hub.EventDeleted) })
 	waitState(t, be, cr, "missing", func(st hub.State, d hub.Drift) bool { return d.Class == hub.DriftMissing })
 	repair(cr)
 
@@ -327,6 +328,10 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	if _, err := admin.RbacV1().Roles(genericNS).Patch(ctx, role.Name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The repair finds the object without its label by the UID the watch
+	// saw leave: the handler that records it runs once the delete event
+	// is delivered (the hub's pass starts from that event too).
+	sink.waitFor(t, 10*time.Second, "the Role's delete event", func() bool { return sink.hasEvent(role.ID, hub.EventDeleted) })
 	waitState(t, be, role, "gone from the watch", func(st hub.State, d hub.Drift) bool { return !st.Exists })
 	st, _ = be.ReadState(ctx, role, false)
 	res, err := be.Repair(ctx, role, st, hub.Drift{Class: hub.DriftMissing})
@@ -386,16 +391,4 @@ metadata: {name: generic}
 			t.Errorf("ListOwned misses %s", s.ID)
 		}
 	}
-}
-
-// waitEvent waits until sink saw an event of typ for id.
-func waitEvent(sink *recordingSink, id hub.NodeID, typ hub.EventType) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if sink.hasEvent(id, typ) {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
 }

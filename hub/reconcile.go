@@ -693,6 +693,7 @@ func (h *Hub) endDecommission(p pass) bool {
 	}()
 	if ended {
 		h.forgetApplied(p.id)
+		h.log.Info("decommission finished", "node", p.id.String())
 	}
 	return ended
 }

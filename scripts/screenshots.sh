@@ -85,5 +85,5 @@ if [[ "${bench}" == true ]]; then
   "${tmp}/driftwatch" bench --chart "${tmp}/bench.svg" >"${tmp}/bench.txt"
   mv "${tmp}/bench.svg" docs/bench.svg
   mv "${tmp}/bench.txt" docs/bench.txt
-  log "wrote docs/bench.svg and docs/bench.txt (copy the table into README.md's Performance section)"
+  log "wrote docs/bench.svg and docs/bench.txt (copy docs/bench.txt into docs/performance.md, section "Watch against poll")"
 fi

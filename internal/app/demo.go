@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -377,7 +378,14 @@ func demoDynamic(set *localcluster.Set) (map[string]driftgen.Dynamic, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[lc.Name] = driftgen.Dynamic{Client: dc, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
+		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		// Discovery now, at setup: the mapper's first lookup reads every
+		// API group and cannot be cancelled, so a drift made while the
+		// demo stops must not be the one that pays for it.
+		if _, err := mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}); err != nil {
+			return nil, fmt.Errorf("cluster %q: discovery: %w", lc.Name, err)
+		}
+		out[lc.Name] = driftgen.Dynamic{Client: dc, Mapper: mapper}
 	}
 	return out, nil
 }
