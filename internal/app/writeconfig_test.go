@@ -45,7 +45,7 @@ applications:
 	}
 	t.Cleanup(func() { _ = a.Close() })
 
-	const bad = "ignore:\n  - paths: [\"/spec/[\"]\n    kinds: [Pod]\n"
+	const bad = "ignore:\n  - paths: [\"spec.containers[\"]\n"
 	if _, err := a.WriteIgnoreRule("web", bad); err == nil || !strings.Contains(err.Error(), "left as it was") {
 		t.Fatalf("invalid rule: error %v, want a rejection", err)
 	}
