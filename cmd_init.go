@@ -33,10 +33,10 @@ applies by itself), overlays/NAME/kustomization.yaml folders (base/overlays)
 one kustomize source of overlays/${cluster.labels.env}, each cluster labeled
 env=NAME when its context name holds NAME; anything else, a folder of YAML
 and JSON manifests. Init renders FOLDER once and reports how many objects of
-which kinds it holds, or why it does not render. The path is written
-relative to the --output-file's folder. --namespace NS is the namespace of
-the objects that set none (a chart's release namespace); it is left out
-when every object sets its own.`,
+which kinds it holds, or why it does not render. A relative FOLDER is
+written relative to the --output-file's folder (as given when printed).
+--namespace NS is the namespace of the objects that set none (a chart's
+release namespace); it is left out when every object sets its own.`,
 		Example: `  driftwatch init
   driftwatch init --context prod-eu,prod-us --output-file driftwatch.yaml
   driftwatch init --kubeconfig ~/.kube/fleet.yaml -O driftwatch.yaml --force
