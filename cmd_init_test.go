@@ -143,4 +143,37 @@ func TestInit(t *testing.T) {
 	t.Run("--context elsewhere", func(t *testing.T) {
 		drive(t, 2, "check", "--context", "prod-eu")
 	})
+	t.Run("--from", func(t *testing.T) {
+		work := t.TempDir()
+		if err := os.CopyFS(filepath.Join(work, "cache"), os.DirFS("config/examples/sources/charts/cache")); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(work, "driftwatch.yaml")
+		_, errOut := drive(t, 0, "init", "--kubeconfig", three, "--context", "prod-eu", "--from", filepath.Join(work, "cache"), "--namespace", "cache", "-O", out)
+		if want := "cache (helm): 2 objects: 1 Deployment, 1 Service"; !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+		written, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"  - id: cache\n    helm:\n      chart: ", "    namespace: cache ", "    policy: warn\n"} {
+			if !strings.Contains(string(written), w) {
+				t.Errorf("the config lacks %q:\n%s", w, written)
+			}
+		}
+		plan, _ := drive(t, 0, "check", "-f", out)
+		if !strings.Contains(plan, "prod-eu:cache/cache:deployment ") {
+			t.Errorf("the plan lacks the chart's Deployment:\n%s", plan)
+		}
+		if _, errOut := drive(t, 1, "init", "--kubeconfig", three, "--from", filepath.Join(work, "nope")); !strings.Contains(errOut, "init: --from "+filepath.Join(work, "nope")+": no such file or directory") {
+			t.Errorf("a missing --from folder: %s", errOut)
+		}
+		if _, errOut := drive(t, 2, "init", "--kubeconfig", three, "--namespace", "web"); !strings.Contains(errOut, "pass --from too") {
+			t.Errorf("--namespace without --from: %s", errOut)
+		}
+		if _, errOut := drive(t, 2, "init", "--from"); !strings.Contains(errOut, "flag needs an argument: --from") {
+			t.Errorf("--from without a folder: %s", errOut)
+		}
+	})
 }

@@ -1,14 +1,19 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
@@ -27,13 +32,35 @@ type InitOptions struct {
 	OutputFile string
 	// Force overwrites an existing OutputFile.
 	Force bool
+	// From is a folder of manifests (or a manifest file, or a chart's
+	// .tgz) to start from: the starter gets a source of it instead of the
+	// example application (see config.InspectStarterFolder); "" keeps the
+	// example.
+	From string
+	// Namespace is the namespace of From's namespaced objects that set
+	// none (a chart's release namespace); it needs From.
+	Namespace string
 }
 
 // Init is `driftwatch init`: it reads the kubeconfig's contexts and prints
 // (or writes to o.OutputFile) a commented starter config with one cluster per
 // context and one example application, which Check accepts. An existing
 // output file is never overwritten without o.Force.
-func Init(o InitOptions, env Env) error {
+//
+// With o.From, the manifests there are rendered once first: Init reports
+// on Stderr how many objects of which kinds they hold, and fails naming
+// the folder when they do not render. The source's path is written
+// relative to the output file's folder (to the current folder when the
+// config is printed).
+func Init(ctx context.Context, o InitOptions, env Env) error {
+	if o.Namespace != "" {
+		if o.From == "" {
+			return UsageError("init: --namespace %s: it is the namespace of the --from manifests: pass --from too", o.Namespace)
+		}
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return UsageError("init: --namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}
 	where := o.Kubeconfig
 	kubeconfigPath := ""
@@ -58,9 +85,24 @@ func Init(o InitOptions, env Env) error {
 	if err != nil {
 		return fmt.Errorf("init: kubeconfig %s: %w", where, err)
 	}
-	starter, err := config.Starter(kc, config.StarterOptions{KubeconfigPath: kubeconfigPath, Contexts: o.Contexts})
+	opts := config.StarterOptions{KubeconfigPath: kubeconfigPath, Contexts: o.Contexts, Namespace: o.Namespace}
+	if o.From != "" {
+		from, err := config.InspectStarterFolder(ctx, o.From, o.Namespace)
+		if err != nil {
+			return fmt.Errorf("init: --from %w", err)
+		}
+		if opts.FromPath, err = starterPath(o.From, o.OutputFile); err != nil {
+			return fmt.Errorf("init: --from %s: %w", o.From, err)
+		}
+		opts.From = from
+		reportFrom(env.Stderr, from, o.Namespace)
+	}
+	starter, err := config.Starter(kc, opts)
 	if err != nil {
 		return fmt.Errorf("init: kubeconfig %s: %w", where, err)
+	}
+	if opts.From != nil && opts.From.Overlays != nil {
+		reportOverlays(env.Stderr, kc, o.Contexts, opts.From.Overlays)
 	}
 	if o.OutputFile == "" || o.OutputFile == "-" {
 		_, err := env.Stdout.Write(starter)
@@ -83,4 +125,77 @@ func Init(o InitOptions, env Env) error {
 	}
 	fmt.Fprintf(env.Stderr, "driftwatch: starter config written to %s; next: driftwatch check -f %s\n", o.OutputFile, o.OutputFile)
 	return nil
+}
+
+// starterPath returns the path a config written to outputFile ("" or "-":
+// printed) names the folder from by: relative to the config's folder (the
+// current folder when printed), unless from is absolute.
+func starterPath(from, outputFile string) (string, error) {
+	if filepath.IsAbs(from) {
+		return filepath.Clean(from), nil
+	}
+	if outputFile == "" || outputFile == "-" {
+		return filepath.Clean(from), nil
+	}
+	absFrom, err := filepath.Abs(from)
+	if err != nil {
+		return "", err
+	}
+	base, err := filepath.Abs(filepath.Dir(outputFile))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(base, absFrom)
+}
+
+// reportFrom says on w what the --from manifests render to, and where
+// their objects without a namespace go.
+func reportFrom(w io.Writer, f *config.StarterFolder, namespace string) {
+	kind := f.Kind
+	if f.Overlays != nil {
+		kind = "kustomize overlays"
+	}
+	for _, r := range f.Renders {
+		where := f.Path
+		if r.Location != "." {
+			where = filepath.Join(f.Path, r.Location)
+		}
+		fmt.Fprintf(w, "driftwatch: %s (%s): %s\n", where, kind, r.Summary())
+	}
+	switch ns := f.SourceNamespace(namespace); {
+	case namespace != "" && ns == "":
+		fmt.Fprintf(w, "driftwatch: --namespace %s left out: every namespaced object of %s sets its namespace\n", namespace, f.Path)
+	case ns == "" && f.Kind != "helm" && f.Unnamespaced() > 0:
+		fmt.Fprintf(w, "driftwatch: %s: %d namespaced objects set no namespace: they go to default (pass --namespace)\n", f.Path, f.Unnamespaced())
+	}
+}
+
+// reportOverlays names on w the clusters whose overlay the starter could
+// not guess from their context names.
+func reportOverlays(w io.Writer, kc *clientcmdapi.Config, contexts, overlays []string) {
+	if contexts == nil {
+		for name := range kc.Contexts {
+			contexts = append(contexts, name)
+		}
+		slices.Sort(contexts)
+	}
+	var unknown []string
+	for _, c := range contexts {
+		if config.StarterOverlay(c, overlays) == "" && !slices.Contains(unknown, c) {
+			unknown = append(unknown, c)
+		}
+	}
+	switch {
+	case len(unknown) == 0:
+	case len(unknown) == len(contexts):
+		fmt.Fprintf(w, "driftwatch: no context name holds an overlay's name (%s): set each cluster's %s label, then uncomment the source\n",
+			strings.Join(overlays, ", "), config.StarterEnvLabel)
+	default:
+		noun := "context"
+		if len(unknown) > 1 {
+			noun = "contexts"
+		}
+		fmt.Fprintf(w, "driftwatch: %s %s: no overlay guessed from the name: set the cluster's %s label to one of %s\n",
+			noun, strings.Join(unknown, ", "), config.StarterEnvLabel, strings.Join(overlays, ", "))
+	}
 }
