@@ -286,6 +286,8 @@ type bencher struct {
 	workers int
 	// hubs counts the hubs started: each gets a fresh state file in dir.
 	hubs int
+	// inBaseline is set while --mode mixed runs its baseline.
+	inBaseline bool
 }
 
 func (b *bencher) progress(format string, a ...any) {
@@ -802,13 +804,16 @@ func (b *bencher) clusterNames() []string {
 	return names
 }
 
-// writeHeapProfile writes --memprofile (after a GC), if asked for.
+// writeHeapProfile writes --memprofile (after a GC), if asked for. The
+// baseline of --mode mixed (its scale run) writes its own file beside it
+// (memProfilePath).
 func (b *bencher) writeHeapProfile() {
-	if b.opts.MemProfile == "" {
+	path := memProfilePath(b.opts.MemProfile, b.opts.Mode == ModeMixed && b.inBaseline)
+	if path == "" {
 		return
 	}
 	runtime.GC()
-	f, err := os.Create(b.opts.MemProfile)
+	f, err := os.Create(path)
 	if err != nil {
 		b.log.Warn("heap profile", "err", err)
 		return
@@ -817,6 +822,17 @@ func (b *bencher) writeHeapProfile() {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.log.Warn("heap profile", "err", err)
 	}
+}
+
+// memProfilePath is where a heap profile goes: path, or for a baseline
+// run path with "-baseline" before its extension (mem.pprof:
+// mem-baseline.pprof); "" when path is.
+func memProfilePath(path string, baseline bool) string {
+	if path == "" || !baseline {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-baseline" + ext
 }
 
 // scale measures a hub managing many objects: the time from its start to

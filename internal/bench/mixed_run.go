@@ -180,6 +180,7 @@ func (b *bencher) mixed(ctx context.Context, rep *benchReport) error {
 	}
 	if o.Baseline {
 		b.progress("baseline: the three kinds (--mode scale) at %d objects per cluster", o.Objects)
+		b.inBaseline = true
 		if rep.Scale, err = b.scale(ctx); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}

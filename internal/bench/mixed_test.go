@@ -518,3 +518,18 @@ func TestBenchMixedRealCluster(t *testing.T) {
 		t.Error("timed out")
 	}
 }
+
+func TestMemProfilePath(t *testing.T) {
+	for _, tc := range []struct {
+		path     string
+		baseline bool
+		want     string
+	}{
+		{"", true, ""}, {"mem.pprof", false, "mem.pprof"}, {"mem.pprof", true, "mem-baseline.pprof"},
+		{"/tmp/x/heap", true, "/tmp/x/heap-baseline"},
+	} {
+		if got := memProfilePath(tc.path, tc.baseline); got != tc.want {
+			t.Errorf("%q %v: %q, want %q", tc.path, tc.baseline, got, tc.want)
+		}
+	}
+}
