@@ -808,7 +808,15 @@ func (b *bencher) clusterNames() []string {
 // baseline of --mode mixed (its scale run) writes its own file beside it
 // (memProfilePath).
 func (b *bencher) writeHeapProfile() {
-	path := memProfilePath(b.opts.MemProfile, b.opts.Mode == ModeMixed && b.inBaseline)
+	suffix := ""
+	if b.opts.Mode == ModeMixed && b.inBaseline {
+		suffix = "-baseline"
+	}
+	b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, suffix))
+}
+
+// writeHeapProfileTo writes a heap profile (after a GC) to path, if not "".
+func (b *bencher) writeHeapProfileTo(path string) {
 	if path == "" {
 		return
 	}
@@ -824,15 +832,15 @@ func (b *bencher) writeHeapProfile() {
 	}
 }
 
-// memProfilePath is where a heap profile goes: path, or for a baseline
-// run path with "-baseline" before its extension (mem.pprof:
-// mem-baseline.pprof); "" when path is.
-func memProfilePath(path string, baseline bool) string {
-	if path == "" || !baseline {
+// memProfilePath is where a heap profile goes: path with suffix before
+// its extension (mem.pprof, -baseline: mem-baseline.pprof); "" when path
+// is.
+func memProfilePath(path, suffix string) string {
+	if path == "" || suffix == "" {
 		return path
 	}
 	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "-baseline" + ext
+	return strings.TrimSuffix(path, ext) + suffix + ext
 }
 
 // scale measures a hub managing many objects: the time from its start to

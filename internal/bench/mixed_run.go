@@ -85,6 +85,9 @@ func (b *bencher) mixed(ctx context.Context, rep *benchReport) error {
 	}
 
 	heap0 := heapInUse()
+	// The heap before the config, for `go tool pprof -base`: the
+	// difference is what the hub holds for the objects.
+	b.writeHeapProfileTo(memProfilePath(o.MemProfile, "-before"))
 	path, err := writeMixed(b.dir, b.set, o.Objects, o.QPS, o.Workers)
 	if err != nil {
 		return err

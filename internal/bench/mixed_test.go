@@ -521,15 +521,13 @@ func TestBenchMixedRealCluster(t *testing.T) {
 
 func TestMemProfilePath(t *testing.T) {
 	for _, tc := range []struct {
-		path     string
-		baseline bool
-		want     string
+		path, suffix, want string
 	}{
-		{"", true, ""}, {"mem.pprof", false, "mem.pprof"}, {"mem.pprof", true, "mem-baseline.pprof"},
-		{"/tmp/x/heap", true, "/tmp/x/heap-baseline"},
+		{"", "-baseline", ""}, {"mem.pprof", "", "mem.pprof"}, {"mem.pprof", "-baseline", "mem-baseline.pprof"},
+		{"/tmp/x/heap", "-before", "/tmp/x/heap-before"},
 	} {
-		if got := memProfilePath(tc.path, tc.baseline); got != tc.want {
-			t.Errorf("%q %v: %q, want %q", tc.path, tc.baseline, got, tc.want)
+		if got := memProfilePath(tc.path, tc.suffix); got != tc.want {
+			t.Errorf("%q %q: %q, want %q", tc.path, tc.suffix, got, tc.want)
 		}
 	}
 }
