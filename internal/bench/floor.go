@@ -26,8 +26,8 @@ type EventSink func(cluster string, kind hub.Kind, ev watch.Event, at time.Time)
 
 // Floor is the benchmark's independent raw watch: one plain client-go watch
 // (typed, or dynamic for any kind) per cluster and kind on the managed
-// namespace, without a label selector, no informer and no cache. What it sees is the floor any watch-based tool
-// competes with.
+// namespace, without a label selector, no informer and no cache. What it
+// sees is the floor any watch-based tool competes with.
 type Floor struct {
 	log *slog.Logger
 	wg  conc.WaitGroup

@@ -374,7 +374,8 @@ func mixedFloorKinds() map[hub.Kind]schema.GroupVersionResource {
 type kindCount struct {
 	// Kind is the NodeID slug (statefulset.apps).
 	Kind string `json:"kind"`
-	N    int    `json:"n"`
+	// N is the number of objects.
+	N int `json:"n"`
 }
 
 // kindCounts returns m as kindCounts sorted by kind.
