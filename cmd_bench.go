@@ -16,7 +16,7 @@ import (
 func newBenchCmd(c *cliEnv) *cobra.Command {
 	var o bench.Options
 	cmd := &cobra.Command{
-		Use:   "bench [--mode watch|poll|burst|all|scale|fleet]",
+		Use:   "bench [--mode watch|poll|burst|all|scale|fleet|mixed]",
 		Short: "Measure drift detection and repair on local clusters (vs a raw watch and polling)",
 		Long: `Bench starts local control planes, has the hub manage generated objects on
 them, makes drift on a seeded schedule from a client of its own and measures
@@ -29,7 +29,14 @@ many clusters: --clusters cluster entries (default 250) of --objects objects
 --apiservers shared control planes (default 3), so each has its own
 watches; it reports the cold sync (a fresh hub creating everything), steady
 RSS, idle CPU and detect/repair at --rate drifts per second per entry
-(default 1) spread over --duration.
+(default 1) spread over --duration. --mode mixed manages --objects objects of
+eleven kinds per cluster (ConfigMap, Secret, ServiceAccount, Role,
+RoleBinding, StatefulSet, CronJob, HorizontalPodAutoscaler,
+PodDisruptionBudget, NetworkPolicy and a custom resource, with its CRD)
+loaded from a generated config of plain-files sources: initial sync, heap
+per object, idle CPU, detect/repair against a raw watch of the same kinds,
+and what rendering a 100-object kustomize folder and Helm chart costs; with
+--baseline (the default) it also runs --mode scale at the same count.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
 once (about 15-20 minutes and 3 GB of disk on 2 cores). The burst run also shows each apiserver's own request
@@ -45,6 +52,7 @@ burst's repairs over time.`,
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
   driftwatch bench --mode scale --objects 10000 --clusters 1
   driftwatch bench --mode fleet --clusters 250 --objects 100 --apiservers 3
+  driftwatch bench --mode mixed --clusters 1 --objects 10000
   driftwatch bench --chart bench.svg -o json > bench.json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -136,10 +144,10 @@ cannot be read). One of the reports may be -, read from standard input.`,
 
 // addBenchFlags registers bench's flags on fs.
 func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
-	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), scale, or fleet (many cluster entries on a few apiservers)")
+	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), scale, fleet (many cluster entries on a few apiservers), or mixed (eleven kinds from manifest sources)")
 	fs.IntVar(&o.Clusters, "clusters", 3, fmt.Sprintf("local control planes to start (fleet: cluster entries, default %d)", bench.FleetClusters))
 	fs.IntVar(&o.APIServers, "apiservers", bench.FleetAPIServers, "fleet: local control planes serving the cluster entries")
-	fs.IntVar(&o.Objects, "objects", 300, fmt.Sprintf("managed objects per cluster (Deployments, Services and ConfigMaps; fleet: per entry, Deployments and ConfigMaps, default %d)", bench.FleetObjects))
+	fs.IntVar(&o.Objects, "objects", 300, fmt.Sprintf("managed objects per cluster (Deployments, Services and ConfigMaps; fleet: per entry, Deployments and ConfigMaps, default %d; mixed: at least %d, over eleven kinds and a CRD)", bench.FleetObjects, bench.MixedMinObjects))
 	fs.IntVar(&o.Drifts, "drifts", 200, "drifts to make in the watch and poll runs, over all clusters")
 	fs.Float64Var(&o.Rate, "rate", 20, fmt.Sprintf("drifts per second per cluster (fleet: per entry, default %g)", bench.FleetRate))
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "poll run: the hub's resync period (real poll tools use about 5m)")
@@ -148,11 +156,12 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (a table) or json")
 	fs.Float64Var(&o.QPS, "qps", 0, "the hub's client rate limit per cluster, burst twice that (0: the config default, adaptive: APF-aware)")
 	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4 per cluster, 8 to 64)")
-	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale and fleet runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))
+	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale, fleet and mixed runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale and fleet runs: write a CPU profile of the idle window alone to this file")
+	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale, fleet and mixed runs: write a CPU profile of the idle window alone to this file")
 	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")
-	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale: at steady state) to this file")
+	fs.BoolVar(&o.Baseline, "baseline", true, "mixed: also run --mode scale (the three kinds) at the same object count, for the side-by-side")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale and mixed: at steady state; mixed also FILE-before, its heap before the config, for pprof -base, and its baseline FILE-baseline) to this file")
 }

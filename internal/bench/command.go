@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -45,6 +46,7 @@ const (
 	ModeAll   = "all"
 	ModeScale = "scale"
 	ModeFleet = "fleet"
+	ModeMixed = "mixed"
 )
 
 // benchNamespace holds every object the bench manages.
@@ -60,8 +62,8 @@ const benchBurstWorkers = 32
 // Options are the settings of Run (the flags of driftwatch bench; their
 // defaults are the command's).
 type Options struct {
-	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale or
-	// ModeFleet.
+	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale,
+	// ModeFleet or ModeMixed.
 	Mode string
 	// Clusters is how many local control planes to start (1 to 20); for
 	// ModeFleet, how many cluster entries the config has (1 to 2000),
@@ -105,13 +107,16 @@ type Options struct {
 	// Chart, when set, is an SVG file to draw the latency distributions
 	// and the burst's repairs over time to (package chart).
 	Chart string
+	// Baseline, with ModeMixed, also runs ModeScale's measures (the three
+	// kinds) at the same object count in the same run, for the ratios.
+	Baseline bool
 }
 
 // Validate checks the options; its errors say which flag is wrong.
 func (o Options) Validate() error {
 	switch {
-	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet}, o.Mode):
-		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale or fleet", o.Mode)
+	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet, ModeMixed}, o.Mode):
+		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale, fleet or mixed", o.Mode)
 	case o.Output != "text" && o.Output != "table" && o.Output != "json":
 		return fmt.Errorf("-o %q: want text or json", o.Output)
 	case o.Mode == ModeFleet && (o.Clusters < 1 || o.Clusters > 2000):
@@ -124,6 +129,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--duration must be positive")
 	case o.Objects < 1 || o.Objects > 100_000:
 		return fmt.Errorf("--objects must be between 1 and 100000")
+	case o.Mode == ModeMixed && o.Objects < MixedMinObjects:
+		return fmt.Errorf("--objects must be at least %d with --mode mixed (a CRD and one object of each other kind)", MixedMinObjects)
 	case o.Drifts < 1:
 		return fmt.Errorf("--drifts must be positive")
 	case o.Rate <= 0:
@@ -138,10 +145,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--idle must be positive")
 	case o.IdleCPUProfile != "" && o.CPUProfile != "":
 		return fmt.Errorf("--idle-cpuprofile and --cpuprofile: one CPU profile at a time")
-	case o.IdleCPUProfile != "" && o.Mode != ModeScale && o.Mode != ModeFleet:
-		return fmt.Errorf("--idle-cpuprofile profiles the idle window of --mode scale or fleet")
-	case o.Chart != "" && o.Mode == ModeScale:
-		return fmt.Errorf("--chart draws drift runs: not with --mode scale")
+	case o.IdleCPUProfile != "" && o.Mode != ModeScale && o.Mode != ModeFleet && o.Mode != ModeMixed:
+		return fmt.Errorf("--idle-cpuprofile profiles the idle window of --mode scale, fleet or mixed")
+	case o.Chart != "" && (o.Mode == ModeScale || o.Mode == ModeMixed):
+		return fmt.Errorf("--chart draws the watch, poll and burst runs: not with --mode %s", o.Mode)
 	}
 	return nil
 }
@@ -210,6 +217,17 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		b.clients[lc.Name] = c
 	}
 	b.targets = b.clients
+	b.dynamic = make(map[string]dynamic.Interface, len(set.Clusters))
+	for _, lc := range set.Clusters {
+		rc := lc.RESTConfig()
+		rc.QPS = -1
+		rc.UserAgent = driftgen.FieldManager
+		d, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return fmt.Errorf("bench: cluster %q: dynamic client: %w", lc.Name, err)
+		}
+		b.dynamic[lc.Name] = d
+	}
 
 	rep := benchReport{
 		Mode: o.Mode, Clusters: o.Clusters, ObjectsPerCluster: o.Objects, Seed: o.Seed,
@@ -221,6 +239,9 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 	case ModeFleet:
 		rep.APIServers = o.APIServers
 		rep.Fleet, rep.Runs, err = b.fleet(ctx, &rep)
+	case ModeMixed:
+		rep.Drifts, rep.Rate = o.Drifts, o.Rate
+		err = b.mixed(ctx, &rep)
 	default:
 		rep.Drifts, rep.Rate = o.Drifts, o.Rate
 		rep.Runs, err = b.driftRuns(ctx, &rep)
@@ -257,12 +278,16 @@ type bencher struct {
 	// targets are the drift clients by cluster id of the config: clients,
 	// or for the fleet each entry's apiserver's client.
 	targets map[string]kubernetes.Interface
+	// dynamic are the dynamic clients by cluster name (--mode mixed).
+	dynamic map[string]dynamic.Interface
 	// current receives the raw watch's events (nil between runs).
 	current atomic.Pointer[Tracker]
 	// workers is the hub's effective worker count (from the config).
 	workers int
 	// hubs counts the hubs started: each gets a fresh state file in dir.
 	hubs int
+	// inBaseline is set while --mode mixed runs its baseline.
+	inBaseline bool
 }
 
 func (b *bencher) progress(format string, a ...any) {
@@ -642,8 +667,25 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	}
 	r.Sync = msDuration(time.Since(began))
 	b.progress("%s: hub in sync with %d objects after %s; making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), len(steps))
+	stopped = true
+	err = b.makeDrifts(ctx, &r, rh, tr, driftgen.New(b.targets, o.Seed), steps, workers, limit)
+	return r, err
+}
 
+// makeDrifts makes the planned drifts through gen on the running hub rh
+// (in sync, its drift records going to tr, which b.current holds), waits
+// until the raw watch saw every one repaired (or limit), stops rh and
+// fills r's figures.
+func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, tr *Tracker, gen Drifter, steps []Step, workers int, limit time.Duration) error {
+	mode := r.Mode
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = rh.Stop()
+		}
+	}()
 	var before map[string]RequestDurations
+	var err error
 	if mode == ModeBurst {
 		if before, err = b.scrapeAPIServers(ctx); err != nil {
 			r.APIServerError = err.Error()
@@ -654,7 +696,7 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	}
 	cpu0 := CPUTime()
 	issued := time.Now()
-	Execute(ctx, driftgen.New(b.targets, o.Seed), tr, steps, workers)
+	Execute(ctx, gen, tr, steps, workers)
 	r.Issue = msDuration(time.Since(issued))
 	stopProgress := b.every(5*time.Second, func() {
 		n := 0
@@ -683,16 +725,16 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 			r.APIServer = apiserverLatencies(b.clusterNames(), before, after)
 		}
 	}
-	if mode != ModeFleet { // the fleet's profile is its steady state's
+	if mode != ModeFleet && mode != ModeMixed { // their profiles are their steady states'
 		b.writeHeapProfile()
 	}
 	snap := rh.app.Hub().Snapshot()
 	stopped = true
 	if err := rh.Stop(); err != nil {
-		return r, fmt.Errorf("%s run: %w", mode, err)
+		return fmt.Errorf("%s run: %w", mode, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return r, err
+		return err
 	}
 
 	samples := tr.Samples()
@@ -704,6 +746,12 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	r.ByAction = make(map[string]actionReport)
 	for a, l := range CollectByAction(samples) {
 		r.ByAction[string(a)] = actionReport{Floor: latencyOf(l.Floor), Detect: latencyOf(l.Detect), Repair: latencyOf(l.Repair)}
+	}
+	if mode == ModeMixed {
+		r.ByKind = make(map[string]actionReport)
+		for k, l := range CollectByKind(samples) {
+			r.ByKind[string(k)] = actionReport{Floor: latencyOf(l.Floor), Detect: latencyOf(l.Detect), Repair: latencyOf(l.Repair)}
+		}
 	}
 	var first, lastRepair time.Time
 	for _, s := range samples {
@@ -730,7 +778,7 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 		r.RepairsPerSecond = float64(r.Repaired) / elapsed.Seconds()
 	}
 	b.progress("%s: %d/%d repaired, the last %s after the first drift", mode, r.Repaired, r.Drifts, r.Elapsed.dur().Round(time.Millisecond))
-	return r, nil
+	return nil
 }
 
 // scrapeAPIServers scrapes every local apiserver's request latency
@@ -756,13 +804,24 @@ func (b *bencher) clusterNames() []string {
 	return names
 }
 
-// writeHeapProfile writes --memprofile (after a GC), if asked for.
+// writeHeapProfile writes --memprofile (after a GC), if asked for. The
+// baseline of --mode mixed (its scale run) writes its own file beside it
+// (memProfilePath).
 func (b *bencher) writeHeapProfile() {
-	if b.opts.MemProfile == "" {
+	suffix := ""
+	if b.opts.Mode == ModeMixed && b.inBaseline {
+		suffix = "-baseline"
+	}
+	b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, suffix))
+}
+
+// writeHeapProfileTo writes a heap profile (after a GC) to path, if not "".
+func (b *bencher) writeHeapProfileTo(path string) {
+	if path == "" {
 		return
 	}
 	runtime.GC()
-	f, err := os.Create(b.opts.MemProfile)
+	f, err := os.Create(path)
 	if err != nil {
 		b.log.Warn("heap profile", "err", err)
 		return
@@ -771,6 +830,17 @@ func (b *bencher) writeHeapProfile() {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.log.Warn("heap profile", "err", err)
 	}
+}
+
+// memProfilePath is where a heap profile goes: path with suffix before
+// its extension (mem.pprof, -baseline: mem-baseline.pprof); "" when path
+// is.
+func memProfilePath(path, suffix string) string {
+	if path == "" || suffix == "" {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + suffix + ext
 }
 
 // scale measures a hub managing many objects: the time from its start to
@@ -881,6 +951,7 @@ type benchReport struct {
 	Ratios       *benchRatios `json:"ratios,omitempty"`
 	Scale        *scaleReport `json:"scale,omitempty"`
 	Fleet        *fleetReport `json:"fleet,omitempty"`
+	Mixed        *mixedReport `json:"mixed,omitempty"`
 	Targets      []benchGoal  `json:"targets,omitempty"`
 	Notes        []string     `json:"notes,omitempty"`
 	// CPUs is the machine's CPU count; LoadBefore its 1, 5 and 15 minute
@@ -920,6 +991,8 @@ type runReport struct {
 	Repair   latencyReport `json:"repair"`
 	// ByAction splits floor, detect and repair by drift action.
 	ByAction map[string]actionReport `json:"byAction"`
+	// ByKind splits them by kind (NodeID slug; --mode mixed).
+	ByKind map[string]actionReport `json:"byKind,omitempty"`
 	// Samples are the per-drift latencies behind the percentiles (for
 	// charts).
 	Samples *runSamples `json:"samples,omitempty"`
@@ -999,6 +1072,14 @@ type benchRatios struct {
 	PollOverWatchDetectP50 float64 `json:"pollOverWatchDetectP50,omitempty"`
 	// WatchDetectP99OverFloorP99 is watch detect p99 / floor p99.
 	WatchDetectP99OverFloorP99 float64 `json:"watchDetectP99OverFloorP99,omitempty"`
+	// MixedDetectP99OverFloorP99 is the mixed run's detect p99 / its
+	// floor p99.
+	MixedDetectP99OverFloorP99 float64 `json:"mixedDetectP99OverFloorP99,omitempty"`
+	// MixedSyncOverScaleSync and MixedHeapOverScaleHeap compare the mixed
+	// kinds' initial sync and heap per object with the three kinds' at the
+	// same object count (--baseline).
+	MixedSyncOverScaleSync float64 `json:"mixedSyncOverScaleSync,omitempty"`
+	MixedHeapOverScaleHeap float64 `json:"mixedHeapOverScaleHeap,omitempty"`
 }
 
 // benchGoal is one target of the issue, checked against the figures.
@@ -1037,6 +1118,9 @@ func (rep *benchReport) failed() bool {
 		}
 	}
 	if rep.Fleet != nil && (rep.Fleet.SyncFailed || len(rep.Fleet.Failures) > 0) {
+		return true
+	}
+	if rep.Mixed != nil && (rep.Mixed.SyncFailed || len(rep.Mixed.Failures) > 0) {
 		return true
 	}
 	return rep.Scale != nil && (rep.Scale.SyncFailed || len(rep.Scale.Failures) > 0)
@@ -1089,17 +1173,22 @@ func (rep *benchReport) finish(o Options) {
 		}
 	}
 	if rep.Scale != nil {
+		prefix := ""
+		if rep.Mixed != nil {
+			prefix = "three kinds (baseline): "
+		}
 		rep.Targets = append(rep.Targets, benchGoal{
-			Goal:   fmt.Sprintf("under 2 KiB of hub memory per managed object at %d objects per cluster", o.Objects),
+			Goal:   fmt.Sprintf("%sunder 2 KiB of hub memory per managed object at %d objects per cluster", prefix, o.Objects),
 			Met:    rep.Scale.BytesPerObject > 0 && rep.Scale.BytesPerObject < 2048,
 			Actual: fmtBytes(uint64(rep.Scale.BytesPerObject))})
 	}
 	rep.finishFleet()
+	rep.finishMixed(o)
 	if pollRun != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("poll: watches off, the hub's resync alone finds drift, every %s (+ up to 10%% jitter); each pass GETs every object through the hub's client rate limit (%s per cluster). Real poll tools use about 5m: poll figures scale with the interval.", o.Interval, clusters.DescribeRateLimit(float32(rep.QPS), 0)))
 	}
 	if len(rep.Runs) > 0 {
-		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
+		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector; dynamic for the mixed kinds) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
 		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes.")
 	}
 	if burstRun != nil && len(burstRun.APIServer) > 0 {
@@ -1143,13 +1232,25 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	if rep.APIServers > 0 {
 		clustersText = fmt.Sprintf("%d cluster entries on %d apiserver(s)", rep.Clusters, rep.APIServers)
 	}
-	fmt.Fprintf(tw, "driftwatch bench --mode %s: %s x %d objects (%d Deployments, %d Services, %d ConfigMaps each); hub: %d workers, client rate limit %s per cluster\n",
-		rep.Mode, clustersText, rep.ObjectsPerCluster, mix.Deployments, mix.Services, mix.ConfigMaps, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
+	mixText := fmt.Sprintf("%d Deployments, %d Services, %d ConfigMaps each", mix.Deployments, mix.Services, mix.ConfigMaps)
+	if rep.Mixed != nil {
+		kinds := make([]string, 0, len(rep.Mixed.Kinds))
+		for _, k := range rep.Mixed.Kinds {
+			kinds = append(kinds, fmt.Sprintf("%d %s", k.N, k.Kind))
+		}
+		mixText = fmt.Sprintf("%d kinds each: %s", len(rep.Mixed.Kinds), strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(tw, "driftwatch bench --mode %s: %s x %d objects (%s); hub: %d workers, client rate limit %s per cluster\n",
+		rep.Mode, clustersText, rep.ObjectsPerCluster, mixText, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
 	if rep.LoadBefore != "" {
 		fmt.Fprintf(tw, "machine: %d CPUs, load average before the bench %s\n", rep.CPUs, rep.LoadBefore)
 	}
 	if len(rep.Runs) > 0 {
-		fmt.Fprintf(tw, "drifts: %d at %g/s per cluster, seed %d, schedule %s (deletes, scales, image edits, label removals)\n\n", rep.Drifts, rep.Rate, rep.Seed, rep.Schedule)
+		what := "deletes, scales, image edits, label removals"
+		if rep.Mixed != nil {
+			what = "deletes, field edits, label removals"
+		}
+		fmt.Fprintf(tw, "drifts: %d at %g/s per cluster, seed %d, schedule %s (%s)\n\n", rep.Drifts, rep.Rate, rep.Seed, rep.Schedule, what)
 		fmt.Fprintln(tw, "mode\tlatency\tn\tp50\tp95\tp99\tmax")
 		for _, r := range rep.Runs {
 			for _, l := range []struct {
@@ -1170,12 +1271,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), fmtBytes(r.PeakRSS))
 		}
 		for _, r := range rep.Runs {
-			if r.Mode != ModeWatch && r.Mode != ModeFleet {
+			if r.Mode != ModeWatch && r.Mode != ModeFleet && r.Mode != ModeMixed {
 				continue
 			}
 			fmt.Fprintln(tw)
 			fmt.Fprintf(tw, "%s by action\tn\tfloor p50\tfloor p99\tdetect p50\tdetect p99\trepair p50\trepair p99\n", r.Mode)
-			for _, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
+			for _, a := range reportedActions() {
 				l, ok := r.ByAction[string(a)]
 				if !ok {
 					continue
@@ -1183,6 +1284,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a, l.Detect.N, fmtDur(l.Floor.P50.dur()), fmtDur(l.Floor.P99.dur()),
 					fmtDur(l.Detect.P50.dur()), fmtDur(l.Detect.P99.dur()), fmtDur(l.Repair.P50.dur()), fmtDur(l.Repair.P99.dur()))
 			}
+			writeByKind(tw, &r)
 		}
 		for _, r := range rep.Runs {
 			if len(r.APIServer) == 0 {
@@ -1213,10 +1315,23 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		if rep.Ratios.WatchDetectP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "watch detect p99 / floor p99\t%.2fx\n", rep.Ratios.WatchDetectP99OverFloorP99)
 		}
+		if rep.Ratios.MixedDetectP99OverFloorP99 > 0 {
+			fmt.Fprintf(tw, "mixed detect p99 / floor p99\t%.2fx\n", rep.Ratios.MixedDetectP99OverFloorP99)
+		}
+		if rep.Ratios.MixedSyncOverScaleSync > 0 {
+			fmt.Fprintf(tw, "mixed initial sync / three kinds' initial sync\t%.2fx\n", rep.Ratios.MixedSyncOverScaleSync)
+		}
+		if rep.Ratios.MixedHeapOverScaleHeap > 0 {
+			fmt.Fprintf(tw, "mixed heap per object / three kinds' heap per object\t%.2fx\n", rep.Ratios.MixedHeapOverScaleHeap)
+		}
 	}
 	if s := rep.Scale; s != nil {
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "measure\tvalue")
+		if rep.Mixed != nil {
+			fmt.Fprintln(tw, "three kinds (baseline) measure\tvalue")
+		} else {
+			fmt.Fprintln(tw, "measure\tvalue")
+		}
 		fmt.Fprintf(tw, "managed objects\t%d\n", s.Objects)
 		fmt.Fprintf(tw, "objects created by the bench client (16 at a time)\t%s\n", fmtDur(s.Precreate.dur()))
 		fmt.Fprintf(tw, "initial sync (hub start to all in sync)\t%s\n", fmtDur(s.InitialSync.dur()))
@@ -1227,6 +1342,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), s.IdleCPUPercent)
 	}
 	rep.Fleet.writeTable(tw)
+	rep.Mixed.writeTable(tw, rep.Scale)
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "target\tresult\tactual")
@@ -1253,6 +1369,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	if s := rep.Scale; s != nil {
 		writeFailures(w, "scale: the hub never showed every object in sync; objects not in sync", s.Failures)
 	}
+	if m := rep.Mixed; m != nil {
+		writeFailures(w, "mixed: the hub never showed every object in sync; objects not in sync", m.Failures)
+	}
 	if f := rep.Fleet; f != nil {
 		writeFailures(w, "fleet: the hub never showed every entry synced and every object in sync; objects not in sync", f.Failures)
 	}
@@ -1263,6 +1382,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// reportedActions are the drift actions the by-action tables list, in
+// order (those a run made).
+func reportedActions() []driftgen.Action {
+	return []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionEdit, driftgen.ActionUnlabel}
 }
 
 // fmtDur formats a latency with a precision that suits its size.

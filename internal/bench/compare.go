@@ -10,8 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
 // compareThreshold is the relative change beyond which compare marks a
@@ -65,12 +63,18 @@ func figures(rep *benchReport) []figure {
 		}{{"floor", r.Floor}, {"hub-event", r.Observed}, {"detect", r.Detect}, {"apply", r.Applied}, {"repair", r.Repair}} {
 			lat(r.Mode+" "+l.name, l.p)
 		}
-		for _, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
+		for _, a := range reportedActions() {
 			if l, ok := r.ByAction[string(a)]; ok {
 				lat(fmt.Sprintf("%s %s floor", r.Mode, a), l.Floor)
 				lat(fmt.Sprintf("%s %s detect", r.Mode, a), l.Detect)
 				lat(fmt.Sprintf("%s %s repair", r.Mode, a), l.Repair)
 			}
+		}
+		for _, k := range sortedKeys(r.ByKind) {
+			l := r.ByKind[k]
+			lat(fmt.Sprintf("%s %s floor", r.Mode, k), l.Floor)
+			lat(fmt.Sprintf("%s %s detect", r.Mode, k), l.Detect)
+			lat(fmt.Sprintf("%s %s repair", r.Mode, k), l.Repair)
 		}
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
@@ -94,6 +98,18 @@ func figures(rep *benchReport) []figure {
 		bytes("scale heap in use", float64(s.HeapInUse))
 		bytes("scale hub heap per object", s.BytesPerObject)
 		dur("scale idle cpu", s.IdleCPU)
+	}
+	if m := rep.Mixed; m != nil {
+		dur("mixed initial sync", m.InitialSync)
+		bytes("mixed peak rss", float64(m.PeakRSS))
+		bytes("mixed steady rss", float64(m.RSS))
+		bytes("mixed heap in use", float64(m.HeapInUse))
+		bytes("mixed hub heap per object", m.BytesPerObject)
+		dur("mixed idle cpu", m.IdleCPU)
+		for _, c := range m.Renders {
+			dur("render "+c.Source+" p50", c.P50)
+			bytes("render "+c.Source+" bytes allocated", float64(c.Bytes))
+		}
 	}
 	if f := rep.Fleet; f != nil {
 		dur("fleet every entry synced", f.ClustersSynced)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sourcegraph/conc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -22,9 +25,9 @@ import (
 type EventSink func(cluster string, kind hub.Kind, ev watch.Event, at time.Time)
 
 // Floor is the benchmark's independent raw watch: one plain client-go watch
-// per cluster and kind on the managed namespace, without a label selector,
-// no informer and no cache. What it sees is the floor any watch-based tool
-// competes with.
+// (typed, or dynamic for any kind) per cluster and kind on the managed
+// namespace, without a label selector, no informer and no cache. What it
+// sees is the floor any watch-based tool competes with.
 type Floor struct {
 	log *slog.Logger
 	wg  conc.WaitGroup
@@ -35,34 +38,56 @@ type Floor struct {
 // to sink. It returns once every watch has its starting point (events from
 // then on are delivered); call Wait after ctx ends.
 func StartFloor(ctx context.Context, clients map[string]kubernetes.Interface, namespace string, sink EventSink, log *slog.Logger) (*Floor, error) {
+	var ws []floorWatch
+	for _, name := range sortedKeys(clients) {
+		for _, kind := range hub.Kinds() {
+			ws = append(ws, floorWatch{cluster: name, kind: kind, w: rawWatchFor(clients[name], namespace, kind)})
+		}
+	}
+	return startFloor(ctx, ws, namespace, sink, log)
+}
+
+// StartDynamicFloor is StartFloor for any kinds, watched with the dynamic
+// client: kinds are the resources to watch in namespace, by the NodeID
+// slug the sink is given.
+func StartDynamicFloor(ctx context.Context, clients map[string]dynamic.Interface, namespace string, kinds map[hub.Kind]schema.GroupVersionResource, sink EventSink, log *slog.Logger) (*Floor, error) {
+	var ws []floorWatch
+	for _, name := range sortedKeys(clients) {
+		for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+			ri := clients[name].Resource(kinds[kind]).Namespace(namespace)
+			ws = append(ws, floorWatch{cluster: name, kind: kind, w: rawWatch{
+				list:  func(ctx context.Context, o metav1.ListOptions) (metav1.ListInterface, error) { return ri.List(ctx, o) },
+				watch: ri.Watch,
+			}})
+		}
+	}
+	return startFloor(ctx, ws, namespace, sink, log)
+}
+
+// floorWatch is one raw watch of the floor: a kind on a cluster.
+type floorWatch struct {
+	cluster string
+	kind    hub.Kind
+	w       rawWatch
+}
+
+// startFloor gets every watch's starting resource version, then starts
+// them.
+func startFloor(ctx context.Context, ws []floorWatch, namespace string, sink EventSink, log *slog.Logger) (*Floor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Floor{log: log}
-	names := make([]string, 0, len(clients))
-	for name := range clients {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	type start struct {
-		cluster string
-		kind    hub.Kind
-		w       rawWatch
-		rv      string
-	}
-	var starts []start
-	for _, name := range names {
-		for _, kind := range hub.Kinds() {
-			w := rawWatchFor(clients[name], namespace, kind)
-			rv, err := w.resourceVersion(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("cluster %q: list %s in %s: %w", name, kind, namespace, err)
-			}
-			starts = append(starts, start{cluster: name, kind: kind, w: w, rv: rv})
+	rvs := make([]string, len(ws))
+	for i, w := range ws {
+		rv, err := w.w.resourceVersion(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: list %s in %s: %w", w.cluster, w.kind, namespace, err)
 		}
+		rvs[i] = rv
 	}
-	for _, s := range starts {
-		f.wg.Go(func() { f.run(ctx, s.cluster, s.kind, s.w, s.rv, sink) })
+	for i, w := range ws {
+		f.wg.Go(func() { f.run(ctx, w.cluster, w.kind, w.w, rvs[i], sink) })
 	}
 	return f, nil
 }

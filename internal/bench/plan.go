@@ -61,6 +61,12 @@ func Actions(k hub.Kind) []driftgen.Action {
 // permutation, so no object drifts twice before every other object of its
 // cluster drifted once.
 func Plan(targets []Target, drifts int, ratePerCluster float64, seed uint64) []Step {
+	return PlanWith(targets, drifts, ratePerCluster, seed, Actions)
+}
+
+// PlanWith is Plan with the drifts of each kind chosen from actions(kind)
+// (Plan uses Actions; --mode mixed, MixedActions).
+func PlanWith(targets []Target, drifts int, ratePerCluster float64, seed uint64, actions func(hub.Kind) []driftgen.Action) []Step {
 	byCluster := groupByCluster(targets)
 	names := sortedKeys(byCluster)
 	if len(names) == 0 || drifts <= 0 {
@@ -85,7 +91,7 @@ func Plan(targets []Target, drifts int, ratePerCluster float64, seed uint64) []S
 		}
 		t := byCluster[names[c]][s.perm[s.next]]
 		s.next++
-		acts := Actions(t.ID.Kind)
+		acts := actions(t.ID.Kind)
 		i := j / len(names)
 		var off time.Duration
 		if ratePerCluster > 0 {

@@ -9,13 +9,19 @@ import (
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
+// Drifter makes one drift: driftgen.Generator for the three kinds, the
+// dynamic client's drifter for --mode mixed.
+type Drifter interface {
+	Do(ctx context.Context, t driftgen.Target, a driftgen.Action) driftgen.Drift
+}
+
 // Execute makes the planned drifts through gen, each at its offset from
 // now, and registers every one with tr before its call. Each cluster has
 // workers goroutines taking its steps in plan order (one keeps the rate;
 // more make a burst of calls at once). A drift that falls behind schedule is
 // made at once, never skipped, so the targets and actions never depend on
 // timing. It returns when every step was made or ctx ended.
-func Execute(ctx context.Context, gen *driftgen.Generator, tr *Tracker, steps []Step, workers int) {
+func Execute(ctx context.Context, gen Drifter, tr *Tracker, steps []Step, workers int) {
 	workers = max(workers, 1)
 	start := time.Now()
 	byCluster := make(map[string][]Step)

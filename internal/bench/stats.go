@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 )
 
@@ -68,6 +69,19 @@ func CollectByAction(samples []Sample) map[driftgen.Action]Latencies {
 	out := make(map[driftgen.Action]Latencies, len(by))
 	for a, ss := range by {
 		out[a] = Collect(ss)
+	}
+	return out
+}
+
+// CollectByKind is Collect per kind (NodeID slug) of the drifted objects.
+func CollectByKind(samples []Sample) map[hub.Kind]Latencies {
+	by := make(map[hub.Kind][]Sample)
+	for _, s := range samples {
+		by[s.Target.ID.Kind] = append(by[s.Target.ID.Kind], s)
+	}
+	out := make(map[hub.Kind]Latencies, len(by))
+	for k, ss := range by {
+		out[k] = Collect(ss)
 	}
 	return out
 }
