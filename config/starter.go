@@ -572,7 +572,11 @@ func InspectStarterFolder(ctx context.Context, path, namespace string) (*Starter
 		where := filepath.Join(path, locs[i])
 		renders[i] = st.render(ctx, sourceRequest{req: r, key: where})
 		if err := renders[i].err; err != nil {
-			return nil, fmt.Errorf("%s: does not render (%s): %w", where, f.Kind, err)
+			hint := ""
+			if f.Kind == "path" && fi.IsDir() {
+				hint = nestedSources(path)
+			}
+			return nil, fmt.Errorf("%s: does not render (%s): %w%s", where, f.Kind, err, hint)
 		}
 		if len(renders[i].objects) == 0 {
 			if f.Kind == "path" {
@@ -620,6 +624,45 @@ func overlays(dir string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// nestedSources names, as a hint for plain manifests that do not
+// render, the folders under dir (a few levels down) that hold a
+// kustomization or a chart, which are no plain manifests: " (deploy/base
+// holds a kustomization: start from it)"; "" when there are none.
+func nestedSources(dir string) string {
+	var found []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || strings.Count(rel, string(filepath.Separator)) >= 3 || strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		for _, name := range append(konfig.RecognizedKustomizationFileNames(), "Chart.yaml") {
+			if fi, err := os.Stat(filepath.Join(p, name)); err == nil && !fi.IsDir() {
+				what := "a kustomization"
+				if name == "Chart.yaml" {
+					what = "a chart"
+				}
+				found = append(found, filepath.ToSlash(p)+" holds "+what)
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	switch {
+	case len(found) == 0:
+		return ""
+	case len(found) > 5:
+		found = append(found[:5], "...")
+	}
+	what := "start from it"
+	if len(found) > 1 {
+		what = "start from one of them"
+	}
+	return " (" + strings.Join(found, ", ") + ": " + what + ")"
 }
 
 // unwrapPathError drops the path of a *fs.PathError, which the caller

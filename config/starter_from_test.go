@@ -1,6 +1,11 @@
 package config
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -67,6 +72,12 @@ func TestInspectStarterFolder(t *testing.T) {
 				{Location: "overlays/staging", Objects: 7, Kinds: shop},
 			}},
 
+		{name: "packaged chart", kind: "helm", id: "cache-0-1-0",
+			setup: func(t *testing.T) string {
+				return packChart(t, filepath.Join(fromDir, "chart"), filepath.Join(t.TempDir(), "cache-0.1.0.tgz"))
+			},
+			renders: []StarterRender{{Location: ".", Objects: 2, Unnamespaced: 2, Kinds: map[string]int{"Deployment": 1, "Service": 1}}}},
+
 		{name: "empty folder", setup: func(t *testing.T) string { return t.TempDir() }, wantErr: []string{"empty folder"}},
 		{name: "missing", path: "nope", wantErr: []string{fromDir + "/nope: no such file or directory"}},
 		{name: "unreadable folder", wantErr: []string{"permission denied"},
@@ -93,6 +104,14 @@ func TestInspectStarterFolder(t *testing.T) {
 		{name: "kustomize's message", path: "broken", wantErr: []string{fromDir + "/broken: does not render (kustomize):", "missing.yaml"}},
 		{name: "Helm's message", path: "brokenchart", wantErr: []string{fromDir + "/brokenchart: does not render (helm):", "nil pointer evaluating", "missing.key"}},
 		{name: "no objects", path: "notes", wantErr: []string{fromDir + "/notes: no objects"}},
+		{name: "a kustomization and a chart below", wantErr: []string{"does not render (path): ", "Kustomization has no metadata",
+			"/deploy/base holds a kustomization, ", "/deploy/cache holds a chart: start from one of them)"},
+			setup: func(t *testing.T) string {
+				dir := filepath.Join(t.TempDir(), "deploy")
+				copyDir(t, filepath.Join(fromDir, "kustomize"), filepath.Join(dir, "base"))
+				copyDir(t, filepath.Join(fromDir, "chart"), filepath.Join(dir, "cache"))
+				return dir
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,4 +350,39 @@ func TestStarterRenderSummary(t *testing.T) {
 	if got, want := r.Summary(), "1 object: 1 Namespace"; got != want {
 		t.Errorf("Summary() = %q, want %q", got, want)
 	}
+}
+
+// packChart writes the chart folder src as a .tgz at dst, as helm
+// package does (the files under a folder named after the chart), and
+// returns dst.
+func packChart(t *testing.T, src, dst string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: "cache/" + filepath.ToSlash(rel), Mode: 0o644, Size: int64(len(data))}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err = errors.Join(err, tw.Close(), gz.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

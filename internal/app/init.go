@@ -94,6 +94,9 @@ func Init(ctx context.Context, o InitOptions, env Env) error {
 		if opts.FromPath, err = starterPath(o.From, o.OutputFile); err != nil {
 			return fmt.Errorf("init: --from %s: %w", o.From, err)
 		}
+		if strings.Contains(opts.FromPath, "${") {
+			return fmt.Errorf("init: --from %s: a source path cannot hold ${ (the config reads it as ${cluster...}): rename the folder", o.From)
+		}
 		opts.From = from
 		reportFrom(env.Stderr, from, o.Namespace)
 	}
