@@ -768,30 +768,7 @@ func (d *decoder) references() {
 		}
 
 		if src.hasList {
-			if len(a.Clusters) == 0 && len(src.items) == 0 {
-				d.errorf(src.clusters.pos, src.clusters.field, "must list at least one cluster")
-			}
-			listed := make(map[string]bool, len(a.Clusters))
-			for k, name := range a.Clusters {
-				it := src.items[k]
-				if listed[name] {
-					d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
-					continue
-				}
-				listed[name] = true
-				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
-					msg := fmt.Sprintf("unknown cluster %q", name)
-					if d.isSource(name) {
-						msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
-					} else if s, ok := suggested[name]; ok {
-						msg += s
-					} else {
-						suggested[name] = hint(name, ids)
-						msg += suggested[name]
-					}
-					d.errorf(it.pos, it.field, "%s", msg)
-				}
-			}
+			d.checkClusterList(src.clusters, src.items, a.Clusters, clusterAt, ids, suggested)
 		}
 		matched := false
 		for _, k := range d.targets(a, src, clusterAt) {
@@ -1232,4 +1209,37 @@ func kmsg(errs []string) string {
 // tenancy ID: label values cannot hold ':', so it becomes '.'.
 func TenancyLabelValue(tenancy string) string {
 	return strings.ReplaceAll(tenancy, ":", ".")
+}
+
+// checkClusterList checks the clusters list of an application or a source
+// (names, parallel to items): not empty, no cluster twice, every one known
+// (a did-you-mean hint, cached in suggested, for the others).
+func (d *decoder) checkClusterList(clusters child, items []item, names []string, clusterAt map[string]int, ids []string, suggested map[string]string) {
+	if len(names) == 0 && len(items) == 0 {
+		d.errorf(clusters.pos, clusters.field, "must list at least one cluster")
+	}
+	listed := make(map[string]bool, len(names))
+	for k, name := range names {
+		it := items[k]
+		if listed[name] {
+			d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
+			continue
+		}
+		listed[name] = true
+		if _, ok := clusterAt[name]; ok || d.incompleteIDs {
+			continue
+		}
+		msg := fmt.Sprintf("unknown cluster %q", name)
+		if d.isSource(name) {
+			msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
+		} else {
+			h, ok := suggested[name]
+			if !ok {
+				h = hint(name, ids)
+				suggested[name] = h
+			}
+			msg += h
+		}
+		d.errorf(it.pos, it.field, "%s", msg)
+	}
 }

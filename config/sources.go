@@ -492,6 +492,7 @@ func (d *decoder) manifestReferences(clusterAt map[string]int, ids []string, dis
 		}
 	}
 	srcAt := map[string]int{}
+	suggested := map[string]string{} // unknown cluster -> hint
 	for i, s := range d.cfg.Sources {
 		src := d.srcs[i]
 		field := joinField(src.field, "id")
@@ -518,27 +519,7 @@ func (d *decoder) manifestReferences(clusterAt map[string]int, ids []string, dis
 			continue
 		}
 		if src.hasList {
-			if len(s.Clusters) == 0 && len(src.items) == 0 {
-				d.errorf(src.clusters.pos, src.clusters.field, "must list at least one cluster")
-			}
-			listed := make(map[string]bool, len(s.Clusters))
-			for k, name := range s.Clusters {
-				it := src.items[k]
-				if listed[name] {
-					d.errorf(it.pos, it.field, "cluster %q is listed twice", name)
-					continue
-				}
-				listed[name] = true
-				if _, ok := clusterAt[name]; !ok && !d.incompleteIDs {
-					msg := fmt.Sprintf("unknown cluster %q", name)
-					if d.isSource(name) {
-						msg += " (it names a clusterAPI source: select the clusters it discovers with a selector over their labels)"
-					} else {
-						msg += hint(name, ids)
-					}
-					d.errorf(it.pos, it.field, "%s", msg)
-				}
-			}
+			d.checkClusterList(src.clusters, src.items, s.Clusters, clusterAt, ids, suggested)
 		}
 		if hasSel && src.selectorOK && len(d.sourceTargets(i, clusterAt)) == 0 && !d.incompleteLabels && !discovery {
 			d.errorf(src.selector.pos, src.selector.field, "selector %q matches no cluster", s.Selector)
