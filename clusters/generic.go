@@ -272,6 +272,14 @@ func (m *Manager) kindFor(spec hub.NodeSpec) (kindInfo, error) {
 	if info, ok := kindTable[spec.Kind]; ok {
 		return info, nil
 	}
+	// Known kinds first: gvkOf reads the body, which every read, compare
+	// and write of the kind would otherwise pay for.
+	m.mu.Lock()
+	info, ok := m.generic[spec.Kind]
+	m.mu.Unlock()
+	if ok {
+		return info, nil
+	}
 	return m.genericKind(spec.Kind, gvkOf(spec))
 }
 
