@@ -620,19 +620,13 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 	now := h.opts.Now()
 	switch {
 	case !st.Exists:
-		if h.endDecommission(p) {
-			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "pruned", Latency: now.Sub(p.dec.since)})
-		}
+		h.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "pruned", Latency: now.Sub(p.dec.since)})
 		return Result{}, nil
 	case !st.Owned:
-		if h.endDecommission(p) {
-			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
-		}
+		h.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
 		return Result{}, nil
 	case st.Retain != "":
-		if h.endDecommission(p) {
-			h.status.feed(FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + st.Retain})
-		}
+		h.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + st.Retain})
 		return Result{}, nil
 	}
 	if !st.Deleting {
@@ -653,9 +647,7 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 		if errors.Is(err, ErrRefused) {
 			// The backend will never delete it (a Namespace that holds
 			// objects driftwatch does not manage): leave it in place.
-			if h.endDecommission(p) {
-				h.status.feed(FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + err.Error()})
-			}
+			h.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + err.Error()})
 			return Result{}, nil
 		}
 		if err != nil {
@@ -678,9 +670,11 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 	return Result{RequeueAfter: remaining}, nil
 }
 
-// endDecommission stops tracking a finished decommission; false when it was
-// no longer current (the NodeID is wanted again or its cluster forgotten).
-func (h *Hub) endDecommission(p pass) bool {
+// endDecommission stops tracking a finished decommission and writes its
+// feed line in the same step, so no snapshot shows the NodeID gone without
+// saying why; false when it was no longer current (the NodeID is wanted
+// again or its cluster forgotten).
+func (h *Hub) endDecommission(p pass, line FeedEntry) bool {
 	ended := func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -688,6 +682,7 @@ func (h *Hub) endDecommission(p pass) bool {
 			return false
 		}
 		h.nodes.del(p.id)
+		h.status.feed(line)
 		h.status.untrack(p.id)
 		return true
 	}()
