@@ -34,6 +34,9 @@ type sourceState struct {
 	// scopes are the scopes the CustomResourceDefinitions of every
 	// rendering give their kinds: true for namespaced.
 	scopes map[k8sschema.GroupKind]bool
+	// faults are the sources left out under LoadOptions.IsolateSources,
+	// by source id, each with its errors (positioned as ErrorList's).
+	faults map[string]ErrorList
 }
 
 // rendering is the result of one request.
@@ -293,7 +296,7 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 	var out []placed
 	for i := range c.Sources {
 		s := &c.Sources[i]
-		if !s.Matches(info) {
+		if !s.Matches(info) || c.faulty(s.ID) {
 			continue
 		}
 		ps, err := c.place(s, info)
@@ -542,6 +545,43 @@ type SourceSummary struct {
 	Kinds []string
 }
 
+// SourceFaults returns the sources left out of the desired state because
+// they cannot be used (see LoadOptions.IsolateSources), by source id, each
+// with its errors; nil when there are none (always, without the option).
+func (c *Config) SourceFaults() map[string]ErrorList {
+	if c.sources == nil || len(c.sources.faults) == 0 {
+		return nil
+	}
+	return maps.Clone(c.sources.faults)
+}
+
+// faulty reports whether a source was left out (see SourceFaults).
+func (c *Config) faulty(id string) bool {
+	return c.sources != nil && c.sources.faults[id] != nil
+}
+
+// sourceFault reports a problem of source i at (pos, field): an error of
+// the file, or under IsolateSources a fault of the source, which is then
+// left out of the desired state.
+func (d *decoder) sourceFault(i int, at child, format string, args ...any) {
+	if !d.opts.IsolateSources {
+		d.errorf(at.pos, at.field, format, args...)
+		return
+	}
+	st := d.cfg.state()
+	id := d.cfg.Sources[i].ID
+	e := &Error{File: d.file, Line: at.pos.line, Column: at.pos.col, Field: at.field, Msg: fmt.Sprintf(format, args...)}
+	for _, prev := range st.faults[id] {
+		if *prev == *e {
+			return
+		}
+	}
+	if st.faults == nil {
+		st.faults = map[string]ErrorList{}
+	}
+	st.faults[id] = append(st.faults[id], e)
+}
+
 // renderSources renders the sources for the file's clusters once the file
 // is otherwise valid, and reports, at the source's path, kustomize or
 // helm field, every source that does not render, a cluster without a
@@ -568,7 +608,7 @@ func (d *decoder) renderSources(clusterAt map[string]int) {
 					at = d.fieldOf(src, pe.field)
 					err = fmt.Errorf("%s", pe.msg)
 				}
-				d.errorf(at.pos, at.field, "%v", err)
+				d.sourceFault(i, at, "%v", err)
 				continue
 			}
 			if reported[r.key] {
@@ -577,7 +617,7 @@ func (d *decoder) renderSources(clusterAt map[string]int) {
 			if res := st.render(context.Background(), r); res.err != nil {
 				failed[i] = true
 				reported[r.key] = true
-				d.errorf(src.at.pos, src.at.field, "%s: %v", cfg.RelPath(s.location(r.req)), res.err)
+				d.sourceFault(i, src.at, "%s: %v", cfg.RelPath(s.location(r.req)), res.err)
 			}
 		}
 	}
@@ -585,11 +625,20 @@ func (d *decoder) renderSources(clusterAt map[string]int) {
 		if first, ok := clusterAt[cl.ID]; !ok || first != k {
 			continue
 		}
-		_, err := cfg.placeCluster(cl.Info())
-		if de := (*DuplicateError)(nil); errors.As(err, &de) && !failed[de.SecondSource] {
+		// A duplicate is reported at the second source; isolated, that
+		// source is left out and the cluster placed again without it.
+		for range len(cfg.Sources) + 1 {
+			_, err := cfg.placeCluster(cl.Info())
+			de := (*DuplicateError)(nil)
+			if !errors.As(err, &de) || failed[de.SecondSource] && !d.opts.IsolateSources {
+				break
+			}
 			src := d.srcs[de.SecondSource]
-			d.errorf(src.at.pos, src.at.field, "%v", de)
-			continue
+			d.sourceFault(de.SecondSource, src.at, "%v", de)
+			if !d.opts.IsolateSources {
+				break
+			}
+			failed[de.SecondSource] = true
 		}
 		if !d.clusters[k].nsList {
 			continue
@@ -606,7 +655,7 @@ func (d *decoder) renderSources(clusterAt map[string]int) {
 			for _, p := range ps {
 				if _, found := slices.BinarySearch(cl.Namespaces, p.namespace); p.namespace != "" && !found {
 					src := d.srcs[i]
-					d.errorf(src.at.pos, src.at.field, "namespace %q of %s (%s) is not managed on cluster %q (%s.namespaces: %s)",
+					d.sourceFault(i, src.at, "namespace %q of %s (%s) is not managed on cluster %q (%s.namespaces: %s)",
 						p.namespace, describeObject(p.obj.gvk, p.id), p.obj.origin, cl.ID, d.clusters[k].field, strings.Join(cl.Namespaces, ", "))
 					break
 				}

@@ -369,6 +369,15 @@ type LoadOptions struct {
 	Getenv func(string) string
 	// HomeDir replaces a leading `~`; empty means os.UserHomeDir.
 	HomeDir string
+	// IsolateSources makes a source that cannot be used (it does not
+	// render, a path variable names a label a cluster lacks, one of its
+	// objects is wanted by another source or an application, or falls
+	// outside a cluster's namespaces) a fault of that source rather than
+	// an error of the file: the source is left out of the desired state
+	// and reported by Config.SourceFaults, and every other source and
+	// application compiles as usual. A running hub loads with it, so one
+	// broken source never stops the others; check and diff do not.
+	IsolateSources bool
 }
 
 // Load reads and validates the config file at path. Problems with the

@@ -330,3 +330,65 @@ sources:
 		t.Errorf("NamespacesFor a broken variant = %v", got)
 	}
 }
+
+// TestSourceFaultsIsolated: under IsolateSources a source that cannot be
+// used is a fault of that source, with the same positioned message as the
+// error check prints, left out of the desired state, while the other
+// sources and the applications compile; without it nothing changes (see
+// TestSourceErrors).
+func TestSourceFaultsIsolated(t *testing.T) {
+	const head = "clusters:\n  - {id: a, kubeconfig: /k, labels: {env: dev}}\n  - {id: b, kubeconfig: /k}\n" +
+		"applications: [{id: app, namespace: shop, image: nginx, clusters: [a]}]\nsources:\n  - {id: good, path: sources/custom, clusters: [a, b]}\n"
+	tests := []struct {
+		name, src, bad, want string
+	}{
+		{"plain file error", "  - {id: bad, path: sources/broken, clusters: [a]}\n", "bad",
+			"testdata/config.yaml:7:21: sources[1].path: sources/broken: x.yaml:5: document of apiVersion v1 has no kind"},
+		{"label missing", "  - id: bad\n    kustomize: sources/${cluster.labels.env}\n    clusters: [b]\n", "bad",
+			`sources[1].kustomize: cluster "b" has no label "env" (${cluster.labels.env})`},
+		{"helm render error", "  - {id: bad, helm: {chart: sources/plain}, clusters: [a]}\n", "bad",
+			"sources[1].helm: sources/plain: load chart: "},
+		{"duplicate object across sources", "  - {id: one, path: sources/dup, clusters: [a]}\n  - {id: two, path: sources/dup/web.yaml, clusters: [a]}\n", "two",
+			`sources[2].path: Deployment shop/web on cluster "a" is in source "one" (web.yaml:1) and in source "two" (web.yaml:1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := head + tt.src
+			if _, err := Parse("testdata/config.yaml", []byte(src), testOptions()); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("without IsolateSources: %v, want an error containing %q", err, tt.want)
+			}
+			opts := testOptions()
+			opts.IsolateSources = true
+			cfg, err := Parse("testdata/config.yaml", []byte(src), opts)
+			if err != nil {
+				t.Fatalf("with IsolateSources: %v", err)
+			}
+			faults := cfg.SourceFaults()
+			if len(faults) != 1 || faults[tt.bad] == nil {
+				t.Fatalf("faults %v, want one of source %q", faults, tt.bad)
+			}
+			if !strings.Contains(faults[tt.bad].Error(), tt.want) {
+				t.Errorf("fault:\n%v\nwant one containing %q", faults[tt.bad], tt.want)
+			}
+			apps := map[string]int{}
+			for _, s := range Compile(cfg) {
+				apps[s.Application]++
+			}
+			if apps[tt.bad] != 0 || apps["good"] == 0 || apps["app"] == 0 {
+				t.Errorf("compiled objects by application %v: want the good source's and the application's, none of %q", apps, tt.bad)
+			}
+			if tt.bad == "two" && apps["one"] == 0 {
+				t.Errorf("compiled objects by application %v: the first of the duplicates stays", apps)
+			}
+			if spec, err := CompileCluster(cfg, ClusterInfo{ID: "c", Labels: map[string]string{"env": "dev"}}); err != nil {
+				t.Errorf("CompileCluster: %v", err)
+			} else {
+				for _, s := range spec {
+					if s.Application == tt.bad {
+						t.Errorf("CompileCluster compiled %s of the failing source", s.ID)
+					}
+				}
+			}
+		})
+	}
+}

@@ -449,15 +449,18 @@ func TestOrphansThroughTheGuard(t *testing.T) {
 		desired []NodeSpec
 		pruned  bool
 		reason  string
+		keep    []string // DesiredOptions.Keep: a failing source
 	}{
-		{"within the limit", Options{PruneLimit: 4}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), true, ""},
-		{"over the limit across clusters", Options{PruneLimit: 3}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "across the hub"},
-		{"everything of ours on a cluster", Options{PruneLimit: 50}, nil, appSpecs("c1", "a"), false, "wants nothing"},
+		{"within the limit", Options{PruneLimit: 4}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), true, "", nil},
+		{"over the limit across clusters", Options{PruneLimit: 3}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "across the hub", nil},
+		{"everything of ours on a cluster", Options{PruneLimit: 50}, nil, appSpecs("c1", "a"), false, "wants nothing", nil},
 		{"warn-only cluster", Options{PruneLimit: 50}, func(f *fixture) { f.h.SetClusterPolicy("c2", PolicyWarn) },
-			append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "warn-only"},
-		{"warn-only hub", Options{PruneLimit: 50, Policy: PolicyWarn}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "warn-only"},
+			append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "warn-only", nil},
+		{"warn-only hub", Options{PruneLimit: 50, Policy: PolicyWarn}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "warn-only", nil},
 		{"paused cluster", Options{PruneLimit: 50}, func(f *fixture) { _ = f.h.PauseCluster("c2", true) },
-			append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "paused"},
+			append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false, "paused", nil},
+		{"a source failing", Options{PruneLimit: 50}, nil, append(appSpecs("c1", "a"), appSpecs("c2", "b")...), false,
+			"refused while a source fails (broken)", []string{"broken"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -467,7 +470,9 @@ func TestOrphansThroughTheGuard(t *testing.T) {
 				if tc.setup != nil {
 					tc.setup(f)
 				}
-				f.h.SetDesired(tc.desired)
+				if _, _, err := f.h.ReplaceDesired(tc.desired, DesiredOptions{AllowPrune: true, Keep: tc.keep}); err != nil {
+					t.Fatal(err)
+				}
 				f.ready("c1", 1, 1)
 				f.ready("c2", 1, 1)
 				synctest.Wait()
@@ -487,7 +492,7 @@ func TestOrphansThroughTheGuard(t *testing.T) {
 				f.h.requestScanAll()
 				synctest.Wait()
 				for _, id := range strays {
-					if !tc.pruned && id.Cluster == "c1" && tc.name != "over the limit across clusters" {
+					if !tc.pruned && id.Cluster == "c1" && tc.name != "over the limit across clusters" && tc.keep == nil {
 						continue // only c2 is refused: c1's strays may go
 					}
 					if tc.pruned == b.exists(id) {

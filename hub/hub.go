@@ -220,6 +220,9 @@ type Hub struct {
 	scans   map[string]bool
 	scanNow chan struct{}
 	running bool
+	// kept are the applications of DesiredOptions.Keep of the last
+	// change of the whole desired state.
+	kept []string
 }
 
 // node is everything the loop keeps about one NodeID (guarded by Hub.mu),
@@ -416,6 +419,14 @@ type DesiredOptions struct {
 	// what was applied on clusters that discovery (Cluster API) or a
 	// Terraform workspace produces later is judged when they appear.
 	Only []string
+	// Keep lists the applications (manifest sources) whose desired state
+	// is unknown this time: a source that failed to render. Their NodeIDs
+	// desired now stay desired with their current (last good) spec, and
+	// what an earlier run applied for them is neither decommissioned nor
+	// judged by the prune guard. While any application is kept, orphans
+	// are not pruned: the kept sources' objects cannot be told from them.
+	// A change replaces the list; nil keeps none.
+	Keep []string
 }
 
 // ErrPruneRefused is wrapped by the error of a desired-state change that the
@@ -478,12 +489,12 @@ func (h *Hub) SetDesiredCluster(cluster string, specs []NodeSpec) (changed, remo
 // than PruneLimit objects, is refused as a whole with a *PruneRefusedError
 // and changes nothing.
 func (h *Hub) ReplaceDesired(specs []NodeSpec, opts DesiredOptions) (changed, removed []NodeID, err error) {
-	return h.setDesired(specs, func(NodeID) bool { return true }, opts)
+	return h.setDesired(specs, func(NodeID) bool { return true }, opts, true)
 }
 
 // ReplaceDesiredCluster is ReplaceDesired for one cluster's NodeIDs only.
 func (h *Hub) ReplaceDesiredCluster(cluster string, specs []NodeSpec, opts DesiredOptions) (changed, removed []NodeID, err error) {
-	return h.setDesired(specs, func(id NodeID) bool { return id.Cluster == cluster }, opts)
+	return h.setDesired(specs, func(id NodeID) bool { return id.Cluster == cluster }, opts, false)
 }
 
 // ForgetCluster stops managing a cluster: its desired state, pending
@@ -528,7 +539,10 @@ func (h *Hub) forgetRecords(ids []NodeID) {
 	}
 }
 
-func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts DesiredOptions) (changed, removed []NodeID, err error) {
+// setDesired replaces the desired state of the NodeIDs in scope; whole is
+// set for a change of the whole desired state, whose Keep list replaces
+// the hub's (see DesiredOptions.Keep).
+func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts DesiredOptions, whole bool) (changed, removed []NodeID, err error) {
 	now := h.opts.Now()
 	next := make(map[NodeID]*NodeSpec, len(specs))
 	for i := range specs {
@@ -552,16 +566,19 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 		h.mu.Lock()
 		defer h.mu.Unlock() // released even if something below panics
 		// What leaves: desired NodeIDs in scope, plus what an earlier run
-		// applied and nothing wants any more.
+		// applied and nothing wants any more. A kept application's
+		// NodeIDs stay as they are.
 		leaving := make(map[NodeID]*NodeSpec)
 		for id, n := range h.nodes.all() {
 			if !scope(id) || next[id] != nil {
 				continue
 			}
 			switch {
+			case n.spec != nil && slices.Contains(opts.Keep, n.spec.Application):
+				next[id] = n.spec
 			case n.spec != nil:
 				leaving[id] = n.spec
-			case n.dec == nil && n.applied != nil:
+			case n.dec == nil && n.applied != nil && !slices.Contains(opts.Keep, n.applied.Application):
 				rs := RefOf(*n.applied).Spec()
 				leaving[id] = &rs
 			}
@@ -574,6 +591,9 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 		}
 		for _, c := range opts.Forget {
 			forgotten = append(forgotten, h.forgetClusterLocked(c)...)
+		}
+		if whole {
+			h.kept = slices.Clone(opts.Keep)
 		}
 		for id, s := range next {
 			n := h.nodeForLocked(id)
@@ -1592,6 +1612,8 @@ func (h *Hub) judgeOrphans(scanned map[string][]SpecRef, now time.Time) (map[str
 			h.metrics.orphanGuard.WithLabelValues("warn").Inc()
 		case h.pauses[cluster] != 0:
 			reasons[cluster] = orphanPaused
+		case len(h.kept) > 0:
+			reasons[cluster] = fmt.Sprintf(orphanKept, strings.Join(h.kept, ", "))
 		case wanted[cluster] == 0:
 			// The hub wants nothing here: pruning would delete every
 			// object of this hub on the cluster (a lost config, a
@@ -1644,6 +1666,7 @@ const (
 	orphanAll    = "would prune (hub.pruneOrphans): refused, the hub wants nothing on this cluster: it would delete every object of this hub there"
 	orphanLimit  = "would prune (hub.pruneOrphans): refused, more orphans than hub.pruneLimit across the hub"
 	orphanPaused = "would prune (hub.pruneOrphans): repairs paused on this cluster"
+	orphanKept   = "would prune (hub.pruneOrphans): refused while a source fails (%s): its objects cannot be told from orphans"
 )
 
 // scanOrphans takes the objects each cluster's backend found carrying our

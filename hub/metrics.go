@@ -2,6 +2,8 @@ package hub
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -11,26 +13,28 @@ import (
 // metrics are the hub's Prometheus metrics, in a registry of its own (no
 // global state).
 type metrics struct {
-	reg         *prometheus.Registry
-	drift       *prometheus.CounterVec
-	repairs     *prometheus.CounterVec
-	classified  prometheus.Histogram
-	repaired    prometheus.Histogram
-	watch       *prometheus.CounterVec
-	echoes      *prometheus.CounterVec
-	clusterUp   *prometheus.GaugeVec
-	clusterSt   *prometheus.GaugeVec
-	objects     *prometheus.GaugeVec
-	queueDepth  prometheus.Gauge
-	reconciles  prometheus.Counter
-	reloads     *prometheus.CounterVec
-	panics      prometheus.Counter
-	staleReads  *prometheus.CounterVec
-	staleHealth *prometheus.CounterVec
-	refused     *prometheus.CounterVec
-	drains      prometheus.Counter
-	loopPanics  *prometheus.CounterVec
-	orphanGuard *prometheus.CounterVec
+	reg        *prometheus.Registry
+	drift      *prometheus.CounterVec
+	repairs    *prometheus.CounterVec
+	classified prometheus.Histogram
+	repaired   prometheus.Histogram
+	watch      *prometheus.CounterVec
+	echoes     *prometheus.CounterVec
+	clusterUp  *prometheus.GaugeVec
+	clusterSt  *prometheus.GaugeVec
+	objects    *prometheus.GaugeVec
+	queueDepth prometheus.Gauge
+	reconciles prometheus.Counter
+	reloads    *prometheus.CounterVec
+	// sourceFailing is 1 for each manifest source that fails now.
+	sourceFailing *prometheus.GaugeVec
+	panics        prometheus.Counter
+	staleReads    *prometheus.CounterVec
+	staleHealth   *prometheus.CounterVec
+	refused       *prometheus.CounterVec
+	drains        prometheus.Counter
+	loopPanics    *prometheus.CounterVec
+	orphanGuard   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -70,6 +74,9 @@ func newMetrics() *metrics {
 		reconciles: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "driftwatch_reconciles_total", Help: "Reconciles run by the workers.",
 		}),
+		sourceFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_source_failing", Help: "1 for each manifest source that cannot be used now (it does not render, or collides with another); its last good desired state stays in force.",
+		}, []string{"source"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_config_reloads_total", Help: "Config reloads, by outcome (applied, rejected).",
 		}, []string{"outcome"}),
@@ -96,7 +103,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.panics, m.staleReads, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.panics, m.staleReads, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -113,6 +120,35 @@ func (h *Hub) Registerer() prometheus.Registerer { return h.metrics.reg }
 
 // RecordReload counts a config reload by outcome ("applied" or "rejected").
 func (h *Hub) RecordReload(outcome string) { h.metrics.reloads.WithLabelValues(outcome).Inc() }
+
+// SetSourceFaults shows the manifest sources that fail now (nil: none) in
+// the snapshot, the API and the metric driftwatch_source_failing; a source
+// that failed before and is not listed is fixed. KeptObjects is counted
+// here: the desired NodeIDs of each source's application.
+func (h *Hub) SetSourceFaults(faults []SourceStatus) {
+	faults = slices.Clone(faults)
+	slices.SortFunc(faults, func(a, b SourceStatus) int { return strings.Compare(a.ID, b.ID) })
+	func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for i := range faults {
+			faults[i].KeptObjects = 0
+		}
+		for _, n := range h.nodes.all() {
+			if n.spec == nil {
+				continue
+			}
+			if i, ok := slices.BinarySearchFunc(faults, n.spec.Application, func(s SourceStatus, id string) int { return strings.Compare(s.ID, id) }); ok {
+				faults[i].KeptObjects++
+			}
+		}
+	}()
+	h.metrics.sourceFailing.Reset()
+	for _, f := range faults {
+		h.metrics.sourceFailing.WithLabelValues(f.ID).Set(1)
+	}
+	h.status.setSources(faults)
+}
 
 // forgetCluster deletes every series of a cluster that left the hub.
 func (m *metrics) forgetCluster(cluster string) {

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -553,5 +554,70 @@ func TestForgetClustersInOneChange(t *testing.T) {
 		if !b.exists(x) || b.deleteCount(x) != 0 {
 			t.Error("forgetting a cluster deleted its object")
 		}
+	})
+}
+
+// A failing source (DesiredOptions.Keep): its desired NodeIDs keep their
+// last good spec, and what an earlier run applied for it is neither
+// decommissioned nor judged by the guard (a restart with the source
+// broken), until a change no longer keeps it; the snapshot names the
+// source with the objects kept.
+func TestKeepFailingSource(t *testing.T) {
+	t.Run("reload", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newFake(true)
+			f := start(t, b, Options{PruneLimit: 50})
+			f.h.SetDesired(appSpecs("c1", "kept", "other"))
+			f.ready("c1", 1, 1)
+			synctest.Wait()
+			kept := spec("c1", "kept", "v1")
+			other := spec("c1", "other", "v2")
+			changed, removed, err := f.h.ReplaceDesired([]NodeSpec{other}, DesiredOptions{Keep: []string{"kept"}})
+			if err != nil || len(removed) != 0 || !slices.Equal(changed, []NodeID{other.ID}) {
+				t.Fatalf("change keeping %q: changed %v removed %v err %v; want only %s changed", "kept", changed, removed, err, other.ID)
+			}
+			f.h.SetSourceFaults([]SourceStatus{{ID: "kept", Error: "x.yaml:5: no kind", Since: time.Now()}})
+			synctest.Wait()
+			if !b.exists(kept.ID) || b.deleteCount(kept.ID) != 0 {
+				t.Fatalf("kept object: exists %v, %d deletes", b.exists(kept.ID), b.deleteCount(kept.ID))
+			}
+			if s, ok := f.h.Desired(kept.ID); !ok || s.Hash != kept.Hash {
+				t.Fatalf("kept object's desired spec: %v %v, want its last good one", s.Hash, ok)
+			}
+			snap := f.h.Snapshot()
+			if len(snap.Sources) != 1 || snap.Sources[0].ID != "kept" || snap.Sources[0].KeptObjects != 1 {
+				t.Fatalf("snapshot sources %+v, want kept with 1 object", snap.Sources)
+			}
+			// Fixed, and the object gone from the source: pruned now.
+			f.h.SetSourceFaults(nil)
+			if _, removed, err = f.h.ReplaceDesired([]NodeSpec{other}, DesiredOptions{AllowPrune: true}); err != nil || !slices.Equal(removed, []NodeID{kept.ID}) {
+				t.Fatalf("change without keep: removed %v err %v", removed, err)
+			}
+			synctest.Wait()
+			if b.exists(kept.ID) || len(f.h.Snapshot().Sources) != 0 {
+				t.Errorf("after the fix: exists %v, sources %v", b.exists(kept.ID), f.h.Snapshot().Sources)
+			}
+		})
+	})
+	t.Run("restart", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newFake(true)
+			store := newMemIntent()
+			f := startWithIntent(t, b, store)
+			f.h.SetDesired(appSpecs("c1", "kept", "other"))
+			f.ready("c1", 1, 1)
+			synctest.Wait()
+			f.stop()
+			// The next run starts with the source broken: only "other".
+			g := startWithIntent(t, b, store)
+			if _, removed, err := g.h.ReplaceDesired(appSpecs("c1", "other"), DesiredOptions{Keep: []string{"kept"}}); err != nil || len(removed) != 0 {
+				t.Fatalf("start keeping %q: removed %v err %v", "kept", removed, err)
+			}
+			g.ready("c1", 1, 1)
+			synctest.Wait()
+			if id := spec("c1", "kept", "v1").ID; !b.exists(id) || b.deleteCount(id) != 0 {
+				t.Fatalf("object of the broken source: exists %v, %d deletes", b.exists(id), b.deleteCount(id))
+			}
+		})
 	})
 }

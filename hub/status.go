@@ -251,6 +251,25 @@ type Snapshot struct {
 	// id, when the snapshot is their merged view; the hub itself leaves it
 	// empty.
 	Replicas []ReplicaStatus `json:",omitempty"`
+	// Sources are the manifest sources that fail, sorted by id (see
+	// Hub.SetSourceFaults).
+	Sources []SourceStatus `json:",omitempty"`
+}
+
+// SourceStatus is a manifest source that cannot be used now (it does not
+// render, or its objects collide with another source's): it is left out
+// of the change, and the desired state it last gave stays in force.
+type SourceStatus struct {
+	ID string
+	// Error says why, positioned where the config reader could (the
+	// source's field, the manifest's file and line).
+	Error string
+	// Since is when it started failing.
+	Since time.Time
+	// KeptObjects is how many desired objects of its last good state the
+	// hub keeps (0 when the hub never had one, e.g. it failed at start:
+	// then what it applied before is left untouched, never pruned).
+	KeptObjects int
 }
 
 // Node returns the status of one NodeID.

@@ -60,6 +60,7 @@ type store struct {
 	clusters   map[string]*clusterStatus
 	appPolicy  map[string]Policy
 	holds      []Hold
+	sources    []SourceStatus
 	feedRing   []FeedEntry // newest at the end
 	subs       map[int]chan *Snapshot
 	nextSub    int
@@ -442,6 +443,14 @@ func (s *store) setHolds(h []Hold) {
 	s.markDirty()
 }
 
+// setSources records the failing sources (sorted, owned by the store).
+func (s *store) setSources(src []SourceStatus) {
+	s.mu.Lock()
+	s.sources = src
+	s.mu.Unlock()
+	s.markDirty()
+}
+
 func (s *store) appPolicies(p map[string]Policy) {
 	s.mu.Lock()
 	s.appPolicy = maps.Clone(p)
@@ -571,6 +580,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			snap.Holds = append(snap.Holds, hd)
 		}
 	}
+	snap.Sources = slices.Clone(s.sources)
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))
 	// The order is by text, so a cluster's NodeIDs come together: what

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
 
@@ -47,6 +49,35 @@ func TestReplicasSummary(t *testing.T) {
 			m.Update(snapshotMsg{snap: snap})
 			if got := m.replicasSummary(); got != tc.want {
 				t.Errorf("summary = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFailingSources checks the status bar's note of the manifest sources
+// that fail: their ids and the age of the oldest failure.
+func TestFailingSources(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sources []hub.SourceStatus
+		want    string
+	}{
+		{"none", nil, ""},
+		{"one", []hub.SourceStatus{{ID: "web", Error: "x.yaml:5: no kind", Since: ago(5 * time.Minute)}},
+			"source web failing 5m (last good kept)"},
+		{"two", []hub.SourceStatus{{ID: "a", Since: ago(30 * time.Second)}, {ID: "b", Since: ago(2 * time.Hour)}},
+			"sources a, b failing 2h (last good kept)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newFixtureModel(t, 200, 48, Options{})
+			snap := fixture()
+			snap.Sources = tc.sources
+			m.Update(snapshotMsg{snap: snap})
+			if got := m.failingSources(); got != tc.want {
+				t.Errorf("note = %q, want %q", got, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(m.View().Content, "! "+tc.want) {
+				t.Errorf("status bar lacks %q", tc.want)
 			}
 		})
 	}

@@ -1096,6 +1096,27 @@ func (m *Model) replicasSummary() string {
 	return plural(len(m.snap.Replicas), "replica") + ": " + strings.Join(parts, ", ")
 }
 
+// failingSources names the manifest sources that fail ("source web
+// failing 5m (last good kept)"), or "" when none does.
+func (m *Model) failingSources() string {
+	if m.snap == nil || len(m.snap.Sources) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, len(m.snap.Sources))
+	oldest := m.snap.Sources[0].Since
+	for _, f := range m.snap.Sources {
+		ids = append(ids, f.ID)
+		if f.Since.Before(oldest) {
+			oldest = f.Since
+		}
+	}
+	word := "source "
+	if len(ids) > 1 {
+		word = "sources "
+	}
+	return word + strings.Join(ids, ", ") + " failing " + age(m.opts.Now(), oldest) + " (last good kept)"
+}
+
 // statusLine is the status bar: hub, clusters up, repair mode, holds, the
 // replicas of a hub that runs as several, the last message and the
 // snapshot's age.
@@ -1124,6 +1145,9 @@ func (m *Model) statusLine() string {
 	}
 	if r := m.replicasSummary(); r != "" {
 		left += " │ " + r
+	}
+	if f := m.failingSources(); f != "" {
+		left += " │ ! " + f
 	}
 	if m.opts.Alerts != nil {
 		if a := m.opts.Alerts(); len(a) > 0 {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -65,6 +66,9 @@ type App struct {
 	// discovering is set once Run started Cluster API discovery: its
 	// handlers compile the applications of a.cfg from then on.
 	discovering bool
+	// failing are the manifest sources that failed (see noteSourceFaults)
+	// with the time each started failing; guarded by desiredMu.
+	failing map[string]time.Time
 
 	// ws are the config's Terraform workspaces; wsSpecs (guarded by
 	// desiredMu) the desired state each last reported.
@@ -152,6 +156,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	ho.Intent = store
 	ho.Logger = opts.Logger.With("component", "hub")
 	h := hub.New(ho)
+	// A running hub never refuses a whole reload for one broken source
+	// (see config.LoadOptions.IsolateSources).
+	opts.LoadOptions.IsolateSources = true
 	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered)}
 	a.cfg = a.retainLocked(cfg) // a is not shared yet
 	if err := h.LoadIntent(); err != nil {
@@ -164,10 +171,12 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	for _, c := range cfg.Clusters {
 		h.SetClusterPolicy(c.ID, c.Policy)
 	}
-	if _, _, err := h.ReplaceDesired(compiled, hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget}); err != nil {
+	if _, _, err := h.ReplaceDesired(compiled, hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget,
+		Keep: slices.Sorted(maps.Keys(cfg.SourceFaults()))}); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
+	a.noteSourceFaults(cfg)
 	n, err := newNotifier(cfg, h, opts.Logger)
 	if err != nil {
 		_ = a.Close()
@@ -435,7 +444,7 @@ func (a *App) Reload(allowPrune bool) error {
 		a.rep.coord.SetDesiredHash(hash)
 	}
 	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Only: only,
-		Forget: append(slices.Clone(gone), wsGone...)})
+		Forget: append(slices.Clone(gone), wsGone...), Keep: slices.Sorted(maps.Keys(cfg.SourceFaults()))})
 	if err != nil {
 		if a.rep != nil {
 			a.rep.coord.SetDesiredHash(a.desiredHash)
@@ -447,6 +456,7 @@ func (a *App) Reload(allowPrune bool) error {
 	a.mu.Lock()
 	a.cfg = a.retainLocked(cfg)
 	a.mu.Unlock()
+	a.noteSourceFaults(cfg)
 	for _, id := range gone {
 		a.dropCluster(id)
 		a.hub.ForgetCluster(id) // a report sent while it stopped
@@ -546,4 +556,42 @@ func (a *App) Ready() error {
 		return fmt.Errorf("clusters not yet attempted: %v", waiting)
 	}
 	return nil
+}
+
+// noteSourceFaults logs each manifest source of cfg that fails (left out of
+// the desired state: its last good state stays, see LoadOptions.
+// IsolateSources) and each that is fixed, and shows the failing ones in the
+// hub's snapshot and metrics. Callers hold desiredMu (or own a alone).
+func (a *App) noteSourceFaults(cfg *config.Config) {
+	faults := cfg.SourceFaults()
+	now := time.Now()
+	prev := a.failing
+	a.failing = make(map[string]time.Time, len(faults))
+	status := make([]hub.SourceStatus, 0, len(faults))
+	for _, id := range slices.Sorted(maps.Keys(faults)) {
+		since, was := prev[id]
+		if !was {
+			since = now
+		}
+		a.failing[id] = since
+		msgs := make([]string, 0, len(faults[id]))
+		for _, e := range faults[id] {
+			msgs = append(msgs, e.Error())
+		}
+		msg := strings.Join(msgs, "; ")
+		a.log.Error("manifest source failing: left out, its last good desired state stays in force", "source", id, "err", msg)
+		status = append(status, hub.SourceStatus{ID: id, Error: msg, Since: since})
+	}
+	for id := range prev {
+		if _, still := faults[id]; !still {
+			a.log.Info("manifest source fixed", "source", id)
+		}
+	}
+	a.hub.SetSourceFaults(status)
+}
+
+// keptSources are the manifest sources whose last good state the hub keeps
+// (see hub.DesiredOptions.Keep). Callers hold desiredMu.
+func (a *App) keptSources() []string {
+	return slices.Sorted(maps.Keys(a.failing))
 }

@@ -125,7 +125,7 @@ func (a *App) clusterUpLocked(source config.ClusterAPISource, d capi.Discovered)
 		return
 	}
 	a.hub.SetClusterPolicy(d.ID, info.Policy)
-	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, specs, hub.DesiredOptions{}); err != nil {
+	if _, _, err := a.hub.ReplaceDesiredCluster(d.ID, specs, hub.DesiredOptions{Keep: a.keptSources()}); err != nil {
 		// The new labels would prune too much: keep the desired state
 		// (and the labels that made it) of the last discovery; a reload
 		// with --allow-prune applies the new ones.

@@ -251,7 +251,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	}
 	cfgPath := filepath.Join(dir, "demo.yaml")
 	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
-	appOpts := Options{Logger: log, StateFile: filepath.Join(dir, "state.db"), LoadOptions: config.LoadOptions{Getenv: getenv}}
+	appOpts := Options{Logger: log, StateFile: filepath.Join(dir, "state.db"), LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true}}
 	var wsFiles map[string]string
 	if ws != nil {
 		cfgText += demoTerraformSection(ws.Dir)
@@ -261,7 +261,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return err
 	}
-	cfg, err := config.Load(cfgPath, config.LoadOptions{Getenv: getenv})
+	cfg, err := config.Load(cfgPath, config.LoadOptions{Getenv: getenv, IsolateSources: true})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}

@@ -50,7 +50,7 @@ func (a *testApp) stop() {
 
 func startApp(t *testing.T, path string, mutate func(*Options)) *testApp {
 	t.Helper()
-	cfg, err := config.Load(path, config.LoadOptions{})
+	cfg, err := config.Load(path, config.LoadOptions{IsolateSources: true})
 	if err != nil {
 		t.Fatal(err)
 	}

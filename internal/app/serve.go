@@ -144,7 +144,7 @@ func isLoopback(addr string) (bool, error) {
 func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	log := slog.New(slog.NewJSONHandler(stderr, logOptions(o.LogLevel)))
-	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv})
+	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv, IsolateSources: true})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return &ExitError{Code: 1}
@@ -174,7 +174,7 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	// klog's logger is global: set it only once the checks above passed,
 	// just before client-go starts.
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv},
+	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true},
 		StateFile: stateFile, AllowPrune: o.AllowPrune, ReplicaID: replicaID})
 	if err != nil {
 		return StartError("serve", err)

@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,7 +181,8 @@ sources:
 // CustomResourceDefinition (annotated never to be pruned by the compiler)
 // and an object a user annotated so; they stay in place and leave the
 // hub's management with a feed line saying why. A source whose manifest
-// breaks is refused on reload and the previous state keeps running.
+// breaks is left out on reload: it is named as failing, its last good
+// objects stay managed, and the other source's change is applied.
 func TestSourcePruneSafety(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
 	lc := set.Clusters[0]
@@ -234,6 +237,18 @@ kind: Gadget
 metadata: {name: sprocket}
 spec: {teeth: 12}
 `)
+	other := filepath.Join(dir, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeOther := func(value string) {
+		t.Helper()
+		text := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {v: \"" + value + "\"}\n"
+		if err := os.WriteFile(filepath.Join(other, "cm.yaml"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeOther("1")
 	cfg := fmt.Sprintf(`hub:
   id: e2e
 clusters:
@@ -243,20 +258,52 @@ sources:
     path: manifests
     clusters: [%s]
     namespace: pruning
-`, lc.Name, lc.Kubeconfig, lc.Name)
+  - id: other
+    path: other
+    clusters: [%s]
+    namespace: pruning
+`, lc.Name, lc.Kubeconfig, lc.Name, lc.Name)
 	path := filepath.Join(dir, "driftwatch.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a := startApp(t, path, nil)
-	a.waitSnap(t, 60*time.Second, "every object created and in sync", allInSync(6))
+	a.waitSnap(t, 60*time.Second, "every object created and in sync", allInSync(7))
 	ctx := t.Context()
 	c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
 
-	// A broken manifest: the reload is refused, the objects stay managed.
+	// A broken manifest: the reload goes through for the other source;
+	// the broken one is named as failing and its last good objects stay
+	// managed (a deleted one is repaired), none pruned.
 	write("objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
-	if err := a.Reload(false); err == nil || !strings.Contains(err.Error(), "objects.yaml") {
-		t.Fatalf("reload of a broken source: %v", err)
+	writeOther("2")
+	if err := a.Reload(false); err != nil {
+		t.Fatalf("reload with a broken source: %v", err)
+	}
+	a.waitSnap(t, 30*time.Second, "the broken source failing, the other applied", func(s *hub.Snapshot) bool {
+		return len(s.Sources) == 1 && s.Sources[0].ID == "team" && strings.Contains(s.Sources[0].Error, "objects.yaml") &&
+			s.Sources[0].KeptObjects == 6 && len(s.Nodes) == 7
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cm, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "other", metav1.GetOptions{})
+		if err == nil && cm.Data["v"] == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the healthy source's change was not applied: %v %v", cm.Data, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t0 := time.Now()
+	if err := c.CoreV1().ConfigMaps("pruning").Delete(ctx, "drop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitSnap(t, 30*time.Second, "the failing source's deleted object repaired", repairedAfter(hub.NewNodeID(lc.Name, "pruning", "drop", hub.KindConfigMap), t0))
+	rec := httptest.NewRecorder()
+	a.hub.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `driftwatch_source_failing{source="team"} 1`) {
+		t.Errorf("metrics lack driftwatch_source_failing for team")
 	}
 	// Everything but keep leaves the source.
 	write("objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep}\ndata: {a: \"1\"}\n")
@@ -269,9 +316,9 @@ sources:
 		t.Fatal(err)
 	}
 	gadget := hub.NewNodeID(lc.Name, "pruning", "sprocket", "gadget.example.com")
-	a.waitSnap(t, 30*time.Second, "only keep left in the hub", func(s *hub.Snapshot) bool {
+	a.waitSnap(t, 30*time.Second, "only keep (and the other source's) left in the hub, no source failing", func(s *hub.Snapshot) bool {
 		_, ok := s.Node(gadget)
-		return len(s.Nodes) == 1 && !ok
+		return len(s.Nodes) == 2 && !ok && len(s.Sources) == 0
 	})
 	if _, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "drop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("drop not pruned: %v", err)

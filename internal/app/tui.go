@@ -84,7 +84,7 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()
-	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv})
+	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv, IsolateSources: true})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return &ExitError{Code: 1}
@@ -101,7 +101,7 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	if err != nil {
 		return StartError("", err)
 	}
-	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv},
+	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true},
 		StateFile: stateFile, AllowPrune: o.AllowPrune})
 	if err != nil {
 		return StartError("", err)

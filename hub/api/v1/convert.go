@@ -80,6 +80,9 @@ func FromHeader(s *hub.Snapshot) Header {
 		QueueDepth:  s.QueueDepth,
 		Holds:       FromHolds(s.Holds),
 	}
+	for _, f := range s.Sources {
+		h.FailingSources = append(h.FailingSources, FailingSource{ID: f.ID, Error: f.Error, Since: f.Since, KeptObjects: f.KeptObjects})
+	}
 	for app, p := range s.AppPolicies {
 		h.AppPolicies[app] = string(p)
 	}
@@ -100,6 +103,10 @@ func (h Header) toHub(out *hub.Snapshot) {
 	out.Holds = nil
 	for _, hd := range h.Holds {
 		out.Holds = append(out.Holds, hd.ToHub())
+	}
+	out.Sources = nil
+	for _, f := range h.FailingSources {
+		out.Sources = append(out.Sources, hub.SourceStatus{ID: f.ID, Error: f.Error, Since: f.Since, KeptObjects: f.KeptObjects})
 	}
 }
 

@@ -50,6 +50,24 @@ type Header struct {
 	QueueDepth int `json:"queueDepth"`
 	// Holds are the active holds, sorted by target.
 	Holds []Hold `json:"holds"`
+	// FailingSources are the manifest sources that cannot be used now,
+	// sorted by id: each is left out of the desired state, whose last good
+	// part stays in force. Absent when none fails.
+	FailingSources []FailingSource `json:"failingSources,omitempty"`
+}
+
+// FailingSource is a manifest source that cannot be used now.
+type FailingSource struct {
+	// ID is the source's id.
+	ID string `json:"id"`
+	// Error says why (the source's field, the manifest's file and line).
+	Error string `json:"error"`
+	// Since is when it started failing.
+	Since time.Time `json:"since"`
+	// KeptObjects is how many objects of its last good state stay desired
+	// (0 when the hub never had one: what it applied before is left as it
+	// is, never pruned).
+	KeptObjects int `json:"keptObjects"`
 }
 
 // Snapshot is the hub's state at one moment: GET /api/v1/snapshot, and the
