@@ -26,10 +26,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/api"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
-	"github.com/driftwatch/driftwatch/hub/coord"
 	"github.com/driftwatch/driftwatch/hub/intent"
+	"github.com/driftwatch/driftwatch/internal/api"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/coord"
 	"github.com/driftwatch/driftwatch/internal/e2etest"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"

@@ -20,7 +20,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )

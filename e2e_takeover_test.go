@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/coord"
+	"github.com/driftwatch/driftwatch/internal/coord"
 )
 
 // testReplicaTakeoverKeepsIntent: three replicas start together, so none

@@ -15,7 +15,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
-	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/api"
 )
 
 // TestServeWorkspaceSecrets runs serve with a workspace whose file is

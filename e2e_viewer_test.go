@@ -12,8 +12,8 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/api"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	"github.com/driftwatch/driftwatch/internal/api"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 	"github.com/driftwatch/driftwatch/tui"
 )
 

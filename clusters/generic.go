@@ -22,8 +22,8 @@ import (
 
 	"github.com/sourcegraph/conc"
 
+	"github.com/driftwatch/driftwatch/clusters/drift"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // Every kind beyond the typed three (kindTable) goes through this file: the

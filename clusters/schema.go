@@ -18,7 +18,7 @@ import (
 	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
-	"github.com/driftwatch/driftwatch/hub/drift"
+	"github.com/driftwatch/driftwatch/clusters/drift"
 )
 
 // errNoSchema is returned (wrapped) by schemaCache.For when neither the

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/openapi/openapitest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftwatch/driftwatch/clusters/drift"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/drift"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )

@@ -128,7 +128,7 @@ type Hub struct {
 	StateFile string `yaml:"stateFile"`
 	// Coordination, when set, lets several replicas of this hub share its
 	// clusters through Leases in a coordination cluster (see package
-	// hub/coord); nil runs one process that manages every cluster.
+	// internal/coord); nil runs one process that manages every cluster.
 	Coordination *Coordination `yaml:"coordination"`
 	// Ignore are ignore rules for every application (before each
 	// application's own): see IgnoreRule.

@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 
+	"github.com/driftwatch/driftwatch/clusters/drift"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // IgnoreRule is an `ignore:` entry of the hub or of an application: the

@@ -18,7 +18,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 //go:generate go run ./internal/gendocs

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 // Notifications is the `notifications:` section: where the hub sends its
-// notable events (see package hub/notify).
+// notable events (see package internal/notify).
 type Notifications struct {
 	// Webhooks receive the events, each with its own filter and rate
 	// limit.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 const notifyClusters = "clusters: [{id: prod-eu, kubeconfig: /k}]\n"

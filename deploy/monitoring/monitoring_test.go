@@ -28,7 +28,7 @@ const (
 )
 
 // metricSources are the Go files that define the exported metrics.
-var metricSources = []string{"../../hub/metrics.go", "../../hub/notify/metrics.go"}
+var metricSources = []string{"../../hub/metrics.go", "../../internal/notify/metrics.go"}
 
 func readYAML(t *testing.T, path string) map[string]any {
 	t.Helper()

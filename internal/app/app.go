@@ -21,7 +21,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 // App wires one running hub: the config's desired state, the reconcile loop

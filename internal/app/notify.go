@@ -6,7 +6,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 // newNotifier builds the notifier of the config's webhooks over the hub,

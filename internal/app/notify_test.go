@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/notify"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 // receiver is a webhook receiver: it answers its first `fail` requests

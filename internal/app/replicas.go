@@ -15,9 +15,9 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
-	"github.com/driftwatch/driftwatch/hub/coord"
 	"github.com/driftwatch/driftwatch/hub/intent"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/coord"
 )
 
 // replicas is an App's share of the clusters when it runs as one replica

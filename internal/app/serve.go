@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/config"
-	"github.com/driftwatch/driftwatch/hub/api"
-	"github.com/driftwatch/driftwatch/hub/coord"
+	"github.com/driftwatch/driftwatch/internal/api"
+	"github.com/driftwatch/driftwatch/internal/coord"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftwatch/driftwatch/hub/api"
+	"github.com/driftwatch/driftwatch/internal/api"
 )
 
 // TestNoTerminal: the modes that run the terminal UI refuse to start

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/driftwatch/driftwatch/clusters/drift"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // Sample is one drift and what was seen of it. Times are zero until seen.

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // Merge returns one view of the replicas of a hub that runs as several:

@@ -6,7 +6,7 @@
 //
 // The hub's types are free to change; these are not. Adding, removing or
 // renaming a field here is a change of the wire format: it must be made in
-// hub/api/openapi.yaml too (a test compares the two), and a breaking change
+// internal/api/openapi.yaml too (a test compares the two), and a breaking change
 // needs a new version package beside this one.
 //
 // The package is named apiv1, not v1, so that it reads unambiguously next to

@@ -11,7 +11,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // defaultReplicaPoll is ReplicaClient's default period for the list of

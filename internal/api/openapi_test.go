@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // wireTypes are the Go types of every document the API reads or writes,

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // Client talks to a headless hub's API; the terminal UI attaches through it.

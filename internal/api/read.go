@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // Server is the HTTP API of a hub (see Handler) with an explicit lifecycle:

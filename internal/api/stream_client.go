@@ -15,7 +15,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // Snapshot fetches the latest snapshot.

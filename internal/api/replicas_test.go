@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // TestReplicas checks GET /api/v1/replicas and the owner of each cluster

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
-	apiv1 "github.com/driftwatch/driftwatch/hub/api/v1"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // TestMerge checks the merged view of the replicas: every cluster once,
