@@ -295,7 +295,9 @@ const conflictRetries = 3
 // rules, the write depends on the live object: Repair GETs it (bypassing
 // the watch cache), classifies it again, removes the added entries with a
 // JSON patch guarded by the resourceVersion it read (server-side apply alone
-// would keep them), and keeps in the applied body the live value of every
+// would keep them), adding in the same patch the items of ours missing from
+// a list it removes from (a replaced entry, see repairEdits; the action is
+// still "remove+apply"), and keeps in the applied body the live value of every
 // field an ignore rule covers (drift.Pin), the apply then guarded by the
 // resourceVersion those values came from. A write whose precondition met a
 // concurrent change is retried at once from a fresh read, up to
@@ -429,7 +431,9 @@ func liveObject(kind kindInfo, obj runtime.Object) (*unstructured.Unstructured, 
 // an object of another hub, classifies the object again, removes the entries
 // someone else added when remove is set (a JSON patch guarded by a test of
 // the resourceVersion it read; entries an ignore rule covers, such as an
-// injected sidecar, stay) and returns spec.Body with the live value of every field an ignore rule
+// injected sidecar, stay), adding in the same patch the items of ours that
+// a list with such an entry lacks (a replaced entry, see repairEdits), and
+// returns spec.Body with the live value of every field an ignore rule
 // covers (drift.Pin) and, when it pinned any, the resourceVersion those
 // values came from: the apply then fails with a conflict rather than write
 // a value someone changed meanwhile. removed reports whether the removal
@@ -461,14 +465,15 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 	}
 	d, _ := drift.ClassifyWith(desired, live, m.cfg.ManagedBy, ig, sch)
 	var pointers []string
-	for _, f := range d.Fields {
-		if remove && f.Added && f.Pointer != "" {
-			pointers = append(pointers, f.Pointer)
+	var items []listItem
+	if remove {
+		if pointers, items, err = repairEdits(d.Fields, desired.Object); err != nil {
+			return nil, false, m.callError("patch", spec, err)
 		}
 	}
 	if len(pointers) > 0 {
 		rv := live.GetResourceVersion()
-		patch, err := removePatch(rv, pointers)
+		patch, err := repairPatch(rv, pointers, items)
 		if err != nil {
 			return nil, false, m.callError("patch", spec, err)
 		}
@@ -527,20 +532,112 @@ func hasAddedEntries(d hub.Drift) bool {
 	return false
 }
 
-// removePatch builds a JSON patch that removes the entries at pointers,
-// guarded by a test of the resourceVersion. List items are removed from the
-// highest index down so earlier removals do not shift later pointers.
-func removePatch(resourceVersion string, pointers []string) ([]byte, error) {
-	type op struct {
+// listItem is an item of ours that a repair's JSON patch adds at the end
+// of a live list.
+type listItem struct {
+	// list is the JSON pointer of the list in the live object.
+	list string
+	// value is the item, as the desired object has it.
+	value any
+}
+
+// repairEdits returns what a repair's JSON patch changes, from the fields
+// of a fresh drift: the pointers of the entries someone else added, to
+// remove, and the items of ours missing from a list that holds such an
+// entry, to add, taken from desired (the desired object).
+//
+// An item of ours that is missing while another took its place (a Service
+// port whose number someone changed by hand: our entry, keyed by port and
+// protocol, is gone, and one with its name is there) cannot be repaired by
+// a removal and an apply, in either order: removing the other entry first
+// can empty a list the apiserver requires ("spec.ports: Required value"),
+// applying ours first duplicates a field that must be unique ("Duplicate
+// value"). One JSON patch that removes the one and adds the other passes
+// validation, which sees only its result. Items missing from a list nobody
+// added to are left to the apply.
+func repairEdits(fields []hub.FieldDiff, desired map[string]any) (remove []string, add []listItem, err error) {
+	var lists map[string]bool
+	for _, f := range fields {
+		if !f.Added || f.Pointer == "" {
+			continue
+		}
+		remove = append(remove, f.Pointer)
+		if i := strings.LastIndexByte(f.Pointer, '/'); i > 0 {
+			if lists == nil {
+				lists = make(map[string]bool)
+			}
+			lists[f.Pointer[:i]] = true
+		}
+	}
+	for _, f := range fields {
+		if f.ListPointer == "" || !lists[f.ListPointer] {
+			continue
+		}
+		v, ok := valueAt(desired, f.DesiredPointer)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: the desired object has no item at %s", f.Path, f.DesiredPointer)
+		}
+		add = append(add, listItem{list: f.ListPointer, value: v})
+	}
+	return remove, add, nil
+}
+
+// valueAt returns the value at a JSON pointer (RFC 6901) in obj.
+func valueAt(obj map[string]any, pointer string) (any, bool) {
+	if pointer == "" {
+		return obj, true
+	}
+	if pointer[0] != '/' {
+		return nil, false
+	}
+	var cur any = obj
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// repairPatch builds the JSON patch (RFC 6902) of a repair, guarded by a
+// test of the resourceVersion: it adds each of items at the end of its
+// list, then removes the entries at pointers, list items from the highest
+// index down so earlier removals do not shift later pointers. The
+// additions go first because appending to a list shifts no pointer, while
+// a removal could shift the pointer of a list inside a later item.
+func repairPatch(resourceVersion string, pointers []string, items []listItem) ([]byte, error) {
+	type valueOp struct {
 		Op    string `json:"op"`
 		Path  string `json:"path"`
-		Value any    `json:"value,omitempty"`
+		Value any    `json:"value"`
 	}
-	ops := []op{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}
+	type removeOp struct {
+		Op   string `json:"op"`
+		Path string `json:"path"`
+	}
+	ops := make([]any, 0, 1+len(items)+len(pointers))
+	ops = append(ops, valueOp{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion})
+	for _, it := range items {
+		ops = append(ops, valueOp{Op: "add", Path: it.list + "/-", Value: it.value})
+	}
 	ps := append([]string(nil), pointers...)
 	sort.SliceStable(ps, func(i, j int) bool { return pointerLess(ps[j], ps[i]) })
 	for _, p := range ps {
-		ops = append(ops, op{Op: "remove", Path: p})
+		ops = append(ops, removeOp{Op: "remove", Path: p})
 	}
 	return json.Marshal(ops)
 }

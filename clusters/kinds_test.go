@@ -145,39 +145,6 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-func TestRemovePatch(t *testing.T) {
-	tests := []struct {
-		name     string
-		pointers []string
-		want     string
-	}{
-		{"one key", []string{"/data/drift"},
-			`[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"remove","path":"/data/drift"}]`},
-		{"list items from the highest index down", []string{"/spec/template/spec/containers/0/env/2", "/spec/template/spec/containers/0/env/10", "/spec/template/spec/containers/1"},
-			`[{"op":"test","path":"/metadata/resourceVersion","value":"42"},` +
-				`{"op":"remove","path":"/spec/template/spec/containers/1"},` +
-				`{"op":"remove","path":"/spec/template/spec/containers/0/env/10"},` +
-				`{"op":"remove","path":"/spec/template/spec/containers/0/env/2"}]`},
-		{"nested before its parent", []string{"/a/1", "/a/1/b"},
-			`[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"remove","path":"/a/1/b"},{"op":"remove","path":"/a/1"}]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := append([]string(nil), tt.pointers...)
-			got, err := removePatch("42", tt.pointers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Fatalf("patch =\n%s\nwant\n%s", got, tt.want)
-			}
-			if strings.Join(in, ",") != strings.Join(tt.pointers, ",") {
-				t.Fatal("removePatch reordered its input")
-			}
-		})
-	}
-}
-
 func TestBackendErrors(t *testing.T) {
 	m := newManager(ClusterConfig{ID: "c1"}, newRecordingSink(), discardLogger(), HealthOptions{}, nil)
 	spec := hub.NodeSpec{Namespace: "shop", Name: "web", Kind: hub.KindDeployment}

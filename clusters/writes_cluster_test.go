@@ -94,7 +94,7 @@ func TestApiserverConflictAnswers(t *testing.T) {
 	}
 
 	t.Run("JSON patch whose test op fails", func(t *testing.T) {
-		patch, err := removePatch(stale, []string{"/spec/template/spec/containers/0/env/0"})
+		patch, err := repairPatch(stale, []string{"/spec/template/spec/containers/0/env/0"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestApiserverConflictAnswers(t *testing.T) {
 	})
 
 	t.Run("JSON patch whose path is gone", func(t *testing.T) {
-		patch, err := removePatch(bumped.ResourceVersion, []string{"/spec/template/spec/containers/0/env/5"})
+		patch, err := repairPatch(bumped.ResourceVersion, []string{"/spec/template/spec/containers/0/env/5"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

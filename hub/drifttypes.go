@@ -35,6 +35,14 @@ type FieldDiff struct {
 	// Pointer is the JSON pointer of an added entry in the live object,
 	// used to remove it.
 	Pointer string
+	// ListPointer is set for an item of ours that a live list (an
+	// associative or a set list) lacks: the JSON pointer of that list in
+	// the live object. DesiredPointer is then the item's JSON pointer in
+	// the desired object. A repair that removes entries someone added to
+	// the same list adds these items in the same JSON patch (a replaced
+	// entry, such as a Service port whose number was changed by hand).
+	ListPointer    string
+	DesiredPointer string
 }
 
 // String formats the diff as "path: desired -> actual" or "+path=actual".

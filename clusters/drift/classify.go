@@ -54,7 +54,10 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 //     object's other fields are defaults or someone else's, never drift;
 //   - associative lists (x-kubernetes-list-type map) are matched by their
 //     key fields, set lists by value, and the items someone else added to
-//     them are reported as added, with the JSON pointer that removes them;
+//     them are reported as added, with the JSON pointer that removes them
+//     (the items of ours they lack carry the pointer of the live list and
+//     that of the item in desired, ListPointer and DesiredPointer, so a
+//     replaced item can be put back in the patch that removes the other);
 //     so are the entries of the associative lists of an item we declare
 //     (the env vars of our container) when desired leaves that list out;
 //   - atomic lists are compared whole: the same length, and each item
@@ -130,7 +133,10 @@ type seg struct {
 	// idx is the live index of a list item, and -1 for a step that adds
 	// nothing to the pointer (an item live lacks, or a member whose
 	// pointer is its struct's).
-	idx  int
+	idx int
+	// didx is the desired index of a list item, and -1 for an item
+	// desired lacks.
+	didx int
 	item bool
 }
 
@@ -145,10 +151,11 @@ func (c *walker) Swap(i, j int) {
 }
 
 // pushField enters the map field k; pushItem the list item named name
-// (by its index when name is empty) at live index idx (-1: none).
+// (by its index when name is empty) at live index idx and desired index
+// didx (-1: none).
 func (c *walker) pushField(k string) { c.path = append(c.path, seg{name: k}) }
-func (c *walker) pushItem(name string, idx int) {
-	c.path = append(c.path, seg{name: name, idx: idx, item: true})
+func (c *walker) pushItem(name string, idx, didx int) {
+	c.path = append(c.path, seg{name: name, idx: idx, didx: didx, item: true})
 }
 func (c *walker) pop() { c.path = c.path[:len(c.path)-1] }
 
@@ -197,6 +204,21 @@ func (c *walker) ptrString() string {
 	return b.String()
 }
 
+// desiredPtrString spells the current position as a JSON pointer into the
+// desired object.
+func (c *walker) desiredPtrString() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		b.WriteByte('/')
+		if s.item {
+			b.WriteString(strconv.Itoa(s.didx))
+		} else {
+			b.WriteString(escapePointer(s.name))
+		}
+	}
+	return b.String()
+}
+
 // underResources reports whether the current position lies inside a
 // resources field (requests and limits hold quantities): the quantities
 // of custom resources, whose schemas type them int-or-string without a
@@ -231,6 +253,14 @@ func (c *walker) add(f hub.FieldDiff) {
 // differ records a modified field at the current path.
 func (c *walker) differ(desired, actual string) {
 	c.add(hub.FieldDiff{Path: c.pathString(), Desired: desired, Actual: actual})
+}
+
+// lacks records an item of ours that the live list lacks, at the current
+// path (an item step with no live index): with the live list's pointer
+// and the item's pointer in the desired object, to add it back.
+func (c *walker) lacks(desired string) {
+	c.add(hub.FieldDiff{Path: c.pathString(), Desired: desired, Actual: none,
+		ListPointer: c.ptrString(), DesiredPointer: c.desiredPtrString()})
 }
 
 // added records an entry someone else added at the current path.
@@ -431,7 +461,7 @@ func (c *walker) atomicList(d, a []any, elem *node) any {
 		out = make([]any, len(d))
 	}
 	for i := range d {
-		c.pushItem("", i)
+		c.pushItem("", i, i)
 		p := c.value(d[i], a[i], elem)
 		c.pop()
 		if out != nil {
@@ -451,10 +481,10 @@ func (c *walker) setList(d, a []any) any {
 	if c.project {
 		out = make([]any, 0, len(a))
 	}
-	for _, v := range d {
+	for j, v := range d {
 		if !slices.ContainsFunc(a, func(x any) bool { return scalarEqual(false, v, x) }) {
-			c.pushItem(scalarString(v), -1)
-			c.differ(text(v), none)
+			c.pushItem(scalarString(v), -1, j)
+			c.lacks(text(v))
 			c.pop()
 		} else if out != nil {
 			out = append(out, v)
@@ -464,7 +494,7 @@ func (c *walker) setList(d, a []any) any {
 		if slices.ContainsFunc(d, func(x any) bool { return scalarEqual(false, x, v) }) {
 			continue
 		}
-		c.pushItem(scalarString(v), i)
+		c.pushItem(scalarString(v), i, -1)
 		c.added(text(v))
 		c.pop()
 		if out != nil {
@@ -493,7 +523,7 @@ func (c *walker) keyedList(d, a []any, l *listNode) any {
 	if c.project {
 		out = make([]any, 0, len(a))
 	}
-	for _, it := range d {
+	for j, it := range d {
 		m, ok := it.(map[string]any)
 		if !ok {
 			continue
@@ -508,14 +538,14 @@ func (c *walker) keyedList(d, a []any, l *listNode) any {
 			found = i >= 0
 		}
 		if !found || seen[i] {
-			c.pushItem(k, -1)
-			c.differ(text(m), none)
+			c.pushItem(k, -1, j)
+			c.lacks(text(m))
 			c.pop()
 			continue
 		}
 		seen[i] = true
 		got := a[i].(map[string]any)
-		c.pushItem(k, i)
+		c.pushItem(k, i, j)
 		p := c.item(m, got, l.elem)
 		c.pop()
 		if out != nil {
@@ -528,7 +558,7 @@ func (c *walker) keyedList(d, a []any, l *listNode) any {
 			continue
 		}
 		k, _ := l.itemKey(m)
-		c.pushItem(k, i)
+		c.pushItem(k, i, -1)
 		c.added(summary(m))
 		c.pop()
 		if out != nil {

@@ -140,6 +140,41 @@ func liveEnv(env ...any) *unstructured.Unstructured {
 type diff struct {
 	text    string
 	pointer string
+	// lacked is, for an item of ours a live list lacks, its list's live
+	// pointer and its desired pointer: "ListPointer<DesiredPointer".
+	lacked string
+}
+
+// diffString formats f as the tests' diffs (see diff).
+func diffString(f hub.FieldDiff) string {
+	s := f.String() + " @" + f.Pointer
+	if f.ListPointer != "" || f.DesiredPointer != "" {
+		s += " " + f.ListPointer + "<" + f.DesiredPointer
+	}
+	return s
+}
+
+// wantString formats d as diffString formats the field it describes.
+func (d diff) wantString() string {
+	s := d.text + " @" + d.pointer
+	if d.lacked != "" {
+		s += " " + d.lacked
+	}
+	return s
+}
+
+// checkPointers checks that only added entries have a pointer, and that
+// the items of ours a live list lacks have both of theirs.
+func checkPointers(t *testing.T, fields []hub.FieldDiff) {
+	t.Helper()
+	for _, f := range fields {
+		if f.Added != (f.Pointer != "") {
+			t.Errorf("field %s: Added %v but pointer %q", f.Path, f.Added, f.Pointer)
+		}
+		if (f.ListPointer == "") != (f.DesiredPointer == "") || (f.ListPointer != "" && (f.Added || f.Actual != none)) {
+			t.Errorf("field %s: list pointer %q, desired pointer %q, added %v, actual %q", f.Path, f.ListPointer, f.DesiredPointer, f.Added, f.Actual)
+		}
+	}
 }
 
 func TestClassify(t *testing.T) {
@@ -222,7 +257,8 @@ func TestClassify(t *testing.T) {
 				podSpec(m)["containers"] = []any{map[string]any{"name": "other", "image": "x"}}
 			}), class: hub.DriftModified, fields: []diff{
 				{text: "+spec.template.spec.containers[other]={image: x, name: other}", pointer: "/spec/template/spec/containers/0"},
-				{text: "spec.template.spec.containers[app]: " + text(container(desiredDeployment().Object)) + " -> <none>"},
+				{text: "spec.template.spec.containers[app]: " + text(container(desiredDeployment().Object)) + " -> <none>",
+					lacked: "/spec/template/spec/containers</spec/template/spec/containers/0"},
 			}},
 		{name: "env var added",
 			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
@@ -256,7 +292,8 @@ func TestClassify(t *testing.T) {
 			}), class: hub.DriftModified, fields: []diff{
 				{text: "+spec.template.spec.containers[app].ports[8080/UDP]={containerPort: 8080, name: http, protocol: UDP}",
 					pointer: "/spec/template/spec/containers/0/ports/0"},
-				{text: "spec.template.spec.containers[app].ports[8080/TCP]: {containerPort: 8080, name: http, protocol: TCP} -> <none>"},
+				{text: "spec.template.spec.containers[app].ports[8080/TCP]: {containerPort: 8080, name: http, protocol: TCP} -> <none>",
+					lacked: "/spec/template/spec/containers/0/ports</spec/template/spec/containers/0/ports/0"},
 			}},
 		{name: "env and ports added to a container that declares none",
 			desired: func() *unstructured.Unstructured {
@@ -335,7 +372,8 @@ func TestClassify(t *testing.T) {
 			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}, secretEnv("DB_PASSWORD", "db", "password")),
 			actual:  liveEnv(map[string]any{"name": "MODE", "value": "prod"}),
 			class:   hub.DriftModified, fields: []diff{
-				{text: "spec.template.spec.containers[app].env[DB_PASSWORD]: {name: DB_PASSWORD, valueFrom: {secretKeyRef: {key: password, name: db}}} -> <none>"},
+				{text: "spec.template.spec.containers[app].env[DB_PASSWORD]: {name: DB_PASSWORD, valueFrom: {secretKeyRef: {key: password, name: db}}} -> <none>",
+					lacked: "/spec/template/spec/containers/0/env</spec/template/spec/containers/0/env/1"},
 			}},
 		{name: "secret env var added by someone",
 			desired: withEnv(map[string]any{"name": "MODE", "value": "prod"}),
@@ -402,6 +440,52 @@ func TestClassify(t *testing.T) {
 			desired: desiredService(), actual: liveService(func(m map[string]any) {
 				m["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["targetPort"] = "http"
 			}), class: hub.DriftModified, fields: []diff{{text: "spec.ports[80/TCP].targetPort: 8080 -> http"}}},
+		// A port number changed by hand: our entry, keyed by port and
+		// protocol, is gone and another one with its name took its place.
+		{name: "Service port number replaced",
+			desired: desiredService(), actual: liveService(func(m map[string]any) {
+				m["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["port"] = int64(81)
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "+spec.ports[81/TCP]={name: http, port: 81, protocol: TCP, targetPort: 8080}", pointer: "/spec/ports/0"},
+				{text: "spec.ports[80/TCP]: {name: http, port: 80, targetPort: 8080} -> <none>", lacked: "/spec/ports</spec/ports/0"},
+			}},
+		// The pointers of a lacked item: the live list's, and the item's
+		// index in desired (here not its live neighbour's).
+		{name: "one of two Service ports replaced, live order differs",
+			desired: func() *unstructured.Unstructured {
+				u := desiredService()
+				spec := u.Object["spec"].(map[string]any)
+				spec["ports"] = append(spec["ports"].([]any), map[string]any{"name": "grpc", "port": int64(9090)})
+				return u
+			}(), actual: liveService(func(m map[string]any) {
+				spec := m["spec"].(map[string]any)
+				spec["ports"] = []any{
+					map[string]any{"name": "grpc", "port": int64(9090), "protocol": "TCP", "targetPort": int64(9090)},
+					map[string]any{"name": "grpc-web", "port": int64(9091), "protocol": "TCP", "targetPort": int64(9091)},
+					map[string]any{"name": "http", "port": int64(81), "protocol": "TCP", "targetPort": int64(8080)},
+				}
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "+spec.ports[81/TCP]={name: http, port: 81, protocol: TCP, targetPort: 8080}", pointer: "/spec/ports/2"},
+				{text: "+spec.ports[9091/TCP]={name: grpc-web, port: 9091, protocol: TCP, targetPort: 9091}", pointer: "/spec/ports/1"},
+				{text: "spec.ports[80/TCP]: {name: http, port: 80, targetPort: 8080} -> <none>", lacked: "/spec/ports</spec/ports/0"},
+			}},
+		{name: "env var renamed in the second container, live containers in another order",
+			desired: func() *unstructured.Unstructured {
+				u := desiredDeployment()
+				ps := podSpec(u.Object)
+				ps["containers"] = append(ps["containers"].([]any), map[string]any{"name": "sidecar", "image": "x",
+					"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}}})
+				return u
+			}(), actual: liveDeployment(func(m map[string]any) {
+				ps := podSpec(m)
+				ps["containers"] = []any{map[string]any{"name": "sidecar", "image": "x",
+					"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "C", "value": "2"}}},
+					ps["containers"].([]any)[0]}
+			}), class: hub.DriftModified, fields: []diff{
+				{text: "+spec.template.spec.containers[sidecar].env[C]={name: C, value: 2}", pointer: "/spec/template/spec/containers/0/env/1"},
+				{text: "spec.template.spec.containers[sidecar].env[B]: {name: B, value: 2} -> <none>",
+					lacked: "/spec/template/spec/containers/0/env</spec/template/spec/containers/1/env/1"},
+			}},
 		{name: "bool, float and null values",
 			desired: &unstructured.Unstructured{Object: map[string]any{
 				"metadata": map[string]any{"labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
@@ -426,21 +510,17 @@ func TestClassify(t *testing.T) {
 			}
 			var got, want []string
 			for _, f := range d.Fields {
-				got = append(got, f.String()+" @"+f.Pointer)
+				got = append(got, diffString(f))
 			}
 			for _, f := range tt.fields {
-				want = append(want, f.text+" @"+f.pointer)
+				want = append(want, f.wantString())
 			}
 			slices.Sort(got)
 			slices.Sort(want)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("fields =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			for _, f := range d.Fields {
-				if f.Added != (f.Pointer != "") {
-					t.Errorf("field %s: Added %v but pointer %q", f.Path, f.Added, f.Pointer)
-				}
-			}
+			checkPointers(t, d.Fields)
 		})
 	}
 }

@@ -280,7 +280,7 @@ func TestClassifyKinds(t *testing.T) {
 			desired: svc, actual: edit(svcLive, func(m map[string]any) { set(m, "UDP", "spec", "ports", 0, "protocol") }),
 			class: hub.DriftModified, fields: []diff{
 				{text: "+spec.ports[80/UDP]={name: http, port: 80, protocol: UDP, targetPort: 8080}", pointer: "/spec/ports/0"},
-				{text: "spec.ports[80/TCP]: {name: http, port: 80, targetPort: 8080} -> <none>"},
+				{text: "spec.ports[80/TCP]: {name: http, port: 80, targetPort: 8080} -> <none>", lacked: "/spec/ports</spec/ports/0"},
 			}},
 		{name: "custom resource in sync: defaulted key, set order, open config", schema: &widget,
 			desired: w, actual: wLive, class: hub.DriftNone},
@@ -299,7 +299,7 @@ func TestClassifyKinds(t *testing.T) {
 			}), class: hub.DriftModified, fields: []diff{
 				{text: "+spec.selector.tier=x", pointer: "/spec/selector/tier"},
 				{text: "+spec.tags[c]=c", pointer: "/spec/tags/1"},
-				{text: "spec.tags[a]: a -> <none>"},
+				{text: "spec.tags[a]: a -> <none>", lacked: "/spec/tags</spec/tags/0"},
 			}},
 		{name: "custom resource without its schema: lists atomic, nothing added", schema: &Schema{},
 			desired: w, actual: edit(wLive, func(m map[string]any) {
@@ -337,16 +337,17 @@ func TestClassifyKinds(t *testing.T) {
 			}
 			var got, want []string
 			for _, f := range d.Fields {
-				got = append(got, f.String()+" @"+f.Pointer)
+				got = append(got, diffString(f))
 			}
 			for _, f := range tt.fields {
-				want = append(want, f.text+" @"+f.pointer)
+				want = append(want, f.wantString())
 			}
 			slices.Sort(got)
 			slices.Sort(want)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("fields =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
+			checkPointers(t, d.Fields)
 			own := ProjectWith(tt.desired, tt.desired, s)
 			live := ProjectWith(tt.desired, tt.actual, s)
 			if same := reflect.DeepEqual(own, live); same != (tt.class == hub.DriftNone) {

@@ -23,7 +23,10 @@ import (
 // chart with values per environment, on three clusters each labelled with
 // its own environment. Every object is applied and in sync, each cluster
 // has its overlay's and its values' settings, and drift on both sources'
-// objects is repaired.
+// objects is repaired: a Deployment deleted, a port added to a Service, and
+// both port numbers of a Service rewritten by hand (each of our entries
+// replaced by one with its name: removing the others before the apply
+// would leave no port, which the apiserver refuses).
 func TestPublicProjectOnThreeClusters(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 3})
 	base, err := filepath.Abs("../../config/manifest/testdata/podinfo/kustomize")
@@ -128,8 +131,38 @@ patches:
 		[]byte(`{"spec":{"ports":[{"name":"debug","port":2345,"protocol":"TCP"}]}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
+	// Both ports of the kustomize Service renumbered by hand (kubectl patch
+	// --type=json, replace); the test ops pin which entry is which.
+	if _, err := c(1).CoreV1().Services("podinfo").Patch(ctx, "podinfo", types.JSONPatchType,
+		[]byte(`[{"op":"test","path":"/spec/ports/0/name","value":"http"},{"op":"replace","path":"/spec/ports/0/port","value":9897},`+
+			`{"op":"test","path":"/spec/ports/1/name","value":"grpc"},{"op":"replace","path":"/spec/ports/1/port","value":9998}]`),
+		metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatal(err)
+	}
 	a.waitSnap(t, 30*time.Second, "the kustomize Deployment recreated",
 		repairedAfter(hub.NewNodeID(set.Clusters[0].Name, "podinfo", "podinfo", hub.KindDeployment), t0))
 	a.waitSnap(t, 30*time.Second, "the chart's Service repaired",
 		repairedAfter(hub.NewNodeID(set.Clusters[2].Name, "frontend", "frontend-podinfo", hub.KindService), t0))
+	a.waitSnap(t, 30*time.Second, "the kustomize Service's replaced ports repaired",
+		repairedAfter(hub.NewNodeID(set.Clusters[1].Name, "podinfo", "podinfo", hub.KindService), t0))
+	svc, err := c(1).CoreV1().Services("podinfo").Get(ctx, "podinfo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]int32{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Name] = p.Port
+	}
+	if len(svc.Spec.Ports) != 2 || ports["http"] != 9898 || ports["grpc"] != 9999 {
+		t.Fatalf("podinfo Service ports after the repair: %v, want http 9898 and grpc 9999", svc.Spec.Ports)
+	}
+	svc, err = c(2).CoreV1().Services("frontend").Get(ctx, "frontend-podinfo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "debug" {
+			t.Fatalf("frontend Service ports after the repair: %v, the added port is still there", svc.Spec.Ports)
+		}
+	}
 }
