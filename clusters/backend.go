@@ -176,11 +176,26 @@ func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstruc
 }
 
 // DetectDrift classifies how st's live object differs from spec (see
-// drift.ClassifyIgnoring): differences spec's ignore rules cover are set
-// apart in Drift.Ignored. A manager rule needs the live object's
-// managedFields: from the cached object when it kept them, else from a GET
-// (only when such a rule must be matched against a difference).
+// drift.ClassifyWith), along the schema of its kind (SchemaFor):
+// differences spec's ignore rules cover are set apart in Drift.Ignored. A
+// manager rule needs the live object's managedFields: from the cached
+// object when it kept them, else from a GET (only when such a rule must be
+// matched against a difference).
 func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
+	return m.detectDrift(ctx, spec, st, nil)
+}
+
+// DetectDriftWith is DetectDrift along s, the schema SchemaFor returned
+// for the kind of spec's object: a caller that compares many objects
+// (diff) resolves each kind's schema once, and renders the objects along
+// the same schema it classified them with.
+func (m *Manager) DetectDriftWith(ctx context.Context, spec hub.NodeSpec, st hub.State, s drift.Schema) (hub.Drift, error) {
+	return m.detectDrift(ctx, spec, st, &s)
+}
+
+// detectDrift is DetectDrift along sch, or along SchemaFor's schema when
+// sch is nil.
+func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State, sch *drift.Schema) (hub.Drift, error) {
 	desired, err := spec.Object()
 	if err != nil {
 		return hub.Drift{}, m.callError("compare", spec, err)
@@ -205,11 +220,14 @@ func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 			return fieldOwners(mf)
 		}
 	}
-	sch, err := m.schemaFor(ctx, spec, desired)
-	if err != nil {
-		return hub.Drift{}, m.callError("compare", spec, err)
+	if sch == nil {
+		s, err := m.SchemaFor(ctx, desired.GroupVersionKind())
+		if err != nil {
+			return hub.Drift{}, m.callError("compare", spec, err)
+		}
+		sch = &s
 	}
-	d, err := drift.ClassifyWith(desired, live, m.cfg.ManagedBy, ig, sch)
+	d, err := drift.ClassifyWith(desired, live, m.cfg.ManagedBy, ig, *sch)
 	if err != nil {
 		// Manager rules matched nothing: the fields stay drift.
 		m.log.Debug("ignore rules: managedFields unavailable", "node", spec.ID.String(), "err", err)
@@ -459,7 +477,7 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 	}
 	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager,
 		Owners: func() ([]drift.FieldOwner, error) { return fieldOwners(mf) }}
-	sch, err := m.schemaFor(ctx, spec, desired)
+	sch, err := m.SchemaFor(ctx, desired.GroupVersionKind())
 	if err != nil {
 		return nil, false, m.callError("compare", spec, err)
 	}

@@ -242,11 +242,15 @@ func genericProgress(obj runtime.Object) *hub.Progress {
 	return progressOf(u, 0, time.Time{})
 }
 
-// schemaFor returns the schema drift detection compares spec's object
-// along: client-go's built-in one for the kinds it knows, else the one the
-// cluster publishes (a custom resource's CRD schema).
-func (m *Manager) schemaFor(ctx context.Context, spec hub.NodeSpec, desired *unstructured.Unstructured) (drift.Schema, error) {
-	gvk := desired.GroupVersionKind()
+// SchemaFor returns the schema drift detection compares objects of gvk
+// along, as the hub resolves it: client-go's built-in one for the kinds it
+// knows, else the one the cluster publishes (a custom resource's CRD
+// schema), fetched once per group-version and kept (see schemaCache). When
+// the cluster publishes none, or cannot be asked, it returns the zero
+// drift.Schema and no error: the kind is then compared without a schema
+// (lists by index, maps as structs, nothing counts as added), as the hub
+// compares it. It fails only before the manager connected.
+func (m *Manager) SchemaFor(ctx context.Context, gvk schema.GroupVersionKind) (drift.Schema, error) {
 	if s, ok := drift.BuiltinSchema(gvk); ok {
 		return s, nil
 	}
@@ -258,9 +262,7 @@ func (m *Manager) schemaFor(ctx context.Context, spec hub.NodeSpec, desired *uns
 	}
 	s, err := schemas.For(ctx, gvk)
 	if err != nil {
-		// Without its schema a custom resource is still compared: lists
-		// by index, maps as structs, nothing counts as added.
-		m.log.Debug("no schema: comparing without it", "node", spec.ID.String(), "err", err)
+		m.log.Debug("no schema: comparing without it", "kind", kindName(gvk), "err", err)
 		return drift.Schema{}, nil
 	}
 	return s, nil

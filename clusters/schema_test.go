@@ -392,3 +392,40 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 		t.Fatalf("StatefulSet env added: cluster schema %s, built-in %s", got.Summary(), want.Summary())
 	}
 }
+
+// TestManagerSchemaFor: SchemaFor resolves a schema as the hub's drift
+// detection does: built-in kinds without asking the cluster, a custom
+// resource from the cluster's document (fetched once for many calls), the
+// zero schema and no error when the cluster cannot serve it, and
+// errNotConnected before the manager connected.
+func TestManagerSchemaFor(t *testing.T) {
+	ctx := t.Context()
+	m := newManager(ClusterConfig{ID: "c1"}, newRecordingSink(), testLog(t), HealthOptions{}, nil)
+	if _, err := m.SchemaFor(ctx, widgetGVK); !errors.Is(err, errNotConnected) {
+		t.Fatalf("before connecting: err %v, want errNotConnected", err)
+	}
+	fake := openapitest.NewFakeClient()
+	fake.PathsMap["apis/example.com/v1"] = openapitest.FakeGroupVersion{GVSpec: []byte(widgetV3)}
+	client := &countingClient{Client: fake}
+	m.schemas = newSchemaCache(fakeOpenAPIDiscovery{client: client}, testLog(t))
+	if s, err := m.SchemaFor(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); err != nil || !s.Known() || client.paths != 0 {
+		t.Fatalf("Deployment: known %v, err %v, paths fetched %d; want the built-in schema, no fetch", s.Known(), err, client.paths)
+	}
+	for range 3 {
+		if s, err := m.SchemaFor(ctx, widgetGVK); err != nil || !s.Known() {
+			t.Fatalf("Widget: known %v, err %v", s.Known(), err)
+		}
+	}
+	if client.paths != 1 {
+		t.Errorf("paths fetched %d times, want 1", client.paths)
+	}
+	// A kind the cluster publishes no schema of, and a cluster that cannot
+	// answer: compared without a schema, as the hub does.
+	if s, err := m.SchemaFor(ctx, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}); err != nil || s.Known() {
+		t.Errorf("Gadget: known %v, err %v; want the zero schema, no error", s.Known(), err)
+	}
+	m.schemas = newSchemaCache(fakeOpenAPIDiscovery{client: &openapitest.FakeClient{ForcedErr: errors.New("connection refused")}}, testLog(t))
+	if s, err := m.SchemaFor(ctx, widgetGVK); err != nil || s.Known() {
+		t.Errorf("unreachable: known %v, err %v; want the zero schema, no error", s.Known(), err)
+	}
+}

@@ -1,11 +1,13 @@
 // Package diff answers "is anything drifted right now?" in one pass, for
 // scripts and CI jobs: for every desired object it GETs the live one on its
 // cluster and classifies the difference exactly as the hub does (a
-// clusters.Manager from clusters.Connect: ReadState, DetectDrift and
-// Attribute, so the same kind table, classes and field managers), then
-// renders a unified diff of the fields driftwatch manages. Nothing is
-// written to any cluster, and no watch, hub or goroutine is left running
-// when Run returns.
+// clusters.Manager from clusters.Connect: ReadState, SchemaFor,
+// DetectDriftWith and Attribute, so the same kind table, schemas, classes
+// and field managers), then renders a unified diff of the fields
+// driftwatch manages along the same schema. A custom resource is compared
+// and rendered with the schema its cluster publishes, fetched once per
+// cluster and kind. Nothing is written to any cluster, and no watch, hub
+// or goroutine is left running when Run returns.
 //
 // Server-side apply dry-run is not used: the classification already
 // compares what the hub compares, a dry-run apply would keep the entries
@@ -27,6 +29,7 @@ import (
 	"github.com/sourcegraph/conc/panics"
 	"github.com/sourcegraph/conc/pool"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -141,7 +144,8 @@ type Object struct {
 	Attribution *hub.Attribution
 	// Diff holds the hunks ("@@ ... @@" and the lines after) of a unified
 	// diff from the desired to the live object, over the YAML of only the
-	// fields driftwatch manages (see drift.Project); "" when they match.
+	// fields driftwatch manages, along the schema of its kind (see
+	// UnifiedWith); "" when they match.
 	Diff string
 	// Err is set when the object could not be checked although its
 	// cluster answered (e.g. RBAC forbids reading it).
@@ -329,8 +333,9 @@ func diffCluster(ctx context.Context, cfg clusters.ClusterConfig, specs []hub.No
 	}
 	defer release()
 	objects := make([]Object, 0, len(specs))
+	schemas := kindSchemas{m: m, byKind: make(map[schema.GroupVersionKind]drift.Schema)}
 	for _, spec := range specs {
-		o, err := diffObject(ctx, m, spec, log)
+		o, err := diffObject(ctx, m, &schemas, spec, log)
 		if err != nil {
 			if errors.Is(err, hub.ErrUnreachable) || ctx.Err() != nil {
 				return fail(err)
@@ -343,15 +348,48 @@ func diffCluster(ctx context.Context, cfg clusters.ClusterConfig, specs []hub.No
 	return objects, nil
 }
 
+// kindSchemas resolves the schema of each kind once per pass over a
+// cluster (Manager.SchemaFor), so that every object of a kind is
+// classified and rendered along the same one. It is used by one goroutine.
+type kindSchemas struct {
+	m      *clusters.Manager
+	byKind map[schema.GroupVersionKind]drift.Schema
+}
+
+// of returns the schema of gvk's objects.
+func (k *kindSchemas) of(ctx context.Context, gvk schema.GroupVersionKind) (drift.Schema, error) {
+	if s, ok := k.byKind[gvk]; ok {
+		return s, nil
+	}
+	s, err := k.m.SchemaFor(ctx, gvk)
+	if err != nil {
+		return drift.Schema{}, err
+	}
+	k.byKind[gvk] = s
+	return s, nil
+}
+
 // diffObject reads, classifies, attributes and renders one object, as the
-// hub's reconcile does before it decides to repair.
-func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log *slog.Logger) (Object, error) {
+// hub's reconcile does before it decides to repair, along the schema of
+// its kind.
+func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, spec hub.NodeSpec, log *slog.Logger) (Object, error) {
 	o := Object{ID: spec.ID, Application: spec.Application}
 	st, err := m.ReadState(ctx, spec, true)
 	if err != nil {
 		return o, err
 	}
-	d, err := m.DetectDrift(ctx, spec, st)
+	desired, err := spec.Object() // its error names the object
+	if err != nil {
+		return o, err
+	}
+	var sch drift.Schema
+	if desired != nil {
+		// Without a body DetectDriftWith says so.
+		if sch, err = schemas.of(ctx, desired.GroupVersionKind()); err != nil {
+			return o, fmt.Errorf("object %s: schema: %w", spec.ID, err)
+		}
+	}
+	d, err := m.DetectDriftWith(ctx, spec, st, sch)
 	if err != nil {
 		return o, err
 	}
@@ -374,19 +412,15 @@ func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log
 	if st.Exists {
 		live, _ = st.Live.(*unstructured.Unstructured)
 	}
-	desired, err := spec.Object()
-	if err != nil {
-		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
-	}
 	if live != nil && len(d.Ignored) > 0 {
 		// Ignored fields show their live value on both sides.
 		fields := make([][]string, 0, len(d.Ignored))
 		for _, f := range d.Ignored {
 			fields = append(fields, f.Segments)
 		}
-		drift.Pin(desired.Object, live.Object, fields)
+		drift.PinWith(desired.Object, live.Object, fields, sch)
 	}
-	if o.Diff, err = Unified(desired, live); err != nil {
+	if o.Diff, err = UnifiedWith(desired, live, sch); err != nil {
 		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
 	}
 	return o, nil
@@ -394,13 +428,28 @@ func diffObject(ctx context.Context, m *clusters.Manager, spec hub.NodeSpec, log
 
 // Unified returns the hunks of a unified diff (3 lines of context) from the
 // managed fields of desired to the same fields of live (nil: the object is
-// missing), each side as YAML with sorted keys; "" when they match.
+// missing), each side as YAML with sorted keys; "" when they match. The
+// fields are found along the built-in schema of desired's kind
+// (drift.Project): UnifiedWith takes the schema.
 func Unified(desired, live *unstructured.Unstructured) (string, error) {
-	a, err := managedYAML(drift.Project(desired, desired))
+	return unified(drift.Project(desired, desired), drift.Project(desired, live))
+}
+
+// UnifiedWith is Unified along s, the schema of the objects' kind (as
+// clusters.Manager.SchemaFor resolves it): a custom resource's keyed list
+// is matched by key, as the hub classifies it, so the diff shows the
+// entries someone added without the others' order or server defaults.
+func UnifiedWith(desired, live *unstructured.Unstructured, s drift.Schema) (string, error) {
+	return unified(drift.ProjectWith(desired, desired, s), drift.ProjectWith(desired, live, s))
+}
+
+// unified renders the unified diff of two projections.
+func unified(desired, live map[string]any) (string, error) {
+	a, err := managedYAML(desired)
 	if err != nil {
 		return "", err
 	}
-	b, err := managedYAML(drift.Project(desired, live))
+	b, err := managedYAML(live)
 	if err != nil {
 		return "", err
 	}

@@ -11,8 +11,10 @@ import (
 	goldenfile "github.com/driftwatch/driftwatch/internal/golden"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/hub/drift"
 )
 
 // golden compares got with testdata/<name> (see internal/golden).
@@ -219,5 +221,85 @@ func TestUnified(t *testing.T) {
 		if !strings.HasPrefix(l, "-") {
 			t.Errorf("missing: line %q is not a removal", l)
 		}
+	}
+}
+
+// pipelineTypes is the structured-merge-diff schema of a custom resource
+// whose stages are a list of maps keyed by name, as a cluster publishes it
+// for a CRD with x-kubernetes-list-type map.
+const pipelineTypes = `types:
+- name: pipeline
+  map:
+    fields:
+    - {name: apiVersion, type: {scalar: string}}
+    - {name: kind, type: {scalar: string}}
+    - name: spec
+      type:
+        map:
+          fields:
+          - name: stages
+            type:
+              list:
+                elementType: {namedType: stage}
+                elementRelationship: associative
+                keys: [name]
+- name: stage
+  map:
+    fields:
+    - {name: name, type: {scalar: string}}
+    - {name: image, type: {scalar: string}}
+    - {name: retries, type: {scalar: numeric}}
+`
+
+// TestUnifiedWith: along a custom resource's schema a keyed list is
+// matched by key, so the diff shows the stage someone added and nothing of
+// the others' order or server defaults; along the built-in schema the
+// output is Unified's.
+func TestUnifiedWith(t *testing.T) {
+	parser, err := typed.NewParser(pipelineTypes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := drift.NewSchema(parser.Type("pipeline"))
+	stage := func(name string, extra ...any) map[string]any {
+		m := map[string]any{"name": name, "image": "golang:1.26"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i].(string)] = extra[i+1]
+		}
+		return m
+	}
+	desired := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Pipeline",
+		"metadata": map[string]any{"name": "ci", "namespace": "shop"},
+		"spec":     map[string]any{"stages": []any{stage("build"), stage("test")}},
+	}}
+	got := live(desired, func(m map[string]any) {
+		m["spec"].(map[string]any)["stages"] = []any{stage("test", "retries", int64(3)), stage("build", "retries", int64(3)), stage("lint", "retries", int64(3))}
+	})
+	d, err := UnifiedWith(desired, got, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	for l := range strings.Lines(d) {
+		if strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-") {
+			changed = append(changed, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	if want := []string{"+  - image: golang:1.26", "+    name: lint", "+    retries: 3"}; strings.Join(changed, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changed lines %q, want only the added stage %q:\n%s", changed, want, d)
+	}
+	if plain := mustUnified(t, desired, got); plain == d {
+		t.Errorf("without the schema the diff is the same:\n%s", d)
+	}
+
+	dep := deployment(2)
+	depLive := live(dep, func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(5) })
+	builtin, ok := drift.BuiltinSchema(dep.GroupVersionKind())
+	if !ok {
+		t.Fatal("no built-in Deployment schema")
+	}
+	if with, err := UnifiedWith(dep, depLive, builtin); err != nil || with != mustUnified(t, dep, depLive) {
+		t.Errorf("built-in schema: %q (%v), want Unified's", with, err)
 	}
 }
