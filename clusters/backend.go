@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"sort"
 	"strconv"
@@ -156,8 +157,8 @@ func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, 
 		Progress:   progress,
 		Live:       live,
 	}
-	if live.GetAnnotations()[hub.PruneAnnotation] == hub.PruneDisabled {
-		st.Retain = fmt.Sprintf("its %s annotation is %q", hub.PruneAnnotation, hub.PruneDisabled)
+	if live.GetAnnotations()[kubeobj.PruneAnnotation] == kubeobj.PruneDisabled {
+		st.Retain = fmt.Sprintf("its %s annotation is %q", kubeobj.PruneAnnotation, kubeobj.PruneDisabled)
 	}
 	return st, nil
 }
@@ -196,7 +197,7 @@ func (m *Manager) DetectDriftWith(ctx context.Context, spec hub.NodeSpec, st hub
 // detectDrift is DetectDrift along sch, or along SchemaFor's schema when
 // sch is nil.
 func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State, sch *drift.Schema) (hub.Drift, error) {
-	desired, err := spec.Object()
+	desired, err := kubeobj.Object(spec)
 	if err != nil {
 		return hub.Drift{}, m.callError("compare", spec, err)
 	}
@@ -322,7 +323,7 @@ const conflictRetries = 3
 // conflictRetries times (counted in driftwatch_write_conflicts_total).
 //
 // The apply is a server-side apply with the hub's field manager
-// (hub.FieldManagerFor): without force first; on a conflict with other
+// (kubeobj.FieldManagerFor): without force first; on a conflict with other
 // field managers it records the conflicts and applies with force. A missing
 // namespace is created.
 //
@@ -417,7 +418,7 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	res.Version = acc.GetResourceVersion()
 	if !st.Fresh && !st.Exists && goneUID != "" && string(acc.GetUID()) == goneUID {
 		res.Class = hub.DriftUnlabelled
-		res.Fields = []hub.FieldDiff{{Path: "metadata.labels." + hub.ManagedByLabel,
+		res.Fields = []hub.FieldDiff{{Path: "metadata.labels." + kubeobj.ManagedByLabel,
 			Desired: m.cfg.ManagedBy, Actual: "<removed or changed>"}}
 	}
 	return res, nil
@@ -427,10 +428,10 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 // annotation names another hub.
 func (m *Manager) refuseOther(verb string, spec hub.NodeSpec, live metav1.Object) error {
 	annots := live.GetAnnotations()
-	if !hub.OwnedByOther(annots, m.cfg.HubID) {
+	if !kubeobj.OwnedByOther(annots, m.cfg.HubID) {
 		return nil
 	}
-	return m.callError(verb, spec, fmt.Errorf("refusing: %w", hub.OwnedByOtherError{Hub: annots[hub.HubAnnotation]}))
+	return m.callError(verb, spec, fmt.Errorf("refusing: %w", hub.OwnedByOtherError{Hub: annots[kubeobj.HubAnnotation]}))
 }
 
 // liveObject converts a typed object the caller owns to its unstructured
@@ -471,7 +472,7 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 	if err := m.refuseOther("apply", spec, live); err != nil {
 		return nil, false, err
 	}
-	desired, err := spec.Object()
+	desired, err := kubeobj.Object(spec)
 	if err != nil {
 		return nil, false, m.callError("compare", spec, err)
 	}
@@ -520,7 +521,7 @@ func (m *Manager) freshBody(ctx context.Context, kc kindClient, kind kindInfo, s
 		return spec.Body, removed, nil
 	}
 	desired.SetResourceVersion(live.GetResourceVersion())
-	if body, err = hub.EncodeBody(desired); err != nil {
+	if body, err = kubeobj.EncodeBody(desired); err != nil {
 		return nil, removed, m.callError("apply", spec, err)
 	}
 	return body, removed, nil
@@ -680,7 +681,7 @@ func pointerLess(a, b string) bool {
 
 // hubAnnotationField is the field path of the driftwatch.io/hub annotation
 // in an apply conflict (see conflictsOf).
-const hubAnnotationField = "metadata.annotations." + hub.HubAnnotation
+const hubAnnotationField = "metadata.annotations." + kubeobj.HubAnnotation
 
 // apply server-side applies body (spec's object) with the hub's field
 // manager: without force first, then with force on a conflict with other
@@ -790,7 +791,7 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 				return err
 			}
 		}
-		return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", hub.ManagedByLabel, m.cfg.ManagedBy))
+		return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", kubeobj.ManagedByLabel, m.cfg.ManagedBy))
 	}
 	live, err := m.liveOf(spec, st)
 	if err != nil {
@@ -806,15 +807,15 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 			return err
 		}
 		if !owned {
-			return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", hub.ManagedByLabel, m.cfg.ManagedBy))
+			return m.callError("delete", spec, fmt.Errorf("refusing: it does not carry the label %s=%s", kubeobj.ManagedByLabel, m.cfg.ManagedBy))
 		}
-		if got := live.GetAnnotations()[hub.NodeIDAnnotation]; got != spec.ID.String() {
+		if got := live.GetAnnotations()[kubeobj.NodeIDAnnotation]; got != spec.ID.String() {
 			return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q, not %q",
-				hub.NodeIDAnnotation, got, spec.ID.String()))
+				kubeobj.NodeIDAnnotation, got, spec.ID.String()))
 		}
-		if live.GetAnnotations()[hub.PruneAnnotation] == hub.PruneDisabled {
+		if live.GetAnnotations()[kubeobj.PruneAnnotation] == kubeobj.PruneDisabled {
 			return m.callError("delete", spec, fmt.Errorf("refusing: its %s annotation is %q: %w",
-				hub.PruneAnnotation, hub.PruneDisabled, hub.ErrRefused))
+				kubeobj.PruneAnnotation, kubeobj.PruneDisabled, hub.ErrRefused))
 		}
 		if kind.generic && kind.gvk.Group == "" && kind.gvk.Kind == "Namespace" {
 			if other, err := m.unmanagedIn(ctx, spec.Name); err != nil {
@@ -864,14 +865,14 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 		}
 		m.metrics.conflict(m.cfg.ID, conflictRetried)
 		m.log.Info("write conflict: retrying the delete from a fresh read", "node", spec.ID.String(), "attempt", attempt+1, "err", err)
-		live, owned = fresh, fresh.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy
+		live, owned = fresh, fresh.GetLabels()[kubeobj.ManagedByLabel] == m.cfg.ManagedBy
 	}
 }
 
 // owns reports whether a live object carries this cluster's ownership marks:
 // our managed-by label, and no hub annotation naming another hub.
 func (m *Manager) owns(obj metav1.Object) bool {
-	return obj.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy && !hub.OwnedByOther(obj.GetAnnotations(), m.cfg.HubID)
+	return obj.GetLabels()[kubeobj.ManagedByLabel] == m.cfg.ManagedBy && !kubeobj.OwnedByOther(obj.GetAnnotations(), m.cfg.HubID)
 }
 
 var _ hub.OwnedLister = (*Manager)(nil)
@@ -910,10 +911,10 @@ func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
 	for _, s := range infs {
 		for _, item := range s.inf.GetIndexer().List() {
 			acc, err := meta.Accessor(item)
-			if err != nil || acc.GetLabels()[hub.ManagedByLabel] != m.cfg.ManagedBy {
+			if err != nil || acc.GetLabels()[kubeobj.ManagedByLabel] != m.cfg.ManagedBy {
 				continue
 			}
-			owner, ok := acc.GetAnnotations()[hub.HubAnnotation]
+			owner, ok := acc.GetAnnotations()[kubeobj.HubAnnotation]
 			switch {
 			case !ok:
 				continue

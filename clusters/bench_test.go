@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -31,7 +32,7 @@ func BenchmarkHandlerToQueue(b *testing.B) {
 		id := hub.NewNodeID("c1", "shop", name, hub.KindDeployment)
 		specs[i] = hub.NodeSpec{ID: id, Namespace: "shop", Name: name, Kind: hub.KindDeployment, Hash: "x"}
 		objs[i] = deployment("shop", name, labelled(nil))
-		objs[i].Annotations = map[string]string{hub.NodeIDAnnotation: id.String()}
+		objs[i].Annotations = map[string]string{kubeobj.NodeIDAnnotation: id.String()}
 		objs[i].ResourceVersion = "1"
 	}
 	h.SetDesired(specs)
@@ -56,7 +57,7 @@ func BenchmarkCachedBytes(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				shared := &cacheShared{cluster: "c1", namespace: "shop", kind: kind, info: info, managedBy: hub.DefaultManagedBy, hubID: "hub-a"}
+				shared := &cacheShared{cluster: "c1", namespace: "shop", kind: kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a"}
 				const n = 2000
 				var perObj float64
 				for b.Loop() {
@@ -99,7 +100,7 @@ func sampleObject(kind string, i int) metav1.Object {
 	}
 	meta := metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "3f1c1e0e-4b7a-4c57-9d35-6c0f0d6f9a11", ResourceVersion: "123456", Generation: 1,
 		CreationTimestamp: metav1.Now(), Labels: labelled(map[string]string{"app": name, "driftwatch.io/application": name}),
-		Annotations:   map[string]string{hub.NodeIDAnnotation: "c1:shop/" + name + ":" + kind, hub.HubAnnotation: "hub-a"},
+		Annotations:   map[string]string{kubeobj.NodeIDAnnotation: "c1:shop/" + name + ":" + kind, kubeobj.HubAnnotation: "hub-a"},
 		ManagedFields: mf}
 	if kind == "configmap" {
 		return &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"LOG_LEVEL": "info", "FEATURE_X": "on"}}

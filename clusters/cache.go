@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math"
 	"time"
 
@@ -31,7 +32,7 @@ type cacheShared struct {
 	// managedBy and hubID are the values of our ownership marks.
 	managedBy string
 	hubID     string
-	// fieldManager is the hub's own field manager (hub.FieldManagerFor).
+	// fieldManager is the hub's own field manager (kubeobj.FieldManagerFor).
 	fieldManager string
 }
 
@@ -136,15 +137,15 @@ func (c *cachedObject) ownershipMarks() (labels, annots map[string]string) {
 		return c.unusual.labels, c.unusual.annots
 	}
 	if c.marks&markLabel != 0 {
-		labels = map[string]string{hub.ManagedByLabel: c.shared.managedBy}
+		labels = map[string]string{kubeobj.ManagedByLabel: c.shared.managedBy}
 	}
 	if c.marks&(markHub|markNodeID) != 0 {
 		annots = make(map[string]string, 2)
 		if c.marks&markHub != 0 {
-			annots[hub.HubAnnotation] = c.shared.hubID
+			annots[kubeobj.HubAnnotation] = c.shared.hubID
 		}
 		if c.marks&markNodeID != 0 {
-			annots[hub.NodeIDAnnotation] = hub.NewNodeID(c.shared.cluster, c.shared.namespace, c.name, c.shared.kind).String()
+			annots[kubeobj.NodeIDAnnotation] = hub.NewNodeID(c.shared.cluster, c.shared.namespace, c.name, c.shared.kind).String()
 		}
 	}
 	return labels, annots
@@ -189,7 +190,7 @@ func (c *cachedObject) object() (protoObject, error) {
 
 // ownershipKeys are the label and annotation keys the compact form keeps
 // out of the body.
-var ownershipLabelKeys, ownershipAnnotationKeys = []string{hub.ManagedByLabel}, []string{hub.HubAnnotation, hub.NodeIDAnnotation}
+var ownershipLabelKeys, ownershipAnnotationKeys = []string{kubeobj.ManagedByLabel}, []string{kubeobj.HubAnnotation, kubeobj.NodeIDAnnotation}
 
 // compact is the informers' transform: it turns a typed object into its
 // cachedObject, mutating the object (the informer hands it over before it
@@ -266,15 +267,15 @@ func (c *cachedObject) setMarks(namespace string, labels, annots map[string]stri
 	s := c.shared
 	usual := namespace == s.namespace && otherHub == ""
 	marks := c.marks
-	if v, ok := labels[hub.ManagedByLabel]; ok {
+	if v, ok := labels[kubeobj.ManagedByLabel]; ok {
 		marks |= markLabel
 		usual = usual && v == s.managedBy
 	}
-	if v, ok := annots[hub.HubAnnotation]; ok {
+	if v, ok := annots[kubeobj.HubAnnotation]; ok {
 		marks |= markHub
 		usual = usual && v == s.hubID
 	}
-	if v, ok := annots[hub.NodeIDAnnotation]; ok {
+	if v, ok := annots[kubeobj.NodeIDAnnotation]; ok {
 		marks |= markNodeID
 		usual = usual && v == hub.NewNodeID(s.cluster, namespace, c.name, s.kind).String()
 	}
@@ -343,7 +344,7 @@ func onlyStatus(f *metav1.FieldsV1) bool {
 // writers reads two facts from an object's managedFields: when self (our
 // field manager) last wrote it (the latest Time of its entries, in Unix
 // seconds; 0 when it never did), and the field manager of another
-// driftwatch hub that wrote it ("" when none). The name hub.FieldManager
+// driftwatch hub that wrote it ("" when none). The name kubeobj.FieldManager
 // never counts as another hub's: a hub with the default id uses it, and a
 // hub with an id of its own may find its own entries of before it had one
 // under it.
@@ -354,7 +355,7 @@ func writers(entries []metav1.ManagedFieldsEntry, self string) (own uint32, othe
 			if e.Time != nil {
 				own = max(own, unixSeconds(e.Time.Time))
 			}
-		case otherHub == "" && e.Manager != hub.FieldManager && hub.IsHubFieldManager(e.Manager):
+		case otherHub == "" && e.Manager != kubeobj.FieldManager && kubeobj.IsHubFieldManager(e.Manager):
 			otherHub = e.Manager
 		}
 	}

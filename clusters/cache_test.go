@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func mfEntry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
 // status-only entries go; other managers' spec and metadata entries
 // (kubectl scale's scale subresource included) stay.
 func TestCompactManagedFields(t *testing.T) {
-	ours := mfEntry(hub.FieldManager, "", `{"f:spec":{"f:replicas":{}}}`)
+	ours := mfEntry(kubeobj.FieldManager, "", `{"f:spec":{"f:replicas":{}}}`)
 	ours.Operation = metav1.ManagedFieldsOperationApply
 	edit := mfEntry("kubectl-edit", "", `{"f:spec":{"f:template":{}}}`)
 	scale := mfEntry("kubectl", "scale", `{"f:spec":{"f:replicas":{}}}`)
@@ -45,7 +46,7 @@ func TestCompactManagedFields(t *testing.T) {
 		{"spec and status", []metav1.ManagedFieldsEntry{mixed}, []metav1.ManagedFieldsEntry{mixed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := compactManagedFields(tc.in, hub.FieldManager); !reflect.DeepEqual(got, tc.want) {
+			if got := compactManagedFields(tc.in, kubeobj.FieldManager); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("kept %v, want %v", managers(got), managers(tc.want))
 			}
 		})
@@ -69,7 +70,7 @@ func managers(es []metav1.ManagedFieldsEntry) []string {
 func TestCompactRoundTrip(t *testing.T) {
 	id := func(name string, kind hub.Kind) string { return hub.NewNodeID("c1", "shop", name, kind).String() }
 	edit := mfEntry("kubectl-edit", "", `{"f:spec":{"f:template":{}}}`)
-	ours := mfEntry(hub.FieldManager, "", `{"f:spec":{}}`)
+	ours := mfEntry(kubeobj.FieldManager, "", `{"f:spec":{}}`)
 	status := mfEntry("kube-controller-manager", "status", `{"f:status":{}}`)
 	deletedAt := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	meta := func(name string, kind hub.Kind, labels, annots map[string]string) metav1.ObjectMeta {
@@ -79,8 +80,8 @@ func TestCompactRoundTrip(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{ours, edit, status}}
 	}
 	usual := func(name string, kind hub.Kind) (map[string]string, map[string]string) {
-		return map[string]string{hub.ManagedByLabel: hub.DefaultManagedBy, "app": name},
-			map[string]string{hub.HubAnnotation: "hub-a", hub.NodeIDAnnotation: id(name, kind), lastAppliedAnnotation: "{}", "note": "x"}
+		return map[string]string{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "app": name},
+			map[string]string{kubeobj.HubAnnotation: "hub-a", kubeobj.NodeIDAnnotation: id(name, kind), lastAppliedAnnotation: "{}", "note": "x"}
 	}
 	depLabels, depAnnots := usual("web", hub.KindDeployment)
 	dep := deployment("shop", "web", nil)
@@ -93,8 +94,8 @@ func TestCompactRoundTrip(t *testing.T) {
 	// Marks that are not the usual ones: another hub, a node-id that is not
 	// the derived one, another managed-by value.
 	odd := &corev1.ConfigMap{ObjectMeta: meta("odd", hub.KindConfigMap,
-		map[string]string{hub.ManagedByLabel: "someone-else"},
-		map[string]string{hub.HubAnnotation: "hub-b", hub.NodeIDAnnotation: "c1:shop/acme:eu/odd:configmap"}), Data: map[string]string{"b": "2"}}
+		map[string]string{kubeobj.ManagedByLabel: "someone-else"},
+		map[string]string{kubeobj.HubAnnotation: "hub-b", kubeobj.NodeIDAnnotation: "c1:shop/acme:eu/odd:configmap"}), Data: map[string]string{"b": "2"}}
 	svc := &corev1.Service{ObjectMeta: meta("svc", hub.KindService, nil, nil),
 		Spec:   corev1.ServiceSpec{Selector: map[string]string{"app": "svc"}, Ports: []corev1.ServicePort{{Port: 80}}},
 		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}}}
@@ -115,7 +116,7 @@ func TestCompactRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: hub.DefaultManagedBy, hubID: "hub-a", fieldManager: hub.FieldManager}
+			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager}
 			// What the decoded object must be: the original, minus what
 			// the compact form drops.
 			want := tc.obj.DeepCopyObject().(protoObject)

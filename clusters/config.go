@@ -51,7 +51,7 @@ type ClusterConfig struct {
 	// again until it is, and watched from then on.
 	Kinds []schema.GroupVersionKind
 	// ManagedBy is the value of the managed-by label the informers filter
-	// on; empty means hub.DefaultManagedBy.
+	// on; empty means kubeobj.DefaultManagedBy.
 	ManagedBy string
 	// HubID is the id of the hub that manages the cluster: objects whose
 	// driftwatch.io/hub annotation names another hub are never deleted and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"sync"
 	"testing"
@@ -313,7 +314,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // desiredOf decodes a spec's desired object.
 func desiredOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
 	t.Helper()
-	u, err := s.Object()
+	u, err := kubeobj.Object(s)
 	if err != nil || u == nil {
 		t.Fatalf("%s: desired object: %v (nil %t)", s.ID, err, u == nil)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 	"time"
@@ -483,7 +484,7 @@ func (m *Manager) unmanagedIn(ctx context.Context, namespace string) (string, er
 			}
 			for _, item := range list.Items {
 				switch {
-				case item.GetLabels()[hub.ManagedByLabel] == m.cfg.ManagedBy,
+				case item.GetLabels()[kubeobj.ManagedByLabel] == m.cfg.ManagedBy,
 					len(item.GetOwnerReferences()) > 0,
 					namespaceKeeps[gk] == item.GetName():
 					continue

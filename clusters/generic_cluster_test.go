@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"strings"
 	"testing"
 	"time"
@@ -36,17 +37,17 @@ func genericSpec(t *testing.T, cluster, manifest string) hub.NodeSpec {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[hub.ManagedByLabel] = hub.DefaultManagedBy
+	labels[kubeobj.ManagedByLabel] = kubeobj.DefaultManagedBy
 	u.SetLabels(labels)
 	annots := u.GetAnnotations()
 	if annots == nil {
 		annots = map[string]string{}
 	}
-	annots[hub.NodeIDAnnotation] = id.String()
-	annots[hub.HubAnnotation] = hub.DefaultHubID
+	annots[kubeobj.NodeIDAnnotation] = id.String()
+	annots[kubeobj.HubAnnotation] = hub.DefaultHubID
 	u.SetAnnotations(annots)
 	// Integers as the apiserver's objects hold them.
-	body := hub.MustEncodeBody(u)
+	body := kubeobj.MustEncodeBody(u)
 	return hub.NodeSpec{ID: id, Namespace: u.GetNamespace(), Name: u.GetName(), Kind: slug, Body: body}
 }
 
@@ -324,7 +325,7 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	// The managed-by label removed from the Role: gone from the watch,
 	// found without the label by the repair.
 	role := specs["reader:role.rbac.authorization.k8s.io"]
-	patch = []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+	patch = []byte(`{"metadata":{"labels":{"` + kubeobj.ManagedByLabel + `":null}}}`)
 	if _, err := admin.RbacV1().Roles(genericNS).Patch(ctx, role.Name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -346,14 +347,14 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	// Prune safety: an object annotated never to be pruned is retained; a
 	// namespace holding an object we do not manage is never deleted.
 	hpa := specs["web:horizontalpodautoscaler.autoscaling"]
-	patch = []byte(`{"metadata":{"annotations":{"` + hub.PruneAnnotation + `":"` + hub.PruneDisabled + `"}}}`)
+	patch = []byte(`{"metadata":{"annotations":{"` + kubeobj.PruneAnnotation + `":"` + kubeobj.PruneDisabled + `"}}}`)
 	if _, err := admin.AutoscalingV2().HorizontalPodAutoscalers(genericNS).Patch(ctx, hpa.Name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, be, hpa, "retained", func(st hub.State, _ hub.Drift) bool { return st.Retain != "" })
 	st, _ = be.ReadState(ctx, hpa, true)
 	if err := be.Delete(ctx, hpa, st); !errors.Is(err, hub.ErrRefused) {
-		t.Errorf("delete of an object annotated %s: %v, want refused", hub.PruneAnnotation, err)
+		t.Errorf("delete of an object annotated %s: %v, want refused", kubeobj.PruneAnnotation, err)
 	}
 	nsSpec := genericSpec(t, lc.Name, `apiVersion: v1
 kind: Namespace

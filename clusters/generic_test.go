@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,18 +39,18 @@ func TestCompactGenericObject(t *testing.T) {
 	}
 	info := newGenericKind(mapping, nil)
 	id := hub.NewNodeID("c1", "ns", "gear", "widget.example.com")
-	s := &cacheShared{cluster: "c1", namespace: "ns", kind: "widget.example.com", info: info, managedBy: hub.DefaultManagedBy, fieldManager: hub.FieldManager}
+	s := &cacheShared{cluster: "c1", namespace: "ns", kind: "widget.example.com", info: info, managedBy: kubeobj.DefaultManagedBy, fieldManager: kubeobj.FieldManager}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{
 			"name": "gear", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "generation": int64(2),
-			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "team": "a"},
-			"annotations": map[string]any{hub.NodeIDAnnotation: id.String()},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "team": "a"},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: id.String()},
 		},
 		"spec":   map[string]any{"size": int64(3), "parts": []any{map[string]any{"name": "axle"}}},
 		"status": map[string]any{"ready": true},
 	}}
-	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: hub.FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: kubeobj.FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
 	out, err := s.compact(u)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestCompactGenericObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	if live.GetAPIVersion() != "example.com/v1" || live.GetKind() != "Widget" || live.GetName() != "gear" || live.GetNamespace() != "ns" ||
-		live.GetResourceVersion() != "7" || live.GetLabels()["team"] != "a" || live.GetAnnotations()[hub.NodeIDAnnotation] != id.String() {
+		live.GetResourceVersion() != "7" || live.GetLabels()["team"] != "a" || live.GetAnnotations()[kubeobj.NodeIDAnnotation] != id.String() {
 		t.Errorf("decoded %v", live.Object)
 	}
 	if size, _, _ := unstructured.NestedInt64(live.Object, "spec", "size"); size != 3 {

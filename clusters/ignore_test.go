@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"testing"
 	"time"
 
@@ -23,8 +24,8 @@ func deploymentSpec(t *testing.T, cluster, ns, name string, rules ...hub.IgnoreR
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{
 			"name": name, "namespace": ns,
-			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "app": name},
-			"annotations": map[string]any{hub.NodeIDAnnotation: id.String()},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "app": name},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: id.String()},
 		},
 		"spec": map[string]any{
 			"replicas": int64(2),
@@ -37,7 +38,7 @@ func deploymentSpec(t *testing.T, cluster, ns, name string, rules ...hub.IgnoreR
 			},
 		},
 	}}
-	s := hub.NodeSpec{ID: id, Namespace: ns, Name: name, Kind: hub.KindDeployment, Body: hub.MustEncodeBody(obj)}
+	s := hub.NodeSpec{ID: id, Namespace: ns, Name: name, Kind: hub.KindDeployment, Body: kubeobj.MustEncodeBody(obj)}
 	if len(rules) > 0 {
 		s.Ignore = &hub.IgnoreSet{Rules: rules, Key: "test"}
 	}

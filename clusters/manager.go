@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"sort"
 	"strings"
@@ -58,7 +59,7 @@ type Manager struct {
 	health HealthOptions
 	now    func() time.Time
 	// fieldManager is the field manager of every write
-	// (hub.FieldManagerFor of cfg.HubID).
+	// (kubeobj.FieldManagerFor of cfg.HubID).
 	fieldManager string
 	// metrics are shared with the registry's other managers (nil: none).
 	metrics *metrics
@@ -119,7 +120,7 @@ type Manager struct {
 // newManager returns a manager for cfg that reports to sink.
 func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health HealthOptions, nextGen func() int64) *Manager {
 	if cfg.ManagedBy == "" {
-		cfg.ManagedBy = hub.DefaultManagedBy
+		cfg.ManagedBy = kubeobj.DefaultManagedBy
 	}
 	if cfg.Source == "" {
 		cfg.Source = "config"
@@ -130,7 +131,7 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 		log:          log.With("cluster", cfg.ID),
 		health:       health.withDefaults(),
 		now:          time.Now,
-		fieldManager: hub.FieldManagerFor(cfg.HubID),
+		fieldManager: kubeobj.FieldManagerFor(cfg.HubID),
 		writes:       &writeLog{},
 		informers:    make(map[informerKey]*informerState),
 		state:        hub.ClusterConnecting,
@@ -259,7 +260,7 @@ func (m *Manager) run(parent context.Context) error {
 
 	var factories []informers.SharedInformerFactory
 	if !m.cfg.DisableWatch {
-		selector := labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
+		selector := labels.Set{kubeobj.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
 		for _, ns := range m.cfg.Namespaces {
 			f := informers.NewSharedInformerFactoryWithOptions(listWatchClient{m.client}, 0, informers.WithNamespace(ns))
 			tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
@@ -293,7 +294,7 @@ func (m *Manager) run(parent context.Context) error {
 	}
 	if !m.cfg.DisableWatch && len(m.cfg.Kinds) > 0 {
 		tweak := func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.Set{hub.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
+			o.LabelSelector = labels.Set{kubeobj.ManagedByLabel: m.cfg.ManagedBy}.AsSelector().String()
 		}
 		if err := m.watchGeneric(ctx, &wg, tweak); err != nil {
 			return err
@@ -438,7 +439,7 @@ func idFromKey(cluster string, kind hub.Kind, key string) (hub.NodeID, error) {
 // from its driftwatch.io/node-id annotation when that names this cluster and
 // kind, else derived from namespace and name (the goal compiler's convention).
 func NodeIDFor(cluster string, kind hub.Kind, obj metav1.Object) hub.NodeID {
-	if s, ok := obj.GetAnnotations()[hub.NodeIDAnnotation]; ok {
+	if s, ok := obj.GetAnnotations()[kubeobj.NodeIDAnnotation]; ok {
 		if id, err := hub.ParseNodeID(s); err == nil && id.Cluster == cluster && id.Kind == kind {
 			return id
 		}

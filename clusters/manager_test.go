@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,7 +62,7 @@ func runRegistry(t *testing.T, sink hub.Sink, cfgs ...ClusterConfig) *Registry {
 }
 
 func labelled(extra map[string]string) map[string]string {
-	l := map[string]string{hub.ManagedByLabel: hub.DefaultManagedBy}
+	l := map[string]string{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}
 	for k, v := range extra {
 		l[k] = v
 	}
@@ -121,7 +122,7 @@ func TestWatchThreeClusters(t *testing.T) {
 			c := kubernetes.NewForConfigOrDie(lc.RESTConfig())
 			ctx := t.Context()
 			dep := deployment("shop", "web", labelled(nil))
-			dep.Annotations = map[string]string{hub.NodeIDAnnotation: lc.Name + ":shop/web:deployment"}
+			dep.Annotations = map[string]string{kubeobj.NodeIDAnnotation: lc.Name + ":shop/web:deployment"}
 			if _, err := c.AppsV1().Deployments("shop").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +154,7 @@ func TestWatchThreeClusters(t *testing.T) {
 			if err := edit.CoreV1().ConfigMaps("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+			unlabel := []byte(`{"metadata":{"labels":{"` + kubeobj.ManagedByLabel + `":null}}}`)
 			if _, err := edit.CoreV1().Services("shop").Patch(ctx, "web", types.StrategicMergePatchType, unlabel, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
 				t.Fatal(err)
 			}
@@ -300,8 +301,8 @@ func TestBackend(t *testing.T) {
 	dep := deployment("apps", "api", labelled(nil))
 	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	dep.Annotations = map[string]string{
-		hub.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment).String(),
-		hub.HubAnnotation:    "hub-a",
+		kubeobj.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment).String(),
+		kubeobj.HubAnnotation:    "hub-a",
 	}
 	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
 	if err != nil {
@@ -314,7 +315,7 @@ func TestBackend(t *testing.T) {
 	unstructured.RemoveNestedField(obj.Object, "status")
 	unstructured.RemoveNestedField(obj.Object, "spec", "template", "spec", "containers")
 	_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}, "spec", "template", "spec", "containers")
-	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Body: hub.MustEncodeBody(obj)}
+	spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "apps", "api", hub.KindDeployment), Namespace: "apps", Name: "api", Kind: hub.KindDeployment, Body: kubeobj.MustEncodeBody(obj)}
 
 	// read, classify and repair in one step, as the loop does.
 	readDetect := func(t *testing.T, fresh bool) (hub.State, hub.Drift) {
@@ -505,7 +506,7 @@ func TestBackend(t *testing.T) {
 		sink.mu.Lock()
 		deletes := events(hub.EventDeleted)
 		sink.mu.Unlock()
-		unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+		unlabel := []byte(`{"metadata":{"labels":{"` + kubeobj.ManagedByLabel + `":null}}}`)
 		if _, err := c.AppsV1().Deployments("apps").Patch(ctx, "api", types.StrategicMergePatchType, unlabel, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
 			t.Fatal(err)
 		}
@@ -573,8 +574,8 @@ func TestBackend(t *testing.T) {
 		// An object of another hub (same label, other hub id) is never
 		// deleted, and is not listed as ours; ours is.
 		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-hub", Namespace: "apps", Labels: labelled(nil),
-			Annotations: map[string]string{hub.HubAnnotation: "hub-b",
-				hub.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "other-hub", hub.KindConfigMap).String()}}}
+			Annotations: map[string]string{kubeobj.HubAnnotation: "hub-b",
+				kubeobj.NodeIDAnnotation: hub.NewNodeID(lc.Name, "apps", "other-hub", hub.KindConfigMap).String()}}}
 		if _, err := c.CoreV1().ConfigMaps("apps").Create(ctx, other, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -742,14 +743,14 @@ current-context: real
 
 func TestEventFor(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", ResourceVersion: "7", UID: "u",
-		Annotations: map[string]string{hub.NodeIDAnnotation: "c1:ns/n:configmap"}}}
+		Annotations: map[string]string{kubeobj.NodeIDAnnotation: "c1:ns/n:configmap"}}}
 	now := time.Now()
 	ev, ok := eventFor("c1", hub.KindConfigMap, hub.EventAdded, cm, now)
 	if !ok || ev.ID.String() != "c1:ns/n:configmap" || ev.ResourceVersion != "7" || ev.UID != "u" || !ev.ObservedAt.Equal(now) {
 		t.Fatalf("event = %+v", ev)
 	}
 	// An annotation naming another cluster is ignored.
-	cm.Annotations[hub.NodeIDAnnotation] = "other:ns/n:configmap"
+	cm.Annotations[kubeobj.NodeIDAnnotation] = "other:ns/n:configmap"
 	ev, _ = eventFor("c1", hub.KindConfigMap, hub.EventUpdated, cm, now)
 	if ev.ID.String() != "c1:ns/n:configmap" {
 		t.Fatalf("id = %s", ev.ID)
@@ -765,7 +766,7 @@ func TestEventFor(t *testing.T) {
 	}
 	// A compact cached object maps to the same event.
 	info, _ := kindOf(hub.KindConfigMap)
-	shared := &cacheShared{cluster: "c1", namespace: "ns", kind: hub.KindConfigMap, info: info, managedBy: hub.DefaultManagedBy}
+	shared := &cacheShared{cluster: "c1", namespace: "ns", kind: hub.KindConfigMap, info: info, managedBy: kubeobj.DefaultManagedBy}
 	cm.ResourceVersion, cm.UID = "7", "u-1"
 	want, _ := eventFor("c1", hub.KindConfigMap, hub.EventUpdated, cm, now)
 	cached, err := shared.compact(cm.DeepCopy())

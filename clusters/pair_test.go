@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"net/http"
 	"sync"
@@ -115,12 +116,12 @@ func TestRemoveApplyPairOnCancel(t *testing.T) {
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{
 			"name": "settings", "namespace": "pair",
-			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy},
-			"annotations": map[string]any{hub.NodeIDAnnotation: id.String(), hub.HubAnnotation: "hub-p"},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: id.String(), kubeobj.HubAnnotation: "hub-p"},
 		},
 		"data": map[string]any{"LOG_LEVEL": "info"},
 	}}
-	spec := hub.NodeSpec{ID: id, Namespace: "pair", Name: "settings", Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
+	spec := hub.NodeSpec{ID: id, Namespace: "pair", Name: "settings", Kind: hub.KindConfigMap, Body: kubeobj.MustEncodeBody(obj)}
 	ctx := t.Context()
 	// Create it, then someone adds a key: drift with an added entry.
 	st, err := be.ReadState(ctx, spec, true)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"io"
 	"log/slog"
 	"net/http"
@@ -424,7 +425,7 @@ func configMapSpec() hub.NodeSpec {
 		"metadata": map[string]any{"name": "web", "namespace": "shop"},
 		"data":     map[string]any{"k": "v"},
 	}}
-	return hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "web", hub.KindConfigMap), Namespace: "shop", Name: "web", Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
+	return hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "web", hub.KindConfigMap), Namespace: "shop", Name: "web", Kind: hub.KindConfigMap, Body: kubeobj.MustEncodeBody(obj)}
 }
 
 // tooMany answers like APF rejecting a request: 429, Retry-After, plain
@@ -565,10 +566,10 @@ func TestClientLimiterRealAPF(t *testing.T) {
 			name := fmt.Sprintf("cm-%d", i)
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": name, "namespace": "burst", "labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+				"metadata": map[string]any{"name": name, "namespace": "burst", "labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 				"data":     map[string]any{"i": fmt.Sprint(i)},
 			}}
-			spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "burst", name, hub.KindConfigMap), Namespace: "burst", Name: name, Kind: hub.KindConfigMap, Body: hub.MustEncodeBody(obj)}
+			spec := hub.NodeSpec{ID: hub.NewNodeID(lc.Name, "burst", name, hub.KindConfigMap), Namespace: "burst", Name: name, Kind: hub.KindConfigMap, Body: kubeobj.MustEncodeBody(obj)}
 			if _, err := be.Repair(t.Context(), spec, hub.State{}, hub.Drift{}); err != nil {
 				errs <- err
 			}

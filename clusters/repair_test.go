@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"encoding/json"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftwatch/driftwatch/clusters/drift"
-	"github.com/driftwatch/driftwatch/hub"
 )
 
 func TestRepairPatch(t *testing.T) {
@@ -99,7 +99,7 @@ func TestReplacedEntryPatch(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "42",
-				"labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+				"labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 			"spec": map[string]any{"selector": map[string]any{"app": "web"}, "ports": ports},
 		}}
 	}
@@ -107,7 +107,7 @@ func TestReplacedEntryPatch(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment",
 			"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "42",
-				"labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+				"labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": containers}}},
 		}}
 	}

@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"testing"
 
@@ -26,12 +27,12 @@ func serviceSpec(cluster, ns, name string, ports ...map[string]any) hub.NodeSpec
 		"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]any{
 			"name": name, "namespace": ns,
-			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy},
-			"annotations": map[string]any{hub.NodeIDAnnotation: id.String()},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: id.String()},
 		},
 		"spec": map[string]any{"selector": map[string]any{"app": name}, "ports": items},
 	}}
-	return hub.NodeSpec{ID: id, Namespace: ns, Name: name, Kind: hub.KindService, Body: hub.MustEncodeBody(obj)}
+	return hub.NodeSpec{ID: id, Namespace: ns, Name: name, Kind: hub.KindService, Body: kubeobj.MustEncodeBody(obj)}
 }
 
 // servicePort is a desired Service port.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"os"
 	"slices"
@@ -100,7 +101,7 @@ func testLog(t *testing.T) *slog.Logger {
 func widgets() (desired, live *unstructured.Unstructured) {
 	desired = &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w", "namespace": "schema", "labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+		"metadata": map[string]any{"name": "w", "namespace": "schema", "labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 		"spec": map[string]any{
 			"listeners": []any{map[string]any{"port": int64(80), "name": "http"}},
 			"tags":      []any{"a"},
@@ -140,7 +141,7 @@ func TestSchemaCacheBuiltin(t *testing.T) {
 	sts, _ := c.For(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"})
 	desired := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "StatefulSet",
-		"metadata": map[string]any{"name": "db", "labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+		"metadata": map[string]any{"name": "db", "labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": "db", "image": "postgres:17", "ports": []any{map[string]any{"containerPort": int64(5432)}}},
 		}}}},
@@ -311,7 +312,7 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 	widgetsRes := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace(ns)
 	var live *unstructured.Unstructured
 	for {
-		live, err = widgetsRes.Apply(ctx, "w", desired, metav1.ApplyOptions{FieldManager: hub.FieldManager, Force: true})
+		live, err = widgetsRes.Apply(ctx, "w", desired, metav1.ApplyOptions{FieldManager: kubeobj.FieldManager, Force: true})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
@@ -345,7 +346,7 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 		}
 		owners = append(owners, drift.FieldOwner{Manager: e.Manager, Operation: string(e.Operation), Time: e.Time.Time, Fields: ps})
 	}
-	if a := drift.Attribute(d, owners, hub.FieldManager); a == nil || a.Manager != "kubectl-edit" {
+	if a := drift.Attribute(d, owners, kubeobj.FieldManager); a == nil || a.Manager != "kubectl-edit" {
 		t.Fatalf("attribution = %+v, want kubectl-edit", a)
 	}
 	// Without the cluster's schema the added listener is not seen.
@@ -360,7 +361,7 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 	}
 	stsDesired := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "StatefulSet",
-		"metadata": map[string]any{"name": "db", "namespace": ns, "labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy}},
+		"metadata": map[string]any{"name": "db", "namespace": ns, "labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 		"spec": map[string]any{
 			"serviceName": "db",
 			"selector":    map[string]any{"matchLabels": map[string]any{"app": "db"}},
@@ -374,7 +375,7 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 		},
 	}}
 	stsRes := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}).Namespace(ns)
-	stsLive, err := stsRes.Apply(ctx, "db", stsDesired, metav1.ApplyOptions{FieldManager: hub.FieldManager, Force: true})
+	stsLive, err := stsRes.Apply(ctx, "db", stsDesired, metav1.ApplyOptions{FieldManager: kubeobj.FieldManager, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package clusters
 import (
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"sync"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 //
 // A hub never writes an object whose driftwatch.io/hub annotation names
 // another hub, and writes under a field manager of its own
-// (hub.FieldManagerFor), so hubs with different ids are told apart by the
+// (kubeobj.FieldManagerFor), so hubs with different ids are told apart by the
 // annotation and by managedFields. Two hubs with the same id (the default
 // one, typically) carry the same annotation and the same field manager:
 // nothing on an object tells their objects apart, and each would take the
@@ -149,7 +150,7 @@ func (m *Manager) checkWriter(kind hub.Kind, old, obj any, added bool) {
 		return
 	}
 	labels, annots := c.ownershipMarks()
-	if labels[hub.ManagedByLabel] != m.cfg.ManagedBy || annots[hub.NodeIDAnnotation] == "" {
+	if labels[kubeobj.ManagedByLabel] != m.cfg.ManagedBy || annots[kubeobj.NodeIDAnnotation] == "" {
 		return
 	}
 	if added {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
 	"slices"
 	"sync"
@@ -152,12 +153,12 @@ func TestApiserverConflictAnswers(t *testing.T) {
 		}
 		// The hub annotation's field as a conflict names it.
 		if _, err := c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType,
-			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-b"}}}`, ns, hub.HubAnnotation)),
+			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-b"}}}`, ns, kubeobj.HubAnnotation)),
 			metav1.PatchOptions{FieldManager: "driftwatch-hub-b"}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType,
-			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-a"}}}`, ns, hub.HubAnnotation)),
+			[]byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q,"annotations":{%q:"hub-a"}}}`, ns, kubeobj.HubAnnotation)),
 			metav1.PatchOptions{FieldManager: "driftwatch-hub-a"})
 		if cs := conflictsOf(err); !slices.ContainsFunc(cs, func(c hub.Conflict) bool { return c.Field == hubAnnotationField && c.Manager == "driftwatch-hub-b" }) {
 			t.Fatalf("conflicts %+v, want %s of driftwatch-hub-b", cs, hubAnnotationField)
@@ -389,14 +390,14 @@ func TestTwoHubsOnARealControlPlane(t *testing.T) {
 		_, b := runRegistryFor(t, cb)
 		specFor := func(hubID string) hub.NodeSpec {
 			s := deploymentSpec(t, lc.Name, ns, "shared")
-			obj, err := s.Object()
+			obj, err := kubeobj.Object(s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			annots := obj.GetAnnotations()
-			annots[hub.HubAnnotation] = hubID
+			annots[kubeobj.HubAnnotation] = hubID
 			obj.SetAnnotations(annots)
-			s.Body = hub.MustEncodeBody(obj)
+			s.Body = kubeobj.MustEncodeBody(obj)
 			return s
 		}
 		specA, specB := specFor("hub-a"), specFor("hub-b")
@@ -412,8 +413,8 @@ func TestTwoHubsOnARealControlPlane(t *testing.T) {
 		for _, e := range written.ManagedFields {
 			managers = append(managers, e.Manager)
 		}
-		if !slices.Contains(managers, "driftwatch-hub-b") || slices.Contains(managers, hub.FieldManager) {
-			t.Fatalf("managers %v, want driftwatch-hub-b and not %s", managers, hub.FieldManager)
+		if !slices.Contains(managers, "driftwatch-hub-b") || slices.Contains(managers, kubeobj.FieldManager) {
+			t.Fatalf("managers %v, want driftwatch-hub-b and not %s", managers, kubeobj.FieldManager)
 		}
 
 		// Hub A's view: not its own, foreign.
@@ -451,8 +452,8 @@ func TestTwoHubsOnARealControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if after.ResourceVersion != written.ResourceVersion || after.Annotations[hub.HubAnnotation] != "hub-b" {
-			t.Fatalf("hub B's object changed: resourceVersion %s (was %s), hub %q", after.ResourceVersion, written.ResourceVersion, after.Annotations[hub.HubAnnotation])
+		if after.ResourceVersion != written.ResourceVersion || after.Annotations[kubeobj.HubAnnotation] != "hub-b" {
+			t.Fatalf("hub B's object changed: resourceVersion %s (was %s), hub %q", after.ResourceVersion, written.ResourceVersion, after.Annotations[kubeobj.HubAnnotation])
 		}
 	})
 

@@ -3,6 +3,7 @@ package clusters
 import (
 	"encoding/json"
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
 	"strings"
 	"sync"
@@ -150,7 +151,7 @@ func liveDeployment(hubID string, replicas int32, rv string) *appsv1.Deployment 
 	d.UID = "uid-web"
 	d.ResourceVersion = rv
 	d.Spec.Replicas = &replicas
-	d.Annotations = map[string]string{hub.NodeIDAnnotation: hub.NewNodeID("c1", "shop", "web", hub.KindDeployment).String(), hub.HubAnnotation: hubID}
+	d.Annotations = map[string]string{kubeobj.NodeIDAnnotation: hub.NewNodeID("c1", "shop", "web", hub.KindDeployment).String(), kubeobj.HubAnnotation: hubID}
 	return d
 }
 
@@ -186,7 +187,7 @@ func webSpec(t *testing.T, hubID string, rules ...hub.IgnoreRule) hub.NodeSpec {
 	unstructured.RemoveNestedField(obj.Object, "spec", "strategy")
 	unstructured.RemoveNestedField(obj.Object, "status")
 	s := hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "web", hub.KindDeployment), Namespace: "shop", Name: "web",
-		Kind: hub.KindDeployment, Body: hub.MustEncodeBody(obj)}
+		Kind: hub.KindDeployment, Body: kubeobj.MustEncodeBody(obj)}
 	if len(rules) > 0 {
 		s.Ignore = &hub.IgnoreSet{Rules: rules, Key: "test"}
 	}
@@ -477,7 +478,7 @@ func TestOtherHubsObjectsAreRefused(t *testing.T) {
 		api.queue("apply", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusConflict,
 			Reason: metav1.StatusReasonConflict, Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{
 				Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "driftwatch-hub-b"`,
-				Field: ".metadata.annotations." + hub.HubAnnotation}}}}})
+				Field: ".metadata.annotations." + kubeobj.HubAnnotation}}}}})
 		spec := webSpec(t, "hub-a")
 		// The cache did not show it (another managed-by value): missing.
 		_, err := m.Repair(t.Context(), spec, hub.State{}, hub.Drift{Class: hub.DriftMissing})
@@ -521,9 +522,9 @@ func configMap(name, hubID string, mf ...metav1.ManagedFieldsEntry) *corev1.Conf
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name),
 		ResourceVersion: "1", Labels: labelled(nil), ManagedFields: mf,
 		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-		Annotations:       map[string]string{hub.NodeIDAnnotation: hub.NewNodeID("c1", "shop", name, hub.KindConfigMap).String()}}}
+		Annotations:       map[string]string{kubeobj.NodeIDAnnotation: hub.NewNodeID("c1", "shop", name, hub.KindConfigMap).String()}}}
 	if hubID != "" {
-		cm.Annotations[hub.HubAnnotation] = hubID
+		cm.Annotations[kubeobj.HubAnnotation] = hubID
 	}
 	return cm
 }
@@ -548,11 +549,11 @@ func TestListOwnedLeavesOtherHubsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindConfigMap, info: info,
-		managedBy: hub.DefaultManagedBy, hubID: "hub-a", fieldManager: m.fieldManager}
+		managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: m.fieldManager}
 	inf := syncedInformer(t, shared,
 		configMap("ours", "hub-a", applied("driftwatch-hub-a", at)),
 		// Our own entries of before the hub had an id are not another hub's.
-		configMap("ours-legacy", "hub-a", applied(hub.FieldManager, at)),
+		configMap("ours-legacy", "hub-a", applied(kubeobj.FieldManager, at)),
 		configMap("theirs", "hub-b", applied("driftwatch-hub-b", at)),
 		configMap("written-by-c", "hub-a", applied("driftwatch-hub-a", at), applied("driftwatch-hub-c", at)),
 		configMap("unannotated", "", applied("driftwatch-hub-a", at)),
@@ -585,7 +586,7 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	api := newFakeAPI(t)
 	m, met := fakeManager(api, hub.DefaultHubID)
-	if m.fieldManager != hub.FieldManager {
+	if m.fieldManager != kubeobj.FieldManager {
 		t.Fatalf("field manager of the default id = %q", m.fieldManager)
 	}
 	info, err := kindOf(hub.KindConfigMap)
@@ -593,7 +594,7 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindConfigMap, info: info,
-		managedBy: hub.DefaultManagedBy, hubID: hub.DefaultHubID, fieldManager: m.fieldManager}
+		managedBy: kubeobj.DefaultManagedBy, hubID: hub.DefaultHubID, fieldManager: m.fieldManager}
 	m.informers[informerKey{namespace: "shop", kind: hub.KindConfigMap}] = &informerState{
 		informer: syncedInformer(t, shared), synced: true}
 	h := m.handler(hub.KindConfigMap).(cache.ResourceEventHandlerDetailedFuncs)
@@ -607,31 +608,31 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 		return c.(*cachedObject)
 	}
 	key := goneKey{kind: hub.KindConfigMap, namespace: "shop", name: "web"}
-	written := func(at time.Time) runtime.Object { return configMap("web", "", applied(hub.FieldManager, at)) }
+	written := func(at time.Time) runtime.Object { return configMap("web", "", applied(kubeobj.FieldManager, at)) }
 	seen := func() float64 { return testutil.ToFloat64(met.sameIDWrites.WithLabelValues("c1")) }
 
 	// The initial list: whatever wrote it.
-	h.OnAdd(obj("web", t0, applied(hub.FieldManager, t0)), true)
+	h.OnAdd(obj("web", t0, applied(kubeobj.FieldManager, t0)), true)
 	// Our write: its echo before the call returns, then after.
 	m.beginWrite(key)
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0)), obj("web", t0, applied(hub.FieldManager, t0.Add(time.Second))))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0)), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(time.Second))))
 	m.endWrite(key, written(t0.Add(time.Second)), nil)
 	m.beginWrite(key)
 	m.endWrite(key, written(t0.Add(3*time.Second)), nil)
 	m.beginWrite(key)
 	m.endWrite(key, written(t0.Add(4*time.Second)), nil)
 	// Echoes of both, after both returned (a remove and an apply).
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0.Add(time.Second))), obj("web", t0, applied(hub.FieldManager, t0.Add(3*time.Second))))
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0.Add(3*time.Second))), obj("web", t0, applied(hub.FieldManager, t0.Add(4*time.Second))))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(3*time.Second))))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(3*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))))
 	// Someone else's write that does not touch our entry.
 	other := mfEntry("kubectl-edit", "", `{"f:data":{"f:b":{}}}`)
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(hub.FieldManager, t0.Add(4*time.Second)), other))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second)), other))
 	// A write that failed without an answer may have landed.
 	m.beginWrite(key)
 	m.endWrite(key, nil, errors.New("connection reset"))
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(hub.FieldManager, t0.Add(5*time.Second))))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(5*time.Second))))
 	// An object whose label was removed and restored.
-	back := obj("back", t0, applied(hub.FieldManager, t0))
+	back := obj("back", t0, applied(kubeobj.FieldManager, t0))
 	m.trackGone(hub.KindConfigMap, hub.EventDeleted, back)
 	h.OnAdd(back, false)
 	if got := seen(); got != 0 {
@@ -642,13 +643,13 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 	}
 
 	// Another hub with our id writes the object.
-	h.OnUpdate(obj("web", t0, applied(hub.FieldManager, t0.Add(5*time.Second))), obj("web", t0, applied(hub.FieldManager, t0.Add(9*time.Second))))
+	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(5*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(9*time.Second))))
 	if got := seen(); got != 1 {
 		t.Fatalf("same-id writes = %v, want 1", got)
 	}
 	// ... and creates one.
 	created := t0.Add(time.Hour)
-	h.OnAdd(obj("new", created, applied(hub.FieldManager, created)), false)
+	h.OnAdd(obj("new", created, applied(kubeobj.FieldManager, created)), false)
 	if got := seen(); got != 2 {
 		t.Fatalf("same-id writes = %v, want 2", got)
 	}
@@ -670,12 +671,12 @@ func TestSameIDWriterIgnoredForReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindConfigMap, info: info,
-		managedBy: hub.DefaultManagedBy, hubID: hub.DefaultHubID, fieldManager: m.fieldManager}
+		managedBy: kubeobj.DefaultManagedBy, hubID: hub.DefaultHubID, fieldManager: m.fieldManager}
 	m.informers[informerKey{namespace: "shop", kind: hub.KindConfigMap}] = &informerState{
 		informer: syncedInformer(t, shared), synced: true}
 	h := m.handler(hub.KindConfigMap).(cache.ResourceEventHandlerDetailedFuncs)
 	obj := func(at time.Time) *cachedObject {
-		cm := configMap("web", hub.DefaultHubID, applied(hub.FieldManager, at))
+		cm := configMap("web", hub.DefaultHubID, applied(kubeobj.FieldManager, at))
 		cm.CreationTimestamp = metav1.NewTime(t0)
 		c, err := shared.compact(cm)
 		if err != nil {

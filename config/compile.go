@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"slices"
 	"strings"
@@ -123,24 +124,24 @@ func (b appBuilder) meta(id hub.NodeID) metav1.ObjectMeta {
 	a := b.app
 	managedBy := b.cfg.Hub.ManagedBy
 	if managedBy == "" {
-		managedBy = hub.DefaultManagedBy
+		managedBy = kubeobj.DefaultManagedBy
 	}
 	labels := maps.Clone(a.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[hub.ManagedByLabel] = managedBy
-	labels[hub.AppLabel] = a.ID
-	labels[hub.ApplicationLabel] = a.ID
+	labels[kubeobj.ManagedByLabel] = managedBy
+	labels[kubeobj.AppLabel] = a.ID
+	labels[kubeobj.ApplicationLabel] = a.ID
 	annotations := maps.Clone(a.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[hub.NodeIDAnnotation] = id.String()
-	annotations[hub.HubAnnotation] = b.hubID()
+	annotations[kubeobj.NodeIDAnnotation] = id.String()
+	annotations[kubeobj.HubAnnotation] = b.hubID()
 	if a.Tenancy != "" {
-		labels[hub.TenancyLabel] = TenancyLabelValue(a.Tenancy)
-		annotations[hub.TenancyLabel] = a.Tenancy
+		labels[kubeobj.TenancyLabel] = TenancyLabelValue(a.Tenancy)
+		annotations[kubeobj.TenancyLabel] = a.Tenancy
 	}
 	return metav1.ObjectMeta{Name: a.ID, Namespace: a.Namespace, Labels: labels, Annotations: annotations}
 }
@@ -156,7 +157,7 @@ func (b appBuilder) hubID() string {
 // spec wraps a typed object into a NodeSpec.
 func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Duration) hub.NodeSpec {
 	a := b.app
-	body := hub.MustEncodeBody(toUnstructured(obj))
+	body := kubeobj.MustEncodeBody(toUnstructured(obj))
 	return hub.NodeSpec{
 		ID:               b.id(kind),
 		Namespace:        a.Namespace,
@@ -175,16 +176,16 @@ func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Durati
 func (b appBuilder) deployment() hub.NodeSpec {
 	a := b.app
 	id := b.id(hub.KindDeployment)
-	selector := map[string]string{hub.AppLabel: a.ID}
+	selector := map[string]string{kubeobj.AppLabel: a.ID}
 
 	podLabels := maps.Clone(a.Labels)
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
-	podLabels[hub.AppLabel] = a.ID
+	podLabels[kubeobj.AppLabel] = a.ID
 	var podAnnotations map[string]string
 	if len(a.Config) > 0 {
-		podAnnotations = map[string]string{hub.ConfigHashAnnotation: configHash(a.Config)}
+		podAnnotations = map[string]string{kubeobj.ConfigHashAnnotation: configHash(a.Config)}
 	}
 
 	ctr := corev1.Container{Name: ContainerName, Image: a.Image}
@@ -250,7 +251,7 @@ func (b appBuilder) service() hub.NodeSpec {
 		Spec: corev1.ServiceSpec{
 			// The minimal selector: changing other labels must never
 			// disconnect the Service from its pods.
-			Selector: map[string]string{hub.AppLabel: a.ID},
+			Selector: map[string]string{kubeobj.AppLabel: a.ID},
 			Ports: []corev1.ServicePort{{
 				Name:       PortName,
 				Port:       a.Service.Port,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -389,15 +390,15 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[hub.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, hub.DefaultManagedBy)
-	labels[hub.ApplicationLabel] = s.ID
+	labels[kubeobj.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, kubeobj.DefaultManagedBy)
+	labels[kubeobj.ApplicationLabel] = s.ID
 	u.SetLabels(labels)
 	annotations := u.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[hub.NodeIDAnnotation] = p.id.String()
-	annotations[hub.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
+	annotations[kubeobj.NodeIDAnnotation] = p.id.String()
+	annotations[kubeobj.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
 	if enabled, guarded := pruneKinds(s.Prune)[o.gvk.GroupKind()]; guarded && !enabled {
 		if _, set := annotations[PruneAnnotation]; !set {
 			annotations[PruneAnnotation] = PruneDisabled
@@ -413,7 +414,7 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 			deadline = time.Duration(secs) * time.Second
 		}
 	}
-	body, err := hub.EncodeBody(u)
+	body, err := kubeobj.EncodeBody(u)
 	if err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %w", s.ID, err)
 	}

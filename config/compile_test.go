@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"reflect"
 	"slices"
@@ -76,19 +77,19 @@ func TestCompileInvariants(t *testing.T) {
 	for _, s := range specs {
 		t.Run(s.ID.String(), func(t *testing.T) {
 			o := desiredOf(t, s)
-			if got := o.GetLabels()[hub.ManagedByLabel]; got != cfg.Hub.ManagedBy {
+			if got := o.GetLabels()[kubeobj.ManagedByLabel]; got != cfg.Hub.ManagedBy {
 				t.Errorf("managed-by label = %q, want %q", got, cfg.Hub.ManagedBy)
 			}
-			if got := o.GetAnnotations()[hub.NodeIDAnnotation]; got != s.ID.String() {
+			if got := o.GetAnnotations()[kubeobj.NodeIDAnnotation]; got != s.ID.String() {
 				t.Errorf("node-id annotation = %q, want %q", got, s.ID)
 			}
-			if got := o.GetAnnotations()[hub.HubAnnotation]; got != cfg.Hub.ID {
+			if got := o.GetAnnotations()[kubeobj.HubAnnotation]; got != cfg.Hub.ID {
 				t.Errorf("hub annotation = %q, want the hub id %q", got, cfg.Hub.ID)
 			}
 			if id, err := hub.ParseNodeID(s.ID.String()); err != nil || id != s.ID {
 				t.Errorf("NodeID %v does not round-trip: %v, %v", s.ID, id, err)
 			}
-			if got := o.GetLabels()[hub.AppLabel]; got != s.Application {
+			if got := o.GetLabels()[kubeobj.AppLabel]; got != s.Application {
 				t.Errorf("app label = %q, want %q", got, s.Application)
 			}
 			if o.GetName() != s.Name || o.GetNamespace() != s.Namespace || s.ID != hub.NewNodeID(s.ID.Cluster, s.Namespace, s.Name, s.Kind) {
@@ -102,7 +103,7 @@ func TestCompileInvariants(t *testing.T) {
 			}
 			// The body round-trips: decoding and encoding again gives the
 			// same bytes, so the hash is the object's.
-			if again := hub.MustEncodeBody(o); string(again) != string(s.Body) {
+			if again := kubeobj.MustEncodeBody(o); string(again) != string(s.Body) {
 				t.Errorf("body does not round-trip:\n%s\n%s", s.Body, again)
 			}
 			checkNoArtefacts(t, "", o.Object)
@@ -162,7 +163,7 @@ func TestServiceSelectorIsMinimal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]string{hub.AppLabel: s.Application}; !maps.Equal(sel, want) {
+		if want := map[string]string{kubeobj.AppLabel: s.Application}; !maps.Equal(sel, want) {
 			t.Errorf("%s selector = %v, want %v", s.ID, sel, want)
 		}
 		if len(desiredOf(t, s).GetLabels()) <= len(sel) {
@@ -221,7 +222,7 @@ func TestCompileShapes(t *testing.T) {
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
 				d := objs[hub.KindDeployment]
 				wantNested(t, desiredOf(t, d), int64(0), "spec", "replicas")
-				hash, _, _ := unstructured.NestedString(desiredOf(t, d).Object, "spec", "template", "metadata", "annotations", hub.ConfigHashAnnotation)
+				hash, _, _ := unstructured.NestedString(desiredOf(t, d).Object, "spec", "template", "metadata", "annotations", kubeobj.ConfigHashAnnotation)
 				if hash != configHash(map[string]string{"a": "1", "b": "2"}) || len(hash) != configHashLen {
 					t.Errorf("config hash = %q", hash)
 				}
@@ -270,13 +271,13 @@ func TestCompileShapes(t *testing.T) {
 			check: func(t *testing.T, objs map[hub.Kind]hub.NodeSpec) {
 				for kind, s := range objs {
 					wantLabels := map[string]string{
-						hub.ManagedByLabel: "fleet", hub.AppLabel: "x", hub.ApplicationLabel: "x",
-						hub.TenancyLabel: "acme.eu", "team": "core",
+						kubeobj.ManagedByLabel: "fleet", kubeobj.AppLabel: "x", kubeobj.ApplicationLabel: "x",
+						kubeobj.TenancyLabel: "acme.eu", "team": "core",
 					}
 					if got := desiredOf(t, s).GetLabels(); !maps.Equal(got, wantLabels) {
 						t.Errorf("%s labels = %v, want %v", kind, got, wantLabels)
 					}
-					wantAnn := map[string]string{hub.NodeIDAnnotation: s.ID.String(), hub.HubAnnotation: "fleet-hub", hub.TenancyLabel: "acme:eu", "example.com/owner": "me"}
+					wantAnn := map[string]string{kubeobj.NodeIDAnnotation: s.ID.String(), kubeobj.HubAnnotation: "fleet-hub", kubeobj.TenancyLabel: "acme:eu", "example.com/owner": "me"}
 					if got := desiredOf(t, s).GetAnnotations(); !maps.Equal(got, wantAnn) {
 						t.Errorf("%s annotations = %v, want %v", kind, got, wantAnn)
 					}
@@ -441,7 +442,7 @@ func TestHashTracksChanges(t *testing.T) {
 // desiredOf decodes a compiled spec's desired object.
 func desiredOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
 	t.Helper()
-	u, err := s.Object()
+	u, err := kubeobj.Object(s)
 	if err != nil || u == nil {
 		t.Fatalf("%s: desired object: %v (nil %t)", s.ID, err, u == nil)
 	}

@@ -89,8 +89,8 @@ type Config struct {
 type Hub struct {
 	// ID names this hub (a DNS label); default "driftwatch".
 	ID string `yaml:"id"`
-	// ManagedBy is the value of the hub.ManagedByLabel label on every object
-	// the hub applies; default hub.DefaultManagedBy.
+	// ManagedBy is the value of the kubeobj.ManagedByLabel label on every object
+	// the hub applies; default kubeobj.DefaultManagedBy.
 	ManagedBy string `yaml:"managedBy"`
 	// Resync is the period of the safety-net resync; default 5m.
 	Resync time.Duration `yaml:"resync"`

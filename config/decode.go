@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,7 +172,7 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 func (d *decoder) hub(c child) {
 	h := &d.cfg.Hub
 	*h = Hub{
-		ID: DefaultHubID, ManagedBy: hub.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
+		ID: DefaultHubID, ManagedBy: kubeobj.DefaultManagedBy, Resync: DefaultResync, Policy: DefaultPolicy,
 		DecommissionTimeout: DefaultDecommissionTimeout, PruneLimit: DefaultPruneLimit,
 		// QPS and Burst stay 0 unless set: the adaptive rate limit;
 		// Workers 0: Config.Workers.
@@ -902,7 +903,7 @@ func (d *decoder) labels(c child, extra bool) (map[string]string, bool) {
 			d.errorf(e.keyPos, e.field, "invalid label key %q: %s", e.key, kmsg(errs))
 			good = false
 			continue
-		case extra && (e.key == hub.ManagedByLabel || e.key == hub.AppLabel || strings.HasPrefix(e.key, reservedPrefix)):
+		case extra && (e.key == kubeobj.ManagedByLabel || e.key == kubeobj.AppLabel || strings.HasPrefix(e.key, reservedPrefix)):
 			d.errorf(e.keyPos, e.field, "label %q is managed by driftwatch and cannot be set", e.key)
 			good = false
 			continue
@@ -1205,7 +1206,7 @@ func kmsg(errs []string) string {
 	return strings.Join(out, "; ")
 }
 
-// TenancyLabelValue returns the value of the hub.TenancyLabel label for a
+// TenancyLabelValue returns the value of the kubeobj.TenancyLabel label for a
 // tenancy ID: label values cannot hold ':', so it becomes '.'.
 func TenancyLabelValue(tenancy string) string {
 	return strings.ReplaceAll(tenancy, ":", ".")

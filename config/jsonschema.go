@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -439,8 +440,8 @@ func (g *schemaGen) walkTypes(t reflect.Type, path string) {
 func docConstants() map[string]string {
 	return map[string]string{
 		"DefaultHubID":               DefaultHubID,
-		"hub.DefaultManagedBy":       hub.DefaultManagedBy,
-		"hub.ManagedByLabel":         hub.ManagedByLabel,
+		"kubeobj.DefaultManagedBy":   kubeobj.DefaultManagedBy,
+		"kubeobj.ManagedByLabel":     kubeobj.ManagedByLabel,
 		"hub.PolicyRepair":           string(hub.PolicyRepair),
 		"hub.PolicyWarn":             string(hub.PolicyWarn),
 		"DefaultPolicy":              string(DefaultPolicy),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -22,10 +23,10 @@ import (
 // sources (unless the source's prune section enables them), where pruning
 // would delete everything inside; a manifest may set it on any object.
 // The backend reads it from the live object.
-const PruneAnnotation = hub.PruneAnnotation
+const PruneAnnotation = kubeobj.PruneAnnotation
 
 // PruneDisabled is the value of PruneAnnotation that disables pruning.
-const PruneDisabled = hub.PruneDisabled
+const PruneDisabled = kubeobj.PruneDisabled
 
 // Source is a manifest source (a `sources:` entry): the user's own
 // manifests, any Kubernetes objects, rendered from plain files, a

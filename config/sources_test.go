@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func specsByID(specs []hub.NodeSpec) map[string]hub.NodeSpec {
 // objectOf decodes a spec's body.
 func objectOf(t *testing.T, s hub.NodeSpec) *unstructured.Unstructured {
 	t.Helper()
-	o, err := s.Object()
+	o, err := kubeobj.Object(s)
 	if err != nil || o == nil {
 		t.Fatalf("%s: body: %v", s.ID, err)
 	}
@@ -169,13 +170,13 @@ sources:
 	}
 	for id, s := range specs {
 		o := objectOf(t, s)
-		if got := o.GetLabels()[hub.ManagedByLabel]; got != "fleet" {
+		if got := o.GetLabels()[kubeobj.ManagedByLabel]; got != "fleet" {
 			t.Errorf("%s managed-by = %q", id, got)
 		}
-		if got := o.GetLabels()[hub.ApplicationLabel]; got != s.Application || s.Application == "" {
+		if got := o.GetLabels()[kubeobj.ApplicationLabel]; got != s.Application || s.Application == "" {
 			t.Errorf("%s application label = %q, spec %q", id, got, s.Application)
 		}
-		if a := o.GetAnnotations(); a[hub.NodeIDAnnotation] != id || a[hub.HubAnnotation] != "h1" {
+		if a := o.GetAnnotations(); a[kubeobj.NodeIDAnnotation] != id || a[kubeobj.HubAnnotation] != "h1" {
 			t.Errorf("%s annotations = %v", id, a)
 		}
 		if o.GetNamespace() != s.ID.Namespace() || s.Namespace != s.ID.Namespace() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -144,13 +145,13 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	line("#   driftwatch diff -f <this file>")
 	line("#")
 	line("# Every object driftwatch applies carries the label")
-	line("# %s=<hub.managedBy> and the annotation", hub.ManagedByLabel)
-	line("# %s=<cluster>:<namespace>/<name>:<kind>.", hub.NodeIDAnnotation)
+	line("# %s=<hub.managedBy> and the annotation", kubeobj.ManagedByLabel)
+	line("# %s=<cluster>:<namespace>/<name>:<kind>.", kubeobj.NodeIDAnnotation)
 	line("")
 	line("hub:")
 	note("  id: "+DefaultHubID, "names this hub (a DNS label)")
 	line("  # The defaults:")
-	note("  # managedBy: "+hub.DefaultManagedBy, "value of the managed-by label")
+	note("  # managedBy: "+kubeobj.DefaultManagedBy, "value of the managed-by label")
 	note("  # resync: "+shortDuration(DefaultResync), "safety-net resync; watches do the real work")
 	note("  # policy: "+string(DefaultPolicy), "repair, or warn to only report drift")
 	note("  # qps: 50", "a fixed client rate limit per cluster; unset: adaptive (APF-aware)")

@@ -22,8 +22,6 @@ import (
 type Options struct {
 	// ID names the hub (status bar, API). Default "driftwatch".
 	ID string
-	// ManagedBy is the managed-by label value. Default DefaultManagedBy.
-	ManagedBy string
 	// Policy is the hub-wide default policy. Default PolicyRepair.
 	Policy Policy
 	// Workers is the number of reconcile workers, which read and classify;
@@ -103,9 +101,6 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.ID == "" {
 		o.ID = "driftwatch"
-	}
-	if o.ManagedBy == "" {
-		o.ManagedBy = DefaultManagedBy
 	}
 	if o.Policy == "" {
 		o.Policy = PolicyRepair

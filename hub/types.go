@@ -1,45 +1,8 @@
 package hub
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-)
-
-// Label and annotation keys driftwatch puts on every object it applies.
-const (
-	// ManagedByLabel marks an object as managed; the watch managers filter on
-	// it server-side. Its value is configurable (default DefaultManagedBy).
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// DefaultManagedBy is the default value of ManagedByLabel.
-	DefaultManagedBy = "driftwatch"
-	// NodeIDAnnotation holds the canonical NodeID of an applied object.
-	NodeIDAnnotation = "driftwatch.io/node-id"
-	// ConfigHashAnnotation on a pod template holds the hash of the
-	// application's config data, so a config change rolls the pods.
-	ConfigHashAnnotation = "driftwatch.io/config-hash"
-	// AppLabel is the minimal selector label shared by a Deployment's pods and
-	// its Service.
-	AppLabel = "app"
-	// TenancyLabel carries an application's tenancy ID (sanitised).
-	TenancyLabel = "driftwatch.io/tenancy"
-	// ApplicationLabel carries the application id.
-	ApplicationLabel = "driftwatch.io/application"
-	// FieldManager is the server-side apply field manager of a hub with
-	// the default id; FieldManagerFor gives every hub's.
-	FieldManager = "driftwatch"
-	// PruneAnnotation set to PruneDisabled on a live object means it is
-	// never pruned: a prune leaves it in place and stops managing it. The
-	// compiler of manifest sources sets it on Namespaces,
-	// CustomResourceDefinitions and PersistentVolumeClaims unless the
-	// source enables their pruning; users may set it on any object.
-	PruneAnnotation = "driftwatch.io/prune"
-	// PruneDisabled is the PruneAnnotation value that disables pruning.
-	PruneDisabled = "disabled"
 )
 
 // Policy says what the hub does about drift.
@@ -94,43 +57,6 @@ type NodeSpec struct {
 	// last). Objects that need an earlier one that is not ready yet fail
 	// and are retried.
 	Order uint8
-}
-
-// Object decodes Body into a new object the caller owns (integers decode as
-// int64, as in objects from the apiserver). A spec without a body has no
-// object: Object then returns nil and no error.
-func (s NodeSpec) Object() (*unstructured.Unstructured, error) {
-	if len(s.Body) == 0 {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := utiljson.Unmarshal(s.Body, &m); err != nil {
-		return nil, fmt.Errorf("node %s: decode desired object: %w", s.ID, err)
-	}
-	return &unstructured.Unstructured{Object: m}, nil
-}
-
-// EncodeBody returns u as a NodeSpec Body: its JSON with map keys sorted, so
-// equal objects encode to equal bytes.
-func EncodeBody(u *unstructured.Unstructured) ([]byte, error) {
-	if u == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
-	}
-	return b, nil
-}
-
-// MustEncodeBody is EncodeBody for objects built in code, whose encoding
-// cannot fail unless the code is wrong: it panics on an error.
-func MustEncodeBody(u *unstructured.Unstructured) []byte {
-	b, err := EncodeBody(u)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // EventType is the kind of change a watch manager saw.

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"sort"
 	"strconv"
 	"strings"
@@ -296,7 +297,7 @@ func (v *detailView) specLines() []string {
 	}
 	head := "  " + string(spec.Kind)
 	// Decoded once per render of the detail view, never kept.
-	obj, _ := spec.Object()
+	obj, _ := kubeobj.Object(*spec)
 	if obj != nil {
 		head = "  " + obj.GetAPIVersion() + " " + obj.GetKind()
 	}

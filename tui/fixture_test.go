@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 	"sync"
@@ -130,16 +131,16 @@ func deploymentObject(ns, name, image string, replicas int64) *unstructured.Unst
 			"namespace": ns,
 			"name":      name,
 			"labels": map[string]any{
-				hub.ManagedByLabel: hub.DefaultManagedBy,
-				hub.AppLabel:       name,
+				kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy,
+				kubeobj.AppLabel:       name,
 			},
-			"annotations": map[string]any{hub.NodeIDAnnotation: "prod-eu:" + ns + "/" + name + ":deployment"},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: "prod-eu:" + ns + "/" + name + ":deployment"},
 		},
 		"spec": map[string]any{
 			"replicas": replicas,
-			"selector": map[string]any{"matchLabels": map[string]any{hub.AppLabel: name}},
+			"selector": map[string]any{"matchLabels": map[string]any{kubeobj.AppLabel: name}},
 			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{hub.AppLabel: name}},
+				"metadata": map[string]any{"labels": map[string]any{kubeobj.AppLabel: name}},
 				"spec": map[string]any{
 					"containers": []any{map[string]any{"name": "app", "image": image}},
 				},
@@ -215,7 +216,7 @@ func fixture() *hub.Snapshot {
 			},
 			Spec: &hub.NodeSpec{ID: inv, Namespace: "casehub", Name: "inventory", Kind: hub.KindDeployment, Application: "inventory",
 				Policy: hub.PolicyRepair, ProgressDeadline: 10 * time.Minute, Hash: "9f2c4e1ab37d55e0",
-				Body: hub.MustEncodeBody(deploymentObject("casehub", "inventory", "ghcr.io/acme/inventory:1.4.2", 3))}},
+				Body: kubeobj.MustEncodeBody(deploymentObject("casehub", "inventory", "ghcr.io/acme/inventory:1.4.2", 3))}},
 		{ID: nid("prod-eu:casehub/inventory:service"), Application: "inventory", Kind: hub.KindService, Status: hub.StatusInSync, LastChange: ago(3 * time.Hour)},
 		{ID: cfg, Application: "inventory", Kind: hub.KindConfigMap, Status: hub.StatusDrifted, LastRepair: cfgRepair, LastChange: ago(3 * time.Second),
 			Timeline: []hub.TimelineEntry{{At: ago(3 * time.Second), Step: hub.StepObserved}}},

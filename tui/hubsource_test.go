@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestHubSource(t *testing.T) {
 	h := hub.New(hub.Options{ID: "hub-test", Now: fixedClock})
 	id := nid("prod-eu:casehub/inventory:deployment")
 	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "casehub", Name: "inventory", Kind: hub.KindDeployment,
-		Application: "inventory", Policy: hub.PolicyRepair, Body: hub.MustEncodeBody(deploymentObject("casehub", "inventory", "img:1", 2))}})
+		Application: "inventory", Policy: hub.PolicyRepair, Body: kubeobj.MustEncodeBody(deploymentObject("casehub", "inventory", "img:1", 2))}})
 	h.ClusterChanged(hub.ClusterHealth{Cluster: "prod-eu", State: hub.ClusterSynced, Source: "config"})
 	src := HubSource(h)
 

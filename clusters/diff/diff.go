@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"slices"
 	"sort"
@@ -378,7 +379,7 @@ func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, 
 	if err != nil {
 		return o, err
 	}
-	desired, err := spec.Object() // its error names the object
+	desired, err := kubeobj.Object(spec) // its error names the object
 	if err != nil {
 		return o, err
 	}

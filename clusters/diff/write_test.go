@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ func configMap(id string, data map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "web", "namespace": "shop",
-			"labels":      map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "app": "web"},
-			"annotations": map[string]any{hub.NodeIDAnnotation: id}},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "app": "web"},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: id}},
 		"data": data,
 	}}
 }
@@ -37,7 +38,7 @@ func deployment(replicas int64) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "shop",
-			"labels": map[string]any{hub.ManagedByLabel: hub.DefaultManagedBy, "app": "web"}},
+			"labels": map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "app": "web"}},
 		"spec": map[string]any{
 			"replicas": replicas,
 			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},

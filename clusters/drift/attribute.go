@@ -20,7 +20,7 @@ type FieldOwner struct {
 // Attribute says which field manager changed the drifted fields of d, and
 // when: among the owners that own at least one drifted field (the field
 // itself, a field inside it, or the entry holding it), the one that wrote
-// last wins. self, the hub's own field manager (hub.FieldManagerFor), is
+// last wins. self, the hub's own field manager (kubeobj.FieldManagerFor), is
 // ignored; another hub's field manager is not (it is someone else's write).
 // It returns nil when no owner matches (a missing object has no fields).
 func Attribute(d hub.Drift, owners []FieldOwner, self string) *hub.Attribution {

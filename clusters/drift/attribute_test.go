@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestAttribute(t *testing.T) {
 		name    string
 		d       hub.Drift
 		owners  []FieldOwner
-		self    string // the hub's own field manager; "" means hub.FieldManager
+		self    string // the hub's own field manager; "" means kubeobj.FieldManager
 		manager string // "" means nil
 		fields  []string
 	}{
@@ -34,13 +35,13 @@ func TestAttribute(t *testing.T) {
 		{name: "driftwatch itself is ignored",
 			d: scaled,
 			owners: []FieldOwner{
-				{Manager: hub.FieldManager, Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
+				{Manager: kubeobj.FieldManager, Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
 				{Manager: "kubectl-scale", Operation: "Update", Time: t0, Fields: []string{"spec.replicas"}},
 			},
 			manager: "kubectl-scale", fields: []string{"spec.replicas"}},
 		{name: "only driftwatch owns it",
 			d:      scaled,
-			owners: []FieldOwner{{Manager: hub.FieldManager, Time: t0, Fields: []string{"spec.replicas"}}}},
+			owners: []FieldOwner{{Manager: kubeobj.FieldManager, Time: t0, Fields: []string{"spec.replicas"}}}},
 		{name: "latest manager wins",
 			d: image,
 			owners: []FieldOwner{
@@ -91,15 +92,15 @@ func TestAttribute(t *testing.T) {
 			self: "driftwatch-hub-a",
 			owners: []FieldOwner{
 				{Manager: "driftwatch-hub-a", Operation: "Apply", Time: t0.Add(2 * time.Hour), Fields: []string{"spec.replicas"}},
-				{Manager: hub.FieldManager, Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
+				{Manager: kubeobj.FieldManager, Operation: "Apply", Time: t0.Add(time.Hour), Fields: []string{"spec.replicas"}},
 			},
-			manager: hub.FieldManager, fields: []string{"spec.replicas"}},
+			manager: kubeobj.FieldManager, fields: []string{"spec.replicas"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			self := tt.self
 			if self == "" {
-				self = hub.FieldManager
+				self = kubeobj.FieldManager
 			}
 			a := Attribute(tt.d, tt.owners, self)
 			if tt.manager == "" {

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,8 +20,8 @@ const none = "<none>"
 // Classify compares the desired object with the live one (nil when it does
 // not exist), by the built-in schema of its kind (BuiltinSchema; the zero
 // Schema for kinds client-go does not know). See ClassifyWith.
-// managedBy is the expected value of hub.ManagedByLabel (empty means
-// hub.DefaultManagedBy).
+// managedBy is the expected value of kubeobj.ManagedByLabel (empty means
+// kubeobj.DefaultManagedBy).
 func Classify(desired, actual *unstructured.Unstructured, managedBy string) hub.Drift {
 	d, _ := ClassifyWith(desired, actual, managedBy, Ignore{}, schemaOf(desired.Object))
 	return d
@@ -34,9 +35,9 @@ type Ignore struct {
 	// It is called at most once, and only when a rule with managers must
 	// be matched against a difference.
 	Owners func() ([]FieldOwner, error)
-	// Self is the hub's own field manager (hub.FieldManagerFor), never a
+	// Self is the hub's own field manager (kubeobj.FieldManagerFor), never a
 	// field's current owner for a manager rule. Empty means
-	// hub.FieldManager.
+	// kubeobj.FieldManager.
 	Self string
 }
 
@@ -74,7 +75,7 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 // rest (only ignored differences: in sync). A missing or deleting object
 // has no fields to ignore. The error is ig.Owners' (the manager rules then
 // match nothing); the drift is still returned. managedBy is the expected
-// value of hub.ManagedByLabel (empty means hub.DefaultManagedBy).
+// value of kubeobj.ManagedByLabel (empty means kubeobj.DefaultManagedBy).
 func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore, s Schema) (hub.Drift, error) {
 	if actual == nil {
 		return hub.Drift{Class: hub.DriftMissing}, nil
@@ -83,7 +84,7 @@ func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, 
 		return hub.Drift{Class: hub.DriftDeleting}, nil
 	}
 	if managedBy == "" {
-		managedBy = hub.DefaultManagedBy
+		managedBy = kubeobj.DefaultManagedBy
 	}
 	c := walker{keepSegs: len(ig.Rules) > 0}
 	c.object(desired.Object, actual.Object, s.root)
@@ -93,7 +94,7 @@ func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, 
 	if c.keepSegs && len(c.diffs) > 0 {
 		c.diffs, ignored, err = applyIgnore(c.diffs, c.segs, ig)
 	}
-	if v, ok := actual.GetLabels()[hub.ManagedByLabel]; !ok || v != managedBy {
+	if v, ok := actual.GetLabels()[kubeobj.ManagedByLabel]; !ok || v != managedBy {
 		return hub.Drift{Class: hub.DriftUnlabelled, Fields: c.diffs, Ignored: ignored}, err
 	}
 	if len(c.diffs) == 0 {

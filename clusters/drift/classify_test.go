@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ func desiredDeployment() *unstructured.Unstructured {
 		"kind":       "Deployment",
 		"metadata": map[string]any{
 			"name": "web", "namespace": "shop",
-			"labels":      map[string]any{hub.ManagedByLabel: "driftwatch", "app": "web"},
-			"annotations": map[string]any{hub.NodeIDAnnotation: "c1:shop/web:deployment"},
+			"labels":      map[string]any{kubeobj.ManagedByLabel: "driftwatch", "app": "web"},
+			"annotations": map[string]any{kubeobj.NodeIDAnnotation: "c1:shop/web:deployment"},
 		},
 		"spec": map[string]any{
 			"replicas": int64(3),
@@ -81,7 +82,7 @@ func labels(m map[string]any) map[string]any {
 func desiredConfigMap() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+		"metadata": map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{kubeobj.ManagedByLabel: "driftwatch"}},
 		"data":     map[string]any{"a": "1"},
 	}}
 }
@@ -98,7 +99,7 @@ func liveConfigMap(mutate func(m map[string]any)) *unstructured.Unstructured {
 func desiredService() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{kubeobj.ManagedByLabel: "driftwatch"}},
 		"spec": map[string]any{
 			"selector": map[string]any{"app": "web"},
 			"ports":    []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080)}},
@@ -386,23 +387,23 @@ func TestClassify(t *testing.T) {
 			class: hub.DriftModified, fields: []diff{{text: "metadata.labels.app: web -> other"}}},
 		{name: "annotation removed",
 			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) {
-				delete(m["metadata"].(map[string]any)["annotations"].(map[string]any), hub.NodeIDAnnotation)
-			}), class: hub.DriftModified, fields: []diff{{text: "metadata.annotations." + hub.NodeIDAnnotation + ": c1:shop/web:deployment -> <none>"}}},
+				delete(m["metadata"].(map[string]any)["annotations"].(map[string]any), kubeobj.NodeIDAnnotation)
+			}), class: hub.DriftModified, fields: []diff{{text: "metadata.annotations." + kubeobj.NodeIDAnnotation + ": c1:shop/web:deployment -> <none>"}}},
 		{name: "unlabelled",
-			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { delete(labels(m), hub.ManagedByLabel) }),
-			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> <none>"}}},
+			desired: desiredDeployment(), actual: liveDeployment(func(m map[string]any) { delete(labels(m), kubeobj.ManagedByLabel) }),
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + kubeobj.ManagedByLabel + ": driftwatch -> <none>"}}},
 		{name: "unlabelled: no labels at all",
 			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { delete(m["metadata"].(map[string]any), "labels") }),
-			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> <none>"}}},
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + kubeobj.ManagedByLabel + ": driftwatch -> <none>"}}},
 		{name: "labelled by another manager value",
-			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { labels(m)[hub.ManagedByLabel] = "helm" }),
-			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + hub.ManagedByLabel + ": driftwatch -> helm"}}},
+			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { labels(m)[kubeobj.ManagedByLabel] = "helm" }),
+			class: hub.DriftUnlabelled, fields: []diff{{text: "metadata.labels." + kubeobj.ManagedByLabel + ": driftwatch -> helm"}}},
 		{name: "custom managed-by value",
 			desired: func() *unstructured.Unstructured {
 				u := desiredConfigMap()
-				labels(u.Object)[hub.ManagedByLabel] = "dw-eu"
+				labels(u.Object)[kubeobj.ManagedByLabel] = "dw-eu"
 				return u
-			}(), actual: liveConfigMap(func(m map[string]any) { labels(m)[hub.ManagedByLabel] = "dw-eu" }),
+			}(), actual: liveConfigMap(func(m map[string]any) { labels(m)[kubeobj.ManagedByLabel] = "dw-eu" }),
 			managedBy: "dw-eu", class: hub.DriftNone},
 		{name: "ConfigMap key added",
 			desired: desiredConfigMap(), actual: liveConfigMap(func(m map[string]any) { m["data"] = map[string]any{"a": "1", "drift": "yes"} }),
@@ -488,11 +489,11 @@ func TestClassify(t *testing.T) {
 			}},
 		{name: "bool, float and null values",
 			desired: &unstructured.Unstructured{Object: map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+				"metadata": map[string]any{"labels": map[string]any{kubeobj.ManagedByLabel: "driftwatch"}},
 				"spec":     map[string]any{"paused": false, "ratio": 0.5, "opt": nil, "n": int32(2)},
 			}},
 			actual: &unstructured.Unstructured{Object: map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{hub.ManagedByLabel: "driftwatch"}},
+				"metadata": map[string]any{"labels": map[string]any{kubeobj.ManagedByLabel: "driftwatch"}},
 				"spec":     map[string]any{"paused": true, "ratio": 0.25, "opt": "x", "n": "2"},
 			}},
 			class: hub.DriftModified, fields: []diff{

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"strings"
 
@@ -105,7 +106,7 @@ func MatchPath(rule, field []string) bool {
 
 // CurrentOwner returns the field manager that owns the field at path (in
 // FieldsV1Paths form) now: among owners other than self (the hub's own
-// field manager, hub.FieldManagerFor) that own the field itself or a field
+// field manager, kubeobj.FieldManagerFor) that own the field itself or a field
 // inside it, the one that wrote last; "" when none does.
 func CurrentOwner(path string, owners []FieldOwner, self string) string {
 	best := -1
@@ -146,7 +147,7 @@ func applyIgnore(diffs []hub.FieldDiff, segs [][]string, ig Ignore) ([]hub.Field
 		}
 		self := ig.Self
 		if self == "" {
-			self = hub.FieldManager
+			self = kubeobj.FieldManager
 		}
 		return CurrentOwner(path, owners, self)
 	}

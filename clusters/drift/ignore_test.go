@@ -2,6 +2,7 @@ package drift
 
 import (
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"slices"
 	"testing"
 	"time"
@@ -74,20 +75,20 @@ func TestMatchPath(t *testing.T) {
 func TestCurrentOwner(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	owners := []FieldOwner{
-		{Manager: hub.FieldManager, Time: t0.Add(time.Hour), Fields: []string{"spec.replicas", "spec.template.spec.containers[app].image"}},
+		{Manager: kubeobj.FieldManager, Time: t0.Add(time.Hour), Fields: []string{"spec.replicas", "spec.template.spec.containers[app].image"}},
 		{Manager: "autoscaler", Time: t0, Fields: []string{"spec.replicas"}},
 		{Manager: "webhook", Time: t0, Fields: []string{"spec.template.spec.containers[istio]", "spec.template.spec.containers[istio].image"}},
 		{Manager: "kubectl-edit", Time: t0.Add(time.Minute), Fields: []string{"spec.template.spec.containers[app]"}},
 	}
 	tests := []struct{ path, self, want string }{
-		{"spec.replicas", hub.FieldManager, "autoscaler"},
-		{"spec.template.spec.containers[istio]", hub.FieldManager, "webhook"},
+		{"spec.replicas", kubeobj.FieldManager, "autoscaler"},
+		{"spec.template.spec.containers[istio]", kubeobj.FieldManager, "webhook"},
 		// Owning the item entry does not own the fields inside it.
-		{"spec.template.spec.containers[app].image", hub.FieldManager, ""},
-		{"spec.paused", hub.FieldManager, ""},
+		{"spec.template.spec.containers[app].image", kubeobj.FieldManager, ""},
+		{"spec.paused", kubeobj.FieldManager, ""},
 		// Another hub's field manager (here the legacy name, seen by a
 		// hub with an id of its own) is someone else.
-		{"spec.replicas", "driftwatch-hub-a", hub.FieldManager},
+		{"spec.replicas", "driftwatch-hub-a", kubeobj.FieldManager},
 	}
 	for _, tt := range tests {
 		if got := CurrentOwner(tt.path, owners, tt.self); got != tt.want {
@@ -120,7 +121,7 @@ func TestClassifyIgnoring(t *testing.T) {
 		ps["containers"] = append(ps["containers"].([]any), map[string]any{"name": "istio", "image": "proxy:1"})
 	})
 	annotated := liveDeployment(func(m map[string]any) {
-		m["metadata"].(map[string]any)["annotations"].(map[string]any)[hub.NodeIDAnnotation] = "other"
+		m["metadata"].(map[string]any)["annotations"].(map[string]any)[kubeobj.NodeIDAnnotation] = "other"
 	})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	autoscaler := []FieldOwner{{Manager: "autoscaler", Time: t0, Fields: []string{"spec.replicas"}}}
@@ -151,7 +152,7 @@ func TestClassifyIgnoring(t *testing.T) {
 			wantClass: hub.DriftNone, wantIgnored: []string{"spec.template.spec.containers[istio] mesh "}},
 		{name: "annotation key with dots and a slash", live: annotated.DeepCopy,
 			rules:     []hub.IgnoreRule{{Name: "a", Paths: mustPaths(t, "/metadata/annotations/driftwatch.io~1node-id")}},
-			wantClass: hub.DriftNone, wantIgnored: []string{"metadata.annotations." + hub.NodeIDAnnotation + " a "}},
+			wantClass: hub.DriftNone, wantIgnored: []string{"metadata.annotations." + kubeobj.NodeIDAnnotation + " a "}},
 		{name: "manager rule: owner matches", live: scaled.DeepCopy, owners: autoscaler,
 			rules:     []hub.IgnoreRule{{Name: "hpa", Managers: []string{"autoscaler"}}},
 			wantClass: hub.DriftNone, wantIgnored: []string{"spec.replicas hpa autoscaler"}, wantCalls: 1},

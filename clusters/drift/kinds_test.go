@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"slices"
 	"strings"
@@ -414,7 +415,7 @@ func TestAttributeCustomResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a := Attribute(d, []FieldOwner{{Manager: "kubectl-edit", Operation: "Update", Time: at, Fields: paths}}, hub.FieldManager)
+	a := Attribute(d, []FieldOwner{{Manager: "kubectl-edit", Operation: "Update", Time: at, Fields: paths}}, kubeobj.FieldManager)
 	if a == nil || a.Manager != "kubectl-edit" || !slices.Equal(a.Fields, []string{"spec.listeners[443/TCP]"}) {
 		t.Fatalf("attribution = %+v, want kubectl-edit on spec.listeners[443/TCP]", a)
 	}

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"testing"
 
@@ -101,7 +102,7 @@ func TestProject(t *testing.T) {
 				value any
 			}{"drift": {[]any{"data", "drift"}, "x"}, "a": {[]any{"data", "a"}, "1"}}},
 		{name: "label removed", desired: desiredConfigMap(),
-			live:  liveConfigMap(func(m map[string]any) { delete(labels(m), hub.ManagedByLabel) }),
+			live:  liveConfigMap(func(m map[string]any) { delete(labels(m), kubeobj.ManagedByLabel) }),
 			class: hub.DriftUnlabelled,
 			want: map[string]struct {
 				path  []any

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"hash/fnv"
 	"maps"
 	"slices"
@@ -26,7 +27,7 @@ import (
 )
 
 // Labels of the ConfigMaps a ConfigMapStore writes, besides
-// hub.ManagedByLabel.
+// kubeobj.ManagedByLabel.
 const (
 	// LabelHub carries the hub id: replicas of one hub share its records.
 	LabelHub = "driftwatch.io/hub"
@@ -58,10 +59,10 @@ const configMapShards = 16
 // use.
 type ConfigMapOptions struct {
 	// ManagedBy is the value of the app.kubernetes.io/managed-by label on
-	// the ConfigMaps. Default hub.DefaultManagedBy ("driftwatch").
+	// the ConfigMaps. Default kubeobj.DefaultManagedBy ("driftwatch").
 	ManagedBy string
 	// FieldManager is the field manager of every write. Default
-	// hub.FieldManager ("driftwatch").
+	// kubeobj.FieldManager ("driftwatch").
 	FieldManager string
 	// Timeout bounds each request of a method other than
 	// NewConfigMapStore. Default 30s.
@@ -161,13 +162,13 @@ func NewConfigMapStore(ctx context.Context, cs kubernetes.Interface, namespace, 
 		return nil, fmt.Errorf("intent configmaps: hub id %q: %s", hubID, strings.Join(errs, "; "))
 	}
 	if opts.ManagedBy == "" {
-		opts.ManagedBy = hub.DefaultManagedBy
+		opts.ManagedBy = kubeobj.DefaultManagedBy
 	}
 	if errs := validation.IsValidLabelValue(opts.ManagedBy); len(errs) > 0 {
 		return nil, fmt.Errorf("intent configmaps: managed-by %q: %s", opts.ManagedBy, strings.Join(errs, "; "))
 	}
 	if opts.FieldManager == "" {
-		opts.FieldManager = hub.FieldManager
+		opts.FieldManager = kubeobj.FieldManager
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -195,7 +196,7 @@ func (s *ConfigMapStore) Close() error {
 
 // selector selects the hub's ConfigMaps.
 func (s *ConfigMapStore) selector() string {
-	return labels.SelectorFromSet(labels.Set{hub.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID}).String()
+	return labels.SelectorFromSet(labels.Set{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID}).String()
 }
 
 // location is where a record lives: its ConfigMap, that ConfigMap's
@@ -210,7 +211,7 @@ type location struct {
 // decommissions and applied, cluster is the NodeID's cluster.
 func (s *ConfigMapStore) locate(kind, cluster, id string) location {
 	name := "driftwatch-" + s.hubID + "-" + kind
-	lbl := map[string]string{hub.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID, LabelIntent: kind}
+	lbl := map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID, LabelIntent: kind}
 	if kind == kindDecommissions || kind == kindApplied {
 		c := clusterPart(cluster)
 		h := fnv.New32a()
@@ -440,7 +441,7 @@ func (s *ConfigMapStore) Load() (hub.Intent, error) {
 // the intent every lease would otherwise list again and again. It
 // implements hub.OverridesLoader.
 func (s *ConfigMapStore) LoadOverrides() (hub.Intent, error) {
-	sel := labels.SelectorFromSet(labels.Set{hub.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID}).String() +
+	sel := labels.SelectorFromSet(labels.Set{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelHub: s.hubID}).String() +
 		"," + LabelIntent + " in (" + kindPaused + "," + kindPolicies + "," + kindHolds + ")"
 	return s.load(sel)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"reflect"
 	"slices"
@@ -215,7 +216,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	list, err := admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{})
 	must(t, err)
 	for _, c := range list.Items {
-		if c.Labels[hub.ManagedByLabel] != "driftwatch" || c.Labels[LabelHub] != "hub-a" || c.Labels[LabelIntent] == "" {
+		if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelHub] != "hub-a" || c.Labels[LabelIntent] == "" {
 			t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 		}
 	}
@@ -417,7 +418,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 
 	// A ConfigMap with an unknown kind label is reported too.
 	_, err = env.admin.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "stray", Labels: map[string]string{hub.ManagedByLabel: "driftwatch", LabelHub: "hub-a", LabelIntent: "secrets"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "stray", Labels: map[string]string{kubeobj.ManagedByLabel: "driftwatch", LabelHub: "hub-a", LabelIntent: "secrets"}},
 	}, metav1.CreateOptions{})
 	must(t, err)
 	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), `configmap `+ns+`/stray: label driftwatch.io/intent="secrets"`) {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,7 +204,7 @@ func TestNodeDetailRedaction(t *testing.T) {
 	}}
 	h := hub.New(hub.Options{ID: "redact-test", SnapshotInterval: 10 * time.Millisecond})
 	spec := hub.NodeSpec{ID: id, Namespace: "ns", Name: "web", Kind: hub.KindDeployment, Application: "web",
-		Policy: hub.PolicyRepair, Hash: "1", Body: hub.MustEncodeBody(obj)}
+		Policy: hub.PolicyRepair, Hash: "1", Body: kubeobj.MustEncodeBody(obj)}
 	h.SetDesired([]hub.NodeSpec{spec})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
@@ -244,7 +245,7 @@ func TestNodeDetailRedaction(t *testing.T) {
 			t.Errorf("%s: env = %v, want the value redacted and valueFrom kept", tc.role, e)
 		}
 	}
-	obj, err := spec.Object()
+	obj, err := kubeobj.Object(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,6 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	}
 	ho := opts.HubOptions
 	ho.ID = cfg.Hub.ID
-	ho.ManagedBy = cfg.Hub.ManagedBy
 	ho.Policy = cfg.Hub.Policy
 	if ho.Workers == 0 {
 		ho.Workers = cfg.Workers()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"io"
 	"maps"
 	"net/url"
@@ -145,7 +146,7 @@ func warnManagesNothing(w io.Writer, cfg *config.Config) {
 func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 	var b strings.Builder
 	for i, s := range specs {
-		obj, err := s.Object()
+		obj, err := kubeobj.Object(s)
 		if err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
@@ -171,7 +172,7 @@ func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 func printObjectsJSON(w io.Writer, specs []hub.NodeSpec) error {
 	items := make([]map[string]any, 0, len(specs))
 	for _, s := range specs {
-		obj, err := s.Object()
+		obj, err := kubeobj.Object(s)
 		if err != nil {
 			return fmt.Errorf("check: %w", err)
 		}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"os"
 	"strings"
@@ -214,7 +215,7 @@ func TestHubEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Labels[hub.ManagedByLabel] != "driftwatch" || len(s.Spec.Selector) != 1 || s.Spec.Selector["app"] != "web" {
+				if s.Labels[kubeobj.ManagedByLabel] != "driftwatch" || len(s.Spec.Selector) != 1 || s.Spec.Selector["app"] != "web" {
 					t.Fatalf("service after repair: labels %v selector %v", s.Labels, s.Spec.Selector)
 				}
 			}},

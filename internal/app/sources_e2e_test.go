@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -148,7 +149,7 @@ sources:
 		{name: "label removed from the role", id: id(c0, "inventory-reader", "role.rbac.authorization.k8s.io"), class: hub.DriftUnlabelled,
 			do: func() error {
 				_, err := c(0).RbacV1().Roles("inventory").Patch(ctx, "inventory-reader", types.MergePatchType,
-					[]byte(`{"metadata":{"labels":{"`+hub.ManagedByLabel+`":null}}}`), mp("kubectl-label"))
+					[]byte(`{"metadata":{"labels":{"`+kubeobj.ManagedByLabel+`":null}}}`), mp("kubectl-label"))
 				return err
 			}},
 	} {

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func TestSummarize(t *testing.T) {
 func deployment(name string, replicas int32, labelled bool) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	if labelled {
-		labels[hub.ManagedByLabel] = hub.DefaultManagedBy
+		labels[kubeobj.ManagedByLabel] = kubeobj.DefaultManagedBy
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", Labels: labels},
@@ -139,7 +140,7 @@ func deployment(name string, replicas int32, labelled bool) *appsv1.Deployment {
 func desiredDeployment(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": name, "namespace": "bench", "labels": map[string]any{"app": name, hub.ManagedByLabel: hub.DefaultManagedBy}},
+		"metadata": map[string]any{"name": name, "namespace": "bench", "labels": map[string]any{"app": name, kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}},
 		"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
 			"containers": []any{map[string]any{"name": "app", "image": "img:1"}},
 		}}},

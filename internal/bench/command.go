@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"io"
 	"log/slog"
 	"maps"
@@ -317,7 +318,7 @@ func (w *workload) targets() []Target {
 		// Decoded once per target: the tracker compares many events
 		// against it.
 		// A compiled spec always has a body that decodes.
-		obj, err := s.Object()
+		obj, err := kubeobj.Object(s)
 		if err != nil || obj == nil {
 			panic(fmt.Sprintf("bench: target %s: no desired object (%v)", s.ID, err))
 		}
@@ -448,7 +449,7 @@ func benchApply(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) err
 	body := s.Body
 	var err error
 	force := true
-	opts := metav1.PatchOptions{FieldManager: hub.FieldManager, Force: &force}
+	opts := metav1.PatchOptions{FieldManager: kubeobj.FieldManager, Force: &force}
 	switch s.Kind {
 	case hub.KindDeployment:
 		_, err = c.AppsV1().Deployments(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)

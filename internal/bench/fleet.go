@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"io"
 	"os"
 	"path/filepath"
@@ -381,7 +382,7 @@ func fillDesired(steps []Step, specs []hub.NodeSpec) error {
 				return fmt.Errorf("bench: planned target %s is not in the config", id)
 			}
 			var err error
-			if obj, err = s.Object(); err != nil || obj == nil {
+			if obj, err = kubeobj.Object(*s); err != nil || obj == nil {
 				return fmt.Errorf("bench: target %s: no desired object (%v)", id, err)
 			}
 			decoded[id] = obj

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -350,7 +351,7 @@ func (d dynamicDrifter) Do(ctx context.Context, t driftgen.Target, a driftgen.Ac
 	case driftgen.ActionEdit:
 		_, err = ri.Patch(ctx, t.ID.Name(), types.MergePatchType, []byte(k.edit), opts)
 	case driftgen.ActionUnlabel:
-		_, err = ri.Patch(ctx, t.ID.Name(), types.MergePatchType, []byte(`{"metadata":{"labels":{"`+hub.ManagedByLabel+`":null}}}`), opts)
+		_, err = ri.Patch(ctx, t.ID.Name(), types.MergePatchType, []byte(`{"metadata":{"labels":{"`+kubeobj.ManagedByLabel+`":null}}}`), opts)
 	default:
 		err = fmt.Errorf("action %q does not apply to %s", a, k.kind)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -98,8 +99,8 @@ func TestMixedConfig(t *testing.T) {
 			if _, watched := floor[s.ID.Kind]; watched == crd {
 				t.Errorf("%s: raw watch of its kind %v", s.ID, watched)
 			}
-			obj, err := s.Object()
-			if err != nil || obj.GetLabels()[hub.ManagedByLabel] != hub.DefaultManagedBy || (!crd && obj.GetLabels()["app"] != s.Name) {
+			obj, err := kubeobj.Object(s)
+			if err != nil || obj.GetLabels()[kubeobj.ManagedByLabel] != kubeobj.DefaultManagedBy || (!crd && obj.GetLabels()["app"] != s.Name) {
 				t.Errorf("%s: desired object %v (%v)", s.ID, obj, err)
 			}
 		}
@@ -148,7 +149,7 @@ func TestMixedEditsAreDrift(t *testing.T) {
 		}
 		desired := &unstructured.Unstructured{Object: obj}
 		desired.SetNamespace(mixedNamespace)
-		desired.SetLabels(map[string]string{"app": desired.GetName(), hub.ManagedByLabel: hub.DefaultManagedBy})
+		desired.SetLabels(map[string]string{"app": desired.GetName(), kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy})
 		if d := drift.Classify(desired, desired.DeepCopy(), ""); !d.InSync() {
 			t.Errorf("%s: desired vs itself: %s %v", k.kind, d.Class, d.Fields)
 		}
@@ -220,7 +221,7 @@ func TestDynamicDrifter(t *testing.T) {
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetNamespace(mixedNamespace)
-	u.SetLabels(map[string]string{"app": "cm-00001", hub.ManagedByLabel: hub.DefaultManagedBy})
+	u.SetLabels(map[string]string{"app": "cm-00001", kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy})
 	fake := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), u)
 	d := dynamicDrifter{clients: map[string]dynamic.Interface{"c1": fake}, kinds: mixedKindsBySlug()}
 	id := hub.NewNodeID("c1", mixedNamespace, "cm-00001", cm.slug())
@@ -237,7 +238,7 @@ func TestDynamicDrifter(t *testing.T) {
 	if r := d.Do(ctx, driftgen.Target{ID: id, Kind: id.Kind}, driftgen.ActionUnlabel); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if got, _ := get(); got == nil || got.GetLabels()[hub.ManagedByLabel] != "" || got.GetLabels()["app"] != "cm-00001" {
+	if got, _ := get(); got == nil || got.GetLabels()[kubeobj.ManagedByLabel] != "" || got.GetLabels()["app"] != "cm-00001" {
 		t.Errorf("after the unlabel: %v", got)
 	}
 	if r := d.Do(ctx, driftgen.Target{ID: id, Kind: id.Kind}, driftgen.ActionDelete); r.Err != nil {

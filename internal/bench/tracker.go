@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ type Tracker struct {
 // label value the hub applies.
 func NewTracker(expect int, managedBy string) *Tracker {
 	if managedBy == "" {
-		managedBy = hub.DefaultManagedBy
+		managedBy = kubeobj.DefaultManagedBy
 	}
 	t := &Tracker{managedBy: managedBy, done: make(chan struct{}), pending: make(map[hub.NodeID]*Sample), left: expect}
 	if expect <= 0 {

@@ -9,6 +9,7 @@ package driftgen
 import (
 	"context"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -175,7 +176,7 @@ func (g *Generator) Do(ctx context.Context, t Target, a Action) Drift {
 	}
 	ns, name := t.ID.Namespace(), t.ID.Name()
 	opts := metav1.PatchOptions{FieldManager: FieldManager}
-	unlabel := []byte(`{"metadata":{"labels":{"` + hub.ManagedByLabel + `":null}}}`)
+	unlabel := []byte(`{"metadata":{"labels":{"` + kubeobj.ManagedByLabel + `":null}}}`)
 	var err error
 	switch t.Kind {
 	default:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -138,7 +139,7 @@ func TestOtherDocumentsRoundTrip(t *testing.T) {
 	}
 
 	n := s.Nodes[0]
-	n.Spec = &hub.NodeSpec{ID: n.ID, Body: hub.MustEncodeBody(&unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3)}}})}
+	n.Spec = &hub.NodeSpec{ID: n.ID, Body: kubeobj.MustEncodeBody(&unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3)}}})}
 	nd := viaJSON[NodeDetail](t, NewNodeDetail(n))
 	got, err := nd.Status.ToHub()
 	n.Spec = nil

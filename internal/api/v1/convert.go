@@ -2,6 +2,7 @@ package apiv1
 
 import (
 	"fmt"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -364,7 +365,7 @@ func NewHoldDocument(h hub.Hold) HoldDocument {
 func NewNodeDetail(n hub.NodeStatus) NodeDetail {
 	d := NodeDetail{APIVersion: APIVersion, Status: FromNode(n)}
 	if n.Spec != nil {
-		if u, err := n.Spec.Object(); err == nil && u != nil {
+		if u, err := kubeobj.Object(*n.Spec); err == nil && u != nil {
 			d.Desired = u.Object
 		}
 	}
