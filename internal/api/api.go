@@ -109,7 +109,7 @@ func (o Options) withDefaults() Options {
 //
 // Actions answer 500 when the hub could not record them durably (they
 // still hold until the hub stops).
-func Handler(h *hub.Hub, opts Options) http.Handler {
+func Handler(h Hub, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	s := &server{h: h, opts: opts}
 	mux := http.NewServeMux()
@@ -141,8 +141,8 @@ func Handler(h *hub.Hub, opts Options) http.Handler {
 // They reveal no desired state, but the metrics do name clusters, kinds
 // and counts: serve them on a private network (a kubelet, a Prometheus),
 // never where the API's users are. Of opts only Ready is used.
-func ProbeHandler(h *hub.Hub, opts Options) http.Handler {
-	s := &server{h: h, opts: opts.withDefaults()}
+func ProbeHandler(h Metrics, opts Options) http.Handler {
+	s := &server{opts: opts.withDefaults()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -151,7 +151,7 @@ func ProbeHandler(h *hub.Hub, opts Options) http.Handler {
 }
 
 type server struct {
-	h    *hub.Hub
+	h    Hub
 	opts Options
 }
 

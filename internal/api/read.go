@@ -20,7 +20,7 @@ type Server struct {
 
 // NewServer returns the API of h. It starts no goroutine: the watch
 // stream's broadcaster runs while streams are open.
-func NewServer(h *hub.Hub, opts Options) *Server {
+func NewServer(h Hub, opts Options) *Server {
 	st := newStreamer(h, streamConfigOf(opts))
 	opts.streams = st
 	return &Server{handler: Handler(h, opts), streams: st}
