@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters"
+	"github.com/driftwatch/driftwatch/clusters/backends"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -193,7 +194,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		}
 		a.rep = r
 		shared.owns = r.coord.Owns
-		clusterBackends = fencedBackends{reg: a.reg, coord: r.coord}
+		clusterBackends = backends.Fenced{Set: a.reg, Fence: r.coord}
 	}
 	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.TerraformStopGrace, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
 	if err != nil {
@@ -201,7 +202,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
 	a.ws, a.wsSpecs = ws, make(map[string][]hub.NodeSpec)
-	h.SetBackends(backends{clusters: clusterBackends, workspaces: ws})
+	h.SetBackends(backends.Mux{ws, clusterBackends})
 	for _, cc := range clusterConfigs(cfg, opts.DisableWatch, opts.LoadOptions.Getenv) {
 		if err := a.putCluster(cc); err != nil {
 			a.log.Error("add cluster", "err", err)

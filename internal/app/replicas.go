@@ -259,61 +259,6 @@ func (r *replicas) ready() error {
 	return nil
 }
 
-// fencedBackends hands the hub each cluster's backend behind the
-// coordinator's fence.
-type fencedBackends struct {
-	reg   *clusters.Registry
-	coord *coord.Coordinator
-}
-
-// Backend implements hub.Backends.
-func (f fencedBackends) Backend(id string) (hub.Backend, bool) {
-	b, ok := f.reg.Backend(id)
-	if !ok {
-		return nil, false
-	}
-	return fencedBackend{Backend: b, cluster: id, coord: f.coord}, true
-}
-
-// fencedBackend is a cluster's backend whose writes (Repair, Delete) run
-// only while this replica holds the cluster's claim, checked right before
-// the write and cancelled the moment the claim is given up or its
-// validity runs out. Reads are not fenced.
-type fencedBackend struct {
-	hub.Backend
-	cluster string
-	coord   *coord.Coordinator
-}
-
-// Repair implements hub.Backend behind the fence.
-func (f fencedBackend) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d hub.Drift) (hub.RepairResult, error) {
-	wctx, done, err := f.coord.Guard(ctx, f.cluster)
-	if err != nil {
-		return hub.RepairResult{}, fmt.Errorf("repair %s: %w: %w", spec.ID, hub.ErrUnreachable, err)
-	}
-	defer done()
-	return f.Backend.Repair(wctx, spec, st, d)
-}
-
-// Delete implements hub.Backend behind the fence.
-func (f fencedBackend) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) error {
-	wctx, done, err := f.coord.Guard(ctx, f.cluster)
-	if err != nil {
-		return fmt.Errorf("delete %s: %w: %w", spec.ID, hub.ErrUnreachable, err)
-	}
-	defer done()
-	return f.Backend.Delete(wctx, spec, st)
-}
-
-// ListOwned implements hub.OwnedLister when the backend does.
-func (f fencedBackend) ListOwned(ctx context.Context) ([]hub.SpecRef, error) {
-	l, ok := f.Backend.(hub.OwnedLister)
-	if !ok {
-		return nil, fmt.Errorf("cluster %q: the backend cannot list its objects", f.cluster)
-	}
-	return l.ListOwned(ctx)
-}
-
 // apiReplicas returns the coordinator's view of the live replicas for the
 // API (GET /api/v1/replicas and each cluster's owner in the snapshot).
 // While this replica is joining or fenced off from the coordination

@@ -16,19 +16,13 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// backends finds a NodeID's backend: a Terraform workspace by its id, else
-// a cluster of the registry.
-type backends struct {
-	clusters   hub.Backends
-	workspaces *workspaceSet
-}
-
-// Backend implements hub.Backends.
-func (b backends) Backend(id string) (hub.Backend, bool) {
-	if w, ok := b.workspaces.get(id); ok {
-		return w, true
+// Backend implements hub.Backends: the set's running workspaces by id.
+func (s *workspaceSet) Backend(id string) (hub.Backend, bool) {
+	w, ok := s.get(id)
+	if !ok {
+		return nil, false
 	}
-	return b.clusters.Backend(id)
+	return w, true
 }
 
 // workspaceSet holds the config's Terraform workspaces, runs them, and
