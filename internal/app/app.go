@@ -20,6 +20,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/clusters/backends"
+	"github.com/driftwatch/driftwatch/clusters/terraform"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -73,7 +74,7 @@ type App struct {
 
 	// ws are the config's Terraform workspaces; wsSpecs (guarded by
 	// desiredMu) the desired state each last reported.
-	ws      *workspaceSet
+	ws      *terraform.Set
 	wsSpecs map[string][]hub.NodeSpec
 }
 
@@ -196,7 +197,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		shared.owns = r.coord.Owns
 		clusterBackends = backends.Fenced{Set: a.reg, Fence: r.coord}
 	}
-	ws, err := newWorkspaces(cfg, h, opts.TerraformEnv, opts.TerraformStopGrace, opts.LoadOptions.Getenv, opts.Logger.With("component", "terraform"), a.workspaceSpecs)
+	ws, err := terraform.NewSet(terraform.SetOptions{Sink: h, Env: opts.TerraformEnv, StopGrace: opts.TerraformStopGrace,
+		Getenv: opts.LoadOptions.Getenv, Logger: opts.Logger.With("component", "terraform"), OnSpecs: a.workspaceSpecs}, workspaceOptions(cfg.Terraform))
 	if err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
@@ -331,7 +333,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 		wg.Go(func() { _ = a.notifier.Run(notifyCtx) })
 	}
-	wg.Go(func() { a.ws.run(ctx) })
+	wg.Go(func() { a.ws.Run(ctx) })
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.discovering = a.discovering || len(sources) > 0
@@ -407,7 +409,7 @@ func (a *App) Reload(allowPrune bool) error {
 	// forgotten (never destroyed: Terraform resources are never deleted);
 	// a changed one starts again as new and finds its resources in its
 	// state. The others' resources stay as they are.
-	wsGone, wsAdded := a.ws.plan(cfg.Terraform)
+	wsGone, wsAdded := a.ws.Plan(workspaceOptions(cfg.Terraform))
 	compiled := config.Compile(cfg)
 	hash := desiredHash(cfg, compiled)
 	found, err := a.discoveredSpecs(cfg)
@@ -462,12 +464,12 @@ func (a *App) Reload(allowPrune bool) error {
 		a.hub.ForgetCluster(id) // a report sent while it stopped
 	}
 	for _, id := range wsGone {
-		a.ws.remove(id) // no report of it reaches the hub after this
+		a.ws.Remove(id) // no report of it reaches the hub after this
 		delete(a.wsSpecs, id)
 		a.hub.ForgetCluster(id)
 	}
 	for _, wc := range wsAdded {
-		if err := a.ws.add(wc); err != nil {
+		if err := a.ws.Add(wc); err != nil {
 			a.log.Error("add terraform workspace", "workspace", wc.ID, "err", err)
 		}
 	}

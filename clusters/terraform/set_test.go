@@ -1,4 +1,4 @@
-package app
+package terraform
 
 import (
 	"log/slog"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -31,17 +30,16 @@ func TestGatedSinkStopsAtClose(t *testing.T) {
 }
 
 func TestWorkspacePlan(t *testing.T) {
-	ws := func(id, interval string) config.Workspace {
+	ws := func(id, interval string) Options {
 		d, _ := time.ParseDuration(interval)
-		return config.Workspace{ID: id, Dir: "/srv/" + id, Interval: d, Policy: hub.PolicyRepair}
+		return Options{ID: id, Dir: "/srv/" + id, Interval: d, Policy: hub.PolicyRepair}
 	}
-	cfg := &config.Config{Terraform: []config.Workspace{ws("a", "1m"), ws("b", "1m"), ws("c", "1m")}}
-	s, err := newWorkspaces(cfg, &countSink{}, nil, 0, func(string) string { return "" }, slog.New(slog.DiscardHandler),
-		func(string, []hub.NodeSpec, func() bool) {})
+	s, err := NewSet(SetOptions{Sink: &countSink{}, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
+		OnSpecs: func(string, []hub.NodeSpec, func() bool) {}}, []Options{ws("a", "1m"), ws("b", "1m"), ws("c", "1m")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, added := s.plan([]config.Workspace{ws("a", "1m"), ws("b", "30s"), ws("d", "1m")})
+	gone, added := s.Plan([]Options{ws("a", "1m"), ws("b", "30s"), ws("d", "1m")})
 	if want := []string{"b", "c"}; !slices.Equal(gone, want) {
 		t.Errorf("gone = %v, want %v (b changed, c removed)", gone, want)
 	}
@@ -54,19 +52,19 @@ func TestWorkspacePlan(t *testing.T) {
 	}
 	// Not running yet: remove and add change the set only.
 	for _, id := range gone {
-		s.remove(id)
+		s.Remove(id)
 	}
 	for _, wc := range added {
-		if err := s.add(wc); err != nil {
+		if err := s.Add(wc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for id, want := range map[string]bool{"a": true, "b": true, "c": false, "d": true} {
-		if _, ok := s.get(id); ok != want {
+		if _, ok := s.Get(id); ok != want {
 			t.Errorf("get(%s) = %v, want %v", id, ok, want)
 		}
 	}
-	if gone, added := s.plan([]config.Workspace{ws("a", "1m"), ws("b", "30s"), ws("d", "1m")}); len(gone)+len(added) != 0 {
+	if gone, added := s.Plan([]Options{ws("a", "1m"), ws("b", "30s"), ws("d", "1m")}); len(gone)+len(added) != 0 {
 		t.Errorf("the same section again: gone %v, added %d; want nothing", gone, len(added))
 	}
 }
