@@ -132,6 +132,10 @@ func DirName(rawURL, ref string) string {
 // the colon, and the path does not start with "//" (that would be a URL).
 var scpLike = regexp.MustCompile(`^(?:([^@/:\s]+)@)?([^@/:\s\[\]]+|\[[0-9a-fA-F:.]+\]):([^/].*|/[^/].*)$`)
 
+// remoteHelper matches git's "transport::address" syntax (ext::, fd::),
+// which runs programs: never a URL here.
+var remoteHelper = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`)
+
 // remoteURL is a validated Options.URL.
 type remoteURL struct {
 	scheme string // https, http, ssh or file
@@ -158,7 +162,7 @@ func parseURL(raw string) (remoteURL, error) {
 	}
 	if !strings.Contains(raw, "://") {
 		m := scpLike.FindStringSubmatch(raw)
-		if m == nil || strings.Contains(raw, "::") {
+		if m == nil || remoteHelper.MatchString(raw) {
 			return remoteURL{}, fmt.Errorf("url %q: want https://, http://, ssh://, [user@]host:path or file:///path", raw)
 		}
 		user := m[1]

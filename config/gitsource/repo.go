@@ -184,12 +184,12 @@ func newHTTPClient(timeout time.Duration) *http.Client {
 	connect := min(timeout, maxConnectTimeout)
 	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           d.DialContext,
-		TLSHandshakeTimeout:   connect,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   1,
-		IdleConnTimeout:       30 * time.Second,
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         d.DialContext,
+		TLSHandshakeTimeout: connect,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     30 * time.Second,
 	}}
 }
 
