@@ -100,8 +100,12 @@ func TestFetchRefusesHostileTrees(t *testing.T) {
 	good := f.commit("good", map[string]string{"app/deploy.yaml": "ok\n"})
 	f.push()
 	srv := startGitServer(t, f, "", "")
-	file := func(name, content string) rawEntry { return rawEntry{name: name, mode: filemode.Regular, content: content} }
-	link := func(name, target string) rawEntry { return rawEntry{name: name, mode: filemode.Symlink, content: target} }
+	file := func(name, content string) rawEntry {
+		return rawEntry{name: name, mode: filemode.Regular, content: content}
+	}
+	link := func(name, target string) rawEntry {
+		return rawEntry{name: name, mode: filemode.Symlink, content: target}
+	}
 	dir := func(name string, sub ...rawEntry) rawEntry { return rawEntry{name: name, mode: filemode.Dir, sub: sub} }
 
 	cases := []struct {

@@ -313,3 +313,30 @@ func TestFetchTimeout(t *testing.T) {
 		t.Fatalf("Fetch with a cancelled context: %v", err)
 	}
 }
+
+// TestFetchCacheDirOfAnotherURL opens a cache that another URL filled: it
+// is emptied, not mixed with the new repository's.
+func TestFetchCacheDirOfAnotherURL(t *testing.T) {
+	a, b := newFixture(t), newFixture(t)
+	ca := a.commit("a", map[string]string{"f": "a"})
+	a.push()
+	cb := b.commit("b", map[string]string{"f": "b"})
+	b.push()
+	cache := t.TempDir()
+	if rev := fetchOK(t, openOK(t, Options{URL: a.fileURL(), CacheDir: cache})); rev.Commit != ca {
+		t.Fatalf("a: %+v", rev)
+	}
+	rev := fetchOK(t, openOK(t, Options{URL: b.fileURL(), CacheDir: cache}))
+	if rev.Commit != cb || readTree(t, rev.Dir, "f") != "b" {
+		t.Fatalf("b: %+v", rev)
+	}
+	if got := trees(t, cache); !slices.Equal(got, []string{cb}) {
+		t.Fatalf("trees %v, want b's only", got)
+	}
+	if err := os.WriteFile(filepath.Join(cache, stateFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rev := fetchOK(t, openOK(t, Options{URL: b.fileURL(), CacheDir: cache})); rev.Commit != cb {
+		t.Fatalf("after a damaged state file: %+v", rev)
+	}
+}

@@ -90,7 +90,11 @@ type Auth struct {
 	KnownHostsFile string
 }
 
-// Verify configures signature verification.
+// Verify configures signature verification: the commit that a Fetch
+// returns must carry its own signature by a trusted key (the signature of
+// an annotated tag naming it is not what is checked). The check is made at
+// every Fetch, also of a commit already in the cache, so that removing a
+// key from the file refuses what it signed.
 type Verify struct {
 	// KeysFile holds the trusted keys: any number of ASCII-armored OpenPGP
 	// public key blocks, and SSH public keys, one per line, either as in

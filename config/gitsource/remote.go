@@ -24,6 +24,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // maxPacks is the number of packs in repo.git past which the cache is
@@ -115,9 +116,11 @@ func (s *netSource) openStore() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
-	// Not filesystem.Options.ExclusiveAccess: with it, go-git v5.19.3 does
-	// not see a pack it has just written.
-	st := filesystem.NewStorage(osfs.New(dir, osfs.WithBoundOS()), cache.NewObjectLRUDefault())
+	// KeepDescriptors: packs stay open until close, rather than being
+	// opened again for every object. Not ExclusiveAccess: with it, go-git
+	// v5.19.3 does not see a pack it has just written.
+	st := filesystem.NewStorageWithOptions(osfs.New(dir, osfs.WithBoundOS()), cache.NewObjectLRUDefault(),
+		filesystem.Options{KeepDescriptors: true})
 	if err := st.Init(); err != nil {
 		return fmt.Errorf("cache %s: %w", dir, err)
 	}
@@ -190,7 +193,7 @@ func (s *netSource) get(ctx context.Context, kind refKind, ref string) (fetched,
 	if wantable {
 		n, err = s.download(ctx, adv, []plumbing.Hash{target}, true)
 	}
-	if byCommit && (!wantable || err != nil) {
+	if byCommit && (!wantable || err != nil && !errors.Is(err, ErrTooLarge) && ctx.Err() == nil) {
 		// The server does not let us ask for a commit that no ref names:
 		// take every branch and tag, whole, and look for it there.
 		if err := s.resetStore(); err != nil {
@@ -217,7 +220,10 @@ func (s *netSource) get(ctx context.Context, kind refKind, ref string) (fetched,
 		return fetched{}, err
 	}
 	if !hasObject(s.st, target) {
-		return fetched{}, fmt.Errorf("commit %s is not on any branch or tag of the server: %w", target, ErrRefNotFound)
+		if byCommit {
+			return fetched{}, fmt.Errorf("commit %s is not on any branch or tag of the server: %w", target, ErrRefNotFound)
+		}
+		return fetched{}, fmt.Errorf("the server's pack lacks %s, which %s names", target, name)
 	}
 	return fetched{objects: s.st, target: target, ref: name, downloaded: n}, nil
 }
@@ -270,6 +276,7 @@ func (s *netSource) connect(ctx context.Context) (*packp.AdvRefs, error) {
 // explain wraps a transport error with what was being done, and says what
 // the usual go-git errors mean here.
 func (s *netSource) explain(what string, err error) error {
+	var keyErr *knownhosts.KeyError
 	switch {
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("%s: the repository is empty: %w", what, ErrRefNotFound)
@@ -279,6 +286,11 @@ func (s *netSource) explain(what string, err error) error {
 		return fmt.Errorf("%s: the server wants credentials (auth): %w", what, err)
 	case errors.Is(err, transport.ErrAuthorizationFailed):
 		return fmt.Errorf("%s: the credentials of auth may not read this repository: %w", what, err)
+	case errors.As(err, &keyErr):
+		if len(keyErr.Want) == 0 {
+			return fmt.Errorf("%s: the server's host key is not in auth.knownHostsFile %s: %w", what, s.r.opts.Auth.KnownHostsFile, err)
+		}
+		return fmt.Errorf("%s: the server's host key differs from the one in auth.knownHostsFile %s: %w", what, s.r.opts.Auth.KnownHostsFile, err)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s: no such repository (or it is private and needs auth): %w", what, err)
 	}
@@ -483,7 +495,8 @@ func (s *localSource) get(_ context.Context, kind refKind, ref string) (fetched,
 	if err != nil {
 		return fetched{}, err
 	}
-	s.st = filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRUDefault())
+	s.st = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
+		filesystem.Options{KeepDescriptors: true})
 	if kind == refCommit {
 		h, name, _ := refTable{}.resolve(kind, ref)
 		if !hasObject(s.st, h) {

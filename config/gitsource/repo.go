@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -207,15 +208,23 @@ func (r *Repo) refLabel() string {
 // Fetch brings the cache up to date with the remote's ref, verifies and
 // checks out its commit, and returns it. On error the previous revision's
 // tree is left in place, so a caller can keep serving it.
-func (r *Repo) Fetch(ctx context.Context) (Revision, error) {
+func (r *Repo) Fetch(ctx context.Context) (rev Revision, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A panic inside go-git on a malformed repository or pack must not
+	// take the process down: it is this Fetch's error, with its stack.
+	defer func() {
+		if p := recover(); p != nil {
+			rev = Revision{}
+			err = fmt.Errorf("git %s ref %s: panic while fetching: %v\n%s", r.opts.URL, r.refLabel(), p, debug.Stack())
+		}
+	}()
 	if r.client != nil {
 		defer r.client.CloseIdleConnections()
 	}
 	fctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	rev, err := r.fetch(fctx)
+	rev, err = r.fetch(fctx)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s: %w", r.opts.Timeout, err)
@@ -239,6 +248,7 @@ func (r *Repo) fetch(ctx context.Context) (Revision, error) {
 		return Revision{}, fmt.Errorf("cache: %w", err)
 	}
 	removeTemporary(trees)
+	removeTemporary(r.opts.CacheDir)
 
 	var src source
 	if r.url.scheme == "file" {
@@ -351,7 +361,8 @@ func (r *Repo) ensureTree(ctx context.Context, st storer.EncodedObjectStorer, c 
 	return final, nil
 }
 
-// removeTemporary removes the half-written trees that a crash left.
+// removeTemporary removes the half-written trees and packs that a crash
+// left in dir.
 func removeTemporary(trees string) {
 	entries, _ := os.ReadDir(trees)
 	for _, e := range entries {
