@@ -94,14 +94,3 @@ func diskBytes(tb testing.TB, dir string) int64 {
 	}
 	return n
 }
-
-// TestBenchmarkFetchRuns runs one iteration of each BenchmarkFetch case, so
-// that the benchmark cannot rot unnoticed.
-func TestBenchmarkFetchRuns(t *testing.T) {
-	res := testing.Benchmark(func(b *testing.B) {
-		b.Run("all", BenchmarkFetch)
-	})
-	if res.N == 0 {
-		t.Fatal("BenchmarkFetch did not run")
-	}
-}

@@ -7,9 +7,11 @@
 // poll.
 //
 // Everything is done in process with github.com/go-git/go-git/v5: no git
-// binary is run. A Repo talks to its server through its own HTTP client or
-// SSH configuration, so nothing here changes go-git's process-wide transport
-// registry.
+// binary is run. A Repo talks to its server through its own HTTP client
+// (go-git's smart HTTP transport) or its own SSH connection
+// (golang.org/x/crypto/ssh, dialed here so that the Fetch's timeout also
+// bounds the SSH handshake; ~/.ssh/config is not read), so nothing here
+// changes go-git's process-wide transport registry.
 //
 // # Fetching
 //

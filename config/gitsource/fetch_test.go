@@ -340,3 +340,28 @@ func TestFetchCacheDirOfAnotherURL(t *testing.T) {
 		t.Fatalf("after a damaged state file: %+v", rev)
 	}
 }
+
+// TestFetchBoundsPacks pushes and fetches more commits than the cache
+// keeps packs for: the cache is emptied and refilled, fetching goes on.
+func TestFetchBoundsPacks(t *testing.T) {
+	f := newFixture(t)
+	f.commit("0", map[string]string{"f": "0"})
+	f.push()
+	srv := startGitServer(t, f, "", "")
+	cache := t.TempDir()
+	r := openOK(t, Options{URL: srv.url("repo.git"), Ref: "main", CacheDir: cache})
+	r.maxPacks = 3
+	fetchOK(t, r)
+	for i := range 6 {
+		c := f.commit("n", map[string]string{"f": strings.Repeat("n", i+1)})
+		f.push()
+		rev := fetchOK(t, r)
+		if rev.Commit != c || readTree(t, rev.Dir, "f") != strings.Repeat("n", i+1) {
+			t.Fatalf("fetch %d: %+v", i, rev)
+		}
+		packs, err := filepath.Glob(filepath.Join(cache, repoDir, "objects", "pack", "*.pack"))
+		if err != nil || len(packs) == 0 || len(packs) > 3 {
+			t.Fatalf("fetch %d: %d packs (%v), want 1 to 3", i, len(packs), err)
+		}
+	}
+}

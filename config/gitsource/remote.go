@@ -27,9 +27,9 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// maxPacks is the number of packs in repo.git past which the cache is
-// emptied before the next download (see the package documentation).
-const maxPacks = 16
+// defaultMaxPacks is the number of packs in repo.git from which the cache
+// is emptied before the next download (see the package documentation).
+const defaultMaxPacks = 16
 
 // source gives a Fetch the objects of the commit it resolves.
 type source interface {
@@ -248,25 +248,31 @@ func (s *netSource) connect(ctx context.Context) (*packp.AdvRefs, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tr transport.Transport
-	var auth transport.AuthMethod
-	switch s.r.url.scheme {
-	case "ssh":
-		tr, auth, err = s.sshTransport(ep)
-	default:
-		tr = githttp.NewClientWithOptions(s.r.client, &githttp.ClientOptions{RedirectPolicy: githttp.FollowInitialRedirects})
-		auth, err = s.httpAuth()
+	if s.r.url.scheme == "ssh" {
+		addr, cfg, err := s.sshConfig(ep)
+		if err != nil {
+			return nil, err
+		}
+		s.hasAuth = true
+		sess, err := dialSSH(ctx, addr, cfg, ep.Path)
+		if err != nil {
+			return nil, s.explain("connect", err)
+		}
+		s.sess = sess
+	} else {
+		auth, err := s.httpAuth()
+		if err != nil {
+			return nil, err
+		}
+		s.hasAuth = auth != nil
+		tr := githttp.NewClientWithOptions(s.r.client, &githttp.ClientOptions{RedirectPolicy: githttp.FollowInitialRedirects})
+		sess, err := tr.NewUploadPackSession(ep, auth)
+		if err != nil {
+			return nil, s.explain("connect", err)
+		}
+		s.sess = sess
 	}
-	if err != nil {
-		return nil, err
-	}
-	s.hasAuth = auth != nil
-	sess, err := tr.NewUploadPackSession(ep, auth)
-	if err != nil {
-		return nil, s.explain("connect", err)
-	}
-	s.sess = sess
-	adv, err := sess.AdvertisedReferencesContext(ctx)
+	adv, err := s.sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		return nil, s.explain("list refs", err)
 	}
@@ -324,60 +330,58 @@ func (s *netSource) httpAuth() (transport.AuthMethod, error) {
 	return &githttp.BasicAuth{Username: user, Password: pass}, nil
 }
 
-// sshTransport builds an SSH transport of this Repo alone: its key, its
-// known_hosts, its timeout.
-func (s *netSource) sshTransport(ep *transport.Endpoint) (transport.Transport, transport.AuthMethod, error) {
+// sshConfig returns the address and the SSH configuration of this Repo
+// alone: its key, its known_hosts, its timeout.
+func (s *netSource) sshConfig(ep *transport.Endpoint) (string, *ssh.ClientConfig, error) {
 	a := s.r.opts.Auth
 	pem, err := readLimited(a.SSHKeyFile, maxCredentialBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("auth.sshKeyFile: %w", err)
+		return "", nil, fmt.Errorf("auth.sshKeyFile: %w", err)
 	}
 	signer, err := ssh.ParsePrivateKey(pem)
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
 		if a.PasswordFile == "" {
-			return nil, nil, fmt.Errorf("auth.sshKeyFile %s is encrypted; put its passphrase in auth.passwordFile", a.SSHKeyFile)
+			return "", nil, fmt.Errorf("auth.sshKeyFile %s is encrypted; put its passphrase in auth.passwordFile", a.SSHKeyFile)
 		}
 		pass, perr := readCredential("auth.passwordFile", a.PasswordFile)
 		if perr != nil {
-			return nil, nil, perr
+			return "", nil, perr
 		}
 		signer, err = ssh.ParsePrivateKeyWithPassphrase(pem, []byte(pass))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("auth.sshKeyFile %s: %w", a.SSHKeyFile, err)
+		return "", nil, fmt.Errorf("auth.sshKeyFile %s: %w", a.SSHKeyFile, err)
 	}
 	if _, err := readLimited(a.KnownHostsFile, 16<<20); err != nil {
-		return nil, nil, fmt.Errorf("auth.knownHostsFile: %w", err)
+		return "", nil, fmt.Errorf("auth.knownHostsFile: %w", err)
 	}
+	// go-git's known_hosts database (github.com/skeema/knownhosts) also
+	// says which host key algorithms to ask for, so that a host listed
+	// with one key type is not offered another and refused.
 	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("auth.knownHostsFile %s: %w", a.KnownHostsFile, err)
+		return "", nil, fmt.Errorf("auth.knownHostsFile %s: %w", a.KnownHostsFile, err)
 	}
 	port := ep.Port
 	if port <= 0 {
 		port = gitssh.DefaultPort
 	}
-	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
-	user := s.r.url.user
-	cb := db.HostKeyCallback()
-	cfg := &ssh.ClientConfig{
-		User:              user,
+	addr := net.JoinHostPort(ep.Host, strconv.Itoa(port))
+	return addr, &ssh.ClientConfig{
+		User:              s.r.url.user,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback:   cb,
-		HostKeyAlgorithms: db.HostKeyAlgorithms(hostPort),
+		HostKeyCallback:   db.HostKeyCallback(),
+		HostKeyAlgorithms: db.HostKeyAlgorithms(addr),
 		Timeout:           min(s.r.opts.Timeout, maxConnectTimeout),
-	}
-	auth := &gitssh.PublicKeys{User: user, Signer: signer,
-		HostKeyCallbackHelper: gitssh.HostKeyCallbackHelper{HostKeyCallback: cb}}
-	return gitssh.NewClient(cfg), auth, nil
+	}, nil
 }
 
 // download asks the server for the objects of wants (at depth 1 when
 // shallow is set and the server can), saves the pack to a file within the
 // byte limit, then indexes it into the store. It returns the pack's size.
 func (s *netSource) download(ctx context.Context, adv *packp.AdvRefs, wants []plumbing.Hash, shallow bool) (int64, error) {
-	if packs, err := s.st.ObjectPacks(); err == nil && len(packs) >= maxPacks {
+	if packs, err := s.st.ObjectPacks(); err == nil && len(packs) >= s.r.maxPacks {
 		if err := s.resetStore(); err != nil {
 			return 0, err
 		}

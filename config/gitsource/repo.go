@@ -74,6 +74,8 @@ type Repo struct {
 	// client is the HTTP client of http(s) URLs (nil otherwise); its idle
 	// connections are closed at the end of each Fetch.
 	client *http.Client
+	// maxPacks is defaultMaxPacks; tests lower it.
+	maxPacks int
 
 	mu    sync.Mutex
 	state state
@@ -137,7 +139,7 @@ func Open(opts Options) (*Repo, error) {
 	if err := os.MkdirAll(filepath.Join(dir, treesDir), 0o700); err != nil {
 		return nil, fmt.Errorf("git %s: cacheDir: %w", opts.URL, err)
 	}
-	r := &Repo{opts: opts, url: u, kind: kind}
+	r := &Repo{opts: opts, url: u, kind: kind, maxPacks: defaultMaxPacks}
 	if u.scheme == "http" || u.scheme == "https" {
 		r.client = newHTTPClient(opts.Timeout)
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -126,11 +128,27 @@ func serveSSHConn(c net.Conn, cfg *ssh.ServerConfig, f *fixture) {
 					return
 				}
 				_ = req.Reply(true, nil)
+				// As sshd does: once git exits, its status is sent and the
+				// channel closed, whatever the client still sends (which
+				// ends the copy of stdin).
 				cmd := exec.Command(f.git, "upload-pack", filepath.Join(f.root, path))
 				cmd.Env = gitEnv(f.home)
-				cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+				cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+				stdin, err := cmd.StdinPipe()
+				if err == nil {
+					err = cmd.Start()
+				}
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = io.Copy(stdin, ch)
+					_ = stdin.Close()
+				}()
 				status := uint32(0)
-				if err := cmd.Run(); err != nil {
+				if err := cmd.Wait(); err != nil {
 					status = 1
 				}
 				_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
@@ -179,6 +197,11 @@ func TestFetchSSH(t *testing.T) {
 		{"unknown host", Auth{SSHKeyFile: client.path, KnownHostsFile: empty}, "the server's host key is not in auth.knownHostsFile " + empty},
 		{"key not accepted", Auth{SSHKeyFile: stranger.path, KnownHostsFile: known}, "unable to authenticate"},
 	}
+	missing := strings.Replace(url, "repo.git", "missing.git", 1)
+	r = openOK(t, Options{URL: missing, CacheDir: t.TempDir(), Auth: Auth{SSHKeyFile: client.path, KnownHostsFile: known}})
+	if _, err := r.Fetch(t.Context()); err == nil || !strings.Contains(err.Error(), "no such repository") || !strings.Contains(err.Error(), "does not appear to be a git repository") {
+		t.Fatalf("missing repository: %v", err)
+	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			r := openOK(t, Options{URL: url, CacheDir: t.TempDir(), Auth: tc.auth})
@@ -187,5 +210,24 @@ func TestFetchSSH(t *testing.T) {
 				t.Fatalf("error %v, want one naming %s and saying %q", err, url, tc.want)
 			}
 		})
+	}
+}
+
+// TestFetchSSHTimeout points a Repo at a server that accepts connections
+// and never speaks SSH: Fetch gives up after Options.Timeout.
+func TestFetchSSHTimeout(t *testing.T) {
+	addr := startSilentServer(t)
+	dir := t.TempDir()
+	k := newSSHKey(t, dir, "id")
+	kh := writeFile(t, dir, "known_hosts", knownhosts.Line([]string{knownhosts.Normalize(addr)}, k.signer.PublicKey())+"\n")
+	r := openOK(t, Options{URL: "ssh://git@" + addr + "/repo.git", CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond,
+		Auth: Auth{SSHKeyFile: k.path, KnownHostsFile: kh}})
+	start := time.Now()
+	_, err := r.Fetch(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Fetch from a silent SSH server: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the timeout took %v", d)
 	}
 }
