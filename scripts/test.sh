@@ -16,6 +16,19 @@ build_env="$(scripts/build-binaries.sh --env)"
 eval "${build_env}"
 printf 'DRIFTWATCH_BIN_DIR=%s\nDRIFTWATCH_TOFU_DIR=%s\n' "${DRIFTWATCH_BIN_DIR}" "${DRIFTWATCH_TOFU_DIR}" >&2
 
+# The Git source tests (config/gitsource) build, serve and sign
+# repositories with the git binary (git http-backend, and ssh-keygen for
+# SSH signatures): they fail without them.
+if ! command -v git >/dev/null || ! command -v ssh-keygen >/dev/null; then
+  step "git and ssh-keygen for config/gitsource's tests (apt-get install git openssh-client)"
+  if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    printf 'install git and ssh-keygen (Debian: apt-get install git openssh-client)\n' >&2
+    exit 1
+  fi
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git openssh-client >&2
+fi
+
 step "gofmt -l ."
 unformatted="$(gofmt -l .)"
 if [[ -n "${unformatted}" ]]; then

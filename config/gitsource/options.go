@@ -1,0 +1,325 @@
+package gitsource
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Defaults of Options.
+const (
+	// DefaultTimeout bounds one Fetch, from the first byte sent to the
+	// checked-out tree.
+	DefaultTimeout = 2 * time.Minute
+	// DefaultMaxBytes bounds the file content of one checkout, and the pack
+	// one Fetch downloads: 512 MiB.
+	DefaultMaxBytes int64 = 512 << 20
+	// DefaultMaxFiles bounds the entries (files, folders, links) of one
+	// checkout.
+	DefaultMaxFiles = 100_000
+)
+
+// Options of a Repo.
+type Options struct {
+	// URL of the repository: https://host/path, http://host/path (allowed,
+	// but neither the content nor, off loopback, credentials are protected:
+	// prefer https), ssh://[user@]host[:port]/path, the scp-like
+	// [user@]host:path (SSH), or file:///absolute/path for a repository on
+	// this machine. Other schemes (git://, ext::, a bare local path) are
+	// refused, and so are http(s) URLs that carry a user or password:
+	// credentials come from Auth.
+	URL string
+	// Ref to check out: a branch ("main" or "refs/heads/main"), a tag
+	// ("v1.2.0" or "refs/tags/v1.2.0"), a full 40-hex commit SHA, or "" for
+	// the remote's HEAD (its default branch). A short name that is both a
+	// branch and a tag is refused as ambiguous.
+	Ref string
+	// CacheDir is the folder of this Repo's cache (created 0700 if missing).
+	// It belongs to one Repo at a time: two Repos, or two processes, must
+	// not share it. A hub keeps one per source under its state folder; see
+	// DirName.
+	CacheDir string
+	// Auth holds the paths of the credentials files.
+	Auth Auth
+	// Verify, when set, makes Fetch refuse a commit that is not signed by
+	// one of its keys. Nil: no signature verification.
+	Verify *Verify
+	// Timeout bounds one Fetch (DefaultTimeout when zero). Connecting is
+	// bounded by the smaller of Timeout and 30 seconds.
+	Timeout time.Duration
+	// MaxBytes bounds the file content of a checkout and the size of the
+	// pack one Fetch downloads (DefaultMaxBytes when zero).
+	MaxBytes int64
+	// MaxFiles bounds the entries of a checkout (DefaultMaxFiles when zero).
+	MaxFiles int
+}
+
+// Auth names the files that hold the credentials of a Repo. Every file is
+// read at each Fetch (at most 64 KiB, surrounding white space trimmed), so
+// that credentials can be rotated in place; symbolic links are followed,
+// as Kubernetes mounts Secrets through them.
+type Auth struct {
+	// TokenFile holds an HTTPS access token (a GitHub, GitLab, Gitea or
+	// Forgejo personal or app token). It is sent with HTTP basic
+	// authentication as the password of the user "x-access-token" (or of
+	// the user in UsernameFile), which those servers accept.
+	TokenFile string
+	// UsernameFile and PasswordFile hold an HTTPS user and password (HTTP
+	// basic authentication). PasswordFile and TokenFile are exclusive.
+	UsernameFile string
+	// PasswordFile holds the HTTPS password; with SSHKeyFile, the passphrase
+	// of an encrypted key.
+	PasswordFile string
+	// SSHKeyFile holds an SSH private key (OpenSSH or PEM) for ssh:// and
+	// scp-like URLs. The SSH user is the URL's, or "git".
+	SSHKeyFile string
+	// KnownHostsFile is an OpenSSH known_hosts file. It is required for SSH:
+	// the server's host key must be in it.
+	KnownHostsFile string
+}
+
+// Verify configures signature verification: the commit that a Fetch
+// returns must carry its own signature by a trusted key (the signature of
+// an annotated tag naming it is not what is checked). The check is made at
+// every Fetch, also of a commit already in the cache, so that removing a
+// key from the file refuses what it signed.
+type Verify struct {
+	// KeysFile holds the trusted keys: any number of ASCII-armored OpenPGP
+	// public key blocks, and SSH public keys, one per line, either as in
+	// authorized_keys ("ssh-ed25519 AAAA... comment") or as in git's
+	// gpg.ssh.allowedSignersFile ("alice@example.com ssh-ed25519 AAAA...",
+	// with the options namespaces="..." (which must then include "git"),
+	// valid-after and valid-before; cert-authority is not supported). Lines
+	// starting with # are comments. The file is read at each Fetch.
+	KeysFile string
+}
+
+// DirName returns a folder name for the cache of the source (url, ref): the
+// host and path made safe for a file name, shortened, then a hash of both
+// (so two refs of one repository get two folders, as a CacheDir serves one
+// Repo). It is stable across versions and restarts.
+func DirName(rawURL, ref string) string {
+	sum := sha256.Sum256([]byte(rawURL + "\x00" + ref))
+	var b strings.Builder
+	for _, r := range strings.ToLower(rawURL) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	for _, p := range []string{"https___", "http___", "ssh___", "file___"} {
+		name = strings.TrimPrefix(name, p)
+	}
+	name = strings.Trim(name, "._-")
+	if len(name) > 48 {
+		name = name[len(name)-48:]
+	}
+	return name + "-" + hex.EncodeToString(sum[:6])
+}
+
+// scpLike matches [user@]host:path, git's SSH shorthand: no slash before
+// the colon, and the path does not start with "//" (that would be a URL).
+var scpLike = regexp.MustCompile(`^(?:([^@/:\s]+)@)?([^@/:\s\[\]]+|\[[0-9a-fA-F:.]+\]):([^/].*|/[^/].*)$`)
+
+// remoteHelper matches git's "transport::address" syntax (ext::, fd::),
+// which runs programs: never a URL here.
+var remoteHelper = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`)
+
+// remoteURL is a validated Options.URL.
+type remoteURL struct {
+	scheme string // https, http, ssh or file
+	// endpoint is what go-git is given: the URL as written, or for
+	// scp-like URLs ssh://user@host/path.
+	endpoint string
+	host     string // hostname without port; "" for file
+	user     string // SSH user
+	path     string // file: the local path
+}
+
+// parseURL validates raw against the schemes a Repo supports.
+func parseURL(raw string) (remoteURL, error) {
+	if raw == "" {
+		return remoteURL{}, errors.New("url is empty")
+	}
+	for _, r := range raw {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return remoteURL{}, fmt.Errorf("url %q contains white space or a control character", raw)
+		}
+	}
+	if strings.HasPrefix(raw, "-") {
+		return remoteURL{}, fmt.Errorf("url %q starts with '-'", raw)
+	}
+	if !strings.Contains(raw, "://") {
+		m := scpLike.FindStringSubmatch(raw)
+		if m == nil || remoteHelper.MatchString(raw) {
+			return remoteURL{}, fmt.Errorf("url %q: want https://, http://, ssh://, [user@]host:path or file:///path", raw)
+		}
+		user := m[1]
+		if user == "" {
+			user = "git"
+		}
+		host := strings.Trim(m[2], "[]")
+		return remoteURL{scheme: "ssh", endpoint: raw, host: host, user: user}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return remoteURL{}, fmt.Errorf("url %q: %w", raw, err)
+	}
+	if u.Fragment != "" || u.RawQuery != "" {
+		return remoteURL{}, fmt.Errorf("url %q: a query or fragment is not allowed", raw)
+	}
+	switch u.Scheme {
+	case "https", "http":
+		if u.User != nil {
+			return remoteURL{}, fmt.Errorf("url %q carries credentials; put them in auth files instead", redact(u))
+		}
+		if u.Hostname() == "" {
+			return remoteURL{}, fmt.Errorf("url %q has no host", raw)
+		}
+		return remoteURL{scheme: u.Scheme, endpoint: raw, host: u.Hostname()}, nil
+	case "ssh":
+		if _, ok := u.User.Password(); ok {
+			return remoteURL{}, fmt.Errorf("url %q carries a password; use auth.sshKeyFile", redact(u))
+		}
+		if u.Hostname() == "" {
+			return remoteURL{}, fmt.Errorf("url %q has no host", raw)
+		}
+		user := u.User.Username()
+		if user == "" {
+			user = "git"
+		}
+		return remoteURL{scheme: "ssh", endpoint: raw, host: u.Hostname(), user: user}, nil
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return remoteURL{}, fmt.Errorf("url %q: a file URL names no host (file:///path)", raw)
+		}
+		if !filepath.IsAbs(u.Path) {
+			return remoteURL{}, fmt.Errorf("url %q: the path must be absolute", raw)
+		}
+		return remoteURL{scheme: "file", endpoint: raw, path: filepath.Clean(u.Path)}, nil
+	default:
+		return remoteURL{}, fmt.Errorf("url %q: scheme %q is not supported (https, http, ssh, file)", raw, u.Scheme)
+	}
+}
+
+// redact returns u without its password, for error messages.
+func redact(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User(c.User.Username())
+	}
+	return c.String()
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// refKind says what Options.Ref names.
+type refKind int
+
+const (
+	refHead   refKind = iota // "": the remote's HEAD
+	refCommit                // a full commit SHA
+	refFull                  // refs/...
+	refShort                 // a short branch or tag name
+)
+
+// parseRef validates ref and says what it names.
+func parseRef(ref string) (refKind, error) {
+	switch {
+	case ref == "" || ref == "HEAD":
+		return refHead, nil
+	case len(ref) == 40 && isHex(ref):
+		return refCommit, nil
+	case strings.HasPrefix(ref, "refs/"):
+		if err := plumbing.ReferenceName(ref).Validate(); err != nil {
+			return 0, fmt.Errorf("ref %q is not a valid reference name", ref)
+		}
+		return refFull, nil
+	default:
+		if err := plumbing.ReferenceName("refs/heads/" + ref).Validate(); err != nil || strings.HasPrefix(ref, "-") {
+			return 0, fmt.Errorf("ref %q is not a valid branch or tag name", ref)
+		}
+		return refShort, nil
+	}
+}
+
+// isHex reports whether s is lowercase or uppercase hexadecimal.
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxCredentialBytes bounds a credentials file.
+const maxCredentialBytes = 64 << 10
+
+// readCredential reads one credential (a token, user or password) from
+// path, trimmed. what names the field in errors.
+func readCredential(what, path string) (string, error) {
+	b, err := readLimited(path, maxCredentialBytes)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s: %s is empty", what, path)
+	}
+	if strings.ContainsAny(s, "\r\n\x00") {
+		return "", fmt.Errorf("%s: %s holds more than one line", what, path)
+	}
+	return s, nil
+}
+
+// readLimited reads the regular file at path (following links), refusing
+// one larger than limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
+}
