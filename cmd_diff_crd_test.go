@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -144,6 +145,25 @@ sources:
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+
+	// The apiserver publishes a new CRD's schema in its OpenAPI v3 a
+	// moment after the CRD is established; the test is about a published
+	// schema, so it waits for it.
+	dc := discovery.NewDiscoveryClientForConfigOrDie(lc.RESTConfig())
+	for {
+		paths, err := dc.OpenAPIV3().Paths()
+		if err == nil {
+			if gv, ok := paths["apis/example.com/v1"]; ok {
+				if b, err := gv.Schema("application/json"); err == nil && bytes.Contains(b, []byte("x-kubernetes-list-map-keys")) {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster never published the Pipeline schema: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 
 	diff := func(t *testing.T, wantCode int, args ...string) string {

@@ -667,7 +667,17 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 		return Result{RequeueAfter: h.opts.DecommissionTimeout}, nil
 	}
 	h.status.setStatus(p.id, StatusDecommissioning, "waiting for the object to go away", now)
-	return Result{RequeueAfter: remaining}, nil
+	// The delete event ends it; a read after a growing delay ends it too
+	// when no event comes (the kind is no longer watched: its last object
+	// left the config with this one).
+	return Result{RequeueAfter: min(remaining, decommissionPoll(now.Sub(p.dec.since)))}, nil
+}
+
+// decommissionPoll is when a decommission waiting for its object to go
+// away reads it again without a delete event: as long again as it has
+// waited so far, from half a second up to 30 seconds.
+func decommissionPoll(waited time.Duration) time.Duration {
+	return min(max(waited, 500*time.Millisecond), 30*time.Second)
 }
 
 // endDecommission stops tracking a finished decommission and writes its

@@ -621,3 +621,31 @@ func TestKeepFailingSource(t *testing.T) {
 		})
 	})
 }
+
+// A decommission whose delete event never comes (the object's kind is no
+// longer watched: its last object left the config) still ends: it reads the
+// object again after a growing delay, long before DecommissionTimeout.
+func TestDecommissionWithoutDeleteEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		f.h.SetDesired(appSpecs("c1", "a", "gone"))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		gone := spec("c1", "gone", "v1").ID
+		b.mu.Lock()
+		b.auto = false // no event from now on
+		b.mu.Unlock()
+		t0 := time.Now()
+		f.h.SetDesired(appSpecs("c1", "a"))
+		synctest.Wait()
+		if b.exists(gone) {
+			t.Fatal("not deleted")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if _, ok := f.h.Snapshot().Node(gone); ok {
+			t.Fatalf("still decommissioning %s after it was gone", time.Since(t0))
+		}
+	})
+}
