@@ -420,7 +420,9 @@ type DesiredOptions struct {
 	// what an earlier run applied for them is neither decommissioned nor
 	// judged by the prune guard. While any application is kept, orphans
 	// are not pruned: the kept sources' objects cannot be told from them.
-	// A change replaces the list; nil keeps none.
+	// A change of the whole desired state (ReplaceDesired) replaces the
+	// hub's list; nil keeps none. A change of one cluster keeps its
+	// NodeIDs of these applications and leaves the hub's list as it is.
 	Keep []string
 }
 

@@ -173,7 +173,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		h.SetClusterPolicy(c.ID, c.Policy)
 	}
 	if _, _, err := h.ReplaceDesired(compiled, hub.DesiredOptions{AllowPrune: opts.AllowPrune, Only: only, Forget: forget,
-		Keep: slices.Sorted(maps.Keys(cfg.SourceFaults()))}); err != nil {
+		Keep: faultySources(cfg)}); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
@@ -446,7 +446,7 @@ func (a *App) Reload(allowPrune bool) error {
 		a.rep.coord.SetDesiredHash(hash)
 	}
 	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Only: only,
-		Forget: append(slices.Clone(gone), wsGone...), Keep: slices.Sorted(maps.Keys(cfg.SourceFaults()))})
+		Forget: append(slices.Clone(gone), wsGone...), Keep: faultySources(cfg)})
 	if err != nil {
 		if a.rep != nil {
 			a.rep.coord.SetDesiredHash(a.desiredHash)
@@ -590,6 +590,13 @@ func (a *App) noteSourceFaults(cfg *config.Config) {
 		}
 	}
 	a.hub.SetSourceFaults(status)
+}
+
+// faultySources are the ids of cfg's sources left out because they cannot
+// be used (config.Config.SourceFaults), sorted: the hub keeps their last
+// good state (hub.DesiredOptions.Keep).
+func faultySources(cfg *config.Config) []string {
+	return slices.Sorted(maps.Keys(cfg.SourceFaults()))
 }
 
 // keptSources are the manifest sources whose last good state the hub keeps
