@@ -95,9 +95,16 @@ check_cover() {
 }
 core_pkgs="./hub ./clusters/drift ./internal/api/... ./internal/notify"
 # shellcheck disable=SC2086 # one package per word
-cover="$(env -u DRIFTWATCH_BIN_DIR -u DRIFTWATCH_TOFU_DIR go test -count=1 -cover ${core_pkgs})"
-cover+=$'\n'"$(go test -count=1 -cover ./internal/coord ./hub/intent)"
+# The output is printed before the status is looked at, so a failing test
+# shows its name and message here rather than only an exit code.
+cover_status=0
+cover="$(env -u DRIFTWATCH_BIN_DIR -u DRIFTWATCH_TOFU_DIR go test -count=1 -cover ${core_pkgs} 2>&1)" || cover_status=$?
+cover+=$'\n'"$(go test -count=1 -cover ./internal/coord ./hub/intent 2>&1)" || cover_status=$?
 printf '%s\n' "${cover}"
+if [[ "${cover_status}" -ne 0 ]]; then
+  echo "core coverage: a test failed (exit ${cover_status})" >&2
+  exit "${cover_status}"
+fi
 if ! check_cover <<<"${cover}"; then
   exit 1
 fi
