@@ -10,10 +10,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 func cacheTombstone(key string, obj any) cache.DeletedFinalStateUnknown {
@@ -47,25 +51,24 @@ func BenchmarkHandlerToQueue(b *testing.B) {
 }
 
 // BenchmarkCachedBytes measures the memory an informer cache holds per
-// Deployment and ConfigMap in the compact form the transform builds
-// (cachedObject), against keeping the typed objects as they arrive.
+// object as it arrives (form=object), in the compact form the transform
+// builds (cachedObject) with its body unpacked (form=compact), and packed
+// against the kind's dictionary as the managers keep it (form=packed): a
+// Deployment and a ConfigMap (protobuf bodies) and a custom resource (JSON).
 func BenchmarkCachedBytes(b *testing.B) {
-	for _, compact := range []bool{false, true} {
-		for _, kind := range []hub.Kind{hub.KindDeployment, hub.KindConfigMap} {
-			b.Run(fmt.Sprintf("%s/compact=%v", kind, compact), func(b *testing.B) {
-				info, err := kindOf(kind)
-				if err != nil {
-					b.Fatal(err)
-				}
-				shared := &cacheShared{cluster: "c1", namespace: "shop", kind: kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a"}
+	for _, form := range []string{"object", "compact", "packed"} {
+		for _, kind := range []hub.Kind{hub.KindDeployment, hub.KindConfigMap, widgetKind} {
+			b.Run(fmt.Sprintf("%s/form=%s", kind, form), func(b *testing.B) {
+				shared := benchShared(b, kind, form == "packed")
 				const n = 2000
 				var perObj float64
 				for b.Loop() {
 					store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 					before := heapAlloc()
 					for i := range n {
-						var obj any = sampleObject(string(kind), i)
-						if compact {
+						obj := benchObject(kind, i)
+						if form != "object" {
+							var err error
 							if obj, err = shared.compact(obj); err != nil {
 								b.Fatal(err)
 							}
@@ -79,6 +82,90 @@ func BenchmarkCachedBytes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCachedEncodeDecode measures what the compact cache form costs
+// in time: the transform of an arriving object (encode: its body marshalled
+// and, when packed, packed) and the decode a reconcile's read does
+// (object(): unpacked and unmarshalled).
+func BenchmarkCachedEncodeDecode(b *testing.B) {
+	for _, packed := range []bool{false, true} {
+		for _, kind := range []hub.Kind{hub.KindDeployment, hub.KindConfigMap, widgetKind} {
+			shared := benchShared(b, kind, packed)
+			// The first object makes the kind's dictionary.
+			if _, err := shared.compact(benchObject(kind, 0)); err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/packed=%v/encode", kind, packed), func(b *testing.B) {
+				const n = 64
+				objs := make([]any, n)
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if i%n == 0 {
+						b.StopTimer()
+						for j := range objs {
+							objs[j] = benchObject(kind, 1+j)
+						}
+						b.StartTimer()
+					}
+					if _, err := shared.compact(objs[i%n]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/packed=%v/decode", kind, packed), func(b *testing.B) {
+				out, err := shared.compact(benchObject(kind, 7))
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := out.(*cachedObject)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.object(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// widgetKind is the custom resource of the cache benchmarks.
+const widgetKind hub.Kind = "widget.example.com"
+
+// benchShared returns the cacheShared of a kind of the cache benchmarks,
+// packing bodies when packed.
+func benchShared(b *testing.B, kind hub.Kind, packed bool) *cacheShared {
+	b.Helper()
+	var info kindInfo
+	if kind == widgetKind {
+		info = newGenericKind(&meta.RESTMapping{
+			Resource:         schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
+			GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"},
+			Scope:            meta.RESTScopeNamespace,
+		}, nil)
+	} else {
+		var err error
+		if info, err = kindOf(kind); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &cacheShared{cluster: "c1", namespace: "shop", kind: kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager}
+	if packed {
+		s.dicts = &pack.Dicts[hub.Kind]{}
+	}
+	return s
+}
+
+// benchObject returns object i of a kind of the cache benchmarks as an
+// informer hands it over.
+func benchObject(kind hub.Kind, i int) any {
+	if kind == widgetKind {
+		u := widget("shop", i)
+		u.SetManagedFields(sampleObject("configmap", i).GetManagedFields()[:1])
+		return u
+	}
+	return sampleObject(string(kind), i)
 }
 
 func heapAlloc() uint64 {
@@ -98,7 +185,8 @@ func sampleObject(kind string, i int) metav1.Object {
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1", Subresource: "status",
 			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}},"f:status":{"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Available\"}":{".":{},"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{},"f:readyReplicas":{},"f:replicas":{},"f:updatedReplicas":{}}}`)},
 	}
-	meta := metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "3f1c1e0e-4b7a-4c57-9d35-6c0f0d6f9a11", ResourceVersion: "123456", Generation: 1,
+	// Strings of their own, as a decode makes them.
+	meta := metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(fmt.Sprintf("3f1c1e0e-4b7a-4c57-9d35-%012d", i)), ResourceVersion: fmt.Sprint(123456 + i), Generation: 1,
 		CreationTimestamp: metav1.Now(), Labels: labelled(map[string]string{"app": name, "driftwatch.io/application": name}),
 		Annotations:   map[string]string{kubeobj.NodeIDAnnotation: "c1:shop/" + name + ":" + kind, kubeobj.HubAnnotation: "hub-a"},
 		ManagedFields: mf}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // lastAppliedAnnotation is dropped from cached objects: it can be as large as
@@ -34,6 +36,9 @@ type cacheShared struct {
 	hubID     string
 	// fieldManager is the hub's own field manager (kubeobj.FieldManagerFor).
 	fieldManager string
+	// dicts pack the bodies, one dictionary per kind shared by every
+	// informer of the registry (nil: bodies are kept unpacked).
+	dicts *pack.Dicts[hub.Kind]
 }
 
 // Which ownership marks an object carries with their usual value (see
@@ -61,8 +66,11 @@ type unusualMarks struct {
 // cachedObject is the compact form in which a watch cache keeps a live
 // object: the identity and ownership fields the handlers, the expectations
 // and the ownership checks read, the rollout Progress, and the rest of the
-// object as its protobuf encoding (body), decoded only when a reconcile reads
-// it (ReadState). The transform (compactor) builds it before the object
+// object as its encoding (body: protobuf for the typed kinds, JSON for the
+// others), packed against a dictionary of its kind (internal/pack: the
+// objects of a kind look alike, so a body of several hundred bytes packs to
+// a few dozen), unpacked and decoded only when a reconcile reads it
+// (ReadState). The transform (compactor) builds it before the object
 // enters the store; it drops what drift detection never reads: the status
 // (Progress is kept), the last-applied annotation, our own managedFields
 // entries and status-subresource entries (entries of other managers that
@@ -89,7 +97,16 @@ type cachedObject struct {
 	// it never did). It fits in the padding after marks; see
 	// Manager.checkWriter.
 	ownWrite uint32
-	body     []byte
+	// data holds, in one allocation, the identity strings (name, uid and
+	// resourceVersion are its first bytes, in that order) and the body:
+	// the encoding, packed with dict (unpacked when dict is nil).
+	data string
+	dict *pack.Dict
+}
+
+// body returns the (packed) encoding: data after the identity strings.
+func (c *cachedObject) body() string {
+	return c.data[len(c.name)+len(c.uid)+len(c.resourceVersion):]
 }
 
 var (
@@ -156,7 +173,14 @@ func (c *cachedObject) ownershipMarks() (labels, annots map[string]string) {
 // is empty (see progress).
 func (c *cachedObject) object() (protoObject, error) {
 	obj := c.shared.info.newObject()
-	if err := obj.Unmarshal(c.body); err != nil {
+	body := []byte(c.body())
+	if c.dict != nil {
+		var err error
+		if body, err = c.dict.Unpack(body); err != nil {
+			return nil, fmt.Errorf("decode cached %s %s: %w", c.shared.info.resource, c.name, err)
+		}
+	}
+	if err := obj.Unmarshal(body); err != nil {
 		return nil, fmt.Errorf("decode cached %s %s: %w", c.shared.info.resource, c.name, err)
 	}
 	obj.SetName(c.name)
@@ -209,11 +233,12 @@ func (s *cacheShared) compact(obj any) (any, error) {
 		// A dynamic informer's object: kept as JSON.
 		po = &jsonObject{Unstructured: *u}
 	}
+	name, uid, rv := po.GetName(), string(po.GetUID()), po.GetResourceVersion()
 	c := &cachedObject{
 		shared:            s,
-		name:              po.GetName(),
-		uid:               po.GetUID(),
-		resourceVersion:   po.GetResourceVersion(),
+		name:              name,
+		uid:               types.UID(uid),
+		resourceVersion:   rv,
 		generation:        po.GetGeneration(),
 		deletionTimestamp: po.GetDeletionTimestamp(),
 	}
@@ -221,7 +246,17 @@ func (s *cacheShared) compact(obj any) (any, error) {
 		c.progress = s.info.progress(po)
 	}
 	labels, annots := po.GetLabels(), po.GetAnnotations()
-	own, otherHub := writers(po.GetManagedFields(), s.fieldManager)
+	var own uint32
+	var otherHub string
+	if jo, ok := po.(*jsonObject); ok {
+		own, otherHub = jo.compactManagedFields(s.fieldManager)
+	} else {
+		managed := po.GetManagedFields()
+		own, otherHub = writers(managed, s.fieldManager)
+		if kept := compactManagedFields(managed, s.fieldManager); len(kept) != len(managed) {
+			po.SetManagedFields(kept)
+		}
+	}
 	c.ownWrite = own
 	if created := unixSeconds(po.GetCreationTimestamp().Time); own != 0 && max(own, created)-min(own, created) <= 1 {
 		// The apiserver stamps the two a moment apart: maybe a second.
@@ -243,7 +278,6 @@ func (s *cacheShared) compact(obj any) (any, error) {
 	}
 	po.SetLabels(labels)
 	po.SetAnnotations(annots)
-	po.SetManagedFields(compactManagedFields(po.GetManagedFields(), s.fieldManager))
 	if s.info.dropStatus != nil {
 		s.info.dropStatus(po)
 	}
@@ -256,8 +290,30 @@ func (s *cacheShared) compact(obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: cache %s %s/%s: %w", s.cluster, s.info.resource, s.namespace, c.name, err)
 	}
-	c.body = body
+	if s.dicts != nil {
+		c.dict = s.dicts.For(s.kind, body)
+		body = c.dict.AppendPack(nil, body)
+	}
+	c.setData(body)
 	return c, nil
+}
+
+// setData puts the identity strings and the (packed) body in data, one
+// allocation of the cache's own: the decoded object's strings go with the
+// rest of it (kept, each would hold on to the memory of the decode around
+// it).
+func (c *cachedObject) setData(body []byte) {
+	var b strings.Builder
+	b.Grow(len(c.name) + len(c.uid) + len(c.resourceVersion) + len(body))
+	b.WriteString(c.name)
+	b.WriteString(string(c.uid))
+	b.WriteString(c.resourceVersion)
+	b.Write(body)
+	c.data = b.String()
+	at := 0
+	c.name, at = c.data[at:at+len(c.name)], at+len(c.name)
+	c.uid, at = types.UID(c.data[at:at+len(c.uid)]), at+len(c.uid)
+	c.resourceVersion = c.data[at : at+len(c.resourceVersion)]
 }
 
 // setMarks records the ownership marks: as bits when they are the usual
@@ -312,12 +368,54 @@ func (c *cachedObject) setMarks(namespace string, labels, annots map[string]stri
 func compactManagedFields(entries []metav1.ManagedFieldsEntry, self string) []metav1.ManagedFieldsEntry {
 	var kept []metav1.ManagedFieldsEntry
 	for _, e := range entries {
-		if e.Manager == self || e.Subresource == "status" || onlyStatus(e.FieldsV1) {
-			continue
+		if keepEntry(e.Manager, e.Subresource, onlyStatus(e.FieldsV1), self) {
+			kept = append(kept, e)
 		}
-		kept = append(kept, e)
 	}
 	return kept
+}
+
+// keepEntry reports whether compactManagedFields keeps an entry of manager
+// (of subresource, whose fields are only status or not).
+func keepEntry(manager, subresource string, statusOnly bool, self string) bool {
+	return manager != self && subresource != "status" && !statusOnly
+}
+
+// compactManagedFields is writers and compactManagedFields on the raw
+// entries of a dynamic informer's object, which it cuts in place: the
+// unstructured accessors convert every entry, its fields included, to read
+// a manager's name and time (about a hundred allocations an object).
+func (o *jsonObject) compactManagedFields(self string) (own uint32, otherHub string) {
+	meta, _ := o.Object["metadata"].(map[string]any)
+	entries, _ := meta["managedFields"].([]any)
+	if len(entries) == 0 {
+		return 0, ""
+	}
+	facts := make([]metav1.ManagedFieldsEntry, len(entries))
+	var kept []any
+	for i, e := range entries {
+		m, _ := e.(map[string]any)
+		f := &facts[i]
+		f.Manager, _ = m["manager"].(string)
+		f.Subresource, _ = m["subresource"].(string)
+		if ts, ok := m["time"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, ts); err == nil {
+				f.Time = &metav1.Time{Time: t}
+			}
+		}
+		fields, _ := m["fieldsV1"].(map[string]any)
+		_, status := fields["f:status"]
+		if keepEntry(f.Manager, f.Subresource, status && len(fields) == 1, self) {
+			kept = append(kept, e)
+		}
+	}
+	switch {
+	case len(kept) == 0:
+		delete(meta, "managedFields")
+	case len(kept) < len(entries):
+		meta["managedFields"] = kept
+	}
+	return writers(facts, self)
 }
 
 // onlyStatus reports whether a FieldsV1 set holds nothing but status fields.

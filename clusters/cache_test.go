@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"reflect"
 	"testing"
@@ -10,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 func mfEntry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
@@ -100,86 +103,152 @@ func TestCompactRoundTrip(t *testing.T) {
 		Spec:   corev1.ServiceSpec{Selector: map[string]string{"app": "svc"}, Ports: []corev1.ServicePort{{Port: 80}}},
 		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}}}
 
-	for _, tc := range []struct {
-		kind     hub.Kind
-		obj      protoObject
-		progress *hub.Progress
-		unusual  bool
-	}{
-		{hub.KindDeployment, dep, &hub.Progress{Ready: 1, Desired: 1, Stuck: progressDeadlineExceeded + ": too slow"}, false},
-		{hub.KindConfigMap, cm, nil, false},
-		{hub.KindConfigMap, odd, nil, true},
-		{hub.KindService, svc, nil, false},
-	} {
-		t.Run(tc.obj.GetName(), func(t *testing.T) {
-			info, err := kindOf(tc.kind)
-			if err != nil {
-				t.Fatal(err)
-			}
-			shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager}
-			// What the decoded object must be: the original, minus what
-			// the compact form drops.
-			want := tc.obj.DeepCopyObject().(protoObject)
-			if info.dropStatus != nil {
-				info.dropStatus(want)
-			}
-			want.SetManagedFields([]metav1.ManagedFieldsEntry{edit})
-			annots := want.GetAnnotations()
-			delete(annots, lastAppliedAnnotation)
-			want.SetAnnotations(annots)
+	// Packed (one dictionary per kind, shared: odd packs against cm) and
+	// not (no dictionaries).
+	for _, dicts := range []*pack.Dicts[hub.Kind]{{}, nil} {
+		for _, tc := range []compactCase{
+			{hub.KindDeployment, dep, &hub.Progress{Ready: 1, Desired: 1, Stuck: progressDeadlineExceeded + ": too slow"}, false},
+			{hub.KindConfigMap, cm, nil, false},
+			{hub.KindConfigMap, odd, nil, true},
+			{hub.KindService, svc, nil, false},
+		} {
+			t.Run(fmt.Sprintf("%s packed %v", tc.obj.GetName(), dicts != nil), func(t *testing.T) {
+				tc.obj = tc.obj.DeepCopyObject().(protoObject) // compact changes it
+				compactRoundTrip(t, tc, dicts, edit)
+			})
+		}
+	}
+}
 
-			out, err := shared.compact(tc.obj)
-			if err != nil {
-				t.Fatal(err)
+// compactCase is a case of TestCompactRoundTrip: an object of a kind, its
+// expected progress and whether its ownership marks are unusual.
+type compactCase struct {
+	kind     hub.Kind
+	obj      protoObject
+	progress *hub.Progress
+	unusual  bool
+}
+
+// compactRoundTrip checks one case of TestCompactRoundTrip; edit is the
+// managedFields entry the compact form keeps.
+func compactRoundTrip(t *testing.T, tc compactCase, dicts *pack.Dicts[hub.Kind], edit metav1.ManagedFieldsEntry) {
+	t.Helper()
+	info, err := kindOf(tc.kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: tc.kind, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager, dicts: dicts}
+	// What the decoded object must be: the original, minus what
+	// the compact form drops.
+	want := tc.obj.DeepCopyObject().(protoObject)
+	if info.dropStatus != nil {
+		info.dropStatus(want)
+	}
+	want.SetManagedFields([]metav1.ManagedFieldsEntry{edit})
+	annots := want.GetAnnotations()
+	delete(annots, lastAppliedAnnotation)
+	want.SetAnnotations(annots)
+
+	out, err := shared.compact(tc.obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := out.(*cachedObject)
+	if !ok {
+		t.Fatalf("transform returned %T", out)
+	}
+	if (c.dict != nil) != (dicts != nil) {
+		t.Errorf("packed %v with dictionaries %v", c.dict != nil, dicts != nil)
+	}
+	if (c.unusual != nil) != tc.unusual {
+		t.Errorf("unusual marks = %+v, want unusual %v", c.unusual, tc.unusual)
+	}
+	if !reflect.DeepEqual(c.progress, tc.progress) {
+		t.Errorf("progress = %+v, want %+v", c.progress, tc.progress)
+	}
+	got, err := c.object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Semantic: proto leaves empty collections empty, not nil.
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
+	}
+	// The informer's key functions and our handlers see the
+	// identity and the ownership marks.
+	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "shop/"+want.GetName() {
+		t.Errorf("key = %q, %v", key, err)
+	}
+	m := c.GetObjectMeta()
+	if m.GetResourceVersion() != "42" || m.GetUID() != want.GetUID() || m.GetGeneration() != 3 ||
+		!reflect.DeepEqual(m.GetDeletionTimestamp(), want.GetDeletionTimestamp()) {
+		t.Errorf("meta = %+v", m)
+	}
+	for _, k := range ownershipLabelKeys {
+		if m.GetLabels()[k] != want.GetLabels()[k] {
+			t.Errorf("label %s = %q, want %q", k, m.GetLabels()[k], want.GetLabels()[k])
+		}
+	}
+	for _, k := range ownershipAnnotationKeys {
+		if m.GetAnnotations()[k] != want.GetAnnotations()[k] {
+			t.Errorf("annotation %s = %q, want %q", k, m.GetAnnotations()[k], want.GetAnnotations()[k])
+		}
+	}
+	if NodeIDFor("c1", tc.kind, m) != NodeIDFor("c1", tc.kind, want) {
+		t.Errorf("NodeID %s, want %s", NodeIDFor("c1", tc.kind, m), NodeIDFor("c1", tc.kind, want))
+	}
+	// Compact objects and tombstones pass the transform unchanged.
+	if again, err := shared.compact(c); err != nil || again != any(c) {
+		t.Errorf("compact of a compact object = %v, %v", again, err)
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "shop/x", Obj: c}
+	if again, err := shared.compact(tomb); err != nil || again != any(tomb) {
+		t.Errorf("compact of a tombstone = %v, %v", again, err)
+	}
+}
+
+// TestCompactJSONManagedFields: a dynamic informer's object has its
+// managedFields cut on its raw entries to what compactManagedFields keeps
+// of the typed entries, and the same writers found.
+func TestCompactJSONManagedFields(t *testing.T) {
+	at := func(sec int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, sec, 0, time.UTC)} }
+	ours := mfEntry(kubeobj.FieldManager, "", `{"f:spec":{"f:size":{}}}`)
+	ours.Operation, ours.Time = metav1.ManagedFieldsOperationApply, at(9)
+	oursOld := mfEntry(kubeobj.FieldManager, "", `{"f:metadata":{"f:labels":{}}}`)
+	oursOld.Time = at(7)
+	edit := mfEntry("kubectl-edit", "", `{"f:spec":{"f:color":{}}}`)
+	status := mfEntry("controller", "status", `{"f:status":{"f:ready":{}}}`)
+	statusOnly := mfEntry("old-controller", "", `{"f:status":{"f:ready":{}}}`)
+	mixed := mfEntry("mixed", "", `{"f:metadata":{"f:labels":{}},"f:status":{"f:ready":{}}}`)
+	otherHub := mfEntry(kubeobj.FieldManagerFor("hub-b"), "", `{"f:spec":{}}`)
+	noTime := mfEntry("no-time", "", `{"f:spec":{}}`)
+	noTime.Time = nil
+	for _, tc := range []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+	}{
+		{"none", nil},
+		{"only ours", []metav1.ManagedFieldsEntry{ours, oursOld}},
+		{"all dropped", []metav1.ManagedFieldsEntry{ours, status, statusOnly}},
+		{"some kept", []metav1.ManagedFieldsEntry{ours, edit, status, mixed, statusOnly, noTime}},
+		{"none dropped", []metav1.ManagedFieldsEntry{edit, mixed}},
+		{"another hub", []metav1.ManagedFieldsEntry{ours, otherHub, edit}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := widget("ns", 1)
+			u.SetManagedFields(tc.entries)
+			wantOwn, wantOther := writers(u.GetManagedFields(), kubeobj.FieldManager)
+			want := compactManagedFields(u.GetManagedFields(), kubeobj.FieldManager)
+			o := &jsonObject{Unstructured: *u}
+			own, other := o.compactManagedFields(kubeobj.FieldManager)
+			if own != wantOwn || other != wantOther {
+				t.Errorf("writers %d %q, want %d %q", own, other, wantOwn, wantOther)
 			}
-			c, ok := out.(*cachedObject)
-			if !ok {
-				t.Fatalf("transform returned %T", out)
+			if got := o.GetManagedFields(); !equality.Semantic.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
+				t.Errorf("kept %v, want %v", managers(got), managers(want))
 			}
-			if (c.unusual != nil) != tc.unusual {
-				t.Errorf("unusual marks = %+v, want unusual %v", c.unusual, tc.unusual)
-			}
-			if !reflect.DeepEqual(c.progress, tc.progress) {
-				t.Errorf("progress = %+v, want %+v", c.progress, tc.progress)
-			}
-			got, err := c.object()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Semantic: proto leaves empty collections empty, not nil.
-			if !equality.Semantic.DeepEqual(got, want) {
-				t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
-			}
-			// The informer's key functions and our handlers see the
-			// identity and the ownership marks.
-			if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "shop/"+want.GetName() {
-				t.Errorf("key = %q, %v", key, err)
-			}
-			m := c.GetObjectMeta()
-			if m.GetResourceVersion() != "42" || m.GetUID() != want.GetUID() || m.GetGeneration() != 3 ||
-				!reflect.DeepEqual(m.GetDeletionTimestamp(), want.GetDeletionTimestamp()) {
-				t.Errorf("meta = %+v", m)
-			}
-			for _, k := range ownershipLabelKeys {
-				if m.GetLabels()[k] != want.GetLabels()[k] {
-					t.Errorf("label %s = %q, want %q", k, m.GetLabels()[k], want.GetLabels()[k])
-				}
-			}
-			for _, k := range ownershipAnnotationKeys {
-				if m.GetAnnotations()[k] != want.GetAnnotations()[k] {
-					t.Errorf("annotation %s = %q, want %q", k, m.GetAnnotations()[k], want.GetAnnotations()[k])
-				}
-			}
-			if NodeIDFor("c1", tc.kind, m) != NodeIDFor("c1", tc.kind, want) {
-				t.Errorf("NodeID %s, want %s", NodeIDFor("c1", tc.kind, m), NodeIDFor("c1", tc.kind, want))
-			}
-			// Compact objects and tombstones pass the transform unchanged.
-			if again, err := shared.compact(c); err != nil || again != any(c) {
-				t.Errorf("compact of a compact object = %v, %v", again, err)
-			}
-			tomb := cache.DeletedFinalStateUnknown{Key: "shop/x", Obj: c}
-			if again, err := shared.compact(tomb); err != nil || again != any(tomb) {
-				t.Errorf("compact of a tombstone = %v, %v", again, err)
+			if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "metadata", "managedFields"); found != (len(want) > 0) {
+				t.Errorf("managedFields present %v with %d kept", found, len(want))
 			}
 		})
 	}

@@ -402,7 +402,7 @@ func (m *Manager) startGeneric(ctx context.Context, wg *conc.WaitGroup, kinds []
 func (m *Manager) startInformer(ctx context.Context, wg *conc.WaitGroup, ns string, slug hub.Kind, info kindInfo, tweak func(*metav1.ListOptions), late bool) error {
 	key := informerKey{namespace: ns, kind: slug}
 	inf := info.newDynamicInformer(ns, tweak)
-	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: slug, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager}
+	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: slug, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager, dicts: m.dicts}
 	if err := inf.SetTransform(shared.compact); err != nil {
 		return fmt.Errorf("cluster %q: watch %s in %q: %w", m.cfg.ID, info.resource, ns, err)
 	}

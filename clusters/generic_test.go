@@ -1,7 +1,10 @@
 package clusters
 
 import (
+	"errors"
+	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 func TestGVKOf(t *testing.T) {
@@ -32,6 +36,12 @@ func TestGVKOf(t *testing.T) {
 // ownership marks apart, status, type meta and our managedFields dropped;
 // decoded back it is the object again, integers as int64.
 func TestCompactGenericObject(t *testing.T) {
+	for _, dicts := range []*pack.Dicts[hub.Kind]{{}, nil} {
+		t.Run(fmt.Sprintf("packed %v", dicts != nil), func(t *testing.T) { compactGeneric(t, dicts) })
+	}
+}
+
+func compactGeneric(t *testing.T, dicts *pack.Dicts[hub.Kind]) {
 	mapping := &meta.RESTMapping{
 		Resource:         schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
 		GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"},
@@ -39,7 +49,7 @@ func TestCompactGenericObject(t *testing.T) {
 	}
 	info := newGenericKind(mapping, nil)
 	id := hub.NewNodeID("c1", "ns", "gear", "widget.example.com")
-	s := &cacheShared{cluster: "c1", namespace: "ns", kind: "widget.example.com", info: info, managedBy: kubeobj.DefaultManagedBy, fieldManager: kubeobj.FieldManager}
+	s := &cacheShared{cluster: "c1", namespace: "ns", kind: "widget.example.com", info: info, managedBy: kubeobj.DefaultManagedBy, fieldManager: kubeobj.FieldManager, dicts: dicts}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{
@@ -79,5 +89,92 @@ func TestCompactGenericObject(t *testing.T) {
 	}
 	if len(live.GetManagedFields()) != 0 {
 		t.Error("our managedFields kept")
+	}
+}
+
+// widget returns the i-th object of a family of custom resources as a
+// dynamic informer hands it over.
+func widget(ns string, i int) *unstructured.Unstructured {
+	name := fmt.Sprintf("gear-%05d", i)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{
+			"name": name, "namespace": ns, "uid": fmt.Sprintf("uid-%d", i), "resourceVersion": fmt.Sprint(100 + i),
+			"creationTimestamp": "2026-12-01T21:46:43Z",
+			"labels":            map[string]any{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy, "app": name, kubeobj.ApplicationLabel: "widgets"},
+			"annotations":       map[string]any{kubeobj.NodeIDAnnotation: hub.NewNodeID("c1", ns, name, "widget.example.com").String()},
+		},
+		"spec": map[string]any{"size": int64(1 + i%5), "color": "blue", "parts": []any{
+			map[string]any{"name": "axle", "count": int64(1)}, map[string]any{"name": "gear", "count": int64(1 + i%3)}}},
+	}}
+}
+
+// TestCompactPacked: the objects of one kind pack against the dictionary
+// of the first (shared by the informers of every namespace) to a fraction
+// of their JSON, and decode back; a damaged body is an error of object(),
+// never a panic.
+func TestCompactPacked(t *testing.T) {
+	info := newGenericKind(&meta.RESTMapping{
+		Resource:         schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
+		GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"},
+		Scope:            meta.RESTScopeNamespace,
+	}, nil)
+	dicts := &pack.Dicts[hub.Kind]{}
+	shared := func(ns string) *cacheShared {
+		return &cacheShared{cluster: "c1", namespace: ns, kind: "widget.example.com", info: info, managedBy: kubeobj.DefaultManagedBy, fieldManager: kubeobj.FieldManager, dicts: dicts}
+	}
+	a, b := shared("ns"), shared("other")
+	var first *pack.Dict
+	for i := range 50 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		u := widget(s.namespace, i)
+		out, err := s.compact(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := out.(*cachedObject)
+		if first == nil {
+			first = c.dict
+		}
+		if c.dict == nil || c.dict != first {
+			t.Fatalf("object %d: dictionary %p, the kind's is %p", i, c.dict, first)
+		}
+		raw, err := c.dict.Unpack([]byte(c.body()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && len(c.body())*4 > len(raw) {
+			t.Errorf("object %d: %d bytes of JSON packed to %d", i, len(raw), len(c.body()))
+		}
+		obj, err := c.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := info.toUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := widget(s.namespace, i)
+		if live.GetName() != want.GetName() || live.GetNamespace() != s.namespace || live.GetUID() != want.GetUID() ||
+			!reflect.DeepEqual(live.Object["spec"], want.Object["spec"]) || live.GetLabels()["app"] != want.GetName() {
+			t.Errorf("object %d decoded as %v", i, live.Object)
+		}
+	}
+
+	out, err := a.compact(widget("ns", 99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.(*cachedObject)
+	packed := []byte(c.body())
+	for _, body := range [][]byte{packed[:len(packed)/2], {0xff, 0xff, 0xff, 0xff, 0x0f}, []byte(`{"spec":{}}`)} {
+		bad := *c
+		bad.setData(body)
+		if _, err := bad.object(); !errors.Is(err, pack.ErrCorrupt) {
+			t.Errorf("body %q: err %v, want pack.ErrCorrupt", body, err)
+		}
 	}
 }

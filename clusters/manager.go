@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // informerKey names one informer of a manager.
@@ -100,6 +101,9 @@ type Manager struct {
 	// writes are the hub's own writes to the cluster, per object (see
 	// checkWriter); shared with the cluster's earlier managers.
 	writes *writeLog
+	// dicts pack the cached objects' bodies, one dictionary per kind;
+	// shared with every manager of the registry.
+	dicts *pack.Dicts[hub.Kind]
 	// sameID names the first object written by our field manager but not
 	// by us ("" while none was seen): another hub with our id.
 	sameID string
@@ -133,6 +137,7 @@ func newManager(cfg ClusterConfig, sink hub.Sink, log *slog.Logger, health Healt
 		now:          time.Now,
 		fieldManager: kubeobj.FieldManagerFor(cfg.HubID),
 		writes:       &writeLog{},
+		dicts:        &pack.Dicts[hub.Kind]{},
 		informers:    make(map[informerKey]*informerState),
 		state:        hub.ClusterConnecting,
 		since:        time.Now(),
@@ -342,7 +347,7 @@ func (m *Manager) run(parent context.Context) error {
 // newInformer registers with f the informer of one namespace and kind,
 // whose transform keeps objects in the compact cache form (cachedObject).
 func (m *Manager) newInformer(f informers.SharedInformerFactory, ns string, kind hub.Kind, info kindInfo, tweak func(*metav1.ListOptions)) (cache.SharedIndexInformer, error) {
-	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: kind, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager}
+	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: kind, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager, dicts: m.dicts}
 	var setErr error
 	inf := f.InformerFor(info.newObject(), func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
 		inf := info.newInformer(c, ns, tweak)

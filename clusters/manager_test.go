@@ -433,8 +433,8 @@ func TestBackend(t *testing.T) {
 		if !ok {
 			t.Fatalf("the cache holds %T, not the compact form", item)
 		}
-		if len(co.body) >= edited.Size() {
-			t.Errorf("cached body %d bytes, the object %d: not compact", len(co.body), edited.Size())
+		if len(co.body()) >= edited.Size() {
+			t.Errorf("cached body %d bytes, the object %d: not compact", len(co.body()), edited.Size())
 		}
 		decoded, err := co.object()
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sourcegraph/conc/panics"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // RegistryOptions configure a Registry. Zero values take the defaults.
@@ -61,6 +62,9 @@ type Registry struct {
 	// writes holds each cluster's writeLog, kept across restarts and
 	// updates of its manager until the cluster is removed.
 	writes map[string]*writeLog
+	// dicts pack the cached objects of every manager, one dictionary per
+	// kind (the objects of a kind look alike on every cluster).
+	dicts  pack.Dicts[hub.Kind]
 	wg     conc.WaitGroup
 	closed bool
 }
@@ -262,6 +266,7 @@ func (r *Registry) supervise(ctx context.Context, e *entry) {
 	for attempt := 0; ; attempt++ {
 		mgr := newManager(e.cfg, r.sink, r.log, r.opts.Health, func() int64 { return r.generation.Add(1) })
 		mgr.metrics = r.metrics
+		mgr.dicts = &r.dicts
 		r.mu.Lock()
 		if r.writes[e.cfg.ID] == nil {
 			r.writes[e.cfg.ID] = mgr.writes

@@ -33,6 +33,16 @@ const (
 	configHashLen = 16
 )
 
+// WithoutDesired returns a copy of c without what only compiling its
+// desired state reads: the applications, the sources and the objects they
+// rendered to, a large part of a loaded config at scale. The copy compiles
+// to nothing; its other sections are c's, and c is not changed.
+func (c *Config) WithoutDesired() *Config {
+	kept := *c
+	kept.Applications, kept.Sources, kept.sources = nil, nil, nil
+	return &kept
+}
+
 // Compile returns the desired state of every cluster in the file: one
 // NodeSpec per Deployment, Service and ConfigMap of the applications and
 // one per source object, sorted by NodeID string. The result is

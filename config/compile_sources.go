@@ -22,16 +22,20 @@ import (
 
 	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // sourceState holds the rendered sources of a Config: each distinct
 // request (a source's paths expanded for a cluster) is rendered once and
-// kept as the objects' JSON, not as decoded maps. Load renders the
-// variants of the file's clusters; CompileCluster renders those of
-// discovered clusters when first asked.
+// kept as the objects' JSON, packed against a dictionary of their kind
+// (internal/pack), not as decoded maps. Load renders the variants of the
+// file's clusters; CompileCluster renders those of discovered clusters
+// when first asked.
 type sourceState struct {
 	mu      sync.Mutex
 	renders map[string]*rendering // by requestKey
+	// dicts pack the rendered objects, one dictionary per kind.
+	dicts pack.Dicts[k8sschema.GroupVersionKind]
 	// scopes are the scopes the CustomResourceDefinitions of every
 	// rendering give their kinds: true for namespaced.
 	scopes map[k8sschema.GroupKind]bool
@@ -50,7 +54,8 @@ type rendering struct {
 type sourceObject struct {
 	gvk             k8sschema.GroupVersionKind
 	namespace, name string // as rendered
-	body            []byte // the rendered object's JSON
+	body            []byte // the rendered object's JSON, packed with dict
+	dict            *pack.Dict
 	origin          manifest.Origin
 }
 
@@ -147,6 +152,7 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 	if err != nil {
 		out.err = err
 	}
+	batches := map[k8sschema.GroupVersionKind]*pack.Batch{} // see pack.Batch
 	for _, o := range objs {
 		u := o.Object
 		body, err := json.Marshal(u.Object)
@@ -155,7 +161,12 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 			break
 		}
 		gvk := u.GroupVersionKind()
-		out.objects = append(out.objects, sourceObject{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName(), body: body, origin: o.Origin})
+		b := batches[gvk]
+		if b == nil {
+			b = st.dicts.For(gvk, body).Batch()
+			batches[gvk] = b
+		}
+		out.objects = append(out.objects, sourceObject{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName(), body: b.Pack(body), dict: b.Dict(), origin: o.Origin})
 		if gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
 			group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
@@ -215,14 +226,19 @@ func (c *Config) place(s *Source, info ClusterInfo) ([]placed, error) {
 		defNS = "default"
 	}
 	out := make([]placed, 0, len(res.objects))
+	slugs := map[k8sschema.GroupVersionKind]hub.Kind{} // one string per kind, shared by its NodeIDs
 	for i := range res.objects {
 		o := &res.objects[i]
 		ns := ""
 		if st.namespaced(o.gvk) {
 			ns = cmp.Or(o.namespace, defNS)
 		}
-		out = append(out, placed{src: s, obj: o, namespace: ns,
-			id: hub.NewNodeID(info.ID, ns, o.name, hub.KindSlug(o.gvk.Group, o.gvk.Kind))})
+		slug, ok := slugs[o.gvk]
+		if !ok {
+			slug = hub.KindSlug(o.gvk.Group, o.gvk.Kind)
+			slugs[o.gvk] = slug
+		}
+		out = append(out, placed{src: s, obj: o, namespace: ns, id: hub.NewNodeID(info.ID, ns, o.name, slug)})
 	}
 	return out, nil
 }
@@ -370,8 +386,12 @@ func serverFields() []string {
 // sourceSpec builds the NodeSpec of a placed object.
 func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (hub.NodeSpec, error) {
 	s, o := p.src, p.obj
+	body, err := o.dict.Unpack(o.body)
+	if err != nil {
+		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
+	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(o.body, &m); err != nil {
+	if err := utiljson.Unmarshal(body, &m); err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
 	u := &unstructured.Unstructured{Object: m}
@@ -414,8 +434,7 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 			deadline = time.Duration(secs) * time.Second
 		}
 	}
-	body, err := kubeobj.EncodeBody(u)
-	if err != nil {
+	if body, err = kubeobj.EncodeBody(u); err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %w", s.ID, err)
 	}
 	return hub.NodeSpec{
@@ -481,9 +500,10 @@ func (c *Config) KindsFor(info ClusterInfo) []k8sschema.GroupVersionKind {
 }
 
 // sourceNamespaces returns the namespaces of the namespaced source objects
-// on the cluster (unsorted, repeated).
+// on the cluster (unsorted, each once: a watch config keeps the list).
 func (c *Config) sourceNamespaces(info ClusterInfo) []string {
 	var ns []string
+	seen := map[string]bool{}
 	for i := range c.Sources {
 		if !c.Sources[i].Matches(info) {
 			continue
@@ -493,7 +513,8 @@ func (c *Config) sourceNamespaces(info ClusterInfo) []string {
 			continue
 		}
 		for _, p := range ps {
-			if p.namespace != "" {
+			if p.namespace != "" && !seen[p.namespace] {
+				seen[p.namespace] = true
 				ns = append(ns, p.namespace)
 			}
 		}

@@ -1,9 +1,14 @@
 package config
 
 import (
+	"encoding/json"
+	"errors"
+	"reflect"
 	"testing"
 
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 func TestApplyOrder(t *testing.T) {
@@ -21,5 +26,50 @@ func TestApplyOrder(t *testing.T) {
 		if got := applyOrder(tc.gk); got != tc.want {
 			t.Errorf("applyOrder(%v) = %d, want %d", tc.gk, got, tc.want)
 		}
+	}
+}
+
+// TestSourceObjectsPacked: rendered objects are kept packed against a
+// dictionary of their kind and compile to the same specs as the JSON they
+// were rendered to; a packed object that does not unpack is an error of
+// CompileCluster, not a panic.
+func TestSourceObjectsPacked(t *testing.T) {
+	cfg := sourcesConfig(t, `clusters: [{id: a, kubeconfig: /k}]
+sources: [{id: plain, path: sources/plain, clusters: [a], namespace: team}]
+`)
+	specs, err := CompileCluster(cfg, ClusterInfo{ID: "a"})
+	if err != nil || len(specs) == 0 {
+		t.Fatalf("%d specs, %v", len(specs), err)
+	}
+	st := cfg.state()
+	st.mu.Lock()
+	var objs []*sourceObject
+	for _, r := range st.renders {
+		for i := range r.objects {
+			objs = append(objs, &r.objects[i])
+		}
+	}
+	st.mu.Unlock()
+	if len(objs) == 0 {
+		t.Fatal("no rendered objects kept")
+	}
+	for _, o := range objs {
+		body, err := o.dict.Unpack(o.body)
+		if err != nil || !json.Valid(body) {
+			t.Fatalf("%s %s: unpacked %q, %v", o.gvk.Kind, o.name, body, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil || m["kind"] != o.gvk.Kind {
+			t.Errorf("%s %s: %v", o.gvk.Kind, o.name, m)
+		}
+	}
+	again, err := CompileCluster(cfg, ClusterInfo{ID: "a"})
+	if err != nil || !reflect.DeepEqual(again, specs) {
+		t.Fatalf("compiled again: %v", err)
+	}
+
+	objs[0].body = objs[0].body[:len(objs[0].body)/2]
+	if _, err := CompileCluster(cfg, ClusterInfo{ID: "a"}); !errors.Is(err, pack.ErrCorrupt) {
+		t.Fatalf("CompileCluster with a damaged object: %v, want pack.ErrCorrupt", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sourcegraph/conc"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // Options configure a Hub. Zero values take the documented defaults.
@@ -218,6 +220,27 @@ type Hub struct {
 	// kept are the applications of DesiredOptions.Keep of the last
 	// change of the whole desired state.
 	kept []string
+	// dicts pack the bodies of the desired specs, one dictionary per kind
+	// (see pack).
+	dicts pack.Dicts[Kind]
+}
+
+// pack packs the body of a spec the hub keeps against its kind's
+// dictionary: the desired objects of a kind look alike, so a body of
+// several hundred bytes packs to a few dozen. The backends get the body
+// back (pass.desired), and the snapshots' specs read it with JSON. batches
+// hold the Batch of each kind packed in one change of the desired state
+// (the dictionaries only unpack in between).
+func (h *Hub) pack(s *NodeSpec, batches map[Kind]*pack.Batch) {
+	if len(s.Body) == 0 {
+		return
+	}
+	b := batches[s.Kind]
+	if b == nil {
+		b = h.dicts.For(s.Kind, s.Body).Batch()
+		batches[s.Kind] = b
+	}
+	s.packed, s.dict, s.Body = b.Pack(s.Body), b.Dict(), nil
 }
 
 // node is everything the loop keeps about one NodeID (guarded by Hub.mu),
@@ -542,8 +565,10 @@ func (h *Hub) forgetRecords(ids []NodeID) {
 func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts DesiredOptions, whole bool) (changed, removed []NodeID, err error) {
 	now := h.opts.Now()
 	next := make(map[NodeID]*NodeSpec, len(specs))
+	batches := make(map[Kind]*pack.Batch)
 	for i := range specs {
 		s := specs[i]
+		h.pack(&s, batches)
 		next[s.ID] = &s
 	}
 	if opts.Only != nil {
@@ -699,15 +724,22 @@ func (h *Hub) RecordedClusters() []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// Desired returns the desired spec of a NodeID.
+// Desired returns the desired spec of a NodeID, with its Body.
 func (h *Hub) Desired(id NodeID) (NodeSpec, bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.nodes.at(id)
-	if n == nil || n.spec == nil {
+	var spec *NodeSpec
+	if n := h.nodes.at(id); n != nil {
+		spec = n.spec
+	}
+	h.mu.Unlock()
+	if spec == nil {
 		return NodeSpec{}, false
 	}
-	return *n.spec, true
+	s, err := spec.unpacked()
+	if err != nil {
+		return *spec, true // its JSON and Object report the error
+	}
+	return s, true
 }
 
 // Observe implements Sink: it records the event time and enqueues the

@@ -21,9 +21,13 @@ type Result struct {
 // It holds no operator intent: the write gate reads that at the moment of
 // each write (admit), and plan reads it for what the pass prepares.
 type pass struct {
-	id         NodeID
-	spec       *NodeSpec
-	dec        *decommission
+	id   NodeID
+	spec *NodeSpec
+	dec  *decommission
+	// desired is the spec of the pass (spec's, else dec's) with its body
+	// unpacked: what the backends get. spec and dec stay the records the
+	// hub keeps (the applied record is spec itself).
+	desired    NodeSpec
 	backend    Backend
 	observedAt time.Time
 	// manual is the sequence number of the manual repair this pass
@@ -73,9 +77,17 @@ func (h *Hub) reconcile(ctx context.Context, id NodeID) (Result, writeStep, erro
 	if !ok {
 		return res, nil, nil
 	}
+	of := p.spec
+	if of == nil {
+		of = p.dec.spec
+	}
+	var err error
+	if p.desired, err = of.unpacked(); err != nil {
+		res, err = h.outcome(p, Result{}, err)
+		return res, nil, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	var err error
 	var write writeStep
 	if p.dec != nil {
 		res, err = h.decommission(callCtx, p)
@@ -193,13 +205,13 @@ func (h *Hub) restore(p pass) {
 // whose version differs from the one our own last write returned is older
 // than that write, so it is re-read fresh instead of being taken as drift.
 func (h *Hub) read(ctx context.Context, p pass, fresh bool) (State, error) {
-	st, err := p.backend.ReadState(ctx, *p.spec, fresh)
+	st, err := p.backend.ReadState(ctx, p.desired, fresh)
 	if err != nil {
 		return State{}, fmt.Errorf("read: %w", err)
 	}
 	if !st.Fresh && h.stale(p.id, st.Version) {
 		h.metrics.staleReads.WithLabelValues(p.id.Cluster).Inc()
-		if st, err = p.backend.ReadState(ctx, *p.spec, true); err != nil {
+		if st, err = p.backend.ReadState(ctx, p.desired, true); err != nil {
 			return State{}, fmt.Errorf("read: %w", err)
 		}
 	}
@@ -268,7 +280,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, writeStep, error) {
 	if err != nil {
 		return Result{}, nil, err
 	}
-	d, err := p.backend.DetectDrift(ctx, *p.spec, st)
+	d, err := p.backend.DetectDrift(ctx, p.desired, st)
 	if err != nil {
 		return Result{}, nil, fmt.Errorf("detect drift: %w", err)
 	}
@@ -292,7 +304,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, writeStep, error) {
 		if d.InSync() || d.Class == DriftMissing || d.Class == DriftDeleting {
 			return
 		}
-		a, err := p.backend.Attribute(ctx, *p.spec, d)
+		a, err := p.backend.Attribute(ctx, p.desired, d)
 		if err != nil {
 			h.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
 		}
@@ -316,7 +328,7 @@ func (h *Hub) sync(ctx context.Context, p pass) (Result, writeStep, error) {
 		if st, err = h.read(ctx, p, true); err != nil {
 			return Result{}, nil, err
 		}
-		if d, err = p.backend.DetectDrift(ctx, *p.spec, st); err != nil {
+		if d, err = p.backend.DetectDrift(ctx, p.desired, st); err != nil {
 			return Result{}, nil, fmt.Errorf("detect drift: %w", err)
 		}
 		h.status.setIgnored(p.id, d.Ignored)
@@ -369,7 +381,7 @@ func (h *Hub) repair(ctx context.Context, p pass, st State, d Drift, rep Repair,
 		return h.refused(p, rep, v)
 	}
 	h.noteApplied(p.spec) // written ahead: see create
-	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
+	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()
 	if errors.Is(err, ErrRefused) {
 		rep.Action = "refused"
@@ -500,7 +512,7 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 	// is taken back when the write failed (the next pass is a first
 	// apply again).
 	h.noteApplied(p.spec)
-	rr, err := p.backend.Repair(wctx, *p.spec, st, d)
+	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()
 	if err != nil {
 		h.unnoteApplied(p.spec)
@@ -612,7 +624,7 @@ func (h *Hub) settle(id NodeID, d Drift, now time.Time) (managed, verifying bool
 // The delete carries the identity and version of the object just read, and
 // an object that no longer carries our label is released, never deleted.
 func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
-	spec := *p.dec.spec
+	spec := p.desired
 	st, err := p.backend.ReadState(ctx, spec, true)
 	if err != nil {
 		return Result{}, fmt.Errorf("read for prune: %w", err)

@@ -2,7 +2,10 @@ package hub
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
 // Policy says what the hub does about drift.
@@ -35,10 +38,14 @@ type NodeSpec struct {
 	ProgressDeadline time.Duration
 	// Body is the desired object, fully formed (apiVersion, kind, metadata
 	// with the managed-by label and the node-id annotation), as the JSON a
-	// server-side apply sends. The hub keeps these bytes rather than the
-	// decoded maps (several times their size); Object decodes them when a
-	// comparison or a display needs the fields. Treat it as immutable: it
-	// is shared by the loop, snapshots and the backends.
+	// server-side apply sends. Treat it as immutable: it is shared by the
+	// loop, snapshots and the backends.
+	//
+	// The hub keeps these bytes packed against a dictionary of the kind
+	// (a few dozen bytes for an object of several hundred), not as the
+	// decoded maps (several times their size): the specs of its snapshots
+	// have a nil Body, and JSON or Object read them. The specs it hands
+	// to a backend and Desired returns have their Body.
 	Body []byte
 	// Hash is a content hash of Body, to tell changed specs on reload.
 	Hash string
@@ -57,6 +64,35 @@ type NodeSpec struct {
 	// last). Objects that need an earlier one that is not ready yet fail
 	// and are retried.
 	Order uint8
+
+	// packed is Body packed against dict, its kind's dictionary, in a
+	// spec the hub keeps (Body is then nil); see Hub.pack.
+	packed []byte
+	dict   *pack.Dict
+}
+
+// JSON returns the desired object's JSON: Body, or, in a spec the hub
+// keeps, its packed body unpacked into a new slice. A spec without a body
+// returns nil and no error.
+func (s NodeSpec) JSON() ([]byte, error) {
+	if s.dict == nil || len(s.Body) > 0 {
+		return s.Body, nil
+	}
+	b, err := s.dict.Unpack(s.packed)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: desired object: %w", s.ID, err)
+	}
+	return b, nil
+}
+
+// unpacked returns s with its Body (unpacked when the hub keeps it packed).
+func (s NodeSpec) unpacked() (NodeSpec, error) {
+	body, err := s.JSON()
+	if err != nil {
+		return NodeSpec{}, err
+	}
+	s.Body, s.packed, s.dict = body, nil, nil
+	return s, nil
 }
 
 // EventType is the kind of change a watch manager saw.

@@ -83,15 +83,16 @@ func OwnedByOther(annotations map[string]string, hubID string) bool {
 	return ok && owner != hubID
 }
 
-// Object decodes a spec's Body into a new object the caller owns (integers
+// Object decodes a spec's body (NodeSpec.JSON: packed or not) into a new object the caller owns (integers
 // decode as int64, as in objects from the apiserver). A spec without a body
 // has no object: Object then returns nil and no error.
 func Object(s hub.NodeSpec) (*unstructured.Unstructured, error) {
-	if len(s.Body) == 0 {
-		return nil, nil
+	body, err := s.JSON()
+	if err != nil || len(body) == 0 {
+		return nil, err
 	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(s.Body, &m); err != nil {
+	if err := utiljson.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("node %s: decode desired object: %w", s.ID, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil

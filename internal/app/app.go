@@ -246,19 +246,18 @@ func startScope(cfg *config.Config, recorded []string) (only, forget []string) {
 
 // retainLocked returns what the app keeps of a loaded config for its life:
 // all of it while Cluster API discovery may run (its handlers compile the
-// applications for each discovered cluster), else all but the applications,
-// which only compiling the desired state needs and which are a large part
-// of a config at scale (every application's fields, config data, labels
-// and environment). Reloads compare the clusters, hub, notifications and
-// terraform sections and Ready reads the clusters: those stay. Callers hold
-// a.mu.
+// applications and sources for each discovered cluster), else all but the
+// applications and sources (config.WithoutDesired), which only compiling
+// the desired state needs and which are a large part of a config at scale
+// (every application's fields, config data, labels and environment; every
+// object the sources rendered to). Reloads compare the clusters, hub,
+// notifications and terraform sections and Ready reads the clusters: those
+// stay. Callers hold a.mu.
 func (a *App) retainLocked(cfg *config.Config) *config.Config {
 	if a.discovering || len(cfg.ClusterAPI) > 0 {
 		return cfg
 	}
-	kept := *cfg
-	kept.Applications = nil
-	return &kept
+	return cfg.WithoutDesired()
 }
 
 // Hub returns the app's hub.

@@ -849,7 +849,7 @@ func memProfilePath(path, suffix string) string {
 // CPU.
 func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 	o := b.opts
-	heap0 := heapInUse()
+	heap0 := heapBefore()
 	w, err := b.loadWorkload("bench", o.Objects, 0)
 	if err != nil {
 		return nil, err
@@ -1185,6 +1185,9 @@ func (rep *benchReport) finish(o Options) {
 	}
 	rep.finishFleet()
 	rep.finishMixed(o)
+	if rep.Scale != nil || rep.Mixed != nil || rep.Fleet != nil {
+		rep.Notes = append(rep.Notes, heapNote)
+	}
 	if pollRun != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("poll: watches off, the hub's resync alone finds drift, every %s (+ up to 10%% jitter); each pass GETs every object through the hub's client rate limit (%s per cluster). Real poll tools use about 5m: poll figures scale with the interval.", o.Interval, clusters.DescribeRateLimit(float32(rep.QPS), 0)))
 	}

@@ -162,7 +162,7 @@ type fleetReport struct {
 // a raw watch of every namespace of each apiserver.
 func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []runReport, error) {
 	o := b.opts
-	heap0 := heapInUse()
+	heap0 := heapBefore()
 	entries := fleetEntries(b.set.Clusters, o.Clusters)
 	path := filepath.Join(b.dir, "fleet.yaml")
 	if err := os.WriteFile(path, []byte(fleetConfig(entries, o.Objects, o.QPS, o.Workers)), 0o600); err != nil {

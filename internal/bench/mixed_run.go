@@ -85,7 +85,7 @@ func (b *bencher) mixed(ctx context.Context, rep *benchReport) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 
-	heap0 := heapInUse()
+	heap0 := heapBefore()
 	// The heap before the config, for `go tool pprof -base`: the
 	// difference is what the hub holds for the objects.
 	b.writeHeapProfileTo(memProfilePath(o.MemProfile, "-before"))
