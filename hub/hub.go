@@ -40,7 +40,9 @@ type Options struct {
 	// SnapshotInterval is the minimum time between snapshots. Default 100ms
 	// (at most 10 per second). When building a snapshot takes long (tens
 	// of thousands of NodeIDs), the pause grows so that publishing takes at
-	// most a tenth of the time.
+	// most a tenth of the time. A NodeID's changed status (a drift seen, a
+	// repair done) is published sooner: 20ms after the last snapshot, or
+	// as soon as publishing's share allows (urgentPublishPause).
 	SnapshotInterval time.Duration
 	// TimelineLength bounds each NodeID's timeline. Default 32.
 	TimelineLength int
@@ -1467,13 +1469,20 @@ func (h *Hub) publishLoop(ctx context.Context) {
 			return
 		case <-h.status.dirty:
 		}
+		select {
+		case <-h.status.changed: // this publish shows it
+		default:
+		}
 		start := time.Now()
 		h.status.publish(h.opts.Now())
-		pause := publishPause(h.opts.SnapshotInterval, time.Since(start))
+		took := time.Since(start)
+		pause := publishPause(h.opts.SnapshotInterval, took)
+		changed := h.status.changed
 		if !h.status.watched() {
 			// Nobody reads the snapshots: they only refresh the
 			// gauges, which scrapes read every 15 s or more.
 			pause = max(pause, unwatchedPublishPause)
+			changed = nil
 		}
 		t := time.NewTimer(pause)
 		select {
@@ -1483,7 +1492,44 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		case <-t.C:
 		case <-h.status.joined:
 			t.Stop() // a new subscriber waits for its first snapshot
+		case <-changed:
+			// A status changed (a drift seen, a repair done): shown
+			// after the shorter pause, which keeps publishing's share.
+			t.Stop()
+			if !sleepUntil(ctx, start.Add(took+urgentPublishPause(took))) {
+				return
+			}
 		}
+	}
+}
+
+// minUrgentPause is the least time between a publish and the next one
+// that shows a changed status: bursts of changes are coalesced.
+const minUrgentPause = 20 * time.Millisecond
+
+// urgentPublishPause is how long after a publish that took took a changed
+// status may be published: at least minUrgentPause, and long enough that
+// publishing still takes at most 1/publishShare of the time. Other changes
+// (health, counters, timelines) wait out publishPause: on a hub with fewer
+// than about ten thousand NodeIDs a drift reaches the UI within tens of
+// milliseconds instead of up to SnapshotInterval.
+func urgentPublishPause(took time.Duration) time.Duration {
+	return max(minUrgentPause, (publishShare-1)*took)
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 

@@ -68,7 +68,10 @@ type store struct {
 	latest     *Snapshot
 	dirty      chan struct{}
 	// joined wakes a publisher pausing while nobody subscribed.
-	joined      chan struct{}
+	joined chan struct{}
+	// changed tells a pausing publisher that a NodeID's status changed:
+	// it publishes after urgentPublishPause instead of the whole pause.
+	changed     chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
@@ -134,6 +137,7 @@ func newStore(opts Options, m *metrics, queueLength func() int) *store {
 		subs:        make(map[int]chan *Snapshot),
 		dirty:       make(chan struct{}, 1),
 		joined:      make(chan struct{}, 1),
+		changed:     make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
@@ -234,11 +238,19 @@ func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
 
 func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 	s.mu.Lock()
+	changed := false
 	if n := s.nodeLocked(id); n != nil {
+		changed = n.status != st
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
 	s.markDirty()
+	if changed {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *store) step(id NodeID, step Step, detail string, at time.Time) {

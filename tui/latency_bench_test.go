@@ -145,6 +145,7 @@ func latencyRun(tb testing.TB, n int) (firstRows, allInSync, deleteOnScreen time
 	w.arm("deleted")
 	at := be.remove(target.ID)
 	deleteOnScreen = wait("deleted").Sub(at)
+
 	return firstRows, allInSync, deleteOnScreen
 }
 
