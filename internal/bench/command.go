@@ -640,11 +640,11 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 			return append(runs, r), err
 		}
 		if r.Repaired == r.Drifts {
-			took, n, err := b.burstApplyFloor(ctx, w, burst, b.workers)
+			took, n, deletes, err := b.burstApplyFloor(ctx, w, burst, b.workers)
 			if err != nil {
 				return append(runs, r), err
 			}
-			r.ApplyFloor, r.ApplyFloorConcurrency = msDuration(took), n
+			r.ApplyFloor, r.ApplyFloorConcurrency, r.ApplyFloorDeletes = msDuration(took), n, msDuration(deletes)
 		}
 		runs = append(runs, r)
 	}
@@ -1031,6 +1031,11 @@ type runReport struct {
 	// one cluster), from its first call to its last returning.
 	ApplyFloor            msDuration `json:"applyFloorMs,omitempty"`
 	ApplyFloorConcurrency int        `json:"applyFloorConcurrency,omitempty"`
+	// ApplyFloorDeletes is how long the bench's client took to delete
+	// the objects again before the floor, as many at once as the burst's
+	// deletes: the floor's deletes and applies one after the other are
+	// what the hub's repairs overlap with the burst.
+	ApplyFloorDeletes msDuration `json:"applyFloorDeletesMs,omitempty"`
 	// CPU is this process's CPU time from the first drift to the last
 	// repair (the hub, its clients, the raw watch and the drift client).
 	CPU msDuration `json:"cpuMs"`
@@ -1322,8 +1327,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		for _, r := range rep.Runs {
 			if r.ApplyFloor > 0 {
-				fmt.Fprintf(tw, "\n%s: raw apply floor (a plain client applying the %d objects again, %d at a time) %s; all repaired in %s%s\n", r.Mode, r.Drifts,
-					r.ApplyFloorConcurrency, fmtDur(r.ApplyFloor.dur()), fmtDur(r.Elapsed.dur()), overFloor(r.Elapsed, r.ApplyFloor, "floor"))
+				fmt.Fprintf(tw, "\n%s: raw apply floor (a plain client applying the %d objects again, %d at a time) %s, after deleting them again in %s (%d at a time); all repaired in %s%s\n",
+					r.Mode, r.Drifts, r.ApplyFloorConcurrency, fmtDur(r.ApplyFloor.dur()), fmtDur(r.ApplyFloorDeletes.dur()), benchBurstWorkers,
+					fmtDur(r.Elapsed.dur()), overFloor(r.Elapsed, r.ApplyFloor, "floor"))
 			}
 		}
 		for _, r := range rep.Runs {

@@ -191,8 +191,9 @@ func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]
 // burst's objects again, then a plain client server-side applies the same
 // bodies with the hub's field manager, as many at once as the hub's
 // writers run on one cluster, leaving every object as desired again. It
-// returns the re-apply time and the calls in flight.
-func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step, workers int) (time.Duration, int, error) {
+// returns the re-apply time, the calls in flight, and how long the deletes
+// before it took (as many at once as the burst's).
+func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step, workers int) (took time.Duration, inFlight int, deletes time.Duration, err error) {
 	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
 	for _, s := range w.specs {
 		byID[s.ID] = s
@@ -201,12 +202,13 @@ func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step
 	for _, st := range steps {
 		s, ok := byID[st.Target.ID]
 		if !ok {
-			return 0, 0, fmt.Errorf("bench: burst target %s is not in the config", st.Target.ID)
+			return 0, 0, 0, fmt.Errorf("bench: burst target %s is not in the config", st.Target.ID)
 		}
 		calls = append(calls, rawApply{client: b.clients[s.ID.Cluster], spec: s})
 	}
 	var deleted atomic.Int64
 	b.progress("burst: raw apply floor: deleting the %d objects again", len(calls))
+	began := time.Now()
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(benchBurstWorkers)
 	for _, a := range calls {
 		p.Go(func(ctx context.Context) error {
@@ -218,16 +220,16 @@ func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step
 		})
 	}
 	if err := p.Wait(); err != nil {
-		return 0, 0, fmt.Errorf("raw apply floor: %w", err)
+		return 0, 0, 0, fmt.Errorf("raw apply floor: %w", err)
 	}
-	n := hubWritesPerCluster(workers)
-	b.progress("burst: raw apply floor: a plain client applying the %d objects, %d at a time", deleted.Load(), n)
-	took, err := timeApplies(ctx, nil, calls, n)
-	if err != nil {
-		return 0, 0, err
+	deletes = time.Since(began)
+	inFlight = hubWritesPerCluster(workers)
+	b.progress("burst: raw apply floor: a plain client applying the %d objects, %d at a time", deleted.Load(), inFlight)
+	if took, err = timeApplies(ctx, nil, calls, inFlight); err != nil {
+		return 0, 0, 0, err
 	}
 	b.progress("burst: raw apply floor: %s", took.Round(time.Millisecond))
-	return took, n, nil
+	return took, inFlight, deletes, nil
 }
 
 // deleteSpec deletes spec's object (gone already is fine).
