@@ -178,7 +178,24 @@ func TestChangedStatusPublishedSoon(t *testing.T) {
 		time.Sleep(interval)
 		synctest.Wait()
 		if latest() == nil {
-			t.Error("the health report was not published after the pause")
+			t.Fatal("the health report was not published after the pause")
+		}
+		// A new NodeID's first classification (from unknown) waits out
+		// the pause too: a start classifies thousands at once.
+		s2 := spec("c1", "app2", "v1")
+		s2.Policy = PolicyWarn
+		b.put(s2.ID, func(o *fakeObject) { o.content = "v1" })
+		f.h.SetDesired([]NodeSpec{s, s2})
+		synctest.Wait()
+		if snap := latest(); snap != nil {
+			t.Errorf("a first classification was published during the pause (%s)", interval)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		if snap := latest(); snap == nil {
+			t.Error("the new NodeID was not published after the pause")
+		} else if n, _ := snap.Node(s2.ID); n.Status != StatusInSync {
+			t.Errorf("the new NodeID after the pause: %s, want in-sync", n.Status)
 		}
 	})
 }

@@ -69,8 +69,9 @@ type store struct {
 	dirty      chan struct{}
 	// joined wakes a publisher pausing while nobody subscribed.
 	joined chan struct{}
-	// changed tells a pausing publisher that a NodeID's status changed:
-	// it publishes after urgentPublishPause instead of the whole pause.
+	// changed tells a pausing publisher that a NodeID's known status
+	// changed: it publishes after urgentPublishPause instead of the
+	// whole pause.
 	changed     chan struct{}
 	queueLength func() int
 	metrics     *metrics
@@ -240,7 +241,10 @@ func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 	s.mu.Lock()
 	changed := false
 	if n := s.nodeLocked(id); n != nil {
-		changed = n.status != st
+		// A first classification (from unknown: a start, a cluster
+		// synced again) comes by the thousand and waits for the
+		// interval; a change of a known status is news.
+		changed = n.status != st && n.status != StatusUnknown
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
