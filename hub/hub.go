@@ -40,9 +40,10 @@ type Options struct {
 	// SnapshotInterval is the minimum time between snapshots. Default 100ms
 	// (at most 10 per second). When building a snapshot takes long (tens
 	// of thousands of NodeIDs), the pause grows so that publishing takes at
-	// most a tenth of the time. A NodeID's changed status (a drift seen, a
-	// repair done; not its first classification) is published sooner: 20ms after the last snapshot, or
-	// as soon as publishing's share allows (urgentPublishPause).
+	// most a tenth of the time. A NodeID's changed status (a drift seen,
+	// a repair done; not its first classification) is published sooner:
+	// 20ms after the last snapshot, or as soon as publishing's share
+	// allows (urgentPublishPause).
 	SnapshotInterval time.Duration
 	// TimelineLength bounds each NodeID's timeline. Default 32.
 	TimelineLength int
