@@ -640,9 +640,15 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 			return append(runs, r), err
 		}
 		if r.Repaired == r.Drifts {
+			// A floor that fails is reported, not the run's failure: the
+			// hub's figures stand.
 			took, n, deletes, err := b.burstApplyFloor(ctx, w, burst, b.workers)
 			if err != nil {
-				return append(runs, r), err
+				if ctx.Err() != nil {
+					return append(runs, r), err
+				}
+				b.log.Warn("raw apply floor not measured", "err", err)
+				r.ApplyFloorError = err.Error()
 			}
 			r.ApplyFloor, r.ApplyFloorConcurrency, r.ApplyFloorDeletes = msDuration(took), n, msDuration(deletes)
 		}
@@ -1036,6 +1042,8 @@ type runReport struct {
 	// deletes: the floor's deletes and applies one after the other are
 	// what the hub's repairs overlap with the burst.
 	ApplyFloorDeletes msDuration `json:"applyFloorDeletesMs,omitempty"`
+	// ApplyFloorError says why the raw apply floor was not measured.
+	ApplyFloorError string `json:"applyFloorError,omitempty"`
 	// CPU is this process's CPU time from the first drift to the last
 	// repair (the hub, its clients, the raw watch and the drift client).
 	CPU msDuration `json:"cpuMs"`
@@ -1365,6 +1373,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			}
 			if r.APIServerError != "" {
 				fmt.Fprintf(tw, "%s: apiserver latency not measured: %s\n", r.Mode, r.APIServerError)
+			}
+			if r.ApplyFloorError != "" {
+				fmt.Fprintf(tw, "%s: raw apply floor not measured: %s\n", r.Mode, r.ApplyFloorError)
 			}
 		}
 	}

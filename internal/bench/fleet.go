@@ -142,6 +142,8 @@ type fleetReport struct {
 	// writers), from its first call to its last returning.
 	CreateFloor            msDuration `json:"createFloorMs,omitempty"`
 	CreateFloorConcurrency int        `json:"createFloorConcurrency,omitempty"`
+	// CreateFloorError says why the raw create floor was not measured.
+	CreateFloorError string `json:"createFloorError,omitempty"`
 	// PeakRSS is this process's peak resident set during the cold sync;
 	// RSS, HeapInUse, OpenFDs and Goroutines are measured once it settled.
 	PeakRSS   uint64 `json:"peakRSSBytes"`
@@ -182,9 +184,15 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
+	// A floor that fails is reported, not the run's failure.
 	createFloor, floorConc, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
+	floorErr := ""
 	if err != nil {
-		return nil, nil, err
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		b.log.Warn("raw create floor not measured", "err", err)
+		floorErr = err.Error()
 	}
 	heap0 := heapBefore()
 	cfg, err = config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
@@ -201,7 +209,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	}
 	f := &fleetReport{Entries: len(entries), APIServers: len(b.set.Clusters), ObjectsPerEntry: o.Objects,
 		Objects: len(specs), Mix: mixOf(mix), DriftFor: msDuration(o.Duration),
-		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc}
+		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc, CreateFloorError: floorErr}
 	rep.Mix = f.Mix
 	specs = nil
 	// From here on only the hub holds the config (as much of it as it
@@ -476,6 +484,9 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	fmt.Fprintf(tw, "cold sync (hub start to every object created and in sync)\t%s%s\n", fmtDur(f.ColdSync.dur()), overFloor(f.ColdSync, f.CreateFloor, "raw create floor"))
 	if f.CreateFloor > 0 {
 		fmt.Fprintf(tw, "raw create floor (a plain client, the same bodies, %d at a time)\t%s\n", f.CreateFloorConcurrency, fmtDur(f.CreateFloor.dur()))
+	}
+	if f.CreateFloorError != "" {
+		fmt.Fprintf(tw, "raw create floor\tnot measured: %s\n", f.CreateFloorError)
 	}
 	fmt.Fprintf(tw, "peak rss during the cold sync\t%s\n", fmtBytes(f.PeakRSS))
 	fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(f.RSS))

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -146,7 +147,9 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own, %d at a time", len(calls), len(namespaces), writers)
 	took, err := timeApplies(ctx, namespaces, calls, writers)
 	if err != nil {
-		return 0, 0, err
+		// What it created goes too, so that nothing but empty
+		// namespaces stays beside the hub's run.
+		return 0, 0, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
 	}
 	b.progress("fleet: raw create floor: %s; deleting its objects", took.Round(time.Millisecond))
 	if err := b.deleteFloorObjects(ctx, namespaces); err != nil {

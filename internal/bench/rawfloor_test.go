@@ -86,6 +86,24 @@ func TestBurstApplyFloorReport(t *testing.T) {
 			t.Errorf("floor %s: no raw apply floor target in %+v", tc.floor, rep.Targets)
 		}
 	}
+	// A floor that failed says why, in the table and the JSON, and makes
+	// no ratio.
+	failed := testReport(ModeBurst)
+	failed.Runs[0].ApplyFloor, failed.Runs[0].ApplyFloorError = 0, "cluster \"c1\": apply c1:bench/a00001:deployment: timeout"
+	failed.Targets, failed.Notes, failed.Ratios = nil, nil, nil
+	failed.finish(Options{Mode: ModeBurst, Rate: 1})
+	var table bytes.Buffer
+	if err := failed.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), `burst: raw apply floor not measured: cluster "c1": apply c1:bench/a00001:deployment: timeout`) ||
+		strings.Contains(table.String(), "within 1.5x the raw apply floor") || failed.Ratios != nil && failed.Ratios.BurstRepairedOverApplyFloor != 0 {
+		t.Errorf("a failed floor:\n%s", &table)
+	}
+	if js, err := json.Marshal(failed); err != nil || !strings.Contains(string(js), `"applyFloorError":`) {
+		t.Errorf("the JSON lacks the floor's error: %v", err)
+	}
+
 	old, cur := testReport(ModeBurst), testReport(ModeBurst)
 	cur.Runs[0].ApplyFloor = msDuration(4 * time.Second)
 	var out bytes.Buffer
