@@ -346,6 +346,10 @@ type nodeLoop struct {
 	// foreign is set once a pass met the object carrying another hub's
 	// id, until it is seen in sync (the feed says it once).
 	foreign bool
+	// stuck is set while the last status the loop showed for the NodeID
+	// is StatusStuck: the timeline gets a stuck step on the way in only.
+	// The loop keeps this itself and never reads the status store back.
+	stuck bool
 }
 
 // nodeRepairs is the part of a NodeID's loop bookkeeping that only drift
@@ -358,6 +362,9 @@ type nodeRepairs struct {
 	backoffTill time.Time
 	// fight is who undoes the repairs, and the contest shown.
 	fight fightState
+	// verifiedAt is when the latest repair was seen in sync (zero: never):
+	// the NodeID shows as repaired for Options.RepairedHold after it.
+	verifiedAt time.Time
 }
 
 // repairs returns the NodeID's repair bookkeeping, allocating it on first
@@ -1427,7 +1434,7 @@ func (h *Hub) recoverPass(id NodeID, handedOff *bool) {
 		h.log.Error("reconcile panicked", "node", id.String(), "err", err, "stack", string(debug.Stack()))
 		now := h.opts.Now()
 		h.status.step(id, StepPanic, err.Error(), now)
-		h.status.setStatus(id, StatusFailed, err.Error(), now)
+		h.show(id, StatusFailed, err.Error(), now)
 		h.queue.AddRateLimited(id)
 	}
 }

@@ -522,6 +522,7 @@ func (h *Hub) create(ctx context.Context, p pass, st State, d Drift) (Result, er
 	h.withLoop(p.id, func(n *nodeLoop) {
 		n.seen = true
 		n.expect = rr.Version
+		n.stuck = false
 	})
 	h.noteApplied(p.spec)
 	h.status.step(p.id, StepCreated, "first apply", now)
@@ -551,8 +552,8 @@ func (h *Hub) refused(p pass, rep Repair, v verdict) (Result, error) {
 // then), or at once when ignore rules now cover the differences.
 func (h *Hub) inSync(p pass, st State, d Drift) Result {
 	now := h.opts.Now()
-	managed, verifying, contest, res := h.settle(p.id, d, now)
-	h.withLoop(p.id, func(n *nodeLoop) { n.foreign = false })
+	stuck := st.Progress != nil && st.Progress.Stuck != ""
+	s, managed := h.settle(p.id, d, stuck, now)
 	if !managed {
 		return Result{}
 	}
@@ -562,43 +563,61 @@ func (h *Hub) inSync(p pass, st State, d Drift) Result {
 
 	h.status.progress(p.id, st.Progress)
 	switch {
-	case verifying:
+	case s.verifying:
 		h.status.verified(p.id, p.observedAt, now)
 		h.status.step(p.id, StepVerified, "", now)
 	case p.manual != 0:
 		h.status.step(p.id, StepVerified, "manual repair: already in sync", now)
 	}
-	h.status.setContest(p.id, contest)
+	h.status.setContest(p.id, s.contest)
 	switch {
-	case st.Progress != nil && st.Progress.Stuck != "":
-		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
+	case stuck:
+		if !s.wasStuck {
 			h.status.step(p.id, StepStuck, st.Progress.Stuck, now)
 		}
 		h.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
-	case contest != nil:
-		h.status.setStatus(p.id, StatusContested, contestedReason(*contest, now), now)
-	case h.status.recentlyRepaired(p.id, now):
+	case s.contest != nil:
+		h.status.setStatus(p.id, StatusContested, contestedReason(*s.contest, now), now)
+	case s.repaired:
 		h.status.setStatus(p.id, StatusRepaired, "", now)
 	default:
 		h.status.setStatus(p.id, StatusInSync, "", now)
 	}
-	return res
+	return s.res
 }
 
-// settle updates the loop bookkeeping of a NodeID found in sync: a pending
-// verification ends and a fight whose last repair held clears. It reports
-// whether the NodeID is still managed, whether a repair was being
-// verified, the contest still shown, and when to look again.
-func (h *Hub) settle(id NodeID, d Drift, now time.Time) (managed, verifying bool, contest *Contest, res Result) {
+// settled is what the loop's bookkeeping says of a NodeID found in sync.
+type settled struct {
+	// verifying is set when a repair was being verified; repaired when
+	// the latest repair was verified within Options.RepairedHold.
+	verifying, repaired bool
+	// wasStuck is set when the last status shown was StatusStuck.
+	wasStuck bool
+	// contest is the contest still shown; res when to look again.
+	contest *Contest
+	res     Result
+}
+
+// settle updates the loop bookkeeping of a NodeID found in sync (stuck when
+// its rollout is stuck): a pending verification ends and a fight whose last
+// repair held clears. It reports what the bookkeeping says, and false when
+// the NodeID is no longer managed.
+func (h *Hub) settle(id NodeID, d Drift, stuck bool, now time.Time) (s settled, managed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.loopLocked(id)
 	if n == nil {
-		return false, false, nil, Result{}
+		return settled{}, false
 	}
-	verifying = n.verifying
+	n.foreign = false
+	s.wasStuck, n.stuck = n.stuck, stuck
+	s.verifying = n.verifying
 	n.verifying = false
 	if r := n.rep; r != nil { // none: no repair, no fight, nothing to clear
+		if s.verifying {
+			r.verifiedAt = now
+		}
+		s.repaired = !r.verifiedAt.IsZero() && now.Sub(r.verifiedAt) < h.opts.RepairedHold
 		var lastRepair time.Time
 		if len(r.recent) > 0 {
 			lastRepair = r.recent[len(r.recent)-1]
@@ -612,11 +631,11 @@ func (h *Hub) settle(id NodeID, d Drift, now time.Time) (managed, verifying bool
 			cp := *c
 			cp.NextAttempt, cp.ClearsAt = time.Time{}, lastRepair.Add(h.opts.FightWindow)
 			r.fight.contest = &cp
-			contest = &cp
-			res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
+			s.contest = &cp
+			s.res.RequeueAfter = cp.ClearsAt.Sub(now) + time.Millisecond
 		}
 	}
-	return true, verifying, contest, res
+	return s, true
 }
 
 // decommission prunes an object whose application left the config and
@@ -651,7 +670,7 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 				return Result{}, nil // wanted again, or its cluster forgotten
 			}
 			h.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
-			h.status.setStatus(p.id, v.status, v.reason, now)
+			h.show(p.id, v.status, v.reason, now)
 			return Result{RequeueAfter: v.retry}, nil
 		}
 		err := p.backend.Delete(wctx, spec, st)
@@ -671,14 +690,14 @@ func (h *Hub) decommission(ctx context.Context, p pass) (Result, error) {
 	if remaining <= 0 {
 		reason := fmt.Sprintf("decommission not finished after %s (finalizers: %s)",
 			h.opts.DecommissionTimeout, strings.Join(st.Finalizers, ","))
-		if cur, _ := h.status.statusOf(p.id); cur != StatusStuck {
+		if !h.noteShown(p.id, StatusStuck) {
 			h.status.step(p.id, StepStuck, reason, now)
 		}
 		h.status.setStatus(p.id, StatusStuck, reason, now)
 		// The delete event re-enqueues it; this re-checks a stuck one.
 		return Result{RequeueAfter: h.opts.DecommissionTimeout}, nil
 	}
-	h.status.setStatus(p.id, StatusDecommissioning, "waiting for the object to go away", now)
+	h.show(p.id, StatusDecommissioning, "waiting for the object to go away", now)
 	// The delete event ends it; a read after a growing delay ends it too
 	// when no event comes (the kind is no longer watched: its last object
 	// left the config with this one).
@@ -731,7 +750,7 @@ func (h *Hub) foreign(p pass, err error) {
 	}
 	reason := "owned by " + owner + ": not repaired, adopted or pruned by this hub"
 	first := false
-	h.withLoop(p.id, func(n *nodeLoop) { first, n.foreign = !n.foreign, true })
+	h.withLoop(p.id, func(n *nodeLoop) { first, n.foreign, n.stuck = !n.foreign, true, false })
 	if first {
 		h.log.Warn("object owned by another hub", "node", p.id.String(), "err", err)
 		h.status.step(p.id, StepFailed, reason, now)
@@ -751,7 +770,7 @@ func (h *Hub) fail(p pass, err error) {
 	}
 	h.status.failed(p.id, err.Error())
 	h.status.step(p.id, StepFailed, err.Error(), now)
-	h.status.setStatus(p.id, st, err.Error(), now)
+	h.show(p.id, st, err.Error(), now)
 	h.status.feed(FeedEntry{At: now, ID: p.id, Action: "failed", Err: err.Error(), Latency: now.Sub(p.observedAt)})
 	if errors.Is(err, ErrUnreachable) {
 		// The cluster is out: what this pass measured from is not the
@@ -765,7 +784,7 @@ func (h *Hub) fail(p pass, err error) {
 // record stores a classified drift with a status.
 func (h *Hub) record(p pass, rep Repair, st Status, reason string, step Step) {
 	now := h.opts.Now()
-	h.withLoop(p.id, func(n *nodeLoop) { n.verifying = false })
+	h.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
 	h.status.drift(p.id, rep)
 	h.status.step(p.id, StepObserved, "", rep.ObservedAt)
 	h.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)
@@ -775,6 +794,22 @@ func (h *Hub) record(p pass, rep Repair, st Status, reason string, step Step) {
 			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
 	}
 	h.onRecord(rep)
+}
+
+// show sets the status a NodeID shows and notes in the loop's bookkeeping
+// whether it is StatusStuck; it reports whether the status shown before
+// was (the loop never reads the status store back).
+func (h *Hub) show(id NodeID, st Status, reason string, now time.Time) (wasStuck bool) {
+	wasStuck = h.noteShown(id, st)
+	h.status.setStatus(id, st, reason, now)
+	return wasStuck
+}
+
+// noteShown notes in the loop's bookkeeping whether a NodeID's status is
+// now StatusStuck, and reports whether it was.
+func (h *Hub) noteShown(id NodeID, st Status) (wasStuck bool) {
+	h.withLoop(id, func(n *nodeLoop) { wasStuck, n.stuck = n.stuck, st == StatusStuck })
+	return wasStuck
 }
 
 // onRecord hands a copy of a drift record to Options.OnRecord, if set.

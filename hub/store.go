@@ -339,27 +339,6 @@ func (s *store) progress(id NodeID, p *Progress) {
 	s.mu.Unlock()
 }
 
-// recentlyRepaired reports whether a NodeID's last verified repair is within
-// the repaired hold.
-func (s *store) recentlyRepaired(id NodeID, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodeLocked(id)
-	return n != nil && !n.repairedAt().IsZero() && now.Sub(n.repairedAt()) < s.opts.RepairedHold
-}
-
-// statusOf returns a NodeID's current status (tests and the loop's stuck
-// transition).
-func (s *store) statusOf(id NodeID) (Status, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodeLocked(id)
-	if n == nil {
-		return "", false
-	}
-	return n.status, true
-}
-
 // feedRepeatWindow is how soon after an identical entry of the same NodeID
 // a feed entry is folded into it (see FeedEntry.Count) instead of taking a
 // line of its own.
