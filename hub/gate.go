@@ -141,7 +141,7 @@ type inflight struct {
 // store once h.mu is released. Callers hold h.mu.
 func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
 	rec := h.nodes.at(p.id)
-	in := intentView{manual: p.manual, stopping: h.stopping()}
+	in := intentView{manual: p.manual, stopping: h.ctrl.stopping()}
 	of := p.spec
 	if p.dec != nil {
 		of = p.dec.spec

@@ -8,14 +8,12 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/driftwatch/driftwatch/internal/pack"
 )
@@ -183,9 +181,8 @@ func (o Options) withDefaults() Options {
 type Hub struct {
 	opts  Options
 	log   *slog.Logger
-	queue workqueue.TypedRateLimitingInterface[NodeID]
-	// writeQ holds the writes workers handed off (see writeQueue).
-	writeQ  *writeQueue
+	// ctrl owns the workqueue, the workers and the writers.
+	ctrl    *controller
 	metrics *metrics
 	status  *store
 
@@ -394,8 +391,6 @@ func New(opts Options) *Hub {
 	h := &Hub{
 		opts:          opts,
 		log:           opts.Logger,
-		queue:         newQueue(opts),
-		writeQ:        newWriteQueue(opts.Writers),
 		metrics:       newMetrics(),
 		nodes:         newIDIndex(nodeKey),
 		clusters:      make(map[string]*clusterLoop),
@@ -410,7 +405,9 @@ func New(opts Options) *Hub {
 		scans:         make(map[string]bool),
 		scanNow:       make(chan struct{}, 1),
 	}
-	h.status = newStore(opts, h.metrics, h.queue.Len)
+	h.ctrl = newController(opts, h.metrics)
+	h.ctrl.rec = h
+	h.status = newStore(opts, h.metrics, h.ctrl.queue.Len)
 	return h
 }
 
@@ -676,10 +673,10 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 		return 0
 	})
 	for _, id := range changed {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 	for _, id := range removed {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 	return changed, removed, nil
 }
@@ -766,7 +763,7 @@ func (h *Hub) Observe(ev Event) {
 		}
 	})
 	if managed {
-		h.queue.Add(ev.ID)
+		h.ctrl.add(ev.ID)
 	}
 }
 
@@ -777,7 +774,7 @@ func (h *Hub) Observe(ev Event) {
 // also releases the NodeIDs workers parked while it was not.
 func (h *Hub) ClusterChanged(ch ClusterHealth) {
 	for _, id := range h.clusterChanged(ch) {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 }
 
@@ -904,7 +901,7 @@ func (h *Hub) RepairNow(id NodeID) error {
 		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
 	}
 	h.status.step(id, StepManual, "", now)
-	h.queue.Add(id)
+	h.ctrl.add(id)
 	return nil
 }
 
@@ -931,7 +928,7 @@ func (h *Hub) PauseCluster(cluster string, paused bool) error {
 	}()
 	h.drain(ws)
 	for _, id := range ids {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.SetPaused(cluster, paused); err != nil {
@@ -974,7 +971,7 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 	}()
 	h.drain(ws)
 	for _, id := range ids {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.SetPolicy(app, p); err != nil {
@@ -1054,7 +1051,7 @@ func (h *Hub) ReleaseHold(t HoldTarget) error {
 		return fmt.Errorf("release %s: no such hold", t)
 	}
 	for _, id := range ids {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 	if h.opts.Intent != nil {
 		if err := h.opts.Intent.DeleteHold(t); err != nil {
@@ -1246,81 +1243,23 @@ func (h *Hub) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
-	var workers, writers, wg conc.WaitGroup
-	for range h.opts.Workers {
-		workers.Go(func() {
-			for h.processNextWorkItem(workCtx) {
-			}
-		})
-	}
-	for range h.opts.Writers {
-		writers.Go(func() {
-			for {
-				j, cluster, ok := h.writeQ.next()
-				if !ok {
-					return
-				}
-				j(workCtx)
-				h.writeQ.done(cluster)
-			}
-		})
-	}
+	var wg conc.WaitGroup
+	h.ctrl.start(workCtx)
 	pubCtx, stopPub := context.WithCancel(ctx)
-	wg.Go(func() { h.supervise(pubCtx, "publish", h.publishLoop) })
+	wg.Go(func() { h.ctrl.supervise(pubCtx, "publish", h.publishLoop) })
 	if h.opts.Resync > 0 {
-		wg.Go(func() { h.supervise(ctx, "resync", h.resyncLoop) })
+		wg.Go(func() { h.ctrl.supervise(ctx, "resync", h.resyncLoop) })
 	}
-	wg.Go(func() { h.supervise(ctx, "orphans", h.orphanLoop) })
+	wg.Go(func() { h.ctrl.supervise(ctx, "orphans", h.orphanLoop) })
 	<-ctx.Done()
-	h.queue.ShutDown()
+	h.ctrl.shutDown()
 	grace := time.AfterFunc(h.opts.ShutdownGrace, cancelWork)
 	defer grace.Stop()
 	stopPub()
-	workers.Wait()
-	// No worker hands off a write any more: the writers run what waits
-	// (the gate refuses every write once the hub stops) and end.
-	h.writeQ.close()
-	writers.Wait()
+	h.ctrl.wait()
 	wg.Wait()
 	h.status.publish(h.opts.Now()) // a last snapshot
 	return nil
-}
-
-// loopRestartDelay is how long a background loop that panicked waits
-// before it starts again (a panic that repeats does not spin).
-const loopRestartDelay = time.Second
-
-// supervise runs one of the hub's background loops until ctx ends. A panic
-// in it is recovered, logged with its stack, counted
-// (driftwatch_loop_panics_total) and the loop started again after
-// loopRestartDelay: one bad snapshot or scan never ends publishing, the
-// resync or orphan scans for the life of the hub, and never reaches Run.
-func (h *Hub) supervise(ctx context.Context, name string, loop func(context.Context)) {
-	for {
-		if !h.runRecovered(ctx, name, loop) {
-			return // the loop returned: ctx ended
-		}
-		t := time.NewTimer(loopRestartDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// runRecovered runs loop once and reports whether it panicked.
-func (h *Hub) runRecovered(ctx context.Context, name string, loop func(context.Context)) (panicked bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked = true
-			h.metrics.loopPanics.WithLabelValues(name).Inc()
-			h.log.Error("hub loop panicked; restarting it", "loop", name, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
-	loop(ctx)
-	return false
 }
 
 func (h *Hub) resyncLoop(ctx context.Context) {
@@ -1350,7 +1289,7 @@ func (h *Hub) EnqueueAll() {
 	}
 	h.mu.Unlock()
 	for _, id := range ids {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 }
 
@@ -1364,99 +1303,11 @@ func (h *Hub) Health(cluster string) (ClusterHealth, bool) {
 func (h *Hub) Running() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.running && !h.queue.ShuttingDown()
+	return h.running && !h.ctrl.stopping()
 }
 
 // QueueLen returns the number of NodeIDs waiting.
-func (h *Hub) QueueLen() int { return h.queue.Len() }
-
-// processNextWorkItem takes one NodeID off the queue and reconciles it; it
-// returns false once the queue shuts down (controller-runtime's
-// processNextWorkItem).
-func (h *Hub) processNextWorkItem(ctx context.Context) bool {
-	id, shutdown := h.queue.Get()
-	if shutdown {
-		return false
-	}
-	if h.stopping() {
-		// The queue hands out what it still holds after ShutDown; a hub
-		// that is stopping starts no new pass.
-		h.queue.Done(id)
-		return false
-	}
-	if !h.reconcileHandler(ctx, id) {
-		h.queue.Done(id)
-	}
-	return true
-}
-
-// reconcileHandler runs Reconcile for one NodeID and is the one place that
-// turns its outcome into queue operations: success forgets the NodeID's
-// failure history (or schedules the requested re-check), an error retries
-// with exponential backoff (a permission error slowly), and a panic is
-// recovered, reported on the NodeID, counted, and retried like an error; the
-// worker lives on (controller-runtime's reconcileHandler).
-//
-// A pass that must write hands the write to the writers and reports true:
-// the NodeID stays in the workqueue's processing set until the writer has
-// run the write and called Done.
-func (h *Hub) reconcileHandler(ctx context.Context, id NodeID) (handedOff bool) {
-	h.metrics.reconciles.Inc()
-	defer h.recoverPass(id, &handedOff)
-	res, write, err := h.reconcile(ctx, id)
-	if write != nil {
-		h.writeQ.submit(id.Cluster, func(ctx context.Context) { h.runWrite(ctx, id, write) })
-		return true
-	}
-	h.requeue(id, res, err)
-	return false
-}
-
-// runWrite runs a handed-off write on a writer, then does with the NodeID
-// what the handler would have, and calls Done.
-func (h *Hub) runWrite(ctx context.Context, id NodeID, write writeStep) {
-	defer h.queue.Done(id)
-	var handedOff bool
-	defer h.recoverPass(id, &handedOff)
-	res, err := write(ctx)
-	h.requeue(id, res, err)
-}
-
-// recoverPass recovers a panic in a pass (deferred directly by the worker
-// or the writer running it): reported on the NodeID, counted, and retried
-// like an error; the worker or writer lives on, and the pass has handed
-// nothing off.
-func (h *Hub) recoverPass(id NodeID, handedOff *bool) {
-	if r := recover(); r != nil {
-		*handedOff = false
-		h.metrics.panics.Inc()
-		err := fmt.Errorf("panic: %v", r)
-		h.log.Error("reconcile panicked", "node", id.String(), "err", err, "stack", string(debug.Stack()))
-		now := h.opts.Now()
-		h.status.step(id, StepPanic, err.Error(), now)
-		h.show(id, StatusFailed, err.Error(), now)
-		h.queue.AddRateLimited(id)
-	}
-}
-
-// requeue turns a pass's outcome into queue operations.
-func (h *Hub) requeue(id NodeID, res Result, err error) {
-	switch {
-	case errors.Is(err, ErrForbidden):
-		h.queue.Forget(id)
-		h.queue.AddAfter(id, h.opts.ForbiddenRetry)
-	case errors.Is(err, ErrUnreachable):
-		h.queue.Forget(id)
-		h.queue.AddAfter(id, h.opts.UnreachableRetry)
-	case err != nil:
-		h.queue.AddRateLimited(id)
-	case res.RequeueAfter > 0:
-		h.queue.Forget(id)
-		h.queue.AddAfter(id, res.RequeueAfter)
-	default:
-		h.queue.Forget(id)
-	}
-}
+func (h *Hub) QueueLen() int { return h.ctrl.queue.Len() }
 
 // Subscribe returns a channel that receives the latest snapshot after every
 // change (at most 10 per second by default). A slow subscriber only misses
@@ -1726,7 +1577,7 @@ func (h *Hub) scanOrphans(scanned map[string][]SpecRef) map[string][]NodeID {
 		}
 	}
 	for _, r := range records {
-		h.queue.Add(r.Ref.ID)
+		h.ctrl.add(r.Ref.ID)
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func (h *Hub) adopt(in Intent, cluster string) {
 	wake, drain := h.adoptIntent(in, cluster)
 	h.drain(drain)
 	for _, id := range wake {
-		h.queue.Add(id)
+		h.ctrl.add(id)
 	}
 }
 

@@ -128,11 +128,6 @@ func (h *Hub) outcome(p pass, res Result, err error) (Result, error) {
 // write starts once the hub's context has ended.
 var errStopping = errors.New("hub is stopping: write not started")
 
-// stopping reports whether Run's context has ended: workers take no more
-// NodeIDs and passes start no more writes (writes already in flight get
-// ShutdownGrace to finish).
-func (h *Hub) stopping() bool { return h.queue.ShuttingDown() }
-
 // begin takes a NodeID's pending work, or parks it while its cluster is not
 // ready. The readiness check and the parking happen under the same lock as
 // ClusterChanged's release of parked NodeIDs, so no wake-up is lost.
@@ -810,6 +805,12 @@ func (h *Hub) show(id NodeID, st Status, reason string, now time.Time) (wasStuck
 func (h *Hub) noteShown(id NodeID, st Status) (wasStuck bool) {
 	h.withLoop(id, func(n *nodeLoop) { wasStuck, n.stuck = n.stuck, st == StatusStuck })
 	return wasStuck
+}
+
+// panicked records a pass that panicked (the controller recovered it).
+func (h *Hub) panicked(id NodeID, err error, now time.Time) {
+	h.status.step(id, StepPanic, err.Error(), now)
+	h.show(id, StatusFailed, err.Error(), now)
 }
 
 // onRecord hands a copy of a drift record to Options.OnRecord, if set.
