@@ -179,8 +179,8 @@ func (o Options) withDefaults() Options {
 // lock (mu); what users see lives in a separate status store with its own
 // lock. Backends are called with no lock held.
 type Hub struct {
-	opts  Options
-	log   *slog.Logger
+	opts Options
+	log  *slog.Logger
 	// ctrl owns the workqueue, the workers and the writers.
 	ctrl    *controller
 	metrics *metrics
