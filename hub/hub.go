@@ -184,7 +184,10 @@ type Hub struct {
 	// ctrl owns the workqueue, the workers and the writers.
 	ctrl    *controller
 	metrics *metrics
-	status  *store
+	// status is the status store (what users see); pub publishes its
+	// snapshots.
+	status *store
+	pub    *publisher
 
 	mu       sync.Mutex
 	backends Backends
@@ -408,6 +411,7 @@ func New(opts Options) *Hub {
 	h.ctrl = newController(opts, h.metrics)
 	h.ctrl.rec = h
 	h.status = newStore(opts, h.metrics, h.ctrl.queue.Len)
+	h.pub = newPublisher(opts, h.status, h.status.dirty)
 	return h
 }
 
@@ -1246,7 +1250,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	var wg conc.WaitGroup
 	h.ctrl.start(workCtx)
 	pubCtx, stopPub := context.WithCancel(ctx)
-	wg.Go(func() { h.ctrl.supervise(pubCtx, "publish", h.publishLoop) })
+	wg.Go(func() { h.ctrl.supervise(pubCtx, "publish", h.pub.run) })
 	if h.opts.Resync > 0 {
 		wg.Go(func() { h.ctrl.supervise(ctx, "resync", h.resyncLoop) })
 	}
@@ -1258,7 +1262,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	stopPub()
 	h.ctrl.wait()
 	wg.Wait()
-	h.status.publish(h.opts.Now()) // a last snapshot
+	h.pub.publish(h.opts.Now()) // a last snapshot
 	return nil
 }
 
@@ -1313,56 +1317,10 @@ func (h *Hub) QueueLen() int { return h.ctrl.queue.Len() }
 // change (at most 10 per second by default). A slow subscriber only misses
 // intermediate snapshots: the channel holds the latest one. It never
 // blocks. Call cancel to unsubscribe.
-func (h *Hub) Subscribe() (<-chan *Snapshot, func()) { return h.status.subscribe() }
+func (h *Hub) Subscribe() (<-chan *Snapshot, func()) { return h.pub.subscribe() }
 
 // Snapshot builds an immutable snapshot of the hub now.
 func (h *Hub) Snapshot() *Snapshot { return h.status.snapshot(h.opts.Now()) }
-
-func (h *Hub) publishLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.status.dirty:
-		}
-		start := time.Now()
-		h.status.publish(h.opts.Now())
-		pause := publishPause(h.opts.SnapshotInterval, time.Since(start))
-		if !h.status.watched() {
-			// Nobody reads the snapshots: they only refresh the
-			// gauges, which scrapes read every 15 s or more.
-			pause = max(pause, unwatchedPublishPause)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		case <-h.status.joined:
-			t.Stop() // a new subscriber waits for its first snapshot
-		}
-	}
-}
-
-// unwatchedPublishPause is the least time between publishes while nobody
-// subscribes (a headless hub with no TUI or stream attached): an idle fleet
-// hub's health reports would otherwise rebuild a snapshot of every NodeID
-// several times a second for the gauges alone.
-const unwatchedPublishPause = 2 * time.Second
-
-// publishShare is the most of the wall time snapshot publishing may take:
-// building a snapshot walks every NodeID under the store's lock, so at
-// fleet scale (25,000 NodeIDs) publishing at a fixed 10 per second would
-// take a large share of a core and keep workers waiting for the lock.
-const publishShare = 10
-
-// publishPause is how long the publisher waits after a publish that took
-// took: at least interval, and long enough that publishing takes at most
-// 1/publishShare of the time.
-func publishPause(interval, took time.Duration) time.Duration {
-	return max(interval, (publishShare-1)*took)
-}
 
 // requestScanAll asks for an orphan scan of every ready cluster.
 func (h *Hub) requestScanAll() {

@@ -62,13 +62,9 @@ type store struct {
 	holds      []Hold
 	sources    []SourceStatus
 	feedRing   []FeedEntry // newest at the end
-	subs       map[int]chan *Snapshot
-	nextSub    int
 	seq        uint64
-	latest     *Snapshot
-	dirty      chan struct{}
-	// joined wakes a publisher pausing while nobody subscribed.
-	joined      chan struct{}
+	// dirty tells the publisher the store changed.
+	dirty       chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
@@ -131,9 +127,7 @@ func newStore(opts Options, m *metrics, queueLength func() int) *store {
 		nodes:       newIDIndex(func(n *nodeStatus) NodeID { return n.spec.ID }),
 		clusters:    make(map[string]*clusterStatus),
 		appPolicy:   make(map[string]Policy),
-		subs:        make(map[int]chan *Snapshot),
 		dirty:       make(chan struct{}, 1),
-		joined:      make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
@@ -454,73 +448,6 @@ func (s *store) markDirty() {
 	case s.dirty <- struct{}{}:
 	default:
 	}
-}
-
-// subscribe registers a subscriber. The latest snapshot is handed over
-// under the lock with a non-blocking send, so a concurrent publish can never
-// fill the channel first and block the caller.
-func (s *store) subscribe() (<-chan *Snapshot, func()) {
-	ch := make(chan *Snapshot, 1)
-	s.mu.Lock()
-	id := s.nextSub
-	s.nextSub++
-	s.subs[id] = ch
-	if s.latest != nil {
-		ch <- s.latest // the channel is new and empty: never blocks
-	}
-	s.mu.Unlock()
-	s.markDirty()
-	select {
-	case s.joined <- struct{}{}:
-	default:
-	}
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			delete(s.subs, id)
-			if len(s.subs) == 0 {
-				// The last subscriber left: nobody needs the kept
-				// snapshot (a copy of every NodeID's status) any
-				// more; the next subscriber asks for a new one.
-				s.latest = nil
-			}
-			s.mu.Unlock()
-		})
-	}
-}
-
-// watched reports whether anyone subscribes to snapshots.
-func (s *store) watched() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs) > 0
-}
-
-// publish builds a snapshot and hands it to every subscriber, replacing one
-// it has not read yet: a slow subscriber only misses intermediate snapshots.
-func (s *store) publish(now time.Time) {
-	snap := s.snapshot(now)
-	s.mu.Lock()
-	// Kept for the next subscriber only while someone subscribes: a
-	// snapshot nobody reads would hold a copy of every NodeID's status
-	// (a new subscriber without one gets the next, which subscribe asks
-	// for at once).
-	s.latest = nil
-	if len(s.subs) > 0 {
-		s.latest = snap
-	}
-	for _, ch := range s.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		select {
-		case ch <- snap:
-		default:
-		}
-	}
-	s.mu.Unlock()
 }
 
 // orderLocked returns the records sorted by the text of their NodeID.
