@@ -191,15 +191,3 @@ func (n *nodeStatus) fillExtra(ns *NodeStatus) {
 	ns.LastRepair, ns.Repairs = x.repair, x.repairs
 	ns.Ignored, ns.Contested = x.ignored, x.contest
 }
-
-// currentContest returns a copy of the NodeID's contest, nil when none.
-func (h *Hub) currentContest(id NodeID) *Contest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.loopLocked(id)
-	if n == nil || n.rep == nil || n.rep.fight.contest == nil {
-		return nil
-	}
-	c := *n.rep.fight.contest
-	return &c
-}

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -179,49 +178,30 @@ func (o Options) withDefaults() Options {
 // lock (mu); what users see lives in a separate status store with its own
 // lock. Backends are called with no lock held.
 type Hub struct {
-	opts Options
-	log  *slog.Logger
-	// ctrl owns the workqueue, the workers and the writers.
-	ctrl    *controller
-	metrics *metrics
-	// status is the status store (what users see); pub publishes its
+	// loopState is the desired state, the loop's bookkeeping, the intent
+	// and the gate's writes in flight, behind one lock (mu).
+	*loopState
+	// ctrl owns the workqueue, the workers and the writers; rec is the
+	// reconciler they run.
+	ctrl *controller
+	rec  *reconciler
+	// store is the status store (what users see); pub publishes its
 	// snapshots.
-	status *store
-	pub    *publisher
+	store *store
+	pub   *publisher
 
-	mu       sync.Mutex
-	backends Backends
-	// nodes holds one record per NodeID the hub wants, decommissions or
-	// remembers applying (see node), by nodeKey.
-	nodes     *idIndex[*node]
-	clusters  map[string]*clusterLoop
-	appPolicy map[string]Policy
-	holds     map[HoldTarget]Hold
-	// seq numbers intent changes (see intentView); pauses, appPolicySeq
-	// and holdSeq hold the number of the change that set each switch.
-	// Pauses are kept by cluster id apart from the cluster's loop state,
-	// so a cluster forgotten and discovered again is still paused.
-	seq          uint64
-	pauses       map[string]uint64
-	appPolicySeq map[string]uint64
-	holdSeq      map[HoldTarget]uint64
-	// writes are the writes the gate let through that have not returned,
-	// by NodeID (a NodeID has one pass at a time).
-	writes map[NodeID]*inflight
 	// orphans are the objects found carrying our marks that nothing
-	// wants or remembers, by cluster.
+	// wants or remembers, by cluster (guarded by mu).
 	orphans map[string]map[NodeID]SpecRef
-	// clusterPolicy is each cluster's default policy, for its orphans.
-	clusterPolicy map[string]Policy
-	// scans are clusters waiting for an orphan scan.
+	// scans are clusters waiting for an orphan scan (guarded by mu).
 	scans   map[string]bool
 	scanNow chan struct{}
 	running bool
 	// kept are the applications of DesiredOptions.Keep of the last
-	// change of the whole desired state.
+	// change of the whole desired state (guarded by mu).
 	kept []string
 	// dicts pack the bodies of the desired specs, one dictionary per kind
-	// (see pack).
+	// (see pack; guarded by mu).
 	dicts pack.Dicts[Kind]
 }
 
@@ -286,30 +266,6 @@ func (n *node) of() *NodeSpec {
 		return n.spec
 	}
 	return n.dec.spec
-}
-
-// nodeForLocked returns the record of a NodeID, creating it if needed; a
-// record that was not managed gets fresh loop bookkeeping. The caller sets
-// the record's spec or decommission before it releases h.mu (nodeKey).
-func (h *Hub) nodeForLocked(id NodeID) *node {
-	n := h.nodes.at(id)
-	if n == nil {
-		n = &node{}
-		h.nodes.put(id, n)
-	}
-	if !n.managed() {
-		n.nodeLoop = nodeLoop{}
-	}
-	return n
-}
-
-// loopLocked returns the loop bookkeeping of a managed NodeID, or nil.
-func (h *Hub) loopLocked(id NodeID) *nodeLoop {
-	n := h.nodes.at(id)
-	if !n.managed() {
-		return nil
-	}
-	return &n.nodeLoop
 }
 
 // decommission is a NodeID whose application left the config.
@@ -391,27 +347,20 @@ type clusterLoop struct {
 // New returns a hub. Call SetBackends before Run.
 func New(opts Options) *Hub {
 	opts = opts.withDefaults()
+	m := newMetrics()
+	ctrl := newController(opts, m)
+	st := newStore(opts, m, ctrl.queue.Len)
 	h := &Hub{
-		opts:          opts,
-		log:           opts.Logger,
-		metrics:       newMetrics(),
-		nodes:         newIDIndex(nodeKey),
-		clusters:      make(map[string]*clusterLoop),
-		appPolicy:     make(map[string]Policy),
-		holds:         make(map[HoldTarget]Hold),
-		pauses:        make(map[string]uint64),
-		holdSeq:       make(map[HoldTarget]uint64),
-		writes:        make(map[NodeID]*inflight),
-		appPolicySeq:  make(map[string]uint64),
-		orphans:       make(map[string]map[NodeID]SpecRef),
-		clusterPolicy: make(map[string]Policy),
-		scans:         make(map[string]bool),
-		scanNow:       make(chan struct{}, 1),
+		loopState: newLoopState(opts, m, st, ctrl.stopping),
+		ctrl:      ctrl,
+		store:     st,
+		pub:       newPublisher(opts, st, st.dirty),
+		orphans:   make(map[string]map[NodeID]SpecRef),
+		scans:     make(map[string]bool),
+		scanNow:   make(chan struct{}, 1),
 	}
-	h.ctrl = newController(opts, h.metrics)
-	h.ctrl.rec = h
-	h.status = newStore(opts, h.metrics, h.ctrl.queue.Len)
-	h.pub = newPublisher(opts, h.status, h.status.dirty)
+	h.rec = &reconciler{loopState: h.loopState}
+	ctrl.rec = h.rec
 	return h
 }
 
@@ -853,23 +802,6 @@ func (h *Hub) clusterChanged(ch ClusterHealth) []NodeID {
 	return ids
 }
 
-func (h *Hub) clusterIDsLocked(cluster string) []NodeID {
-	var ids []NodeID
-	for id, n := range h.nodes.all() {
-		if id.Cluster == cluster && n.managed() {
-			ids = append(ids, id)
-		}
-	}
-	sortIDs(ids)
-	orderIDs(ids, func(id NodeID) uint8 {
-		if n := h.nodes.at(id); n != nil && n.spec != nil {
-			return n.spec.Order
-		}
-		return 0
-	})
-	return ids
-}
-
 // orderIDs sorts ids, sorted by NodeID, by their apply phase (see
 // NodeSpec.Order), keeping the NodeID order within a phase.
 func orderIDs(ids []NodeID, order func(NodeID) uint8) {
@@ -942,16 +874,6 @@ func (h *Hub) PauseCluster(cluster string, paused bool) error {
 	return nil
 }
 
-// setPausedLocked records a cluster's pause. Callers hold h.mu.
-func (h *Hub) setPausedLocked(cluster string, paused bool) {
-	if paused {
-		h.pauses[cluster] = h.nextSeqLocked()
-	} else {
-		delete(h.pauses, cluster)
-	}
-	h.status.paused(cluster, paused)
-}
-
 // SetApplicationPolicy overrides the policy of one application at runtime
 // ("" removes the override). Every NodeID of the application is enqueued.
 // Switching to warn returns once no repair or prune of the application can
@@ -983,18 +905,6 @@ func (h *Hub) SetApplicationPolicy(app string, p Policy) error {
 		}
 	}
 	return nil
-}
-
-// setAppPolicyLocked records an application's policy override ("" removes
-// it). Callers hold h.mu.
-func (h *Hub) setAppPolicyLocked(app string, p Policy) {
-	if p == "" {
-		delete(h.appPolicy, app)
-		delete(h.appPolicySeq, app)
-		return
-	}
-	h.appPolicy[app] = p
-	h.appPolicySeq[app] = h.nextSeqLocked()
 }
 
 // MaxHoldTTL is the default longest hold: a hold is for an incident, and
@@ -1065,15 +975,6 @@ func (h *Hub) ReleaseHold(t HoldTarget) error {
 	return nil
 }
 
-func (h *Hub) holdsLocked() []Hold {
-	out := make([]Hold, 0, len(h.holds))
-	for _, hd := range h.holds {
-		out = append(out, hd)
-	}
-	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Target.String(), b.Target.String()) })
-	return out
-}
-
 // heldIDsLocked lists the NodeIDs a hold target covers.
 func (h *Hub) heldIDsLocked(t HoldTarget) []NodeID {
 	var ids []NodeID
@@ -1095,33 +996,6 @@ func covers(t HoldTarget, id NodeID, app string) bool {
 		return t.Name == id.Cluster
 	}
 	return false
-}
-
-// holdForLocked returns the active hold covering a NodeID, if any; expired
-// holds are dropped and returned for deletion from the intent store.
-func (h *Hub) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []HoldTarget) {
-	var expired []HoldTarget
-	var found *Hold
-	for _, t := range []HoldTarget{{HoldNode, id.String()}, {HoldApplication, app}, {HoldCluster, id.Cluster}} {
-		hd, ok := h.holds[t]
-		if !ok {
-			continue
-		}
-		if !hd.Active(now) {
-			delete(h.holds, t)
-			delete(h.holdSeq, t)
-			expired = append(expired, t)
-			continue
-		}
-		if found == nil || hd.Until.After(found.Until) {
-			c := hd
-			found = &c
-		}
-	}
-	if len(expired) > 0 {
-		h.status.setHolds(h.holdsLocked())
-	}
-	return found, expired
 }
 
 // LoadIntent restores what the intent store remembers: pauses, policy
@@ -1175,59 +1049,6 @@ func (h *Hub) LoadIntent() error {
 		}
 	}()
 	return nil
-}
-
-// noteApplied records that spec is what the object now carries. The record
-// holds the spec itself (shared and immutable), not a copy of its fields; a
-// NodeID no longer managed (its cluster forgotten mid-pass) is not recorded.
-func (h *Hub) noteApplied(spec *NodeSpec) {
-	ref := RefOf(*spec)
-	h.mu.Lock()
-	n := h.nodes.at(spec.ID)
-	if !n.managed() || n.applied == spec || (n.applied != nil && RefOf(*n.applied) == ref) {
-		h.mu.Unlock()
-		return
-	}
-	n.applied = spec
-	h.mu.Unlock()
-	if h.opts.Intent != nil {
-		if err := h.opts.Intent.PutApplied(ref); err != nil {
-			h.log.Error("record applied spec", "node", spec.ID.String(), "err", err)
-		}
-	}
-}
-
-// unnoteApplied takes back the applied record noteApplied wrote ahead of a
-// first apply that then failed: the NodeID has no applied record again.
-func (h *Hub) unnoteApplied(spec *NodeSpec) {
-	taken := func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		n := h.nodes.at(spec.ID)
-		if !n.managed() || n.applied != spec {
-			return false
-		}
-		n.applied = nil
-		return true
-	}()
-	if taken && h.opts.Intent != nil {
-		if err := h.opts.Intent.DeleteApplied(spec.ID); err != nil {
-			h.log.Error("forget applied spec", "node", spec.ID.String(), "err", err)
-		}
-	}
-}
-
-// forgetApplied drops the records of a NodeID that is gone.
-func (h *Hub) forgetApplied(id NodeID) {
-	if h.opts.Intent == nil {
-		return
-	}
-	if err := h.opts.Intent.DeleteApplied(id); err != nil {
-		h.log.Error("forget applied spec", "node", id.String(), "err", err)
-	}
-	if err := h.opts.Intent.DeleteDecommission(id); err != nil {
-		h.log.Error("forget decommission", "node", id.String(), "err", err)
-	}
 }
 
 // Run starts the workers, the resync loop and the snapshot publisher, and
@@ -1300,7 +1121,7 @@ func (h *Hub) EnqueueAll() {
 // Health returns the last health a cluster reported, without building a
 // snapshot (readiness probes call it often).
 func (h *Hub) Health(cluster string) (ClusterHealth, bool) {
-	return h.status.clusterHealth(cluster)
+	return h.store.clusterHealth(cluster)
 }
 
 // Running reports whether Run is running its workers.
@@ -1320,7 +1141,7 @@ func (h *Hub) QueueLen() int { return h.ctrl.queue.Len() }
 func (h *Hub) Subscribe() (<-chan *Snapshot, func()) { return h.pub.subscribe() }
 
 // Snapshot builds an immutable snapshot of the hub now.
-func (h *Hub) Snapshot() *Snapshot { return h.status.snapshot(h.opts.Now()) }
+func (h *Hub) Snapshot() *Snapshot { return h.store.snapshot(h.opts.Now()) }
 
 // requestScanAll asks for an orphan scan of every ready cluster.
 func (h *Hub) requestScanAll() {
@@ -1396,15 +1217,6 @@ func (h *Hub) SetClusterPolicy(cluster string, p Policy) {
 		return
 	}
 	h.clusterPolicy[cluster] = p
-}
-
-// orphanPolicyLocked is the policy orphans of a cluster are judged by.
-// Callers hold h.mu.
-func (h *Hub) orphanPolicyLocked(cluster string) Policy {
-	if p, ok := h.clusterPolicy[cluster]; ok {
-		return p
-	}
-	return h.opts.Policy
 }
 
 // ScanOrphans takes the objects a cluster's backend found carrying our

@@ -121,9 +121,9 @@ func TestRepairBookkeepingOnlyAfterDrift(t *testing.T) {
 			t.Errorf("%s: repair bookkeeping %+v, want none", calm.ID, r)
 		}
 		extra := func(id NodeID) *nodeExtra {
-			f.h.status.mu.Lock()
-			defer f.h.status.mu.Unlock()
-			x := f.h.status.nodeLocked(id).extra
+			f.h.store.mu.Lock()
+			defer f.h.store.mu.Unlock()
+			x := f.h.store.nodeLocked(id).extra
 			if x == nil {
 				return nil
 			}

@@ -38,8 +38,18 @@ type statusWriter interface {
 	// health records a cluster's health; paused its pause intent.
 	health(h ClusterHealth)
 	paused(cluster string, paused bool)
-	// appPolicies records the runtime policy overrides.
+	// appPolicies records the runtime policy overrides; setHolds the
+	// holds (sorted, owned by the store from then on).
 	appPolicies(p map[string]Policy)
+	setHolds(h []Hold)
+	// removeHealth drops a removed cluster's health.
+	removeHealth(cluster string)
+	// setOrphans shows a cluster's orphans, with why they are not pruned.
+	setOrphans(cluster string, orphans map[NodeID]SpecRef, reason string, now time.Time)
+	// setIgnored records the differences ignore rules cover; setContest a
+	// NodeID's contest (nil clears it).
+	setIgnored(id NodeID, ignored []IgnoredField)
+	setContest(id NodeID, c *Contest)
 }
 
 // store holds node and cluster status, timelines, the feed, snapshots and
