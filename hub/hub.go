@@ -359,7 +359,7 @@ func New(opts Options) *Hub {
 		scans:     make(map[string]bool),
 		scanNow:   make(chan struct{}, 1),
 	}
-	h.rec = &reconciler{loopState: h.loopState}
+	h.rec = &reconciler{loopState: h.loopState, out: &recorder{loopState: h.loopState}}
 	ctrl.rec = h.rec
 	return h
 }

@@ -52,6 +52,8 @@ func (p *pass) app() string {
 // (controller-runtime's Reconciler, injected into the controller).
 type reconciler struct {
 	*loopState
+	// out records what passes did.
+	out *recorder
 }
 
 // noBackendRetry is how soon a NodeID whose cluster is ready but whose
@@ -124,11 +126,19 @@ func (r *reconciler) outcome(p pass, res Result, err error) (Result, error) {
 	if errors.Is(err, ErrOwnedByOther) {
 		// Another hub's object: not ours to repair, adopt or prune,
 		// and not a failed repair either.
-		r.foreign(p, err)
+		r.out.foreign(p, err)
 		return Result{RequeueAfter: r.opts.ForbiddenRetry}, nil
 	}
 	if err != nil {
-		r.fail(p, err)
+		r.out.fail(p, err)
+		if errors.Is(err, ErrUnreachable) {
+			// The cluster is out: what this pass measured from is not
+			// the drift the next pass will find (the watch restarts and
+			// reports it anew), so the next pass measures from its own
+			// event.
+			p.observedAt = time.Time{}
+		}
+		r.restore(p) // the retry keeps the pending work
 		return Result{}, err
 	}
 	return res, nil
@@ -266,102 +276,164 @@ func (r *reconciler) firstApply(id NodeID, st State, d Drift) (managed, first bo
 	return true, first
 }
 
-// sync reconciles a desired NodeID. When it must write, it returns the
-// write (and what follows it) as a step, the drift already classified and
-// published.
-func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error) {
-	st, err := r.read(ctx, p, p.fresh)
-	if err != nil {
-		return Result{}, nil, err
+// action is what the reconciler decided to do with a desired NodeID.
+type action uint8
+
+const (
+	// actInSync: the object matches; verify a repair, show progress.
+	actInSync action = iota
+	// actCreate: the first apply of an object never seen nor applied.
+	actCreate
+	// actWait: the object is being deleted; recreate it once it is gone.
+	actWait
+	// actRefused: the intent refuses the repair; show the drift as held.
+	actRefused
+	// actBackoff: another writer undoes the repairs; back off.
+	actBackoff
+	// actRepair: repair (the write asks the gate again: admit).
+	actRepair
+)
+
+// choose is the reconciler's decision for a desired NodeID: a pure function
+// of what the pass observed (the drift, and first: the object was never
+// seen nor applied), the intent as the write gate judges it for a repair
+// (plan) and the loop's fight bookkeeping (fighting).
+func choose(d Drift, first bool, plan verdict, fighting bool) action {
+	switch {
+	case first:
+		return actCreate
+	case d.InSync():
+		return actInSync
+	case d.Class == DriftDeleting:
+		return actWait
+	case !plan.allow:
+		return actRefused
+	case fighting:
+		return actBackoff
 	}
-	d, err := p.backend.DetectDrift(ctx, p.desired, st)
-	if err != nil {
-		return Result{}, nil, fmt.Errorf("detect drift: %w", err)
+	return actRepair
+}
+
+// observation is what a pass over a desired NodeID observed: the actual
+// state and its drift, the loop's bookkeeping (first apply, fight), the
+// gate's plan and who changed the object.
+type observation struct {
+	st    State
+	d     Drift
+	first bool
+	plan  verdict
+	// fighting is set while repairs back off, for wait.
+	fighting bool
+	wait     time.Duration
+	// att is who changed the object, once attributed.
+	att        *Attribution
+	attributed bool
+}
+
+// observe reads a desired NodeID's actual state, classifies it and gathers
+// what choose decides over; false when the NodeID is no longer managed.
+func (r *reconciler) observe(ctx context.Context, p pass) (o observation, managed bool, err error) {
+	if o.st, err = r.read(ctx, p, p.fresh); err != nil {
+		return o, false, err
 	}
-	managed, first := r.firstApply(p.id, st, d)
-	if !managed {
-		return Result{}, nil, nil
+	if o.d, err = p.backend.DetectDrift(ctx, p.desired, o.st); err != nil {
+		return o, false, fmt.Errorf("detect drift: %w", err)
 	}
-	if first {
-		return Result{}, func(ctx context.Context) (Result, error) { return r.create(ctx, p, st, d) }, nil
+	if managed, o.first = r.firstApply(p.id, o.st, o.d); !managed || o.first {
+		return o, managed, nil
 	}
 
-	r.status.setIgnored(p.id, d.Ignored)
+	r.status.setIgnored(p.id, o.d.Ignored)
 
-	// Who changed it decides whether this is a fight: the same manager
-	// undoing repair after repair. A missing object has no fields to
-	// attribute (a delete's manager is unknown).
-	var att *Attribution
-	attributed := false
-	attribute := func() {
-		attributed = true
-		if d.InSync() || d.Class == DriftMissing || d.Class == DriftDeleting {
-			return
-		}
-		a, err := p.backend.Attribute(ctx, p.desired, d)
-		if err != nil {
-			r.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
-		}
-		att = a
-	}
 	// What the gate would say now decides what the pass prepares; the
 	// write asks again (admit) and that answer is the one that counts.
-	plan := r.plan(&p, writeRepair)
-	wait, fighting := time.Duration(0), false
-	if plan.allow && !plan.manual && d.Class != DriftDeleting && !d.InSync() {
-		attribute()
-		wait, fighting = r.fight(p.id, managerOf(att))
-		if c := r.currentContest(p.id); c != nil && !fighting {
+	o.plan = r.plan(&p, writeRepair)
+	if !o.plan.manual && choose(o.d, false, o.plan, false) == actRepair {
+		// Who changed it decides whether this is a fight: the same
+		// manager undoing repair after repair.
+		r.attribute(ctx, p, &o)
+		o.wait, o.fighting = r.fight(p.id, managerOf(o.att))
+		if c := r.currentContest(p.id); c != nil && !o.fighting {
 			r.status.setContest(p.id, c) // the backoff ran out: watching
 		}
 	}
-	repairNow := plan.allow && d.Class != DriftDeleting && !d.InSync() && !fighting
-	if d.Class == DriftMissing && !st.Fresh && !repairNow {
+	if o.d.Class == DriftMissing && !o.st.Fresh && choose(o.d, false, o.plan, o.fighting) != actRepair {
 		// A label-filtered watch reports a removed label as a delete:
 		// confirm before reporting it.
-		if st, err = r.read(ctx, p, true); err != nil {
-			return Result{}, nil, err
+		if o.st, err = r.read(ctx, p, true); err != nil {
+			return o, false, err
 		}
-		if d, err = p.backend.DetectDrift(ctx, p.desired, st); err != nil {
-			return Result{}, nil, fmt.Errorf("detect drift: %w", err)
+		if o.d, err = p.backend.DetectDrift(ctx, p.desired, o.st); err != nil {
+			return o, false, fmt.Errorf("detect drift: %w", err)
 		}
-		r.status.setIgnored(p.id, d.Ignored)
-		attributed = false
+		r.status.setIgnored(p.id, o.d.Ignored)
+		o.attributed = false
 	}
-	if d.InSync() {
-		return r.inSync(p, st, d), nil, nil
+	return o, true, nil
+}
+
+// attribute asks the backend who changed the object (once per reading). A
+// missing object has no fields to attribute (a delete's manager is
+// unknown).
+func (r *reconciler) attribute(ctx context.Context, p pass, o *observation) {
+	o.attributed = true
+	if o.d.InSync() || o.d.Class == DriftMissing || o.d.Class == DriftDeleting {
+		return
 	}
+	a, err := p.backend.Attribute(ctx, p.desired, o.d)
+	if err != nil {
+		r.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
+	}
+	o.att = a
+}
+
+// sync reconciles a desired NodeID: it observes, decides (choose) and
+// carries the decision out. When it must write, it returns the write (and
+// what follows it) as a step, the drift already classified and published.
+func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error) {
+	o, managed, err := r.observe(ctx, p)
+	if err != nil || !managed {
+		return Result{}, nil, err
+	}
+	act := choose(o.d, o.first, o.plan, o.fighting)
+	switch act {
+	case actCreate:
+		return Result{}, func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) }, nil
+	case actInSync:
+		return r.inSync(p, o.st, o.d), nil, nil
+	}
+	st, d := o.st, o.d
 	// A missing object read from the cache may turn out unlabelled when
 	// repaired: count it once the repair says which.
-	countLater := d.Class == DriftMissing && !st.Fresh && repairNow
+	countLater := d.Class == DriftMissing && !st.Fresh && act == actRepair
 	if !countLater {
 		r.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(d.Class)).Inc()
 	}
-	if !attributed {
-		attribute()
+	if !o.attributed {
+		r.attribute(ctx, p, &o)
 	}
 	classifiedAt := r.opts.Now()
 	r.metrics.classified.Observe(classifiedAt.Sub(p.observedAt).Seconds())
-	rep := Repair{ID: p.id, Drift: d, Attribution: att, ObservedAt: p.observedAt, ClassifiedAt: classifiedAt}
+	rep := Repair{ID: p.id, Drift: d, Attribution: o.att, ObservedAt: p.observedAt, ClassifiedAt: classifiedAt}
 
-	switch {
-	case d.Class == DriftDeleting:
+	switch act {
+	case actWait:
 		rep.Action = "wait-deletion"
-		r.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
+		r.out.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
 		return Result{}, nil, nil
-	case !plan.allow:
-		res, err := r.refused(p, rep, plan)
+	case actRefused:
+		res, err := r.out.refused(p, rep, o.plan)
 		return res, nil, err
-	case fighting:
-		c := r.contest(p.id, att, wait)
+	case actBackoff:
+		c := r.contest(p.id, o.att, o.wait)
 		rep.Action = "backoff"
 		r.status.setContest(p.id, &c)
-		r.record(p, rep, StatusContested, contestedReason(c, r.opts.Now()), StepClassified)
-		return Result{RequeueAfter: wait}, nil, nil
+		r.out.record(p, rep, StatusContested, contestedReason(c, r.opts.Now()), StepClassified)
+		return Result{RequeueAfter: o.wait}, nil, nil
 	}
 
 	// Classified: published now (a repair queued), written by a writer.
-	r.record(p, rep, StatusRepairing, "", StepClassified)
+	r.out.record(p, rep, StatusRepairing, "", StepClassified)
 	return Result{}, func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }, nil
 }
 
@@ -372,14 +444,14 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 	if !v.allow {
 		// The intent changed since the pass classified (a pause, a
 		// hold, a warn override): the switch holds at the write.
-		return r.refused(p, rep, v)
+		return r.out.refused(p, rep, v)
 	}
 	r.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()
 	if errors.Is(err, ErrRefused) {
 		rep.Action = "refused"
-		r.record(p, rep, StatusWarnOnly, err.Error(), StepWarned)
+		r.out.record(p, rep, StatusWarnOnly, err.Error(), StepWarned)
 		return Result{}, nil
 	}
 	if err != nil {
@@ -423,7 +495,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 	r.status.step(p.id, StepApplied, detail, appliedAt)
 	r.status.feed(FeedEntry{At: appliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
 		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
-	r.onRecord(rep)
+	r.out.onRecord(rep)
 	return Result{}, nil
 }
 
@@ -497,7 +569,7 @@ func (r *reconciler) contest(id NodeID, att *Attribution, wait time.Duration) Co
 func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Result, error) {
 	wctx, release, v := r.admit(ctx, &p, writeCreate)
 	if !v.allow {
-		return r.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: r.opts.Now()}, v)
+		return r.out.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: r.opts.Now()}, v)
 	}
 	// The applied record is written before the write: a hub killed
 	// between the apiserver's answer and the record would otherwise leave
@@ -522,22 +594,6 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 	r.status.step(p.id, StepCreated, "first apply", now)
 	r.status.setStatus(p.id, StatusInSync, "", now)
 	return Result{}, nil
-}
-
-// refused records a write the gate refused: the drift stays, shown with
-// the switch that holds it. A refusal because the hub stops or the desired
-// state moved on records nothing (a newer pass acts, or none).
-func (r *reconciler) refused(p pass, rep Repair, v verdict) (Result, error) {
-	switch v.action {
-	case "stopping":
-		return Result{}, errStopping
-	case "stale":
-		return Result{}, nil
-	}
-	rep.Action = v.action
-	r.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
-	r.record(p, rep, v.status, v.reason, v.step)
-	return Result{RequeueAfter: v.retry}, nil
 }
 
 // inSync records that a NodeID matches its desired state, verifying a pending
@@ -645,13 +701,13 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 	now := r.opts.Now()
 	switch {
 	case !st.Exists:
-		r.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "pruned", Latency: now.Sub(p.dec.since)})
+		r.out.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "pruned", Latency: now.Sub(p.dec.since)})
 		return Result{}, nil
 	case !st.Owned:
-		r.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
+		r.out.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "released: no longer ours, not deleted"})
 		return Result{}, nil
 	case st.Retain != "":
-		r.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + st.Retain})
+		r.out.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + st.Retain})
 		return Result{}, nil
 	}
 	if !st.Deleting {
@@ -664,7 +720,7 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 				return Result{}, nil // wanted again, or its cluster forgotten
 			}
 			r.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
-			r.show(p.id, v.status, v.reason, now)
+			r.out.show(p.id, v.status, v.reason, now)
 			return Result{RequeueAfter: v.retry}, nil
 		}
 		err := p.backend.Delete(wctx, spec, st)
@@ -672,7 +728,7 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 		if errors.Is(err, ErrRefused) {
 			// The backend will never delete it (a Namespace that holds
 			// objects driftwatch does not manage): leave it in place.
-			r.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + err.Error()})
+			r.out.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "retained, not deleted: " + err.Error()})
 			return Result{}, nil
 		}
 		if err != nil {
@@ -684,14 +740,14 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 	if remaining <= 0 {
 		reason := fmt.Sprintf("decommission not finished after %s (finalizers: %s)",
 			r.opts.DecommissionTimeout, strings.Join(st.Finalizers, ","))
-		if !r.noteShown(p.id, StatusStuck) {
+		if !r.out.noteShown(p.id, StatusStuck) {
 			r.status.step(p.id, StepStuck, reason, now)
 		}
 		r.status.setStatus(p.id, StatusStuck, reason, now)
 		// The delete event re-enqueues it; this re-checks a stuck one.
 		return Result{RequeueAfter: r.opts.DecommissionTimeout}, nil
 	}
-	r.show(p.id, StatusDecommissioning, "waiting for the object to go away", now)
+	r.out.show(p.id, StatusDecommissioning, "waiting for the object to go away", now)
 	// The delete event ends it; a read after a growing delay ends it too
 	// when no event comes (the kind is no longer watched: its last object
 	// left the config with this one).
@@ -705,123 +761,8 @@ func decommissionPoll(waited time.Duration) time.Duration {
 	return min(max(waited, 500*time.Millisecond), 30*time.Second)
 }
 
-// endDecommission stops tracking a finished decommission and writes its
-// feed line in the same step, so no snapshot shows the NodeID gone without
-// saying why; false when it was no longer current (the NodeID is wanted
-// again or its cluster forgotten).
-func (r *reconciler) endDecommission(p pass, line FeedEntry) bool {
-	ended := func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if n := r.nodes.at(p.id); n == nil || n.dec != p.dec {
-			return false
-		}
-		r.nodes.del(p.id)
-		r.status.feed(line)
-		r.status.untrack(p.id)
-		return true
-	}()
-	if ended {
-		r.forgetApplied(p.id)
-		r.log.Info("decommission finished", "node", p.id.String())
-	}
-	return ended
-}
-
-// heldReason describes a hold for a status reason.
-func heldReason(hd Hold) string {
-	return fmt.Sprintf("held until %s (%s): %s", hd.Until.Format("15:04:05"), hd.Target, hd.Reason)
-}
-
-// foreign records a pass that met an object carrying another hub's id: it
-// is shown as such (once in the feed), never counted as a failed repair.
-func (r *reconciler) foreign(p pass, err error) {
-	now := r.opts.Now()
-	owner := "another hub"
-	var oe OwnedByOtherError
-	if errors.As(err, &oe) {
-		owner = fmt.Sprintf("hub %q", oe.Hub)
-	}
-	reason := "owned by " + owner + ": not repaired, adopted or pruned by this hub"
-	first := false
-	r.withLoop(p.id, func(n *nodeLoop) { first, n.foreign, n.stuck = !n.foreign, true, false })
-	if first {
-		r.log.Warn("object owned by another hub", "node", p.id.String(), "err", err)
-		r.status.step(p.id, StepFailed, reason, now)
-		r.status.feed(FeedEntry{At: now, ID: p.id, Action: "foreign", Err: reason})
-	}
-	r.status.setStatus(p.id, StatusForeign, reason, now)
-}
-
-// fail records a failed pass; the handler retries it.
-func (r *reconciler) fail(p pass, err error) {
-	now := r.opts.Now()
-	r.metrics.repairs.WithLabelValues(p.id.Cluster, "failure").Inc()
-	r.log.Warn("reconcile failed", "node", p.id.String(), "err", err)
-	st := StatusFailed
-	if errors.Is(err, ErrForbidden) {
-		st = StatusForbidden
-	}
-	r.status.failed(p.id, err.Error())
-	r.status.step(p.id, StepFailed, err.Error(), now)
-	r.show(p.id, st, err.Error(), now)
-	r.status.feed(FeedEntry{At: now, ID: p.id, Action: "failed", Err: err.Error(), Latency: now.Sub(p.observedAt)})
-	if errors.Is(err, ErrUnreachable) {
-		// The cluster is out: what this pass measured from is not the
-		// drift the next pass will find (the watch restarts and reports
-		// it anew), so the next pass measures from its own event.
-		p.observedAt = time.Time{}
-	}
-	r.restore(p)
-}
-
-// record stores a classified drift with a status.
-func (r *reconciler) record(p pass, rep Repair, st Status, reason string, step Step) {
-	now := r.opts.Now()
-	r.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
-	r.status.drift(p.id, rep)
-	r.status.step(p.id, StepObserved, "", rep.ObservedAt)
-	r.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)
-	r.status.setStatus(p.id, st, reason, now)
-	if st != StatusRepairing {
-		r.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
-	}
-	r.onRecord(rep)
-}
-
-// show sets the status a NodeID shows and notes in the loop's bookkeeping
-// whether it is StatusStuck; it reports whether the status shown before
-// was (the loop never reads the status store back).
-func (r *reconciler) show(id NodeID, st Status, reason string, now time.Time) (wasStuck bool) {
-	wasStuck = r.noteShown(id, st)
-	r.status.setStatus(id, st, reason, now)
-	return wasStuck
-}
-
-// noteShown notes in the loop's bookkeeping whether a NodeID's status is
-// now StatusStuck, and reports whether it was.
-func (r *reconciler) noteShown(id NodeID, st Status) (wasStuck bool) {
-	r.withLoop(id, func(n *nodeLoop) { wasStuck, n.stuck = n.stuck, st == StatusStuck })
-	return wasStuck
-}
-
 // panicked records a pass that panicked (the controller recovered it).
 func (r *reconciler) panicked(id NodeID, err error, now time.Time) {
 	r.status.step(id, StepPanic, err.Error(), now)
-	r.show(id, StatusFailed, err.Error(), now)
-}
-
-// onRecord hands a copy of a drift record to Options.OnRecord, if set.
-func (r *reconciler) onRecord(rep Repair) {
-	if r.opts.OnRecord != nil {
-		r.opts.OnRecord(rep)
-	}
-}
-
-func attributionText(a *Attribution) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
+	r.out.show(id, StatusFailed, err.Error(), now)
 }
