@@ -32,6 +32,16 @@ type loopState struct {
 	// writes are the writes the gate let through that have not returned,
 	// by NodeID (a NodeID has one pass at a time).
 	writes map[NodeID]*inflight
+	// kept are the applications of DesiredOptions.Keep of the last
+	// change of the whole desired state.
+	kept []string
+	// orphans are the objects found carrying our marks that nothing
+	// wants or remembers, by cluster.
+	orphans map[string]map[NodeID]SpecRef
+	// scans are clusters waiting for an orphan scan; scanNow wakes the
+	// scanner (not guarded: a channel).
+	scans   map[string]bool
+	scanNow chan struct{}
 }
 
 // newLoopState returns an empty state writing statuses to status.
@@ -46,6 +56,9 @@ func newLoopState(opts Options, m *metrics, status statusWriter, stopping func()
 		clusters: make(map[string]*clusterLoop),
 		intents:  newIntents(opts.Policy, status),
 		writes:   make(map[NodeID]*inflight),
+		orphans:  make(map[string]map[NodeID]SpecRef),
+		scans:    make(map[string]bool),
+		scanNow:  make(chan struct{}, 1),
 	}
 }
 
