@@ -155,7 +155,7 @@ func (s *store) setIgnored(id NodeID, ignored []IgnoredField) {
 	}
 	s.mu.Unlock()
 	if changed {
-		s.markDirty()
+		signal(s.dirty)
 	}
 }
 
@@ -170,7 +170,7 @@ func (s *store) setContest(id NodeID, c *Contest) {
 	}
 	s.mu.Unlock()
 	if changed {
-		s.markDirty()
+		signal(s.dirty)
 	}
 }
 

@@ -67,12 +67,11 @@ type store struct {
 	// and no copy of the NodeIDs.
 	order      []*nodeStatus
 	orderDirty bool
-	clusters   map[string]*clusterStatus
-	appPolicy  map[string]Policy
-	holds      []Hold
-	sources    []SourceStatus
-	feedRing   []FeedEntry // newest at the end
-	seq        uint64
+	// clusterBoard holds what is shown per cluster and hub-wide; feedLog
+	// the live feed. Both share mu and dirty.
+	*clusterBoard
+	*feedLog
+	seq uint64
 	// dirty tells the publisher the store changed.
 	dirty       chan struct{}
 	queueLength func() int
@@ -132,24 +131,25 @@ type clusterStatus struct {
 var _ statusWriter = (*store)(nil)
 
 func newStore(opts Options, m *metrics, queueLength func() int) *store {
-	return &store{
+	s := &store{
 		opts:        opts,
 		nodes:       newIDIndex(func(n *nodeStatus) NodeID { return n.spec.ID }),
-		clusters:    make(map[string]*clusterStatus),
-		appPolicy:   make(map[string]Policy),
 		dirty:       make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
+	s.clusterBoard = &clusterBoard{mu: &s.mu, dirty: s.dirty, metrics: m,
+		clusters: make(map[string]*clusterStatus), appPolicy: make(map[string]Policy)}
+	s.feedLog = &feedLog{mu: &s.mu, dirty: s.dirty, length: opts.FeedLength}
+	return s
 }
 
-func (s *store) clusterLocked(id string) *clusterStatus {
-	c := s.clusters[id]
-	if c == nil {
-		c = &clusterStatus{health: ClusterHealth{Cluster: id, State: ClusterConnecting}}
-		s.clusters[id] = c
+// signal tells the publisher the store changed (never blocks).
+func signal(dirty chan<- struct{}) {
+	select {
+	case dirty <- struct{}{}:
+	default:
 	}
-	return c
 }
 
 func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
@@ -170,7 +170,7 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 		setStatus(n, StatusDecommissioning, "application removed from the config", now)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) untrack(id NodeID) {
@@ -180,7 +180,7 @@ func (s *store) untrack(id NodeID) {
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) forgetCluster(cluster string) {
@@ -191,7 +191,7 @@ func (s *store) forgetCluster(cluster string) {
 	delete(s.clusters, cluster)
 	s.mu.Unlock()
 	s.metrics.forgetCluster(cluster)
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // setOrphans replaces a cluster's orphans.
@@ -218,7 +218,7 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason st
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // node returns a tracked NodeID's status; nil when it is not tracked (its
@@ -242,7 +242,7 @@ func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
@@ -251,7 +251,7 @@ func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
 		s.appendTimelineLocked(n, step, detail, at)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // appendTimelineLocked appends to a bounded timeline. Snapshots share the
@@ -280,7 +280,7 @@ func (s *store) drift(id NodeID, rep Repair) {
 		n.more().repair = &r
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
@@ -300,7 +300,7 @@ func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 		}
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) verified(id NodeID, observedAt, now time.Time) {
@@ -318,7 +318,7 @@ func (s *store) verified(id NodeID, observedAt, now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) failed(id NodeID, err string) {
@@ -341,123 +341,6 @@ func (s *store) progress(id NodeID, p *Progress) {
 		}
 	}
 	s.mu.Unlock()
-}
-
-// feedRepeatWindow is how soon after an identical entry of the same NodeID
-// a feed entry is folded into it (see FeedEntry.Count) instead of taking a
-// line of its own.
-const feedRepeatWindow = 10 * time.Second
-
-// feed adds a line to the live feed, or folds it into the NodeID's latest
-// line when it repeats it (see repeatLocked): that line then counts one
-// more, takes the new time and latency, and moves to the top.
-func (s *store) feed(e FeedEntry) {
-	e.Count = max(e.Count, 1)
-	s.mu.Lock()
-	if i := s.repeatLocked(e); i >= 0 {
-		prev := s.feedRing[i]
-		e.Count += prev.Times()
-		e.First = prev.Started()
-		s.feedRing = slices.Delete(s.feedRing, i, i+1)
-	} else if len(s.feedRing) >= s.opts.FeedLength {
-		copy(s.feedRing, s.feedRing[1:])
-		s.feedRing = s.feedRing[:len(s.feedRing)-1]
-	}
-	s.feedRing = append(s.feedRing, e)
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// repeatLocked returns the position in the feed of the line e repeats, -1
-// when none: the NodeID's latest line, when it is the same happening (same
-// class, fields, who, action and error) and its last time is at most
-// feedRepeatWindow from e's. Callers hold s.mu.
-func (s *store) repeatLocked(e FeedEntry) int {
-	for i := len(s.feedRing) - 1; i >= 0; i-- {
-		p := &s.feedRing[i]
-		gap := e.At.Sub(p.At).Abs()
-		if p.ID != e.ID {
-			if gap > feedRepeatWindow && p.At.Before(e.At) {
-				return -1 // older lines are further away still
-			}
-			continue
-		}
-		if gap > feedRepeatWindow || p.Class != e.Class || p.Who != e.Who || p.Action != e.Action ||
-			p.Err != e.Err || !slices.Equal(p.Fields, e.Fields) {
-			return -1
-		}
-		return i
-	}
-	return -1
-}
-
-func (s *store) health(h ClusterHealth) {
-	s.mu.Lock()
-	c := s.clusterLocked(h.Cluster)
-	c.health = h
-	c.known = true
-	s.mu.Unlock()
-	s.metrics.setClusterState(h.Cluster, h.State)
-	s.markDirty()
-}
-
-// removeHealth drops a removed cluster's health (its NodeIDs stay when it
-// still has desired state: they show as unknown).
-func (s *store) removeHealth(cluster string) {
-	s.mu.Lock()
-	delete(s.clusters, cluster)
-	s.mu.Unlock()
-	s.metrics.forgetCluster(cluster)
-	s.markDirty()
-}
-
-func (s *store) paused(cluster string, paused bool) {
-	s.mu.Lock()
-	s.clusterLocked(cluster).paused = paused
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// setHolds records the holds (sorted, owned by the store from now on).
-func (s *store) setHolds(h []Hold) {
-	s.mu.Lock()
-	s.holds = h
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// setSources records the failing sources (sorted, owned by the store).
-func (s *store) setSources(src []SourceStatus) {
-	s.mu.Lock()
-	s.sources = src
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-func (s *store) appPolicies(p map[string]Policy) {
-	s.mu.Lock()
-	s.appPolicy = maps.Clone(p)
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// clusterHealth returns the last health a cluster reported.
-func (s *store) clusterHealth(cluster string) (ClusterHealth, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.clusters[cluster]
-	if !ok || !c.known {
-		return ClusterHealth{}, false
-	}
-	return c.health, true
-}
-
-// markDirty asks the publisher for a new snapshot.
-func (s *store) markDirty() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
-	}
 }
 
 // orderLocked returns the records sorted by the text of their NodeID.
