@@ -343,7 +343,7 @@ func (r *reconciler) observe(ctx context.Context, p pass) (o observation, manage
 		return o, managed, nil
 	}
 
-	r.status.setIgnored(p.id, o.d.Ignored)
+	r.out.setIgnored(p.id, o.d.Ignored)
 
 	// What the gate would say now decides what the pass prepares; the
 	// write asks again (admit) and that answer is the one that counts.
@@ -354,7 +354,7 @@ func (r *reconciler) observe(ctx context.Context, p pass) (o observation, manage
 		r.attribute(ctx, p, &o)
 		o.wait, o.fighting = r.fight(p.id, managerOf(o.att))
 		if c := r.currentContest(p.id); c != nil && !o.fighting {
-			r.status.setContest(p.id, c) // the backoff ran out: watching
+			r.out.setContest(p.id, c) // the backoff ran out: watching
 		}
 	}
 	if o.d.Class == DriftMissing && !o.st.Fresh && choose(o.d, false, o.plan, o.fighting) != actRepair {
@@ -366,7 +366,7 @@ func (r *reconciler) observe(ctx context.Context, p pass) (o observation, manage
 		if o.d, err = p.backend.DetectDrift(ctx, p.desired, o.st); err != nil {
 			return o, false, fmt.Errorf("detect drift: %w", err)
 		}
-		r.status.setIgnored(p.id, o.d.Ignored)
+		r.out.setIgnored(p.id, o.d.Ignored)
 		o.attributed = false
 	}
 	return o, true, nil
@@ -427,7 +427,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error
 	case actBackoff:
 		c := r.contest(p.id, o.att, o.wait)
 		rep.Action = "backoff"
-		r.status.setContest(p.id, &c)
+		r.out.setContest(p.id, &c)
 		r.out.record(p, rep, StatusContested, contestedReason(c, r.opts.Now()), StepClassified)
 		return Result{RequeueAfter: o.wait}, nil, nil
 	}
@@ -487,15 +487,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		n.verifying = true
 	})
 	r.noteApplied(p.spec)
-	detail := rep.Action
-	if len(rr.Conflicts) > 0 {
-		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(rr.Conflicts), rr.Conflicts[0].Manager)
-	}
-	r.status.applied(p.id, rep, latency)
-	r.status.step(p.id, StepApplied, detail, appliedAt)
-	r.status.feed(FeedEntry{At: appliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
-	r.out.onRecord(rep)
+	r.out.applied(p, rep, rr.Conflicts, latency)
 	return Result{}, nil
 }
 
@@ -591,8 +583,7 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 		n.stuck = false
 	})
 	r.noteApplied(p.spec)
-	r.status.step(p.id, StepCreated, "first apply", now)
-	r.status.setStatus(p.id, StatusInSync, "", now)
+	r.out.created(p, now)
 	return Result{}, nil
 }
 
@@ -610,29 +601,7 @@ func (r *reconciler) inSync(p pass, st State, d Drift) Result {
 	if st.Exists {
 		r.noteApplied(p.spec)
 	}
-
-	r.status.progress(p.id, st.Progress)
-	switch {
-	case s.verifying:
-		r.status.verified(p.id, p.observedAt, now)
-		r.status.step(p.id, StepVerified, "", now)
-	case p.manual != 0:
-		r.status.step(p.id, StepVerified, "manual repair: already in sync", now)
-	}
-	r.status.setContest(p.id, s.contest)
-	switch {
-	case stuck:
-		if !s.wasStuck {
-			r.status.step(p.id, StepStuck, st.Progress.Stuck, now)
-		}
-		r.status.setStatus(p.id, StatusStuck, st.Progress.Stuck, now)
-	case s.contest != nil:
-		r.status.setStatus(p.id, StatusContested, contestedReason(*s.contest, now), now)
-	case s.repaired:
-		r.status.setStatus(p.id, StatusRepaired, "", now)
-	default:
-		r.status.setStatus(p.id, StatusInSync, "", now)
-	}
+	r.out.inSync(p, st.Progress, s, now)
 	return s.res
 }
 
@@ -734,16 +703,13 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("prune: %w", err)
 		}
-		r.status.step(p.id, StepPruned, "delete requested", now)
+		r.out.pruneRequested(p, now)
 	}
 	remaining := p.dec.since.Add(r.opts.DecommissionTimeout).Sub(now)
 	if remaining <= 0 {
 		reason := fmt.Sprintf("decommission not finished after %s (finalizers: %s)",
 			r.opts.DecommissionTimeout, strings.Join(st.Finalizers, ","))
-		if !r.out.noteShown(p.id, StatusStuck) {
-			r.status.step(p.id, StepStuck, reason, now)
-		}
-		r.status.setStatus(p.id, StatusStuck, reason, now)
+		r.out.stuck(p, reason, now)
 		// The delete event re-enqueues it; this re-checks a stuck one.
 		return Result{RequeueAfter: r.opts.DecommissionTimeout}, nil
 	}
@@ -763,6 +729,5 @@ func decommissionPoll(waited time.Duration) time.Duration {
 
 // panicked records a pass that panicked (the controller recovered it).
 func (r *reconciler) panicked(id NodeID, err error, now time.Time) {
-	r.status.step(id, StepPanic, err.Error(), now)
-	r.out.show(id, StatusFailed, err.Error(), now)
+	r.out.panicked(id, err, now)
 }

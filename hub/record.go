@@ -137,3 +137,75 @@ func attributionText(a *Attribution) string {
 	}
 	return a.String()
 }
+
+// applied records a repair the backend applied (conflicts: the fields it
+// took over from other managers).
+func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration) {
+	detail := rep.Action
+	if len(conflicts) > 0 {
+		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(conflicts), conflicts[0].Manager)
+	}
+	o.status.applied(p.id, rep, latency)
+	o.status.step(p.id, StepApplied, detail, rep.AppliedAt)
+	o.status.feed(FeedEntry{At: rep.AppliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
+		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
+	o.onRecord(rep)
+}
+
+// created records a first apply.
+func (o *recorder) created(p pass, now time.Time) {
+	o.status.step(p.id, StepCreated, "first apply", now)
+	o.status.setStatus(p.id, StatusInSync, "", now)
+}
+
+// inSync records a NodeID found in sync, as the loop's bookkeeping settled
+// it (s), with its rollout progress (pr).
+func (o *recorder) inSync(p pass, pr *Progress, s settled, now time.Time) {
+	o.status.progress(p.id, pr)
+	switch {
+	case s.verifying:
+		o.status.verified(p.id, p.observedAt, now)
+		o.status.step(p.id, StepVerified, "", now)
+	case p.manual != 0:
+		o.status.step(p.id, StepVerified, "manual repair: already in sync", now)
+	}
+	o.status.setContest(p.id, s.contest)
+	switch {
+	case pr != nil && pr.Stuck != "":
+		if !s.wasStuck {
+			o.status.step(p.id, StepStuck, pr.Stuck, now)
+		}
+		o.status.setStatus(p.id, StatusStuck, pr.Stuck, now)
+	case s.contest != nil:
+		o.status.setStatus(p.id, StatusContested, contestedReason(*s.contest, now), now)
+	case s.repaired:
+		o.status.setStatus(p.id, StatusRepaired, "", now)
+	default:
+		o.status.setStatus(p.id, StatusInSync, "", now)
+	}
+}
+
+// pruneRequested records the delete of a decommissioned object.
+func (o *recorder) pruneRequested(p pass, now time.Time) {
+	o.status.step(p.id, StepPruned, "delete requested", now)
+}
+
+// stuck records a decommission that did not finish in time (the timeline
+// says it on the way in only).
+func (o *recorder) stuck(p pass, reason string, now time.Time) {
+	if !o.noteShown(p.id, StatusStuck) {
+		o.status.step(p.id, StepStuck, reason, now)
+	}
+	o.status.setStatus(p.id, StatusStuck, reason, now)
+}
+
+// panicked records a pass that panicked (the controller recovered it).
+func (o *recorder) panicked(id NodeID, err error, now time.Time) {
+	o.status.step(id, StepPanic, err.Error(), now)
+	o.show(id, StatusFailed, err.Error(), now)
+}
+
+// setIgnored shows the differences ignore rules cover; setContest a
+// NodeID's contest (nil clears it).
+func (o *recorder) setIgnored(id NodeID, ignored []IgnoredField) { o.status.setIgnored(id, ignored) }
+func (o *recorder) setContest(id NodeID, c *Contest)             { o.status.setContest(id, c) }
