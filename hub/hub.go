@@ -169,9 +169,13 @@ func (o Options) withDefaults() Options {
 // every backend's events, drained by N workers that compare desired with
 // actual state and repair drift. It implements Sink for the watch managers.
 //
-// The Hub holds the desired state and the loop's own bookkeeping behind one
-// lock (mu); what users see lives in a separate status store with its own
-// lock. Backends are called with no lock held.
+// The Hub is a facade that wires the loop's parts, each with one job (see
+// ARCHITECTURE.md, "The core's rooms"): the controller (queue, workers,
+// retries, panics), the reconciler (a pass: observe, choose, carry out,
+// with writes through the gate), the desired state, the loop's bookkeeping
+// and the intent behind one lock (loopState), the status store (what users
+// see, with its own lock, written through statusWriter and never read back
+// by the loop) and the publisher. Backends are called with no lock held.
 type Hub struct {
 	// loopState is the desired state, the loop's bookkeeping, the intent
 	// and the gate's writes in flight, behind one lock (mu).
