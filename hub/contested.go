@@ -39,7 +39,7 @@ func (c Contest) Who() string {
 }
 
 // fightState is the loop's bookkeeping of fights over one NodeID (part of
-// nodeLoop, guarded by Hub.mu).
+// nodeLoop, guarded by loopState.mu).
 type fightState struct {
 	// with is the manager whose drifts undid our recent repairs, undone
 	// how many in a row; repairs numbers our repairs and counted is the

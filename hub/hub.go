@@ -199,7 +199,7 @@ type Hub struct {
 	running bool
 }
 
-// node is everything the loop keeps about one NodeID (guarded by Hub.mu),
+// node is everything the loop keeps about one NodeID (guarded by loopState.mu),
 // in one record: what is wanted (spec), what is being pruned (dec), what was
 // applied, and the loop's bookkeeping. A NodeID has a record while spec,
 // dec or applied is set; spec and dec are never both set; the loop fields
@@ -250,7 +250,7 @@ type decommission struct {
 	since time.Time
 }
 
-// nodeLoop is the loop's bookkeeping of one NodeID (guarded by Hub.mu).
+// nodeLoop is the loop's bookkeeping of one NodeID (guarded by loopState.mu).
 type nodeLoop struct {
 	// pendingAt is the earliest event not yet reconciled (latencies are
 	// measured from it).
@@ -285,7 +285,7 @@ type nodeLoop struct {
 }
 
 // nodeRepairs is the part of a NodeID's loop bookkeeping that only drift
-// and repairs set (guarded by Hub.mu).
+// and repairs set (guarded by loopState.mu).
 type nodeRepairs struct {
 	// recent are recent repair times (fight detection); fights counts
 	// backoffs in a row; backoffTill ends the current one.
@@ -308,7 +308,7 @@ func (n *nodeLoop) repairs() *nodeRepairs {
 	return n.rep
 }
 
-// clusterLoop is the loop's view of one cluster (guarded by Hub.mu).
+// clusterLoop is the loop's view of one cluster (guarded by loopState.mu).
 type clusterLoop struct {
 	state   ClusterState
 	ready   bool

@@ -46,13 +46,13 @@ func newIntents(policy Policy, status statusWriter) intents {
 	}
 }
 
-// nextSeqLocked numbers an intent change. Callers hold in.mu.
+// nextSeqLocked numbers an intent change. Callers hold loopState.mu.
 func (in *intents) nextSeqLocked() uint64 {
 	in.seq++
 	return in.seq
 }
 
-// setPausedLocked records a cluster's pause. Callers hold in.mu.
+// setPausedLocked records a cluster's pause. Callers hold loopState.mu.
 func (in *intents) setPausedLocked(cluster string, paused bool) {
 	if paused {
 		in.pauses[cluster] = in.nextSeqLocked()
@@ -63,7 +63,7 @@ func (in *intents) setPausedLocked(cluster string, paused bool) {
 }
 
 // setAppPolicyLocked records an application's policy override ("" removes
-// it). Callers hold in.mu.
+// it). Callers hold loopState.mu.
 func (in *intents) setAppPolicyLocked(app string, p Policy) {
 	if p == "" {
 		delete(in.appPolicy, app)
@@ -111,7 +111,7 @@ func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, [
 }
 
 // orphanPolicyLocked is the policy orphans of a cluster are judged by.
-// Callers hold in.mu.
+// Callers hold loopState.mu.
 func (in *intents) orphanPolicyLocked(cluster string) Policy {
 	if p, ok := in.clusterPolicy[cluster]; ok {
 		return p

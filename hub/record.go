@@ -9,7 +9,9 @@ import (
 // recorder records what the reconciler's passes did, once per outcome: the
 // NodeID's status, timeline, drift record and feed line in the status store
 // (through statusWriter), the few loop facts that go with them (the last
-// status was stuck, the object is another hub's), and Options.OnRecord.
+// status was stuck, the object is another hub's), and Options.OnRecord. It
+// also ends a finished decommission: the NodeID's record goes in the same
+// step as its feed line (endDecommission).
 type recorder struct {
 	*loopState
 }
