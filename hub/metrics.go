@@ -147,7 +147,7 @@ func (h *Hub) SetSourceFaults(faults []SourceStatus) {
 	for _, f := range faults {
 		h.metrics.sourceFailing.WithLabelValues(f.ID).Set(1)
 	}
-	h.status.setSources(faults)
+	h.store.setSources(faults)
 }
 
 // forgetCluster deletes every series of a cluster that left the hub.
