@@ -20,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // safetyConfig writes a config with a state file (see e2etest.SafetyConfig).
@@ -44,13 +45,9 @@ func exists(t *testing.T, c kubernetes.Interface, id hub.NodeID) bool {
 
 func waitGone(t *testing.T, c kubernetes.Interface, id hub.NodeID, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for exists(t, c, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists after %s", id, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, timeout, fmt.Sprintf("%s to be gone", id), func() error {
+		return testwait.Check(!exists(t, c, id), "it still exists")
+	})
 }
 
 // TestSafetyPruneGuard: an emptied applications list is refused with every
