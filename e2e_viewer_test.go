@@ -14,6 +14,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/api"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -81,13 +82,13 @@ func testViewerAttach(t *testing.T, path string) {
 	t.Cleanup(m.Close)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
-	waitScreen(t, tm, "LIVE FEED")
+	testwait.Screen(t, tm, "LIVE FEED", 20*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // into c1
-	waitScreen(t, tm, "sec/web")
+	testwait.Screen(t, tm, "sec/web", 20*time.Second)
 	tm.Type("p") // pause the cluster
-	waitScreen(t, tm, "[y/N]")
+	testwait.Screen(t, tm, "[y/N]", 20*time.Second)
 	tm.Type("y")
-	waitScreen(t, tm, "error: hub") // the status bar may cut the rest
+	testwait.Screen(t, tm, "error: hub", 20*time.Second) // the status bar may cut the rest
 	tm.Type("q")
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
