@@ -110,7 +110,9 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 		// The decommissions the first hub left are finished (their
 		// records dropped) once the restarted hub read the objects gone.
 		waitLogged(t, p2, "decommission finished", decoms, 30*time.Second)
-		time.Sleep(500 * time.Millisecond) // a late extra delete would show now
+		// No event marks "no more deletes": a late extra delete would show
+		// within 500 ms, many times the hub's watch-to-write p99 (~36 ms).
+		time.Sleep(500 * time.Millisecond)
 		checkUIDs(t, admin, uids, fmt.Sprintf("run %d: after the restart", i))
 		if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatalf("run %d: SIGTERM: %v", i, err)
@@ -139,6 +141,8 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 			t.Fatalf("refused start: stderr does not mention %q:\n%s", want, msg)
 		}
 	}
+	// The hub has exited; 500 ms lets a delete it sent just before exiting
+	// reach the apiserver before the UIDs are read.
 	time.Sleep(500 * time.Millisecond)
 	checkUIDs(t, admin, uids, "after the refused start")
 	if in := peekState(t, state); len(in.Decommissions) != 0 || len(in.Applied) != len(kept) {

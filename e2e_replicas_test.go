@@ -539,6 +539,8 @@ func testReplicaStop(t *testing.T, e *haEnv) {
 	// It rejoins and gets its share back; by then its stale events were
 	// handled, fenced.
 	e.waitOwned(t, hubID, []*replicaProc{a, b}, 3*e.lease+10*time.Second)
+	// Its queued stale events run right after SIGCONT; a second is ample
+	// for a wrongly unfenced repair to be counted before we look.
 	time.Sleep(time.Second)
 	for _, c := range its {
 		if got := stopped.metric(t, "driftwatch_repairs_total", map[string]string{"cluster": c, "outcome": "success"}); got != before[c] {

@@ -261,7 +261,9 @@ notifications:
 	}
 	good.waitEvent(t, string(notify.EventClusterRecovered)+" "+lc.Name, 60*time.Second)
 
-	// Each event arrived once: the two 500s were retried, not repeated.
+	// Each event arrived once: the two 500s were retried, not repeated. A
+	// duplicate would be sent right after its original (this webhook's
+	// limit is 6000/min): 500 ms lets it arrive before counting.
 	time.Sleep(500 * time.Millisecond)
 	seen := map[string]int{}
 	for _, ev := range good.events() {

@@ -68,6 +68,8 @@ func TestSafetyPruneGuard(t *testing.T) {
 	if !errors.Is(err, hub.ErrPruneRefused) || !strings.Contains(err.Error(), "9 of 9") {
 		t.Fatalf("reload with applications: []: %v, want a prune refusal naming 9 of 9", err)
 	}
+	// Reload refused synchronously; a delete issued anyway would reach the
+	// apiserver within tens of ms (repair p99 ~36 ms): a second is ample.
 	time.Sleep(time.Second)
 	for _, app := range []string{"a", "b", "c"} {
 		for _, id := range appIDs(c1.Name, "shop", app) {
@@ -217,6 +219,8 @@ func TestSafetyOrphansAndTwoHubs(t *testing.T) {
 		}
 		return true
 	})
+	// No event marks "the orphan scan decided not to prune": 2 s covers the
+	// scan that found them and the deletes it would have issued.
 	time.Sleep(2 * time.Second)
 	for _, id := range orphans {
 		if !exists(t, admin, id) {
