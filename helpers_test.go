@@ -36,4 +36,3 @@ func exists(t *testing.T, c kubernetes.Interface, id hub.NodeID) bool {
 	t.Helper()
 	return e2etest.Exists(t, c, id)
 }
-
