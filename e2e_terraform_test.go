@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
 	"github.com/driftwatch/driftwatch/internal/api"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // TestServeWorkspaceSecrets runs serve with a workspace whose file is
@@ -103,11 +104,9 @@ func TestServeWorkspaceSecrets(t *testing.T) {
 	})
 	waitHTTP := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, errOut)
-			}
-		}
+		testwait.For(t, 60*time.Second, what, func() error {
+			return testwait.Check(cond(), "logs:\n%s", errOut)
+		})
 	}
 	waitHTTP("both resources in sync", func() bool {
 		_, body := httpGet(t, probes+"/metrics")

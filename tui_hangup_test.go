@@ -317,18 +317,17 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(screen.String(), "LIVE FEED") {
+	testwait.For(t, 3*time.Minute, "the demo's UI to come up", func() error {
+		if strings.Contains(screen.String(), "LIVE FEED") {
+			return nil
+		}
 		select {
 		case <-exited:
-			t.Fatalf("the demo ended early: %v\n%s", waitErr, screen.String())
+			return testwait.Stop(fmt.Errorf("the demo ended early: %v\n%s", waitErr, screen.String()))
 		default:
+			return fmt.Errorf("the screen:\n%s", screen.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo's UI never came up:\n%s", screen.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 	if n := len(processesUnder(dir)); n < 6 {
 		t.Fatalf("%d control-plane processes under %s, want the demo's clusters (at least 6)", n, dir)
 	}
