@@ -33,20 +33,13 @@ func testViewerAttach(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	// Everything is visible.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.For(t, 60*time.Second, "the viewer to see 3 NodeIDs in sync", func() error {
 		snap, err := viewer.Snapshot(t.Context())
 		if err != nil {
-			t.Fatal(err)
+			return testwait.Stop(err)
 		}
-		if allInSync(3)(snap) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the viewer never saw 3 NodeIDs in sync: %d nodes", len(snap.Nodes))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testwait.Check(allInSync(3)(snap), "%d nodes", len(snap.Nodes))
+	})
 	// Env values: redacted for the viewer, clear for the operator.
 	dep := hub.NewNodeID("c1", "sec", "web", hub.KindDeployment)
 	envValue := func(token string) string {
