@@ -128,17 +128,18 @@ func TestServe(t *testing.T) {
 	wg.Go(func() {
 		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
+	defer func() {
+		if t.Failed() { // stopped here when a wait below failed
+			cancel()
+			wg.Wait()
+			t.Logf("serve returned %v", runErr)
+		}
+	}()
 	var base, probes string
-	deadline := time.Now().Add(20 * time.Second)
-	for probes == "" && time.Now().Before(deadline) {
+	testwait.For(t, 20*time.Second, "serve to start", func() error {
 		base, probes = serveAddrs(out.String())
-		time.Sleep(20 * time.Millisecond)
-	}
-	if probes == "" {
-		cancel()
-		wg.Wait()
-		t.Fatalf("serve did not start: %v\n%s", runErr, errOut.String())
-	}
+		return testwait.Check(probes != "", "no addresses printed; log:\n%s", errOut.String())
+	})
 	// The first start made an operator token in the default token file.
 	token, err := api.ReadToken(filepath.Join(stateHome, "driftwatch", "tokens"))
 	if err != nil {

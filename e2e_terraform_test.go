@@ -69,16 +69,18 @@ func TestServeWorkspaceSecrets(t *testing.T) {
 	wg.Go(func() {
 		runErr = run(ctx, []string{"serve", "-f", cfg, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
+	defer func() {
+		if t.Failed() {
+			cancel()
+			wg.Wait()
+			t.Logf("serve returned %v", runErr)
+		}
+	}()
 	var base, probes string
-	for deadline := time.Now().Add(20 * time.Second); probes == "" && time.Now().Before(deadline); {
+	testwait.For(t, 20*time.Second, "serve to start", func() error {
 		base, probes = serveAddrs(out.String())
-		time.Sleep(20 * time.Millisecond)
-	}
-	if probes == "" {
-		cancel()
-		wg.Wait()
-		t.Fatalf("serve did not start: %v\n%s", runErr, errOut)
-	}
+		return testwait.Check(probes != "", "no addresses printed; log:\n%s", errOut)
+	})
 	token, err := api.ReadToken(filepath.Join(stateHome, "driftwatch", "tokens"))
 	if err != nil {
 		t.Fatal(err)
