@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // pipelineCRD is a custom resource whose stages are a list of maps keyed by
@@ -132,39 +134,37 @@ sources:
 		t.Fatal(err)
 	}
 	defer release()
-	deadline := time.Now().Add(30 * time.Second)
 	others := slices.DeleteFunc(slices.Clone(specs), func(s hub.NodeSpec) bool { return s.ID == pipeline })
-	for _, s := range append(others, pipelineSpec) {
-		for {
-			_, err := m.Repair(t.Context(), s, hub.State{Fresh: true}, hub.Drift{Class: hub.DriftMissing})
-			if err == nil {
-				break
-			}
-			if s.ID != pipeline || time.Now().After(deadline) {
-				t.Fatalf("apply %s: %v", s.ID, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+	for _, s := range others {
+		if _, err := m.Repair(t.Context(), s, hub.State{Fresh: true}, hub.Drift{Class: hub.DriftMissing}); err != nil {
+			t.Fatalf("apply %s: %v", s.ID, err)
 		}
 	}
+	// The Pipeline is applied once its CRD is established.
+	testwait.For(t, 30*time.Second, "the Pipeline applied", func() error {
+		_, err := m.Repair(t.Context(), pipelineSpec, hub.State{Fresh: true}, hub.Drift{Class: hub.DriftMissing})
+		return err
+	})
 
 	// The apiserver publishes a new CRD's schema in its OpenAPI v3 a
 	// moment after the CRD is established; the test is about a published
 	// schema, so it waits for it.
 	dc := discovery.NewDiscoveryClientForConfigOrDie(lc.RESTConfig())
-	for {
+	testwait.For(t, 30*time.Second, "the cluster to publish the Pipeline schema", func() error {
 		paths, err := dc.OpenAPIV3().Paths()
-		if err == nil {
-			if gv, ok := paths["apis/example.com/v1"]; ok {
-				if b, err := gv.Schema("application/json"); err == nil && bytes.Contains(b, []byte("x-kubernetes-list-map-keys")) {
-					break
-				}
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster never published the Pipeline schema: %v", err)
+		gv, ok := paths["apis/example.com/v1"]
+		if !ok {
+			return errors.New("no apis/example.com/v1 path")
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		b, err := gv.Schema("application/json")
+		if err != nil {
+			return err
+		}
+		return testwait.Check(bytes.Contains(b, []byte("x-kubernetes-list-map-keys")), "the schema lacks the list-map keys")
+	})
 
 	diff := func(t *testing.T, wantCode int, args ...string) string {
 		t.Helper()

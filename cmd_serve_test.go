@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // syncBuffer is a goroutine-safe writer.
@@ -127,17 +128,18 @@ func TestServe(t *testing.T) {
 	wg.Go(func() {
 		runErr = run(ctx, []string{"serve", "-f", path, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
+	defer func() {
+		if t.Failed() { // stopped here when a wait below failed
+			cancel()
+			wg.Wait()
+			t.Logf("serve returned %v", runErr)
+		}
+	}()
 	var base, probes string
-	deadline := time.Now().Add(20 * time.Second)
-	for probes == "" && time.Now().Before(deadline) {
+	testwait.For(t, 20*time.Second, "serve to start", func() error {
 		base, probes = serveAddrs(out.String())
-		time.Sleep(20 * time.Millisecond)
-	}
-	if probes == "" {
-		cancel()
-		wg.Wait()
-		t.Fatalf("serve did not start: %v\n%s", runErr, errOut.String())
-	}
+		return testwait.Check(probes != "", "no addresses printed; log:\n%s", errOut.String())
+	})
 	// The first start made an operator token in the default token file.
 	token, err := api.ReadToken(filepath.Join(stateHome, "driftwatch", "tokens"))
 	if err != nil {
@@ -148,13 +150,9 @@ func TestServe(t *testing.T) {
 	}
 	waitHTTP := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, errOut.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.For(t, 30*time.Second, what, func() error {
+			return testwait.Check(cond(), "logs:\n%s", errOut.String())
+		})
 	}
 	waitHTTP("/readyz", func() bool { code, _ := httpGet(t, probes+"/readyz"); return code == 200 })
 	waitHTTP("objects created", func() bool {
@@ -284,14 +282,13 @@ func TestServe(t *testing.T) {
 		t.Fatalf("serve returned %v", runErr)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+2 {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines after serve returned, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	testwait.For(t, 10*time.Second, "serve's goroutines to end", func() error {
+		if n := runtime.NumGoroutine(); n > before+2 {
+			buf := make([]byte, 1<<20)
+			return fmt.Errorf("%d goroutines after serve returned, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
 
 	// The state file remembers what the hub applied: a restart with a
 	// config that no longer selects web would prune all of c1, so it is

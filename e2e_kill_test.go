@@ -22,6 +22,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub/intent"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // killChildEnv, set to a config path, makes TestKillDuringPruneThenRestart
@@ -109,7 +110,9 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 		// The decommissions the first hub left are finished (their
 		// records dropped) once the restarted hub read the objects gone.
 		waitLogged(t, p2, "decommission finished", decoms, 30*time.Second)
-		time.Sleep(500 * time.Millisecond) // a late extra delete would show now
+		// No event marks "no more deletes": a late extra delete would show
+		// within 500 ms, many times the hub's watch-to-write p99 (~36 ms).
+		time.Sleep(500 * time.Millisecond)
 		checkUIDs(t, admin, uids, fmt.Sprintf("run %d: after the restart", i))
 		if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatalf("run %d: SIGTERM: %v", i, err)
@@ -138,6 +141,8 @@ func TestKillDuringPruneThenRestart(t *testing.T) {
 			t.Fatalf("refused start: stderr does not mention %q:\n%s", want, msg)
 		}
 	}
+	// The hub has exited; 500 ms lets a delete it sent just before exiting
+	// reach the apiserver before the UIDs are read.
 	time.Sleep(500 * time.Millisecond)
 	checkUIDs(t, admin, uids, "after the refused start")
 	if in := peekState(t, state); len(in.Decommissions) != 0 || len(in.Applied) != len(kept) {
@@ -259,48 +264,46 @@ func exitSignal(err error) (syscall.Signal, bool) {
 // waitObjects waits until every object exists; the child must keep running.
 func waitObjects(t *testing.T, c kubernetes.Interface, ids []hub.NodeID, timeout time.Duration, p *killChild) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for _, id := range ids {
-		for !exists(t, c, id) {
-			if p.exited() {
-				t.Fatalf("%s exited (%v) before %s existed", p.name, p.err, id)
+	testwait.For(t, timeout, fmt.Sprintf("%d objects to exist", len(ids)), func() error {
+		for _, id := range ids {
+			if !exists(t, c, id) {
+				return p.stopIfExited(fmt.Errorf("%s does not exist", id))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s does not exist after %v", id, timeout)
-			}
-			time.Sleep(100 * time.Millisecond)
 		}
+		return nil
+	})
+}
+
+// stopIfExited returns err, made final by testwait.Stop when the child
+// has exited: a wait that needs it running can end at once.
+func (p *killChild) stopIfExited(err error) error {
+	if p.exited() {
+		return testwait.Stop(fmt.Errorf("%s exited (%v): %w", p.name, p.err, err))
 	}
+	return err
 }
 
 // waitGoneWhile is waitGone while the child keeps running.
 // waitLogged waits until p's stderr holds n lines with msg.
 func waitLogged(t *testing.T, p *killChild, msg string, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for strings.Count(p.stderrText(), msg) < n {
-		if p.exited() {
-			t.Fatalf("%s exited (%v) before logging %q %d times", p.name, p.err, msg, n)
+	testwait.For(t, timeout, fmt.Sprintf("%s to log %q %d times", p.name, msg, n), func() error {
+		got := strings.Count(p.stderrText(), msg)
+		if got >= n {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s logged %q %d times in %v, want %d", p.name, msg, strings.Count(p.stderrText(), msg), timeout, n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return p.stopIfExited(fmt.Errorf("logged %d times", got))
+	})
 }
 
 func waitGoneWhile(t *testing.T, c kubernetes.Interface, id hub.NodeID, timeout time.Duration, p *killChild) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for exists(t, c, id) {
-		if p.exited() {
-			t.Fatalf("%s exited (%v) while %s still exists", p.name, p.err, id)
+	testwait.For(t, timeout, fmt.Sprintf("%s to be gone after the restart (the prune resumed)", id), func() error {
+		if !exists(t, c, id) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists %v after the restart: the prune did not resume", id, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return p.stopIfExited(fmt.Errorf("%s still exists", id))
+	})
 }
 
 // objectUID returns the UID of a NodeID's object, "" when it does not exist.

@@ -33,6 +33,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/e2etest"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // replicaChildEnv, set to a config path, makes TestReplicas run `driftwatch
@@ -181,19 +182,15 @@ func (e *haEnv) startReplica(t *testing.T, id, path string) *replicaProc {
 	t.Helper()
 	r := e.spawnReplica(t, id, path)
 	p := r.killChild
-	deadline := time.Now().Add(30 * time.Second)
-	for r.probe == "" {
+	testwait.For(t, 30*time.Second, id+"'s probe address", func() error {
 		if p.exited() {
-			t.Fatalf("%s exited: %v\n%s", id, p.err, tail(p.stderr))
+			return testwait.Stop(fmt.Errorf("%s exited: %v\n%s", id, p.err, tail(p.stderr)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no probe address after 30s", id)
-		}
-		time.Sleep(50 * time.Millisecond)
 		f, err := os.Open(p.stdout)
 		if err != nil {
-			t.Fatal(err)
+			return testwait.Stop(err)
 		}
+		defer f.Close()
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "probes and metrics on http://"); ok {
@@ -203,8 +200,8 @@ func (e *haEnv) startReplica(t *testing.T, id, path string) *replicaProc {
 				r.api = a
 			}
 		}
-		f.Close()
-	}
+		return testwait.Check(r.probe != "", "not printed yet")
+	})
 	return r
 }
 
@@ -392,15 +389,14 @@ func (e *haEnv) configMapUID(t *testing.T, cluster, ns string) types.UID {
 // cluster.
 func (e *haEnv) waitApplied(t *testing.T, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(replicaRepairWait)
-	for _, c := range e.clusterIDs() {
-		for e.configMapUID(t, c, ns) == "" {
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster %s: the application was not applied after %v", c, replicaRepairWait)
+	testwait.For(t, replicaRepairWait, "the application applied on every cluster", func() error {
+		for _, c := range e.clusterIDs() {
+			if e.configMapUID(t, c, ns) == "" {
+				return fmt.Errorf("cluster %s: not applied", c)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 }
 
 // drift deletes the application's ConfigMap on the clusters and returns
@@ -539,6 +535,8 @@ func testReplicaStop(t *testing.T, e *haEnv) {
 	// It rejoins and gets its share back; by then its stale events were
 	// handled, fenced.
 	e.waitOwned(t, hubID, []*replicaProc{a, b}, 3*e.lease+10*time.Second)
+	// Its queued stale events run right after SIGCONT; a second is ample
+	// for a wrongly unfenced repair to be counted before we look.
 	time.Sleep(time.Second)
 	for _, c := range its {
 		if got := stopped.metric(t, "driftwatch_repairs_total", map[string]string{"cluster": c, "outcome": "success"}); got != before[c] {
@@ -756,20 +754,16 @@ func (r *replicaProc) readyz(t *testing.T) (int, string) {
 // holding want, and returns the body.
 func (r *replicaProc) waitReadyz(t *testing.T, code int, want string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got, body := r.readyz(t)
+	var body string
+	testwait.For(t, timeout, fmt.Sprintf("%s's /readyz to answer %d with %q", r.id, code, want), func() error {
+		var got int
+		got, body = r.readyz(t)
 		if got == code && strings.Contains(body, want) {
-			return body
+			return nil
 		}
-		if r.exited() {
-			t.Fatalf("%s exited: %v", r.id, r.err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /readyz %d %q after %v, want %d with %q", r.id, got, body, timeout, code, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return r.stopIfExited(fmt.Errorf("/readyz %d %q", got, body))
+	})
+	return body
 }
 
 // snapshotOwners returns each cluster's owner in the replica's GET
@@ -840,13 +834,9 @@ func testReplicaDuplicateID(t *testing.T, e *haEnv) {
 	now := time.Now()
 	took := e.waitRepaired(t, ns, e.drift(t, ns, e.clusterIDs()), now)
 	t.Logf("r1 repaired every cluster after the duplicate: %v", took)
-	deadline := time.Now().Add(2 * e.lease)
-	for !strings.Contains(r1.stderrText(), "another process started with this replica's id") {
-		if time.Now().After(deadline) {
-			t.Fatalf("r1 logged no warning about the duplicate")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, 2*e.lease, "r1 to warn about the duplicate", func() error {
+		return testwait.Check(strings.Contains(r1.stderrText(), "another process started with this replica's id"), "no warning logged")
+	})
 	if code, body := r1.readyz(t); code != http.StatusOK {
 		t.Errorf("r1's /readyz after the duplicate: %d %s", code, body)
 	}
@@ -908,20 +898,20 @@ func testReplicaOtherConfig(t *testing.T, e *haEnv) {
 	// waitApplied waits for the first application; the extra one is
 	// applied in the same passes but may come a moment later.
 	extra := make(map[string]types.UID)
-	deadline := time.Now().Add(replicaRepairWait)
-	for _, c := range e.clusterIDs() {
-		for {
+	testwait.For(t, replicaRepairWait, "the extra application on every cluster", func() error {
+		for _, c := range e.clusterIDs() {
 			cm, err := e.admins[c].CoreV1().ConfigMaps(ns).Get(t.Context(), "extra", metav1.GetOptions{})
-			if err == nil {
-				extra[c] = cm.UID
-				break
+			if err != nil {
+				err = fmt.Errorf("cluster %s: %w", c, err)
+				if !apierrors.IsNotFound(err) {
+					return testwait.Stop(err)
+				}
+				return err
 			}
-			if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
-				t.Fatalf("cluster %s: the extra application: %v", c, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+			extra[c] = cm.UID
 		}
-	}
+		return nil
+	})
 
 	otherPath := e.configApps(t, hubID, hubID+"-other.yaml", ns, "app")
 	z := e.startReplica(t, "z", otherPath)

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // serveChildEnv, set to serve's arguments (JSON), makes TestSecurity run
@@ -121,13 +123,10 @@ func (s *serveRun) stop(t *testing.T) {
 // a pipe, a little after serve wrote it).
 func (s *serveRun) waitLog(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(s.errOut.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve's log lacks %q:\n%s", want, s.errOut)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, fmt.Sprintf("serve to log %q", want), func() error {
+		out := s.errOut.String()
+		return testwait.Check(strings.Contains(out, want), "serve's log:\n%s", out)
+	})
 }
 
 // request is one raw HTTP request of the abuse tests.
@@ -289,17 +288,10 @@ func writeTokenFile(t *testing.T, perm os.FileMode) string {
 func testAbuse(t *testing.T, path string) {
 	s := startServe(t, path, t.TempDir(), "--token-file", writeTokenFile(t, 0o600))
 	// Wait until ready: c1 was attempted (it reported its health).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "serve ready", func() error {
 		code, _, body := (request{method: "GET", url: s.probes + "/readyz"}).do(t, nil)
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready: %d %s", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return testwait.Check(code == 200, "%d %s", code, body)
+	})
 	pause := s.api + "/api/v1/clusters/c1/pause"
 	resume := s.api + "/api/v1/clusters/c1/resume"
 	for _, tt := range []struct {
@@ -431,13 +423,10 @@ func testTLS(t *testing.T, path string) {
 	}
 	waitSerial := func(want int64) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for servedSerial(t, s.api, roots) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("the certificate with serial %d was never served; logs:\n%s", want, s.errOut)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testwait.For(t, 15*time.Second, fmt.Sprintf("the certificate with serial %d served", want), func() error {
+			got := servedSerial(t, s.api, roots)
+			return testwait.Check(got == want, "serial %d served; logs:\n%s", got, s.errOut)
+		})
 	}
 	// Rotation: key first, then the certificate (a handshake in between
 	// sees a mismatched pair and keeps the old one).
@@ -448,16 +437,13 @@ func testTLS(t *testing.T, path string) {
 	s.waitLog(t, "TLS certificate reloaded")
 	// A broken certificate is logged, the current pair kept.
 	e2etest.WriteAtomic(t, certFile, []byte("-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n"))
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(s.errOut.String(), "TLS certificate reload failed; keeping the current pair") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the broken certificate was not reported:\n%s", s.errOut)
-		}
+	testwait.For(t, 15*time.Second, "the broken certificate reported", func() error {
 		if got := servedSerial(t, s.api, roots); got != 200 {
-			t.Fatalf("serial %d after a broken rotation, want 200", got)
+			return testwait.Stop(fmt.Errorf("serial %d after a broken rotation, want 200", got))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		out := s.errOut.String()
+		return testwait.Check(strings.Contains(out, "TLS certificate reload failed; keeping the current pair"), "serve's log:\n%s", out)
+	})
 	if got := servedSerial(t, s.api, roots); got != 200 {
 		t.Fatalf("serial %d after a broken rotation, want 200", got)
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // shutdownBound is how long `driftwatch serve` and the TUI may take to exit
@@ -326,39 +328,35 @@ func (p *serveProc) stderrText() string {
 // "probes and metrics on "), waiting for it.
 func (p *serveProc) address(t *testing.T, prefix string) string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var addr string
+	testwait.For(t, time.Minute, fmt.Sprintf("serve to print %q", prefix), func() error {
 		f, err := os.Open(p.stdout)
 		if err == nil {
 			sc := bufio.NewScanner(f)
 			for sc.Scan() {
 				if s, ok := strings.CutPrefix(sc.Text(), prefix); ok {
 					_ = f.Close()
-					return s
+					addr = s
+					return nil
 				}
 			}
 			_ = f.Close()
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("serve exited (%v) before printing %q", p.err, prefix)
+			return testwait.Stop(fmt.Errorf("serve exited (%v)", p.err))
 		default:
+			return errors.New("not printed")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never printed %q", prefix)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
+	return addr
 }
 
 // waitMetrics waits until /metrics has every line of want.
 func (p *serveProc) waitMetrics(t *testing.T, timeout time.Duration, want ...string) {
 	t.Helper()
 	url := p.address(t, "probes and metrics on ") + "/metrics"
-	deadline := time.Now().Add(timeout)
-	var missing []string
-	for {
-		missing = missing[:0]
+	testwait.For(t, timeout, "/metrics to have every line", func() error {
 		resp, err := http.Get(url)
 		var body []byte
 		if err == nil {
@@ -366,19 +364,14 @@ func (p *serveProc) waitMetrics(t *testing.T, timeout time.Duration, want ...str
 			_ = resp.Body.Close()
 		}
 		lines := "\n" + string(body)
+		var missing []string
 		for _, w := range want {
 			if err != nil || !strings.Contains(lines, "\n"+w+"\n") {
 				missing = append(missing, w)
 			}
 		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics never had %q (err %v)", missing, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testwait.Check(len(missing) == 0, "missing %q (err %v)", missing, err)
+	})
 }
 
 // checkUnauthorizedInAPI checks the API's snapshot shows cluster as

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
 	"github.com/driftwatch/driftwatch/internal/api"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // TestServeWorkspaceSecrets runs serve with a workspace whose file is
@@ -68,16 +69,18 @@ func TestServeWorkspaceSecrets(t *testing.T) {
 	wg.Go(func() {
 		runErr = run(ctx, []string{"serve", "-f", cfg, "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"}, getenv, out, errOut)
 	})
+	defer func() {
+		if t.Failed() {
+			cancel()
+			wg.Wait()
+			t.Logf("serve returned %v", runErr)
+		}
+	}()
 	var base, probes string
-	for deadline := time.Now().Add(20 * time.Second); probes == "" && time.Now().Before(deadline); {
+	testwait.For(t, 20*time.Second, "serve to start", func() error {
 		base, probes = serveAddrs(out.String())
-		time.Sleep(20 * time.Millisecond)
-	}
-	if probes == "" {
-		cancel()
-		wg.Wait()
-		t.Fatalf("serve did not start: %v\n%s", runErr, errOut)
-	}
+		return testwait.Check(probes != "", "no addresses printed; log:\n%s", errOut)
+	})
 	token, err := api.ReadToken(filepath.Join(stateHome, "driftwatch", "tokens"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +106,9 @@ func TestServeWorkspaceSecrets(t *testing.T) {
 	})
 	waitHTTP := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, errOut)
-			}
-		}
+		testwait.For(t, 60*time.Second, what, func() error {
+			return testwait.Check(cond(), "logs:\n%s", errOut)
+		})
 	}
 	waitHTTP("both resources in sync", func() bool {
 		_, body := httpGet(t, probes+"/metrics")

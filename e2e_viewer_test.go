@@ -14,6 +14,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/api"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -32,20 +33,13 @@ func testViewerAttach(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	// Everything is visible.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.For(t, 60*time.Second, "the viewer to see 3 NodeIDs in sync", func() error {
 		snap, err := viewer.Snapshot(t.Context())
 		if err != nil {
-			t.Fatal(err)
+			return testwait.Stop(err)
 		}
-		if allInSync(3)(snap) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the viewer never saw 3 NodeIDs in sync: %d nodes", len(snap.Nodes))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testwait.Check(allInSync(3)(snap), "%d nodes", len(snap.Nodes))
+	})
 	// Env values: redacted for the viewer, clear for the operator.
 	dep := hub.NewNodeID("c1", "sec", "web", hub.KindDeployment)
 	envValue := func(token string) string {
@@ -81,13 +75,13 @@ func testViewerAttach(t *testing.T, path string) {
 	t.Cleanup(m.Close)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
-	waitScreen(t, tm, "LIVE FEED")
+	testwait.Screen(t, tm, "LIVE FEED", 20*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // into c1
-	waitScreen(t, tm, "sec/web")
+	testwait.Screen(t, tm, "sec/web", 20*time.Second)
 	tm.Type("p") // pause the cluster
-	waitScreen(t, tm, "[y/N]")
+	testwait.Screen(t, tm, "[y/N]", 20*time.Second)
 	tm.Type("y")
-	waitScreen(t, tm, "error: hub") // the status bar may cut the rest
+	testwait.Screen(t, tm, "error: hub", 20*time.Second) // the status bar may cut the rest
 	tm.Type("q")
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))

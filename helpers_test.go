@@ -4,17 +4,12 @@ package main
 // (package app's tests have their own: test helpers do not cross packages).
 
 import (
-	"bytes"
 	"testing"
-	"time"
-
-	"github.com/driftwatch/driftwatch/internal/e2etest"
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/charmbracelet/x/exp/teatest/v2"
-
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/e2etest"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 )
 
@@ -40,10 +35,4 @@ func appIDs(cluster, ns, app string) []hub.NodeID { return e2etest.AppIDs(cluste
 func exists(t *testing.T, c kubernetes.Interface, id hub.NodeID) bool {
 	t.Helper()
 	return e2etest.Exists(t, c, id)
-}
-
-func waitScreen(t *testing.T, tm *teatest.TestModel, s string) {
-	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
-		teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // tuiChildEnv, set to a config path, makes TestTUIEndsWithItsTerminal run
@@ -186,6 +188,8 @@ func TestTUIEndsWithItsTerminal(t *testing.T) {
 			if err := admin.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			// A hub still running recreates it from its watch within tens of
+			// ms (repair p99 ~36 ms): 1.5 s leaves it ample time to.
 			time.Sleep(1500 * time.Millisecond)
 			if _, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Fatalf("configmap after the hub exited: %v (want not found: something still repairs)", err)
@@ -230,42 +234,31 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 // waitLog waits until the log file holds s.
 func waitLog(t *testing.T, path, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.For(t, timeout, fmt.Sprintf("the log to say %s", s), func() error {
 		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never said %s:\n%s", s, tail(path))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return testwait.Check(strings.Contains(string(b), s), "the log:\n%s", tail(path))
+	})
 }
 
 // waitConfigMap waits up to a minute for a ConfigMap to exist; the child
 // must keep running meanwhile.
 func waitConfigMap(t *testing.T, c kubernetes.Interface, ns, name string, exited <-chan struct{}) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.For(t, time.Minute, fmt.Sprintf("configmap %s/%s", ns, name), func() error {
 		_, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err == nil {
-			return
+			return nil
 		}
 		if !apierrors.IsNotFound(err) && !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatal(err)
+			return testwait.Stop(err)
 		}
 		select {
 		case <-exited:
-			t.Fatal("the TUI exited early")
+			return testwait.Stop(errors.New("the TUI exited early"))
 		default:
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("configmap %s/%s never appeared", ns, name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
 }
 
 // demoChildEnv, set to a folder, makes TestDemoEndsWithItsTerminal run
@@ -324,18 +317,17 @@ func TestDemoEndsWithItsTerminal(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(screen.String(), "LIVE FEED") {
+	testwait.For(t, 3*time.Minute, "the demo's UI to come up", func() error {
+		if strings.Contains(screen.String(), "LIVE FEED") {
+			return nil
+		}
 		select {
 		case <-exited:
-			t.Fatalf("the demo ended early: %v\n%s", waitErr, screen.String())
+			return testwait.Stop(fmt.Errorf("the demo ended early: %v\n%s", waitErr, screen.String()))
 		default:
+			return fmt.Errorf("the screen:\n%s", screen.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo's UI never came up:\n%s", screen.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 	if n := len(processesUnder(dir)); n < 6 {
 		t.Fatalf("%d control-plane processes under %s, want the demo's clusters (at least 6)", n, dir)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // TestEnvSourceRepair proves, against a real kube-apiserver and through the
@@ -115,9 +116,9 @@ func TestEnvSourceRepair(t *testing.T) {
 	node := func() (hub.NodeStatus, bool) { return h.Snapshot().Node(spec.ID) }
 
 	// The hub creates the Deployment (and its namespace) and sees it in sync.
-	eventually(t, 60*time.Second, "the Deployment created and in sync", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "the Deployment created and in sync", func() error {
 		n, ok := node()
-		return ok && n.Status == hub.StatusInSync, fmt.Sprintf("node %+v", n)
+		return testwait.Check(ok && n.Status == hub.StatusInSync, "node %+v", n)
 	})
 	if got := liveEnv(t); !reflect.DeepEqual(got, wantEnv) {
 		t.Fatalf("env after create = %s, want %s", jsonText(got), jsonText(wantEnv))
@@ -192,7 +193,7 @@ func TestEnvSourceRepair(t *testing.T) {
 			// The hub reports the foreign member as added, with its
 			// pointer, and repairs with remove+apply.
 			var applied hub.Repair
-			eventually(t, 30*time.Second, "the drift reported and repaired", func() (bool, string) {
+			testwait.For(t, 30*time.Second, "the drift reported and repaired", func() error {
 				recMu.Lock()
 				defer recMu.Unlock()
 				for _, rec := range records[start:] {
@@ -200,24 +201,24 @@ func TestEnvSourceRepair(t *testing.T) {
 						continue
 					}
 					applied = rec
-					return true, ""
+					return nil
 				}
-				return false, fmt.Sprintf("records since the edit: %s", recordsText(records[start:]))
+				return fmt.Errorf("records since the edit: %s", recordsText(records[start:]))
 			})
 			t.Logf("repair: %s, action %s, attribution %+v", applied.Drift.Summary(), applied.Action, applied.Attribution)
 			if applied.Action != actionRemoveApply || applied.Err != "" {
 				t.Fatalf("repair action %q (err %q), want %q", applied.Action, applied.Err, actionRemoveApply)
 			}
 			// And sees its repair verified by the watch.
-			eventually(t, 30*time.Second, "the repair verified", func() (bool, string) {
+			testwait.For(t, 30*time.Second, "the repair verified", func() error {
 				n, ok := node()
 				if !ok || n.LastRepair == nil {
-					return false, fmt.Sprintf("node %+v", n)
+					return fmt.Errorf("node %+v", n)
 				}
 				lr := n.LastRepair
-				return !lr.AppliedAt.Before(applied.AppliedAt) && !lr.VerifiedAt.IsZero() &&
-						(n.Status == hub.StatusRepaired || n.Status == hub.StatusInSync),
-					fmt.Sprintf("status %s (%s), last repair %s applied %v verified %v", n.Status, n.Reason, lr.Drift.Summary(), lr.AppliedAt, lr.VerifiedAt)
+				return testwait.Check(!lr.AppliedAt.Before(applied.AppliedAt) && !lr.VerifiedAt.IsZero() &&
+					(n.Status == hub.StatusRepaired || n.Status == hub.StatusInSync),
+					"status %s (%s), last repair %s applied %v verified %v", n.Status, n.Reason, lr.Drift.Summary(), lr.AppliedAt, lr.VerifiedAt)
 			})
 			// A fresh GET shows exactly the desired env.
 			if got := liveEnv(t); !reflect.DeepEqual(got, wantEnv) {
@@ -292,23 +293,6 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-// eventually polls cond every 50ms until it holds or timeout passes; then
-// it fails the test with what and cond's last description.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, desc)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // desiredOf decodes a spec's desired object.

@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"errors"
+	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // genericSpec turns a manifest into the NodeSpec a manifest source compiles
@@ -176,22 +178,17 @@ var genericKinds = []schema.GroupVersionKind{
 // waitState polls be's cached read of spec until cond holds.
 func waitState(t *testing.T, be hub.Backend, spec hub.NodeSpec, what string, cond func(hub.State, hub.Drift) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.For(t, 20*time.Second, fmt.Sprintf("%s: %s", spec.ID, what), func() error {
 		st, err := be.ReadState(t.Context(), spec, false)
-		if err == nil {
-			d, derr := be.DetectDrift(t.Context(), spec, st)
-			if derr == nil && cond(st, d) {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			st, err := be.ReadState(t.Context(), spec, false)
-			d, _ := be.DetectDrift(t.Context(), spec, st)
-			t.Fatalf("%s: %s never happened (exists %v, err %v, drift %s %v)", spec.ID, what, st.Exists, err, d.Class, d.Fields)
+		d, err := be.DetectDrift(t.Context(), spec, st)
+		if err != nil {
+			return err
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return testwait.Check(cond(st, d), "exists %v, drift %s %v", st.Exists, d.Class, d.Fields)
+	})
 }
 
 // TestGenericKindsOnARealControlPlane: objects of any kind are created by

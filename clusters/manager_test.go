@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -681,18 +682,10 @@ func TestPanicRestartAndRemove(t *testing.T) {
 	// No goroutine of a manager, an informer or a cluster connection may
 	// remain (the registry's own Run goroutine and the local clusters'
 	// process waiters do).
-	var leaked []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		leaked = clusterGoroutines()
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(leaked) > 0 {
-		t.Fatalf("%d goroutines of removed clusters remain (%d goroutines before they were added):\n%s", len(leaked), base, strings.Join(leaked, "\n\n"))
-	}
+	testwait.For(t, 10*time.Second, "the goroutines of removed clusters to end", func() error {
+		leaked := clusterGoroutines()
+		return testwait.Check(len(leaked) == 0, "%d remain (%d goroutines before they were added):\n%s", len(leaked), base, strings.Join(leaked, "\n\n"))
+	})
 }
 
 // TestBadKubeconfig: a missing file and an unknown context become clear

@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // rlServer is a minimal apiserver for the limiter tests: GETs of configmaps
@@ -182,18 +183,6 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
-// waitUntil polls cond until it holds, failing the test after a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestClientLimiterAdaptive: without qps/burst, the client starts with the
 // token bucket, drops it at the first response with APF headers (300
 // concurrent calls then wait for nothing), takes it again at a response
@@ -243,10 +232,10 @@ func TestClientLimiterAdaptive(t *testing.T) {
 			}
 		})
 	}
-	waitUntil(t, "calls waiting for a token", func() bool {
+	testwait.For(t, time.Minute, "calls waiting for a token", func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return len(l.waiters) > 0
+		return testwait.Check(len(l.waiters) > 0, "no call waits")
 	})
 	close(srv.release)
 	held.Wait()
@@ -349,9 +338,9 @@ func TestClientLimiterInFlight(t *testing.T) {
 			}
 		})
 	}
-	waitUntil(t, "every slot taken and the other calls queued", func() bool {
-		st := l.stats()
-		return srv.active.Load() == MaxInFlight && st.queued == calls-MaxInFlight
+	testwait.For(t, time.Minute, "every slot taken and the other calls queued", func() error {
+		st, active := l.stats(), srv.active.Load()
+		return testwait.Check(active == MaxInFlight && st.queued == calls-MaxInFlight, "%d calls in flight, %d queued", active, st.queued)
 	})
 
 	const watches = 40

@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // fakeOpenAPIDiscovery is a discovery client that only serves OpenAPI v3.
@@ -293,17 +294,13 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 	// The apiserver publishes the CRD's OpenAPI a moment after it is
 	// established.
 	var s drift.Schema
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "the widget schema", func() error {
 		c.Invalidate()
-		if s, err = c.For(ctx, widgetGVK); err == nil {
-			break
+		if s, err = c.For(ctx, widgetGVK); err != nil && !errors.Is(err, errNoSchema) {
+			return testwait.Stop(err)
 		}
-		if !errors.Is(err, errNoSchema) || time.Now().After(deadline) {
-			t.Fatalf("widget schema: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 
 	// Apply a Widget, add a listener as someone else would, classify.
 	const ns = "schema"
@@ -311,16 +308,10 @@ func TestSchemaCacheOnARealControlPlane(t *testing.T) {
 	desired, _ := widgets()
 	widgetsRes := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace(ns)
 	var live *unstructured.Unstructured
-	for {
+	testwait.For(t, 30*time.Second, "the widget applied", func() error { // the CR endpoint may lag the OpenAPI
 		live, err = widgetsRes.Apply(ctx, "w", desired, metav1.ApplyOptions{FieldManager: kubeobj.FieldManager, Force: true})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond) // the CR endpoint may lag the OpenAPI
-	}
-	if err != nil {
-		t.Fatalf("apply widget: %v", err)
-	}
+		return err
+	})
 	if d, _ := drift.ClassifyWith(desired, live, "", drift.Ignore{}, s); !d.InSync() {
 		t.Fatalf("after apply: %s", d.Summary())
 	}

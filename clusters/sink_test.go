@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // recordingSink records everything a registry reports, for tests.
@@ -13,56 +14,33 @@ type recordingSink struct {
 	mu     sync.Mutex
 	events []hub.Event
 	health map[string]hub.ClusterHealth
-	notify chan struct{}
 }
 
 func newRecordingSink() *recordingSink {
-	return &recordingSink{health: make(map[string]hub.ClusterHealth), notify: make(chan struct{}, 1)}
+	return &recordingSink{health: make(map[string]hub.ClusterHealth)}
 }
 
 func (s *recordingSink) Observe(ev hub.Event) {
 	s.mu.Lock()
 	s.events = append(s.events, ev)
 	s.mu.Unlock()
-	s.poke()
 }
 
 func (s *recordingSink) ClusterChanged(h hub.ClusterHealth) {
 	s.mu.Lock()
 	s.health[h.Cluster] = h
 	s.mu.Unlock()
-	s.poke()
 }
 
-func (s *recordingSink) poke() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-// waitFor blocks until cond holds (checked after every report) or the
-// timeout passes.
+// waitFor polls until cond, called with mu held, holds or the timeout
+// passes.
 func (s *recordingSink) waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	testwait.For(t, timeout, what, func() error {
 		s.mu.Lock()
-		ok := cond()
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-s.notify:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline.C:
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("timed out after %s waiting for %s; health %+v", timeout, what, s.health)
-		}
-	}
+		defer s.mu.Unlock()
+		return testwait.Check(cond(), "health %+v", s.health)
+	})
 }
 
 // hasEvent reports whether an event of typ for id was recorded (call with

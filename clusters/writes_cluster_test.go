@@ -22,6 +22,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // beforeWrite is a transport wrapper that runs a hook once, right before
@@ -316,22 +317,19 @@ func TestPinnedFieldsOnARealControlPlane(t *testing.T) {
 	}
 	// cachedAt waits until the cache shows n replicas and an edited image,
 	// and returns that read.
-	cachedAt := func(n int64) (hub.State, hub.Drift) {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			st, d := readDetect(t, be, spec, false)
+	cachedAt := func(n int64) (st hub.State, d hub.Drift) {
+		testwait.For(t, 10*time.Second, fmt.Sprintf("the cache to show %d replicas and the edit", n), func() error {
+			st, d = readDetect(t, be, spec, false)
 			if st.Exists && !st.Fresh && d.Class == hub.DriftModified {
 				if live, ok := st.Live.(*unstructured.Unstructured); ok {
 					if got, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); got == n {
-						return st, d
+						return nil
 					}
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the cache never showed %d replicas and the edit: %s", n, d.Summary())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return fmt.Errorf("drift %s", d.Summary())
+		})
+		return st, d
 	}
 
 	t.Run("stale cached read", func(t *testing.T) {
@@ -482,13 +480,10 @@ func TestTwoHubsOnARealControlPlane(t *testing.T) {
 		if _, err := two.Repair(ctx, theirs, st, d); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for testutil.ToFloat64(r1.metrics.sameIDWrites.WithLabelValues(lc.Name)) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the other hub's write was never seen")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, 10*time.Second, "the other hub's write to be seen", func() error {
+			n := testutil.ToFloat64(r1.metrics.sameIDWrites.WithLabelValues(lc.Name))
+			return testwait.Check(n == 1, "%v writes with our id seen, want 1", n)
+		})
 		if _, err := one.ListOwned(ctx); !errors.Is(err, hub.ErrOwnedByOther) {
 			t.Fatalf("ListOwned after another hub with our id wrote: %v", err)
 		}
@@ -498,14 +493,8 @@ func TestTwoHubsOnARealControlPlane(t *testing.T) {
 // waitCached waits until be's cache holds spec's object.
 func waitCached(t *testing.T, be hub.Backend, spec hub.NodeSpec) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if st, _ := readDetect(t, be, spec, false); st.Exists {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reached the cache", spec.ID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, fmt.Sprintf("%s in the cache", spec.ID), func() error {
+		st, _ := readDetect(t, be, spec, false)
+		return testwait.Check(st.Exists, "not cached")
+	})
 }

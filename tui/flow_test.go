@@ -11,26 +11,12 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
-// waitFor waits until the program has drawn s (since the previous wait).
-func waitFor(t *testing.T, tm *teatest.TestModel, s string) {
-	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
-		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
-}
-
-// waitCalls waits until the source has recorded want.
-func waitCalls(t *testing.T, src *fakeSource, want []string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Equal(src.Calls(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("source calls = %q, want %q", src.Calls(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// screenWait bounds each wait for a frame.
+const screenWait = 5 * time.Second
 
 // TestFlowRepairFromDetail drives a real program: overview -> enter a
 // cluster -> filter -> open a node -> r -> y -> the source got RepairNow ->
@@ -43,25 +29,29 @@ func TestFlowRepairFromDetail(t *testing.T) {
 		teatest.WithInitialTermSize(100, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 
-	waitFor(t, tm, "LIVE FEED") // the snapshot arrived through the subscription
+	testwait.Screen(t, tm, "LIVE FEED", screenWait) // the snapshot arrived through the subscription
 	tm.Send(keyPress("enter"))
-	waitFor(t, tm, "sort name")
+	testwait.Screen(t, tm, "sort name", screenWait)
 	tm.Type("/orders-conf")
-	waitFor(t, tm, "1/11 shown")
+	testwait.Screen(t, tm, "1/11 shown", screenWait)
 	tm.Send(keyPress("enter"))
 	tm.Send(keyPress("enter"))
-	waitFor(t, tm, "denied the request")
+	testwait.Screen(t, tm, "denied the request", screenWait)
 	tm.Type("r")
-	waitFor(t, tm, "now? [y/N]")
+	testwait.Screen(t, tm, "now? [y/N]", screenWait)
 	tm.Type("y")
-	waitCalls(t, src, []string{"repair prod-eu:casehub/orders-config:configmap"})
-	waitFor(t, tm, "queued")
+	want := []string{"repair prod-eu:casehub/orders-config:configmap"}
+	testwait.For(t, 5*time.Second, "the repair call", func() error {
+		got := src.Calls()
+		return testwait.Check(slices.Equal(got, want), "source calls = %q, want %q", got, want)
+	})
+	testwait.Screen(t, tm, "queued", screenWait)
 	tm.Send(keyPress("esc"))
-	waitFor(t, tm, "RESOURCE")
+	testwait.Screen(t, tm, "RESOURCE", screenWait)
 	tm.Send(keyPress("esc")) // clears the filter
-	waitFor(t, tm, "11/11 shown")
+	testwait.Screen(t, tm, "11/11 shown", screenWait)
 	tm.Send(keyPress("esc"))
-	waitFor(t, tm, "LIVE FEED")
+	testwait.Screen(t, tm, "LIVE FEED", screenWait)
 	tm.Type("q")
 
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
@@ -88,13 +78,9 @@ func TestRunStopsWithContext(t *testing.T) {
 		errc <- Run(ctx, src, Options{NoColor: true, Now: fixedClock},
 			tea.WithInput(&in), tea.WithOutput(&out), tea.WithoutSignals(), tea.WithWindowSize(80, 24))
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !bytes.Contains(out.Bytes(), []byte("LIVE FEED")) {
-		if time.Now().After(deadline) {
-			t.Fatal("no frame drawn")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, "a frame", func() error {
+		return testwait.Check(bytes.Contains(out.Bytes(), []byte("LIVE FEED")), "no frame drawn")
+	})
 	cancel()
 	select {
 	case err := <-errc:

@@ -25,6 +25,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // CRDDir returns the cluster-api module's CRD folder (from the module cache).
@@ -38,49 +39,31 @@ func CRDDir(t testing.TB) string {
 }
 
 type recorder struct {
-	mu     sync.Mutex
-	ups    []Discovered
-	gone   []string
-	notify chan struct{}
+	mu   sync.Mutex
+	ups  []Discovered
+	gone []string
 }
 
 func (r *recorder) ClusterUp(d Discovered) {
 	r.mu.Lock()
 	r.ups = append(r.ups, d)
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
 }
 
 func (r *recorder) ClusterGone(id string) {
 	r.mu.Lock()
 	r.gone = append(r.gone, id)
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
 }
 
+// wait polls until cond, called with mu held, holds, for up to 20s.
 func (r *recorder) wait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
+	testwait.For(t, 20*time.Second, what, func() error {
 		r.mu.Lock()
-		ok := cond()
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-r.notify:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; ups %d gone %v", what, len(r.ups), r.gone)
-		}
-	}
+		defer r.mu.Unlock()
+		return testwait.Check(cond(), "ups %d gone %v", len(r.ups), r.gone)
+	})
 }
 
 // Cluster API helpers shared with the end-to-end tests' style.
@@ -140,7 +123,7 @@ func TestDiscovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec := &recorder{notify: make(chan struct{}, 1)}
+	rec := &recorder{}
 	d, err := New(Source{Name: "mgmt", Kubeconfig: mgmt.Kubeconfig, Namespaces: []string{"fleet"}, Labels: map[string]string{"env": "prod"}}, rec, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +257,7 @@ func TestSecretsCache(t *testing.T) {
 	}
 	createCluster(t, dyn, "fleet", "alpha", true)
 
-	rec := &recorder{notify: make(chan struct{}, 1)}
+	rec := &recorder{}
 	d, err := New(Source{Name: "mgmt", Kubeconfig: mgmt.Kubeconfig, Namespaces: []string{"fleet"}}, rec, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +350,7 @@ current-context: w
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := &recorder{notify: make(chan struct{}, 1)}
+			rec := &recorder{}
 			d, err := New(Source{Name: "mgmt", Kubeconfig: mgmt.Kubeconfig, Namespaces: []string{"fleet"}, KubeconfigPolicy: tt.policy}, rec, nil)
 			if err != nil {
 				t.Fatal(err)

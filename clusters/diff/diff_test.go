@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // fixture is a config with two applications on two real clusters, compiled
@@ -143,13 +144,10 @@ func TestRunRealClusters(t *testing.T) {
 		base := connGoroutines()
 		rep := f.run(t, f.cls, Options{})
 		// Run closed its connections: their goroutines end.
-		deadline := time.Now().Add(10 * time.Second)
-		for connGoroutines() > base && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n := connGoroutines(); n > base {
-			t.Errorf("%d connection goroutines after Run, %d before", n, base)
-		}
+		testwait.For(t, 10*time.Second, "the connection goroutines to end", func() error {
+			n := connGoroutines()
+			return testwait.Check(n <= base, "%d connection goroutines after Run, %d before", n, base)
+		})
 		if got := rep.ExitCode(); got != ExitInSync {
 			t.Errorf("exit code %d, want 0\n%s", got, text(t, rep))
 		}

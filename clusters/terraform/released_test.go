@@ -132,6 +132,8 @@ func TestWorkspaceReleasedRefusesForcedRepair(t *testing.T) {
 	if err := r.ws.Poll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// The poll's observations reach the hub's workers asynchronously and no
+	// event marks "nothing to do": 500 ms is several local applies' time.
 	time.Sleep(500 * time.Millisecond)
 	if got := readFile(t, deepPath); got != "edited\n" {
 		t.Errorf("out/deep.txt = %q, want it left as edited", got)

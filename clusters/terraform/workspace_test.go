@@ -20,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/terraform"
 	"github.com/driftwatch/driftwatch/clusters/terraform/tftest"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // mainTF manages two files in the workspace's folder (watched) and one in
@@ -168,24 +169,22 @@ var (
 // waitFor polls the hub's snapshot until cond holds.
 func (r *run) waitFor(t testing.TB, what string, timeout time.Duration, cond func(*hub.Snapshot) bool) *hub.Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := r.hub.Snapshot()
+	var s *hub.Snapshot
+	testwait.For(t, timeout, what, func() error {
+		s = r.hub.Snapshot()
 		if cond(s) {
-			return s
+			return nil
 		}
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			for _, c := range s.Clusters {
-				fmt.Fprintf(&b, "\n  cluster %s: %s %s", c.Cluster, c.State, c.LastError)
-			}
-			for _, n := range s.Nodes {
-				fmt.Fprintf(&b, "\n  %s: %s %s", n.ID, n.Status, n.Reason)
-			}
-			t.Fatalf("timed out after %s waiting for %s; snapshot:%s", timeout, what, b.String())
+		var b strings.Builder
+		for _, c := range s.Clusters {
+			fmt.Fprintf(&b, "\n  cluster %s: %s %s", c.Cluster, c.State, c.LastError)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		for _, n := range s.Nodes {
+			fmt.Fprintf(&b, "\n  %s: %s %s", n.ID, n.Status, n.Reason)
+		}
+		return fmt.Errorf("snapshot:%s", b.String())
+	})
+	return s
 }
 
 func status(s *hub.Snapshot, id hub.NodeID) hub.Status {

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // gitBinary returns the path of the git binary the tests build and serve
@@ -237,16 +239,10 @@ func (s *gitServer) stop() {
 func (s *gitServer) restart() {
 	s.t.Helper()
 	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		s.t.Fatalf("listen again on %s: %v", s.addr, err)
-	}
+	testwait.For(s.t, time.Second, "listening again on "+s.addr, func() (err error) {
+		ln, err = net.Listen("tcp", s.addr)
+		return err
+	})
 	s.serve(ln)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // fakeSource publishes the snapshots a test builds, as the hub does: a
@@ -364,20 +365,13 @@ func TestWatchStreamCap(t *testing.T) {
 	}
 	// A slot frees when a stream ends.
 	a.close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, 5*time.Second, "a new stream after one ended", func() error {
 		resp, cancel := watchRequest(t, srv.URL, "")
 		code := resp.StatusCode
 		resp.Body.Close()
 		cancel()
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a stream ended, a new one still answers %d", code)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testwait.Check(code == http.StatusOK, "it answers %d", code)
+	})
 }
 
 // tapWriter copies what a handler writes.
@@ -543,13 +537,9 @@ func TestWatchBroadcasterStopsWithLastStream(t *testing.T) {
 		t.Fatal("no broadcaster while a stream is open")
 	}
 	a.close()
-	deadline := time.Now().Add(5 * time.Second)
-	for running() {
-		if time.Now().After(deadline) {
-			t.Fatal("the broadcaster still runs after the last stream ended")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, "the broadcaster to stop after the last stream ended", func() error {
+		return testwait.Check(!running(), "it still runs")
+	})
 	src.mu.Lock()
 	subs := len(src.subs)
 	src.mu.Unlock()
@@ -678,20 +668,13 @@ func TestWatchPerTokenCap(t *testing.T) {
 			// A stream that ends frees a place for its token.
 			open[0].close()
 			open = open[1:]
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			testwait.For(t, 5*time.Second, "a token's new stream after one of its streams ended", func() error {
 				resp, cancel := watchRequestWith(t, alice, ts.URL, "")
 				code := resp.StatusCode
 				resp.Body.Close()
 				cancel()
-				if code == http.StatusOK {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after one of its streams ended, a token's new one still answers %d", code)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return testwait.Check(code == http.StatusOK, "it answers %d", code)
+			})
 		})
 	}
 }

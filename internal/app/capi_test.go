@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 func capiCRDDir(t *testing.T) string {
@@ -152,19 +153,11 @@ applications:
 	// app had before the clusters came (the management cluster's discovery
 	// keeps its own).
 	tt.closeAll()
-	deadline := time.Now().Add(15 * time.Second)
-	var stacks []string
-	for {
-		stacks = clusterStacks()
-		if len(stacks) <= baseline || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(stacks) > baseline {
-		t.Fatalf("%d informer/manager goroutines after the clusters were deleted, %d before they were added:\n%s",
+	testwait.For(t, 15*time.Second, "the informer/manager goroutines of the deleted clusters to end", func() error {
+		stacks := clusterStacks()
+		return testwait.Check(len(stacks) <= baseline, "%d goroutines, %d before the clusters were added:\n%s",
 			len(stacks), baseline, strings.Join(stacks, "\n\n"))
-	}
+	})
 }
 
 // TestClusterAPIUnsafeKubeconfig: of two discovered clusters, one's

@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // receiver is a webhook receiver: it answers its first `fail` requests
@@ -76,20 +77,16 @@ func eventKey(ev notify.Event) string {
 // waitEvent waits until the receiver has accepted an event with key.
 func (r *receiver) waitEvent(t *testing.T, key string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	testwait.For(t, timeout, fmt.Sprintf("a %q event", key), func() error {
+		var got []string
 		for _, ev := range r.events() {
 			if eventKey(ev) == key {
-				return
+				return nil
 			}
+			got = append(got, eventKey(ev))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var got []string
-	for _, ev := range r.events() {
-		got = append(got, eventKey(ev))
-	}
-	t.Fatalf("no %q event after %s; got:\n%s", key, timeout, strings.Join(got, "\n"))
+		return fmt.Errorf("got:\n%s", strings.Join(got, "\n"))
+	})
 }
 
 // denyConfigMap makes the apiserver refuse every write of the ConfigMap
@@ -127,17 +124,10 @@ func denyConfigMap(t *testing.T, c kubernetes.Interface, ns, name string) {
 		t.Fatal(err)
 	}
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "the admission policy enforced", func() error {
 		_, err := c.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), "blocked by policy") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the admission policy is not enforced after 30s (last answer: %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testwait.Check(err != nil && strings.Contains(err.Error(), "blocked by policy"), "last answer: %v", err)
+	})
 }
 
 // TestNotifications: a webhook receiver gets each event type once -- drift
@@ -271,7 +261,9 @@ notifications:
 	}
 	good.waitEvent(t, string(notify.EventClusterRecovered)+" "+lc.Name, 60*time.Second)
 
-	// Each event arrived once: the two 500s were retried, not repeated.
+	// Each event arrived once: the two 500s were retried, not repeated. A
+	// duplicate would be sent right after its original (this webhook's
+	// limit is 6000/min): 500 ms lets it arrive before counting.
 	time.Sleep(500 * time.Millisecond)
 	seen := map[string]int{}
 	for _, ev := range good.events() {

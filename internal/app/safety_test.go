@@ -20,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // safetyConfig writes a config with a state file (see e2etest.SafetyConfig).
@@ -44,13 +45,9 @@ func exists(t *testing.T, c kubernetes.Interface, id hub.NodeID) bool {
 
 func waitGone(t *testing.T, c kubernetes.Interface, id hub.NodeID, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for exists(t, c, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists after %s", id, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, timeout, fmt.Sprintf("%s to be gone", id), func() error {
+		return testwait.Check(!exists(t, c, id), "it still exists")
+	})
 }
 
 // TestSafetyPruneGuard: an emptied applications list is refused with every
@@ -71,6 +68,8 @@ func TestSafetyPruneGuard(t *testing.T) {
 	if !errors.Is(err, hub.ErrPruneRefused) || !strings.Contains(err.Error(), "9 of 9") {
 		t.Fatalf("reload with applications: []: %v, want a prune refusal naming 9 of 9", err)
 	}
+	// Reload refused synchronously; a delete issued anyway would reach the
+	// apiserver within tens of ms (repair p99 ~36 ms): a second is ample.
 	time.Sleep(time.Second)
 	for _, app := range []string{"a", "b", "c"} {
 		for _, id := range appIDs(c1.Name, "shop", app) {
@@ -220,6 +219,8 @@ func TestSafetyOrphansAndTwoHubs(t *testing.T) {
 		}
 		return true
 	})
+	// No event marks "the orphan scan decided not to prune": 2 s covers the
+	// scan that found them and the deletes it would have issued.
 	time.Sleep(2 * time.Second)
 	for _, id := range orphans {
 		if !exists(t, admin, id) {

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // TestSourcesEndToEnd: the demo's kustomize overlays as a manifest source
@@ -102,20 +103,13 @@ sources:
 	if n, _ := a.last.Node(sts(c0)); n.Status != hub.StatusInSync && n.Status != hub.StatusRepaired {
 		t.Errorf("StatefulSet with the ignore rule: %s %q", n.Status, n.Reason)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "the HPA to scale the StatefulSet with the ignore rule", func() error {
 		s, err := c(0).AppsV1().StatefulSets("inventory").Get(ctx, "inventory-db", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return testwait.Stop(err)
 		}
-		if *s.Spec.Replicas == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the HPA never scaled the StatefulSet with the ignore rule: replicas %d", *s.Spec.Replicas)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return testwait.Check(*s.Spec.Replicas == 2, "replicas %d", *s.Spec.Replicas)
+	})
 
 	// Drift of several kinds, each repaired from the watch.
 	mp := func(m string) metav1.PatchOptions { return metav1.PatchOptions{FieldManager: m} }
@@ -285,17 +279,13 @@ sources:
 		return len(s.Sources) == 1 && s.Sources[0].ID == "team" && strings.Contains(s.Sources[0].Error, "objects.yaml") &&
 			s.Sources[0].KeptObjects == 6 && len(s.Nodes) == 7
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "the healthy source's change applied", func() error {
 		cm, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "other", metav1.GetOptions{})
-		if err == nil && cm.Data["v"] == "2" {
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the healthy source's change was not applied: %v %v", cm.Data, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return testwait.Check(cm.Data["v"] == "2", "data %v", cm.Data)
+	})
 	t0 := time.Now()
 	if err := c.CoreV1().ConfigMaps("pruning").Delete(ctx, "drop", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

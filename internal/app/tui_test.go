@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -14,14 +13,9 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 	"github.com/driftwatch/driftwatch/tui"
 )
-
-func waitScreen(t *testing.T, tm *teatest.TestModel, s string) {
-	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
-		teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
-}
 
 // TestTUIAgainstRealHub drives the terminal UI over a real hub on a local
 // control plane: drill into the cluster and back, filter, open a NodeID
@@ -43,25 +37,25 @@ func TestTUIAgainstRealHub(t *testing.T) {
 	t.Cleanup(m.Close)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
-	waitScreen(t, tm, "LIVE FEED")
+	testwait.Screen(t, tm, "LIVE FEED", 20*time.Second)
 	// Key presses are handled in order; the waits below are for what
 	// arrives asynchronously (snapshots) or for whole new screens.
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // into c1
 	tm.Type("/configmap")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // keep the filter
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // open the node
-	waitScreen(t, tm, "paused")
+	testwait.Screen(t, tm, "paused", 20*time.Second)
 	tm.Type("r")
-	waitScreen(t, tm, "[y/N]")
+	testwait.Screen(t, tm, "[y/N]", 20*time.Second)
 	tm.Type("y")
 	a.waitSnap(t, 20*time.Second, "manual repair despite the pause", statusIs(id, hub.StatusRepaired))
 	// The renderer redraws only what changed, so look for a whole new
 	// line: the timeline's verification step.
-	waitScreen(t, tm, "repair verified")
+	testwait.Screen(t, tm, "repair verified", 20*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
-	waitScreen(t, tm, "LIVE FEED")
+	testwait.Screen(t, tm, "LIVE FEED", 20*time.Second)
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	final, ok := tm.FinalModel(t).(*tui.Model)

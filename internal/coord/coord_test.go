@@ -24,6 +24,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // Timing of the real-cluster test: short leases, generous waits.
@@ -199,27 +200,6 @@ func (n *node) gauge(name string) float64 {
 	return math.NaN()
 }
 
-// waitFor polls cond until it returns nil, failing the test with its last
-// error after waitLimit.
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached after %v: %v", what, waitLimit, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // converged reports why the nodes do not (yet) agree on the rendezvous
 // assignment of clusters over exactly their ids: views, handler state,
 // Owns, the owned gauge and the claim Leases' holders.
@@ -322,7 +302,7 @@ func TestCoordinators(t *testing.T) {
 	// Without its namespace, a replica is not ready and says why; it joins
 	// once the namespace exists.
 	a := startNode(t, cfg, "a", clusters)
-	waitFor(t, "a says its namespace is missing", func() error {
+	testwait.For(t, waitLimit, "a says its namespace is missing", func() error {
 		const says = `coordination namespace "` + testNS + `" does not exist on the coordination cluster: create it`
 		if err := a.c.Ready(); err == nil || !strings.Contains(err.Error(), says) {
 			return fmt.Errorf("Ready = %v, want it to say %q", err, says)
@@ -332,11 +312,11 @@ func TestCoordinators(t *testing.T) {
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a joined once its namespace exists", a.c.Ready)
+	testwait.For(t, waitLimit, "a joined once its namespace exists", a.c.Ready)
 
 	// Two replicas divide the clusters.
 	b := startNode(t, cfg, "b", clusters)
-	waitFor(t, "a and b share the clusters", func() error { return converged(ctx, admin, []*node{a, b}, clusters) })
+	testwait.For(t, waitLimit, "a and b share the clusters", func() error { return converged(ctx, admin, []*node{a, b}, clusters) })
 	noHandlerErrors(t, a, b)
 
 	// A third joins: only its rendezvous share moves, from a and b to c.
@@ -344,7 +324,7 @@ func TestCoordinators(t *testing.T) {
 	b.h.reset()
 	c := startNode(t, cfg, "c", clusters)
 	all3 := []*node{a, b, c}
-	waitFor(t, "c joined", func() error { return converged(ctx, admin, all3, clusters) })
+	testwait.For(t, waitLimit, "c joined", func() error { return converged(ctx, admin, all3, clusters) })
 	cShare := Assign("c", clusters, []string{"a", "b", "c"})
 	if len(cShare) == 0 || len(cShare) == len(clusters) {
 		t.Fatalf("c's share %v: the test needs a proper subset", cShare)
@@ -416,7 +396,7 @@ func TestCoordinators(t *testing.T) {
 		c.h.setOnOwn(check)
 		b.blocked.Store(true)
 
-		waitFor(t, "a and c took b's clusters", func() error { return converged(ctx, admin, []*node{a, c}, clusters) })
+		testwait.For(t, waitLimit, "a and c took b's clusters", func() error { return converged(ctx, admin, []*node{a, c}, clusters) })
 		a.h.setOnOwn(nil)
 		c.h.setOnOwn(nil)
 		if n := violations.Load(); n > 0 {
@@ -452,7 +432,7 @@ func TestCoordinators(t *testing.T) {
 		}
 
 		b.blocked.Store(false)
-		waitFor(t, "b rejoined", func() error { return converged(ctx, admin, all3, clusters) })
+		testwait.For(t, waitLimit, "b rejoined", func() error { return converged(ctx, admin, all3, clusters) })
 		if inc := incarnationOf(ctx, t, admin, "b"); inc == oldInc {
 			t.Errorf("b rejoined with its old incarnation %q", inc)
 		}
@@ -487,7 +467,7 @@ func TestCoordinators(t *testing.T) {
 				t.Errorf("c: Guard(%s) after stop: %v", id, err)
 			}
 		}
-		waitFor(t, "a and b took c's clusters", func() error { return converged(ctx, admin, []*node{a, b}, clusters) })
+		testwait.For(t, waitLimit, "a and b took c's clusters", func() error { return converged(ctx, admin, []*node{a, b}, clusters) })
 		noHandlerErrors(t, all3...)
 	})
 
@@ -496,7 +476,7 @@ func TestCoordinators(t *testing.T) {
 		fewer := clusters[:6]
 		a.c.SetClusters(fewer)
 		b.c.SetClusters(append(slices.Clone(fewer), fewer[0])) // duplicates are ignored
-		waitFor(t, "clusters removed", func() error { return converged(ctx, admin, []*node{a, b}, fewer) })
+		testwait.For(t, waitLimit, "clusters removed", func() error { return converged(ctx, admin, []*node{a, b}, fewer) })
 		for _, id := range clusters[6:] {
 			l, err := admin.CoordinationV1().Leases(testNS).Get(ctx, claimName(testHub, id), metav1.GetOptions{})
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // The helper process: TestCleanupAfterFailure re-runs this test binary with
@@ -181,17 +183,25 @@ func assertGone(t *testing.T, pids map[string]int, helperOutput string) {
 	if len(pids) == 0 {
 		t.Fatalf("helper reported no processes; output:\n%s", helperOutput)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for name, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s (pid %d) is still running after the helper exited", name, pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return // they all ended: their pids may be another's by now
 		}
-	}
+		for _, pid := range pids {
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	testwait.For(t, 5*time.Second, "the helper's processes to end with it", func() error {
+		var running []string
+		for name, pid := range pids {
+			if alive(pid) {
+				running = append(running, fmt.Sprintf("%s (pid %d)", name, pid))
+			}
+		}
+		return testwait.Check(len(running) == 0, "still running after the helper exited: %v", running)
+	})
 }
 
 // alive reports whether pid is a running (not zombie) process.

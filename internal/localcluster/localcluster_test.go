@@ -22,6 +22,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 const (
@@ -59,7 +60,7 @@ func exerciseCluster(t *testing.T, c *localcluster.Cluster) {
 	cs := newClientset(t, c)
 	ns := createNamespace(t, cs)
 
-	events := &eventLog{notify: make(chan struct{}, 1)}
+	events := &eventLog{}
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithNamespace(ns),
@@ -246,22 +247,16 @@ type event struct {
 
 func (e event) String() string { return e.typ + " " + e.kind + " " + e.name }
 
-// eventLog records informer notifications; waitFor blocks on its notify
-// channel instead of sleeping.
+// eventLog records informer notifications; waitFor polls it.
 type eventLog struct {
 	mu     sync.Mutex
 	events []event
-	notify chan struct{} // capacity 1: "something was added"
 }
 
 func (l *eventLog) add(e event) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
 	l.mu.Unlock()
-	select {
-	case l.notify <- struct{}{}:
-	default:
-	}
 }
 
 func (l *eventLog) all() []event {
@@ -303,26 +298,19 @@ func metaAccessor(obj any) (string, error) {
 // waitTimeout for it.
 func (l *eventLog) waitFor(t *testing.T, what string, pred func(event) bool) event {
 	t.Helper()
-	timeout := time.NewTimer(waitTimeout)
-	defer timeout.Stop()
-	for {
+	var found event
+	testwait.For(t, waitTimeout, what, func() error {
+		var seen []string
 		for _, e := range l.all() {
 			if pred(e) {
-				return e
+				found = e
+				return nil
 			}
+			seen = append(seen, e.String())
 		}
-		select {
-		case <-l.notify:
-		case <-timeout.C:
-			var seen []string
-			for _, e := range l.all() {
-				seen = append(seen, e.String())
-			}
-			t.Fatalf("no %s within %v; events: %v", what, waitTimeout, seen)
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %s: %v", what, t.Context().Err())
-		}
-	}
+		return fmt.Errorf("events: %v", seen)
+	})
+	return found
 }
 
 func newClientset(t testing.TB, c *localcluster.Cluster) *kubernetes.Clientset {
