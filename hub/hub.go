@@ -624,6 +624,10 @@ func (h *Hub) setDesired(specs []NodeSpec, scope func(NodeID) bool, opts Desired
 				if old != nil {
 					n.resetFight() // what was fought over may be ignored now
 				}
+			} else if old != s && old.Revision != s.Revision {
+				// The same desired state from a later revision: the
+				// object keeps the revision that last changed it.
+				s.Revision = old.Revision
 			}
 			n.spec = s
 			if n.dec != nil {

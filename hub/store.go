@@ -61,6 +61,7 @@ type store struct {
 	appPolicy  map[string]Policy
 	holds      []Hold
 	sources    []SourceStatus
+	revisions  []SourceRevision
 	feedRing   []FeedEntry // newest at the end
 	subs       map[int]chan *Snapshot
 	nextSub    int
@@ -451,6 +452,15 @@ func (s *store) setSources(src []SourceStatus) {
 	s.markDirty()
 }
 
+// setRevisions records the Git sources' revisions (sorted, owned by the
+// store).
+func (s *store) setRevisions(r []SourceRevision) {
+	s.mu.Lock()
+	s.revisions = r
+	s.mu.Unlock()
+	s.markDirty()
+}
+
 func (s *store) appPolicies(p map[string]Policy) {
 	s.mu.Lock()
 	s.appPolicy = maps.Clone(p)
@@ -581,6 +591,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		}
 	}
 	snap.Sources = slices.Clone(s.sources)
+	snap.Revisions = slices.Clone(s.revisions)
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))
 	// The order is by text, so a cluster's NodeIDs come together: what

@@ -84,24 +84,27 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()
-	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	log, closer, err := openLog(o.LogFile)
 	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	git := NewGitSources(log.With("component", "git"), getenv)
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	cfg, err := config.Load(o.File, loadOpts)
+	if err != nil {
+		_ = git.Close()
 		fmt.Fprintln(stderr, err)
 		return &ExitError{Code: 1}
 	}
 	if !hasTerminal(env) {
 		return noTerminal("", "for a hub without a UI, run driftwatch serve -f "+o.File+" (and driftwatch attach from a terminal)")
 	}
-	log, closer, err := openLog(o.LogFile)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
 	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
 		return StartError("", err)
 	}
-	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true},
+	a, err := New(cfg, Options{Logger: log, LoadOptions: loadOpts, Git: git,
 		StateFile: stateFile, AllowPrune: o.AllowPrune})
 	if err != nil {
 		return StartError("", err)
