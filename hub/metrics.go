@@ -31,13 +31,13 @@ type metrics struct {
 	// sourceRevision is 1 for the applied commit of each Git source;
 	// sourceFetched the time of its last successful fetch.
 	sourceRevision, sourceFetched *prometheus.GaugeVec
-	panics        prometheus.Counter
-	staleReads    *prometheus.CounterVec
-	staleHealth   *prometheus.CounterVec
-	refused       *prometheus.CounterVec
-	drains        prometheus.Counter
-	loopPanics    *prometheus.CounterVec
-	orphanGuard   *prometheus.CounterVec
+	panics                        prometheus.Counter
+	staleReads                    *prometheus.CounterVec
+	staleHealth                   *prometheus.CounterVec
+	refused                       *prometheus.CounterVec
+	drains                        prometheus.Counter
+	loopPanics                    *prometheus.CounterVec
+	orphanGuard                   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {

@@ -55,7 +55,9 @@ type CheckOptions struct {
 // exits 1.
 func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME")})
+	gitCheckout, cleanup := tempGitCheckouts("")
+	defer cleanup()
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout})
 	var list config.ErrorList
 	if errors.As(err, &list) {
 		printErrors(stderr, list)

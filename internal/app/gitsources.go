@@ -494,3 +494,43 @@ func refMatches(r *gitRepo, ref string) bool {
 	}
 	return ref == "refs/heads/"+want || ref == "refs/tags/"+want
 }
+
+// tempGitCheckouts returns a config.LoadOptions.GitCheckout for one-shot
+// commands (check, diff): each Git source is fetched once into a temporary
+// cache (removed by the returned cleanup), at ref when ref is set (every
+// Git source then follows ref: a pull request's head, say), else at its
+// own ref.
+func tempGitCheckouts(ref string) (func(config.Hub, string, config.GitSource) (config.GitCheckout, error), func()) {
+	var mu sync.Mutex
+	dir := ""
+	checkout := func(_ config.Hub, _ string, g config.GitSource) (config.GitCheckout, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if dir == "" {
+			d, err := os.MkdirTemp("", "driftwatch-git-")
+			if err != nil {
+				return config.GitCheckout{}, fmt.Errorf("git cache: %w", err)
+			}
+			dir = d
+		}
+		if ref != "" {
+			g.Ref = ref
+		}
+		repo, err := gitsource.Open(g.GitOptions(filepath.Join(dir, gitsource.DirName(g.URL, g.Ref))))
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		rev, err := repo.Fetch(context.Background())
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+	}
+	return checkout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
