@@ -110,7 +110,7 @@ type GitSource struct {
 	// commit to follow; "" means the remote's HEAD (its default branch).
 	Ref string `yaml:"ref"`
 	// Interval is how often the hub polls the repository for a new commit
-	// (at least 10s). A push webhook (see WebhookSecretFile) fetches at
+	// (default 1m, at least 10s). A push webhook (see WebhookSecretFile) fetches at
 	// once.
 	Interval time.Duration `yaml:"interval"`
 	// Timeout bounds one fetch; 0 (left out) means two minutes.
