@@ -117,7 +117,9 @@ func TestGitSourceWithoutFetcher(t *testing.T) {
 
 func TestGitSourceCheckoutFails(t *testing.T) {
 	opts := testOptions()
-	opts.GitCheckout = func(Hub, string, GitSource) (GitCheckout, error) { return GitCheckout{}, errors.New("remote unreachable") }
+	opts.GitCheckout = func(Hub, string, GitSource) (GitCheckout, error) {
+		return GitCheckout{}, errors.New("remote unreachable")
+	}
 	if _, err := Parse("config.yaml", []byte(gitConfig("", "deploy")), opts); err == nil || !strings.Contains(err.Error(), "sources[0].git: remote unreachable") {
 		t.Fatalf("without isolation: %v", err)
 	}

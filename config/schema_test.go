@@ -289,7 +289,7 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			}
 			return srcClusters + "sources: [" + m + "]\n"
 		},
-		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
 	}
 	frames[reflect.TypeFor[HelmChart]()] = frame{
 		base: []string{"chart: " + chart},
@@ -306,8 +306,10 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 	}
 	frames[reflect.TypeFor[GitSource]()] = frame{
 		base: []string{gitRepo},
-		wrap: func(m string) string { return srcClusters + "sources: [{id: s, clusters: [c], path: platform, git: " + m + "}]\n" },
-		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Git) },
+		wrap: func(m string) string {
+			return srcClusters + "sources: [{id: s, clusters: [c], path: platform, git: " + m + "}]\n"
+		},
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Git) },
 	}
 	frames[reflect.TypeFor[GitAuth]()] = frame{
 		wrap: gitWrap("auth"),

@@ -162,6 +162,9 @@ type NodeStatus struct {
 	// Contested describes the fight with another writer while the status
 	// is StatusContested; nil otherwise.
 	Contested *Contest `json:",omitempty"`
+	// Revision is the source revision the desired state came from (see
+	// NodeSpec.Revision); "" when its source has none.
+	Revision string `json:",omitempty"`
 	// Spec is the desired state (shared, immutable). It is not part of
 	// the JSON form of a snapshot (see the API's node endpoint).
 	Spec *NodeSpec `json:"-"`

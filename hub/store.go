@@ -644,7 +644,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			Spec: n.spec,
 		}
 		n.fillExtra(&ns)
-		ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
+		ns.Application, ns.Kind, ns.Policy, ns.Revision = n.spec.Application, n.spec.Kind, n.spec.Policy, n.spec.Revision
 		if p, ok := s.appPolicy[n.spec.Application]; ok {
 			ns.Policy = p
 		}
