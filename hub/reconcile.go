@@ -380,6 +380,7 @@ func (h *Hub) repair(ctx context.Context, p pass, st State, d Drift, rep Repair,
 		// hold, a warn override): the switch holds at the write.
 		return h.refused(p, rep, v)
 	}
+	desiredChanged := h.desiredChanged(p.spec)
 	h.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()
@@ -427,10 +428,38 @@ func (h *Hub) repair(ctx context.Context, p pass, st State, d Drift, rep Repair,
 	}
 	h.status.applied(p.id, rep, latency)
 	h.status.step(p.id, StepApplied, detail, appliedAt)
+	who := attributionText(rep.Attribution)
+	if desiredChanged {
+		who = desiredChangeText(p.spec)
+	}
 	h.status.feed(FeedEntry{At: appliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
+		Who: who, Action: rep.Action, Latency: latency})
 	h.onRecord(rep)
 	return Result{}, nil
+}
+
+// desiredChanged reports whether the spec differs from the one last
+// applied to its NodeID: the write applies a change of the desired state,
+// not a repair of drift.
+func (h *Hub) desiredChanged(spec *NodeSpec) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.nodes.at(spec.ID)
+	return n != nil && n.applied != nil && n.applied.Hash != spec.Hash
+}
+
+// desiredChangeText is the feed's "who" of a write that applies a change
+// of the desired state: "desired changed (web@abc1234)" with the source's
+// revision, else "desired changed".
+func desiredChangeText(spec *NodeSpec) string {
+	if spec.Revision == "" {
+		return "desired changed"
+	}
+	sha, _, _ := strings.Cut(spec.Revision, " ")
+	if len(sha) > 7 {
+		sha = sha[:7]
+	}
+	return "desired changed (" + spec.Application + "@" + sha + ")"
 }
 
 // fight reports whether repairs of a NodeID are being undone by another
