@@ -129,6 +129,16 @@ sources:
 	if n, _ := s.Node(web); n.Spec == nil || !strings.HasPrefix(n.Spec.Revision, c1) {
 		t.Errorf("web's revision: %+v", n.Spec)
 	}
+	rec := httptest.NewRecorder()
+	a.hub.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		`driftwatch_source_revision_info{commit="` + c1 + `",source="web"} 1`,
+		`driftwatch_source_last_fetch_success_timestamp_seconds{source="web"}`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	k := kubernetes.NewForConfigOrDie(cl.RESTConfig())
 	value := func() string {
 		cm, err := k.CoreV1().ConfigMaps("default").Get(t.Context(), "web", metav1.GetOptions{})
