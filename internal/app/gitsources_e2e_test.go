@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -236,5 +237,36 @@ sources:
 		n, _ := s.Node(web)
 		return r.Commit == c4 && r.Error == "" && len(s.Sources) == 0 && applied(n) && n.Spec != nil && strings.HasPrefix(n.Spec.Revision, c4)
 	})
+	waitValue("4")
+
+	// diff --revision compares the cluster with another ref: in sync at
+	// main, a change on a branch that main does not have.
+	repo.CommitBranch("feature", "five", map[string]string{"deploy/web.yaml": configMapYAML("web", "5")})
+	diffEnv := func(out *strings.Builder) Env {
+		return Env{Getenv: func(string) string { return "" }, Stdout: out, Stderr: tWriter{t}}
+	}
+	var out strings.Builder
+	if err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText}, diffEnv(&out)); err != nil {
+		t.Errorf("diff at main: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText, Revision: "feature"}, diffEnv(&out))
+	if ee := (*ExitError)(nil); !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(out.String(), "web") {
+		t.Errorf("diff --revision feature: %v, want exit 1 naming web:\n%s", err, out.String())
+	}
+
+	// A commit that would prune every object of the cluster is refused
+	// like a reload: the last good revision stays, the source is stale.
+	gone := repo.Commit("remove everything", map[string]string{"deploy/web.yaml": "", "deploy/static.yaml": "", "deploy/notes.txt": "nothing here\n"})
+	if code := hook(secret, gone); code != http.StatusAccepted {
+		t.Fatalf("webhook: %d, want 202", code)
+	}
+	s = a.waitSnap(t, 60*time.Second, "the pruning commit refused", func(s *hub.Snapshot) bool {
+		r, _ := revisionOf(s, "web")
+		return r.Commit == c4 && strings.Contains(r.Error, "refused")
+	})
+	if _, ok := s.Node(static); !ok {
+		t.Error("static left the desired state with the refused commit")
+	}
 	waitValue("4")
 }

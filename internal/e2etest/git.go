@@ -76,6 +76,16 @@ func (r *GitRepo) run(dir string, args ...string) string {
 // with msg, pushes main and returns the commit's SHA.
 func (r *GitRepo) Commit(msg string, files map[string]string) string {
 	r.t.Helper()
+	r.write(files)
+	r.run(r.work, "add", "-A")
+	r.run(r.work, "commit", "-q", "--allow-empty", "-m", msg)
+	r.run(r.work, "push", "-q", "origin", "main")
+	return r.run(r.work, "rev-parse", "HEAD")
+}
+
+// write writes files (path -> content; "" deletes) into the work clone.
+func (r *GitRepo) write(files map[string]string) {
+	r.t.Helper()
 	for name, content := range files {
 		p := filepath.Join(r.work, filepath.FromSlash(name))
 		if content == "" {
@@ -91,17 +101,20 @@ func (r *GitRepo) Commit(msg string, files map[string]string) string {
 			r.t.Fatal(err)
 		}
 	}
-	r.run(r.work, "add", "-A")
-	r.run(r.work, "commit", "-q", "--allow-empty", "-m", msg)
-	r.run(r.work, "push", "-q", "origin", "main")
-	return r.run(r.work, "rev-parse", "HEAD")
 }
 
-// Branch pushes the work clone's HEAD as branch name and returns its SHA.
-func (r *GitRepo) Branch(name string) string {
+// CommitBranch commits files on top of the work clone's HEAD, pushes the
+// commit as branch (forced), returns its SHA and moves the work clone back
+// to where it was: main does not get it.
+func (r *GitRepo) CommitBranch(branch, msg string, files map[string]string) string {
 	r.t.Helper()
-	r.run(r.work, "push", "-q", "-f", "origin", "HEAD:refs/heads/"+name)
-	return r.run(r.work, "rev-parse", "HEAD")
+	r.write(files)
+	r.run(r.work, "add", "-A")
+	r.run(r.work, "commit", "-q", "--allow-empty", "-m", msg)
+	r.run(r.work, "push", "-q", "-f", "origin", "HEAD:refs/heads/"+branch)
+	sha := r.run(r.work, "rev-parse", "HEAD")
+	r.run(r.work, "reset", "-q", "--hard", "HEAD~1")
+	return sha
 }
 
 // HTTPURL is the repository's smart-HTTP URL; FileURL its file URL.
