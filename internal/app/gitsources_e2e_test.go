@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -194,7 +194,7 @@ sources:
 	if code := hook(secret, c2); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d, want 202", code)
 	}
-	s = a.waitSnap(t, 60*time.Second, "the second commit applied", func(s *hub.Snapshot) bool {
+	a.waitSnap(t, 60*time.Second, "the second commit applied", func(s *hub.Snapshot) bool {
 		n, _ := s.Node(web)
 		return revIs(c2)(s) && applied(n) && n.Spec != nil && strings.HasPrefix(n.Spec.Revision, c2)
 	})
