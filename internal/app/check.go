@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -338,6 +339,17 @@ func printManifestSource(b *strings.Builder, cfg *config.Config, src config.Sour
 	fmt.Fprintf(b, "\nsource %s\n", src.ID)
 	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "  %s:\t%s\n", src.Kind(), cfg.RelPath(src.Location()))
+	if g := src.Git; g != nil {
+		at := "-"
+		if co, ok := src.Checkout(); ok {
+			at = co.Commit
+			if len(at) > 7 {
+				at = at[:7]
+			}
+			at += " " + co.Message
+		}
+		fmt.Fprintf(tw, "  git:\t%s %s @ %s\n", g.URL, cmp.Or(g.Ref, "HEAD"), at)
+	}
 	if h := src.Helm; h != nil {
 		fmt.Fprintf(tw, "  release:\t%s in %s\n", h.ReleaseName, h.Namespace)
 		for _, f := range h.ValuesFiles {

@@ -65,7 +65,7 @@ func TestGitSourcesStartFromTheCache(t *testing.T) {
 // field.
 func TestCheckGitSource(t *testing.T) {
 	repo := e2etest.NewGitRepo(t)
-	repo.Commit("first", map[string]string{"deploy/web.yaml": configMapYAML("web", "1")})
+	c1 := repo.Commit("first", map[string]string{"deploy/web.yaml": configMapYAML("web", "1")})
 	dir := t.TempDir()
 	write := func(path string) string {
 		p := filepath.Join(dir, "driftwatch.yaml")
@@ -84,6 +84,13 @@ func TestCheckGitSource(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "# c1:default/web:configmap\n") {
 		t.Errorf("check -o yaml:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Check(CheckOptions{File: write("deploy"), Output: FormatText, SkipKubeconfigs: true}, env(&out, &errOut)); err != nil {
+		t.Fatalf("check: %v\n%s", err, errOut.String())
+	}
+	if want := "  git:      " + repo.FileURL() + " HEAD @ " + c1[:7] + " first\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("plan lacks %q:\n%s", want, out.String())
 	}
 	out.Reset()
 	errOut.Reset()
