@@ -39,7 +39,7 @@ func (c Contest) Who() string {
 }
 
 // fightState is the loop's bookkeeping of fights over one NodeID (part of
-// nodeLoop, guarded by Hub.mu).
+// nodeLoop, guarded by loopState.mu).
 type fightState struct {
 	// with is the manager whose drifts undid our recent repairs, undone
 	// how many in a row; repairs numbers our repairs and counted is the
@@ -155,7 +155,7 @@ func (s *store) setIgnored(id NodeID, ignored []IgnoredField) {
 	}
 	s.mu.Unlock()
 	if changed {
-		s.markDirty()
+		signal(s.dirty)
 	}
 }
 
@@ -170,7 +170,7 @@ func (s *store) setContest(id NodeID, c *Contest) {
 	}
 	s.mu.Unlock()
 	if changed {
-		s.markDirty()
+		signal(s.dirty)
 	}
 }
 
@@ -190,16 +190,4 @@ func (n *nodeStatus) fillExtra(ns *NodeStatus) {
 	}
 	ns.LastRepair, ns.Repairs = x.repair, x.repairs
 	ns.Ignored, ns.Contested = x.ignored, x.contest
-}
-
-// currentContest returns a copy of the NodeID's contest, nil when none.
-func (h *Hub) currentContest(id NodeID) *Contest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.loopLocked(id)
-	if n == nil || n.rep == nil || n.rep.fight.contest == nil {
-		return nil
-	}
-	c := *n.rep.fight.contest
-	return &c
 }

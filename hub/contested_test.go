@@ -208,6 +208,6 @@ func TestContestClearedByIgnoreRule(t *testing.T) {
 // contestedCount reads the managed-objects gauge for contested NodeIDs of a
 // cluster, as published with the last snapshot.
 func contestedCount(h *Hub, cluster string) float64 {
-	h.status.publish(h.opts.Now())
+	h.pub.publish(h.opts.Now())
 	return testutil.ToFloat64(h.metrics.objects.WithLabelValues(cluster, string(StatusContested)))
 }

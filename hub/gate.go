@@ -138,10 +138,10 @@ type inflight struct {
 
 // intentLocked returns the intent covering a pass's NodeID now. Expired
 // holds it meets are dropped and returned, for deletion from the intent
-// store once h.mu is released. Callers hold h.mu.
-func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
-	rec := h.nodes.at(p.id)
-	in := intentView{manual: p.manual, stopping: h.stopping()}
+// store once l.mu is released. Callers hold l.mu.
+func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
+	rec := l.nodes.at(p.id)
+	in := intentView{manual: p.manual, stopping: l.stopping()}
 	of := p.spec
 	if p.dec != nil {
 		of = p.dec.spec
@@ -156,14 +156,14 @@ func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
 			of = rec.spec
 		}
 	}
-	in.paused = h.pauses[p.id.Cluster]
+	in.paused = l.pauses[p.id.Cluster]
 	in.policy = of.Policy
-	if ap, ok := h.appPolicy[of.Application]; ok {
-		in.policy, in.policySeq = ap, h.appPolicySeq[of.Application]
+	if ap, ok := l.appPolicy[of.Application]; ok {
+		in.policy, in.policySeq = ap, l.appPolicySeq[of.Application]
 	}
-	hd, expired := h.holdForLocked(p.id, of.Application, now)
+	hd, expired := l.holdForLocked(p.id, of.Application, now)
 	if hd != nil {
-		in.hold, in.holdSeq = hd, h.holdSeq[hd.Target]
+		in.hold, in.holdSeq = hd, l.holdSeq[hd.Target]
 	}
 	return in, expired
 }
@@ -172,14 +172,14 @@ func (h *Hub) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
 // is registered as in flight until release is called, and wctx (derived
 // from ctx) is cancelled if an intent change waiting for it runs out of
 // patience. Release must be called once the write returned.
-func (h *Hub) admit(ctx context.Context, p *pass, kind writeKind) (wctx context.Context, release func(), v verdict) {
-	now := h.opts.Now()
+func (l *loopState) admit(ctx context.Context, p *pass, kind writeKind) (wctx context.Context, release func(), v verdict) {
+	now := l.opts.Now()
 	var expired []HoldTarget
 	func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		var in intentView
-		in, expired = h.intentLocked(p, now)
+		in, expired = l.intentLocked(p, now)
 		v = decide(kind, in, now)
 		if !v.allow {
 			return
@@ -187,52 +187,52 @@ func (h *Hub) admit(ctx context.Context, p *pass, kind writeKind) (wctx context.
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithCancel(ctx)
 		w := &inflight{cluster: p.id.Cluster, app: p.app(), cancel: cancel, done: make(chan struct{})}
-		h.writes[p.id] = w
+		l.writes[p.id] = w
 		release = func() {
-			h.mu.Lock()
-			if h.writes[p.id] == w {
-				delete(h.writes, p.id)
+			l.mu.Lock()
+			if l.writes[p.id] == w {
+				delete(l.writes, p.id)
 			}
-			h.mu.Unlock()
+			l.mu.Unlock()
 			cancel()
 			close(w.done)
 		}
 	}()
-	h.deleteExpiredHolds(expired)
+	l.deleteExpiredHolds(expired)
 	return wctx, release, v
 }
 
 // plan is the gate's answer for a pass's write as the intent stands at the
 // start of the pass: it decides what the pass prepares (attribution, fight
 // bookkeeping, a confirming read). The write itself asks again (admit).
-func (h *Hub) plan(p *pass, kind writeKind) verdict {
-	now := h.opts.Now()
+func (l *loopState) plan(p *pass, kind writeKind) verdict {
+	now := l.opts.Now()
 	in, expired := func() (intentView, []HoldTarget) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.intentLocked(p, now)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.intentLocked(p, now)
 	}()
-	h.deleteExpiredHolds(expired)
+	l.deleteExpiredHolds(expired)
 	return decide(kind, in, now)
 }
 
 // deleteExpiredHolds deletes expired holds from the intent store.
-func (h *Hub) deleteExpiredHolds(expired []HoldTarget) {
-	if h.opts.Intent == nil {
+func (l *loopState) deleteExpiredHolds(expired []HoldTarget) {
+	if l.opts.Intent == nil {
 		return
 	}
 	for _, t := range expired {
-		if err := h.opts.Intent.DeleteHold(t); err != nil {
-			h.log.Error("delete expired hold", "hold", t.String(), "err", err)
+		if err := l.opts.Intent.DeleteHold(t); err != nil {
+			l.log.Error("delete expired hold", "hold", t.String(), "err", err)
 		}
 	}
 }
 
 // writesLocked returns the writes in flight that match, for an intent
-// change to wait for. Callers hold h.mu.
-func (h *Hub) writesLocked(match func(id NodeID, w *inflight) bool) []*inflight {
+// change to wait for. Callers hold l.mu.
+func (l *loopState) writesLocked(match func(id NodeID, w *inflight) bool) []*inflight {
 	var out []*inflight
-	for id, w := range h.writes {
+	for id, w := range l.writes {
 		if match(id, w) {
 			out = append(out, w)
 		}
@@ -243,12 +243,12 @@ func (h *Hub) writesLocked(match func(id NodeID, w *inflight) bool) []*inflight 
 // drain waits until the writes have returned. Writes still running after
 // Options.IntentWait are cancelled, then waited for: once drain returns,
 // none of them can still write.
-func (h *Hub) drain(ws []*inflight) {
+func (l *loopState) drain(ws []*inflight) {
 	if len(ws) == 0 {
 		return
 	}
-	h.metrics.drains.Inc()
-	patience := time.NewTimer(h.opts.IntentWait)
+	l.metrics.drains.Inc()
+	patience := time.NewTimer(l.opts.IntentWait)
 	defer patience.Stop()
 	for _, w := range ws {
 		select {
@@ -264,10 +264,4 @@ func (h *Hub) drain(ws []*inflight) {
 	for _, w := range ws {
 		<-w.done
 	}
-}
-
-// nextSeqLocked numbers an intent change. Callers hold h.mu.
-func (h *Hub) nextSeqLocked() uint64 {
-	h.seq++
-	return h.seq
 }

@@ -14,19 +14,19 @@ import (
 // adopted here returns, like one set here, once no write in its scope can
 // still happen. Applied and decommission records are read by LoadIntent at
 // start and, for a cluster a replica takes over, by TakeOver.
-func (h *Hub) RefreshIntent() error {
-	if h.opts.Intent == nil {
+func (ia *intentAPI) RefreshIntent() error {
+	if ia.opts.Intent == nil {
 		return nil
 	}
-	load := h.opts.Intent.Load
-	if o, ok := h.opts.Intent.(OverridesLoader); ok {
+	load := ia.opts.Intent.Load
+	if o, ok := ia.opts.Intent.(OverridesLoader); ok {
 		load = o.LoadOverrides
 	}
 	in, err := load()
 	if err != nil {
 		return fmt.Errorf("refresh intent: %w", err)
 	}
-	h.adopt(in, "")
+	ia.adopt(in, "")
 	return nil
 }
 
@@ -37,77 +37,77 @@ func (h *Hub) RefreshIntent() error {
 // object another replica applied is drift (repaired through the write gate,
 // in the feed and the metrics), never a first apply, and a decommission it
 // started goes on. Call it before registering the cluster's backend.
-func (h *Hub) TakeOver(cluster string) error {
-	if h.opts.Intent == nil {
+func (ia *intentAPI) TakeOver(cluster string) error {
+	if ia.opts.Intent == nil {
 		return nil
 	}
-	in, err := h.opts.Intent.Load()
+	in, err := ia.opts.Intent.Load()
 	if err != nil {
 		return fmt.Errorf("take over cluster %q: %w", cluster, err)
 	}
-	h.adopt(in, cluster)
+	ia.adopt(in, cluster)
 	return nil
 }
 
 // adopt takes the intent read from the store: the overrides always, and
 // the applied and decommission records of cluster when it is not "".
-func (h *Hub) adopt(in Intent, cluster string) {
-	wake, drain := h.adoptIntent(in, cluster)
-	h.drain(drain)
+func (ia *intentAPI) adopt(in Intent, cluster string) {
+	wake, drain := ia.adoptIntent(in, cluster)
+	ia.drain(drain)
 	for _, id := range wake {
-		h.queue.Add(id)
+		ia.ctrl.add(id)
 	}
 }
 
-// adoptIntent is adopt's part under h.mu (released even on a panic): it
+// adoptIntent is adopt's part under ia.mu (released even on a panic): it
 // returns the NodeIDs to look at again and the writes to wait for.
-func (h *Hub) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*inflight) {
-	now := h.opts.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (ia *intentAPI) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*inflight) {
+	now := ia.opts.Now()
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
 	paused := make(map[string]bool)
 	for c, p := range in.Paused {
 		if p {
 			paused[c] = true
 		}
 	}
-	for c := range h.pauses {
+	for c := range ia.pauses {
 		if !paused[c] {
-			h.setPausedLocked(c, false)
-			wake = append(wake, h.clusterIDsLocked(c)...)
+			ia.setPausedLocked(c, false)
+			wake = append(wake, ia.clusterIDsLocked(c)...)
 		}
 	}
 	for c := range paused {
-		if h.pauses[c] == 0 {
-			h.setPausedLocked(c, true)
-			drain = append(drain, h.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
+		if ia.pauses[c] == 0 {
+			ia.setPausedLocked(c, true)
+			drain = append(drain, ia.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
 		}
 	}
-	if !maps.Equal(h.appPolicy, in.Policies) {
+	if !maps.Equal(ia.appPolicy, in.Policies) {
 		changed := make(map[string]bool)
-		for app, p := range h.appPolicy {
+		for app, p := range ia.appPolicy {
 			if in.Policies[app] != p {
 				changed[app] = true
 			}
 		}
 		for app, p := range in.Policies {
-			if h.appPolicy[app] != p {
+			if ia.appPolicy[app] != p {
 				changed[app] = true
 			}
 		}
 		for app := range changed {
 			p := in.Policies[app]
-			h.setAppPolicyLocked(app, p)
+			ia.setAppPolicyLocked(app, p)
 			if p == PolicyWarn {
-				drain = append(drain, h.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })...)
+				drain = append(drain, ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })...)
 			}
 		}
-		for id, n := range h.nodes.all() {
+		for id, n := range ia.nodes.all() {
 			if n.spec != nil && changed[n.spec.Application] {
 				wake = append(wake, id)
 			}
 		}
-		h.status.appPolicies(h.appPolicy)
+		ia.status.appPolicies(ia.appPolicy)
 	}
 	next := make(map[HoldTarget]Hold)
 	for _, hd := range in.Holds {
@@ -115,24 +115,24 @@ func (h *Hub) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*in
 			next[hd.Target] = hd
 		}
 	}
-	if !maps.Equal(h.holds, next) {
-		for t := range h.holds {
+	if !maps.Equal(ia.holds, next) {
+		for t := range ia.holds {
 			if _, ok := next[t]; !ok {
-				wake = append(wake, h.heldIDsLocked(t)...)
-				delete(h.holdSeq, t)
+				wake = append(wake, ia.heldIDsLocked(t)...)
+				delete(ia.holdSeq, t)
 			}
 		}
 		for t, hd := range next {
-			if old, ok := h.holds[t]; !ok || old != hd {
-				h.holdSeq[t] = h.nextSeqLocked()
-				drain = append(drain, h.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })...)
+			if old, ok := ia.holds[t]; !ok || old != hd {
+				ia.holdSeq[t] = ia.nextSeqLocked()
+				drain = append(drain, ia.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })...)
 			}
 		}
-		h.holds = next
-		h.status.setHolds(h.holdsLocked())
+		ia.holds = next
+		ia.status.setHolds(ia.holdsLocked())
 	}
 	if cluster != "" {
-		h.adoptRecordsLocked(in, cluster, now)
+		ia.adoptRecordsLocked(in, cluster, now)
 	}
 	return wake, drain
 }
@@ -140,32 +140,32 @@ func (h *Hub) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*in
 // adoptRecordsLocked takes the applied and decommission records of one
 // cluster from the store: what another replica applied is remembered as
 // applied, and a decommission it started goes on unless this hub wants the
-// NodeID. Callers hold h.mu.
-func (h *Hub) adoptRecordsLocked(in Intent, cluster string, now time.Time) {
+// NodeID. Callers hold ia.mu.
+func (ia *intentAPI) adoptRecordsLocked(in Intent, cluster string, now time.Time) {
 	for id, ref := range in.Applied {
 		if id.Cluster != cluster {
 			continue
 		}
 		rs := ref.Spec()
 		rs.ID = id
-		if n := h.nodes.at(id); n != nil {
+		if n := ia.nodes.at(id); n != nil {
 			if n.applied == nil || RefOf(*n.applied) != RefOf(rs) {
 				n.applied = &rs
 			}
 		} else {
-			h.nodes.put(id, &node{applied: &rs})
+			ia.nodes.put(id, &node{applied: &rs})
 		}
 	}
 	for _, d := range in.Decommissions {
 		if d.Ref.ID.Cluster != cluster {
 			continue
 		}
-		if n := h.nodes.at(d.Ref.ID); n != nil && n.managed() {
+		if n := ia.nodes.at(d.Ref.ID); n != nil && n.managed() {
 			continue // wanted here, or already being decommissioned
 		}
 		s := d.Ref.Spec()
-		n := h.nodeForLocked(s.ID)
+		n := ia.nodeForLocked(s.ID)
 		n.dec = &decommission{spec: &s, since: d.Since}
-		h.status.track(&s, true, now)
+		ia.status.track(&s, true, now)
 	}
 }

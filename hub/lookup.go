@@ -18,7 +18,7 @@ var ErrUnknownApplication = errors.New("unknown application")
 // decommissioning) object lives on it, or it has reported its health (every
 // configured cluster does once its watch manager starts).
 func (h *Hub) KnowsCluster(cluster string) bool {
-	if _, ok := h.status.clusterHealth(cluster); ok {
+	if _, ok := h.store.clusterHealth(cluster); ok {
 		return true
 	}
 	h.mu.Lock()

@@ -34,7 +34,7 @@ func BenchmarkLoopThroughput(b *testing.B) {
 	go func() { _ = h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitIdle := func() {
-		for h.queue.Len() > 0 {
+		for h.ctrl.queue.Len() > 0 {
 			time.Sleep(time.Millisecond)
 		}
 	}

@@ -156,7 +156,7 @@ func (h *Hub) SetSourceFaults(faults []SourceStatus) {
 	for _, f := range faults {
 		h.metrics.sourceFailing.WithLabelValues(f.ID).Set(1)
 	}
-	h.status.setSources(faults)
+	h.store.setSources(faults)
 }
 
 // SetSourceRevisions shows the revisions of the Git manifest sources (nil:
@@ -177,7 +177,7 @@ func (h *Hub) SetSourceRevisions(revs []SourceRevision) {
 			h.metrics.sourceFetched.WithLabelValues(r.ID).Set(float64(r.LastFetch.UnixNano()) / 1e9)
 		}
 	}
-	h.status.setRevisions(revs)
+	h.store.setRevisions(revs)
 }
 
 // forgetCluster deletes every series of a cluster that left the hub.

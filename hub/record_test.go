@@ -59,10 +59,10 @@ func TestOneRecordPerNode(t *testing.T) {
 
 		// No subscriber: the published snapshot is not kept; a
 		// subscriber gets one.
-		f.h.status.publish(f.h.opts.Now())
-		f.h.status.mu.Lock()
-		kept := f.h.status.latest
-		f.h.status.mu.Unlock()
+		f.h.pub.publish(f.h.opts.Now())
+		f.h.pub.mu.Lock()
+		kept := f.h.pub.latest
+		f.h.pub.mu.Unlock()
 		if kept != nil {
 			t.Error("a snapshot is kept with no subscriber")
 		}
@@ -121,9 +121,9 @@ func TestRepairBookkeepingOnlyAfterDrift(t *testing.T) {
 			t.Errorf("%s: repair bookkeeping %+v, want none", calm.ID, r)
 		}
 		extra := func(id NodeID) *nodeExtra {
-			f.h.status.mu.Lock()
-			defer f.h.status.mu.Unlock()
-			x := f.h.status.nodeLocked(id).extra
+			f.h.store.mu.Lock()
+			defer f.h.store.mu.Unlock()
+			x := f.h.store.nodeLocked(id).extra
 			if x == nil {
 				return nil
 			}
@@ -154,9 +154,9 @@ func TestLastUnsubscribeDropsSnapshot(t *testing.T) {
 		f.ready("c1", 1, 0)
 		synctest.Wait()
 		kept := func() *Snapshot {
-			f.h.status.mu.Lock()
-			defer f.h.status.mu.Unlock()
-			return f.h.status.latest
+			f.h.pub.mu.Lock()
+			defer f.h.pub.mu.Unlock()
+			return f.h.pub.latest
 		}
 		_, cancel1 := f.h.Subscribe()
 		_, cancel2 := f.h.Subscribe()

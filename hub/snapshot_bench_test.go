@@ -24,7 +24,7 @@ func BenchmarkSnapshotFleet(b *testing.B) {
 	}
 	now := time.Now()
 	for b.Loop() {
-		if snap := h.status.snapshot(now); len(snap.Nodes) != len(specs) {
+		if snap := h.store.snapshot(now); len(snap.Nodes) != len(specs) {
 			b.Fatalf("snapshot has %d nodes, want %d", len(snap.Nodes), len(specs))
 		}
 	}

@@ -38,8 +38,18 @@ type statusWriter interface {
 	// health records a cluster's health; paused its pause intent.
 	health(h ClusterHealth)
 	paused(cluster string, paused bool)
-	// appPolicies records the runtime policy overrides.
+	// appPolicies records the runtime policy overrides; setHolds the
+	// holds (sorted, owned by the store from then on).
 	appPolicies(p map[string]Policy)
+	setHolds(h []Hold)
+	// removeHealth drops a removed cluster's health.
+	removeHealth(cluster string)
+	// setOrphans shows a cluster's orphans, with why they are not pruned.
+	setOrphans(cluster string, orphans map[NodeID]SpecRef, reason string, now time.Time)
+	// setIgnored records the differences ignore rules cover; setContest a
+	// NodeID's contest (nil clears it).
+	setIgnored(id NodeID, ignored []IgnoredField)
+	setContest(id NodeID, c *Contest)
 }
 
 // store holds node and cluster status, timelines, the feed, snapshots and
@@ -57,19 +67,13 @@ type store struct {
 	// and no copy of the NodeIDs.
 	order      []*nodeStatus
 	orderDirty bool
-	clusters   map[string]*clusterStatus
-	appPolicy  map[string]Policy
-	holds      []Hold
-	sources    []SourceStatus
-	revisions  []SourceRevision
-	feedRing   []FeedEntry // newest at the end
-	subs       map[int]chan *Snapshot
-	nextSub    int
-	seq        uint64
-	latest     *Snapshot
-	dirty      chan struct{}
-	// joined wakes a publisher pausing while nobody subscribed.
-	joined      chan struct{}
+	// clusterBoard holds what is shown per cluster and hub-wide; feedLog
+	// the live feed. Both share mu and dirty.
+	*clusterBoard
+	*feedLog
+	seq uint64
+	// dirty tells the publisher the store changed.
+	dirty       chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
@@ -127,26 +131,25 @@ type clusterStatus struct {
 var _ statusWriter = (*store)(nil)
 
 func newStore(opts Options, m *metrics, queueLength func() int) *store {
-	return &store{
+	s := &store{
 		opts:        opts,
 		nodes:       newIDIndex(func(n *nodeStatus) NodeID { return n.spec.ID }),
-		clusters:    make(map[string]*clusterStatus),
-		appPolicy:   make(map[string]Policy),
-		subs:        make(map[int]chan *Snapshot),
 		dirty:       make(chan struct{}, 1),
-		joined:      make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
+	s.clusterBoard = &clusterBoard{mu: &s.mu, dirty: s.dirty, metrics: m,
+		clusters: make(map[string]*clusterStatus), appPolicy: make(map[string]Policy)}
+	s.feedLog = &feedLog{mu: &s.mu, dirty: s.dirty, length: opts.FeedLength}
+	return s
 }
 
-func (s *store) clusterLocked(id string) *clusterStatus {
-	c := s.clusters[id]
-	if c == nil {
-		c = &clusterStatus{health: ClusterHealth{Cluster: id, State: ClusterConnecting}}
-		s.clusters[id] = c
+// signal tells the publisher the store changed (never blocks).
+func signal(dirty chan<- struct{}) {
+	select {
+	case dirty <- struct{}{}:
+	default:
 	}
-	return c
 }
 
 func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
@@ -167,7 +170,7 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 		setStatus(n, StatusDecommissioning, "application removed from the config", now)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) untrack(id NodeID) {
@@ -177,7 +180,7 @@ func (s *store) untrack(id NodeID) {
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) forgetCluster(cluster string) {
@@ -188,7 +191,7 @@ func (s *store) forgetCluster(cluster string) {
 	delete(s.clusters, cluster)
 	s.mu.Unlock()
 	s.metrics.forgetCluster(cluster)
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // setOrphans replaces a cluster's orphans.
@@ -215,7 +218,7 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason st
 		s.orderDirty = true
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // node returns a tracked NodeID's status; nil when it is not tracked (its
@@ -239,7 +242,7 @@ func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
@@ -248,7 +251,7 @@ func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
 		s.appendTimelineLocked(n, step, detail, at)
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 // appendTimelineLocked appends to a bounded timeline. Snapshots share the
@@ -277,7 +280,7 @@ func (s *store) drift(id NodeID, rep Repair) {
 		n.more().repair = &r
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
@@ -297,7 +300,7 @@ func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 		}
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) verified(id NodeID, observedAt, now time.Time) {
@@ -315,7 +318,7 @@ func (s *store) verified(id NodeID, observedAt, now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	s.markDirty()
+	signal(s.dirty)
 }
 
 func (s *store) failed(id NodeID, err string) {
@@ -335,220 +338,6 @@ func (s *store) progress(id NodeID, p *Progress) {
 			n.ready, n.replicas = 0, 0
 		} else {
 			n.ready, n.replicas = p.Ready, p.Desired
-		}
-	}
-	s.mu.Unlock()
-}
-
-// recentlyRepaired reports whether a NodeID's last verified repair is within
-// the repaired hold.
-func (s *store) recentlyRepaired(id NodeID, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodeLocked(id)
-	return n != nil && !n.repairedAt().IsZero() && now.Sub(n.repairedAt()) < s.opts.RepairedHold
-}
-
-// statusOf returns a NodeID's current status (tests and the loop's stuck
-// transition).
-func (s *store) statusOf(id NodeID) (Status, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodeLocked(id)
-	if n == nil {
-		return "", false
-	}
-	return n.status, true
-}
-
-// feedRepeatWindow is how soon after an identical entry of the same NodeID
-// a feed entry is folded into it (see FeedEntry.Count) instead of taking a
-// line of its own.
-const feedRepeatWindow = 10 * time.Second
-
-// feed adds a line to the live feed, or folds it into the NodeID's latest
-// line when it repeats it (see repeatLocked): that line then counts one
-// more, takes the new time and latency, and moves to the top.
-func (s *store) feed(e FeedEntry) {
-	e.Count = max(e.Count, 1)
-	s.mu.Lock()
-	if i := s.repeatLocked(e); i >= 0 {
-		prev := s.feedRing[i]
-		e.Count += prev.Times()
-		e.First = prev.Started()
-		s.feedRing = slices.Delete(s.feedRing, i, i+1)
-	} else if len(s.feedRing) >= s.opts.FeedLength {
-		copy(s.feedRing, s.feedRing[1:])
-		s.feedRing = s.feedRing[:len(s.feedRing)-1]
-	}
-	s.feedRing = append(s.feedRing, e)
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// repeatLocked returns the position in the feed of the line e repeats, -1
-// when none: the NodeID's latest line, when it is the same happening (same
-// class, fields, who, action and error) and its last time is at most
-// feedRepeatWindow from e's. Callers hold s.mu.
-func (s *store) repeatLocked(e FeedEntry) int {
-	for i := len(s.feedRing) - 1; i >= 0; i-- {
-		p := &s.feedRing[i]
-		gap := e.At.Sub(p.At).Abs()
-		if p.ID != e.ID {
-			if gap > feedRepeatWindow && p.At.Before(e.At) {
-				return -1 // older lines are further away still
-			}
-			continue
-		}
-		if gap > feedRepeatWindow || p.Class != e.Class || p.Who != e.Who || p.Action != e.Action ||
-			p.Err != e.Err || !slices.Equal(p.Fields, e.Fields) {
-			return -1
-		}
-		return i
-	}
-	return -1
-}
-
-func (s *store) health(h ClusterHealth) {
-	s.mu.Lock()
-	c := s.clusterLocked(h.Cluster)
-	c.health = h
-	c.known = true
-	s.mu.Unlock()
-	s.metrics.setClusterState(h.Cluster, h.State)
-	s.markDirty()
-}
-
-// removeHealth drops a removed cluster's health (its NodeIDs stay when it
-// still has desired state: they show as unknown).
-func (s *store) removeHealth(cluster string) {
-	s.mu.Lock()
-	delete(s.clusters, cluster)
-	s.mu.Unlock()
-	s.metrics.forgetCluster(cluster)
-	s.markDirty()
-}
-
-func (s *store) paused(cluster string, paused bool) {
-	s.mu.Lock()
-	s.clusterLocked(cluster).paused = paused
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// setHolds records the holds (sorted, owned by the store from now on).
-func (s *store) setHolds(h []Hold) {
-	s.mu.Lock()
-	s.holds = h
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// setSources records the failing sources (sorted, owned by the store).
-func (s *store) setSources(src []SourceStatus) {
-	s.mu.Lock()
-	s.sources = src
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// setRevisions records the Git sources' revisions (sorted, owned by the
-// store).
-func (s *store) setRevisions(r []SourceRevision) {
-	s.mu.Lock()
-	s.revisions = r
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-func (s *store) appPolicies(p map[string]Policy) {
-	s.mu.Lock()
-	s.appPolicy = maps.Clone(p)
-	s.mu.Unlock()
-	s.markDirty()
-}
-
-// clusterHealth returns the last health a cluster reported.
-func (s *store) clusterHealth(cluster string) (ClusterHealth, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.clusters[cluster]
-	if !ok || !c.known {
-		return ClusterHealth{}, false
-	}
-	return c.health, true
-}
-
-// markDirty asks the publisher for a new snapshot.
-func (s *store) markDirty() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
-	}
-}
-
-// subscribe registers a subscriber. The latest snapshot is handed over
-// under the lock with a non-blocking send, so a concurrent publish can never
-// fill the channel first and block the caller.
-func (s *store) subscribe() (<-chan *Snapshot, func()) {
-	ch := make(chan *Snapshot, 1)
-	s.mu.Lock()
-	id := s.nextSub
-	s.nextSub++
-	s.subs[id] = ch
-	if s.latest != nil {
-		ch <- s.latest // the channel is new and empty: never blocks
-	}
-	s.mu.Unlock()
-	s.markDirty()
-	select {
-	case s.joined <- struct{}{}:
-	default:
-	}
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			delete(s.subs, id)
-			if len(s.subs) == 0 {
-				// The last subscriber left: nobody needs the kept
-				// snapshot (a copy of every NodeID's status) any
-				// more; the next subscriber asks for a new one.
-				s.latest = nil
-			}
-			s.mu.Unlock()
-		})
-	}
-}
-
-// watched reports whether anyone subscribes to snapshots.
-func (s *store) watched() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs) > 0
-}
-
-// publish builds a snapshot and hands it to every subscriber, replacing one
-// it has not read yet: a slow subscriber only misses intermediate snapshots.
-func (s *store) publish(now time.Time) {
-	snap := s.snapshot(now)
-	s.mu.Lock()
-	// Kept for the next subscriber only while someone subscribes: a
-	// snapshot nobody reads would hold a copy of every NodeID's status
-	// (a new subscriber without one gets the next, which subscribe asks
-	// for at once).
-	s.latest = nil
-	if len(s.subs) > 0 {
-		s.latest = snap
-	}
-	for _, ch := range s.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		select {
-		case ch <- snap:
-		default:
 		}
 	}
 	s.mu.Unlock()

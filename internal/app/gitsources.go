@@ -45,6 +45,9 @@ import (
 type GitSources struct {
 	log    *slog.Logger
 	getenv func(string) string
+	// ownLog is set when NewGitSources was given a logger; otherwise the
+	// app's is taken (attach).
+	ownLog bool
 
 	failures *prometheus.CounterVec
 
@@ -85,15 +88,17 @@ type gitRepo struct {
 
 // NewGitSources returns the Git sources of a hub, empty: the first load
 // through Checkout fills them. getenv (nil: os.Getenv) resolves the
-// default state folder.
+// default state folder; log nil means the app's logger once New ties it to
+// an app (and none before).
 func NewGitSources(log *slog.Logger, getenv func(string) string) *GitSources {
+	ownLog := log != nil
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return &GitSources{log: log, getenv: getenv, repos: map[string]*gitRepo{},
+	return &GitSources{log: log, ownLog: ownLog, getenv: getenv, repos: map[string]*gitRepo{},
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_source_fetch_failures_total", Help: "Failed fetches of each Git manifest source (unreachable, refused signature, over the size limits).",
 		}, []string{"source"})}
@@ -385,6 +390,9 @@ func (g *GitSources) publish() {
 func (g *GitSources) attach(a *App) {
 	g.mu.Lock()
 	g.app = a
+	if !g.ownLog {
+		g.log = a.log.With("component", "git")
+	}
 	g.mu.Unlock()
 	if err := a.hub.Registerer().Register(g.failures); err != nil {
 		a.log.Error("register git source metrics", "err", err)

@@ -84,12 +84,9 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()
-	log, closer, err := openLog(o.LogFile)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	git := NewGitSources(log.With("component", "git"), getenv)
+	// The log file is opened once a terminal is found; the Git sources
+	// log to the app's logger from New on.
+	git := NewGitSources(nil, getenv)
 	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
 	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
@@ -100,6 +97,11 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	if !hasTerminal(env) {
 		return noTerminal("", "for a hub without a UI, run driftwatch serve -f "+o.File+" (and driftwatch attach from a terminal)")
 	}
+	log, closer, err := openLog(o.LogFile)
+	if err != nil {
+		return errors.Join(err, git.Close())
+	}
+	defer closer.Close()
 	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
 		return StartError("", err)

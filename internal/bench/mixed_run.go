@@ -322,7 +322,7 @@ func dynamicApply(ctx context.Context, c dynamic.Interface, k mixedKind, s hub.N
 		ri = c.Resource(k.gvr()).Namespace(s.Namespace)
 	}
 	force := true
-	opts := metav1.PatchOptions{FieldManager: kubeobj.FieldManager, Force: &force}
+	opts := metav1.PatchOptions{FieldManager: kubeobj.FieldManagerFor(benchHubID), Force: &force}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := ri.Patch(ctx, s.Name, types.ApplyPatchType, s.Body, opts)

@@ -1,0 +1,101 @@
+package hub
+
+import (
+	"maps"
+	"sync"
+)
+
+// clusterBoard is the part of the status store that shows clusters and the
+// hub as a whole: each cluster's health, pause and recent repair times, the
+// holds, the failing sources and the runtime policy overrides. It shares
+// the store's lock (mu) and change signal (dirty), so a snapshot reads it
+// and the NodeIDs' records in one critical section.
+type clusterBoard struct {
+	mu        *sync.Mutex
+	dirty     chan<- struct{}
+	metrics   *metrics
+	clusters  map[string]*clusterStatus
+	appPolicy map[string]Policy
+	holds     []Hold
+	sources   []SourceStatus
+	revisions []SourceRevision
+}
+
+func (b *clusterBoard) clusterLocked(id string) *clusterStatus {
+	c := b.clusters[id]
+	if c == nil {
+		c = &clusterStatus{health: ClusterHealth{Cluster: id, State: ClusterConnecting}}
+		b.clusters[id] = c
+	}
+	return c
+}
+
+func (b *clusterBoard) health(h ClusterHealth) {
+	b.mu.Lock()
+	c := b.clusterLocked(h.Cluster)
+	c.health = h
+	c.known = true
+	b.mu.Unlock()
+	b.metrics.setClusterState(h.Cluster, h.State)
+	signal(b.dirty)
+}
+
+// removeHealth drops a removed cluster's health (its NodeIDs stay when it
+// still has desired state: they show as unknown).
+func (b *clusterBoard) removeHealth(cluster string) {
+	b.mu.Lock()
+	delete(b.clusters, cluster)
+	b.mu.Unlock()
+	b.metrics.forgetCluster(cluster)
+	signal(b.dirty)
+}
+
+func (b *clusterBoard) paused(cluster string, paused bool) {
+	b.mu.Lock()
+	b.clusterLocked(cluster).paused = paused
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+// setHolds records the holds (sorted, owned by the store from now on).
+func (b *clusterBoard) setHolds(h []Hold) {
+	b.mu.Lock()
+	b.holds = h
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+// setSources records the failing sources (sorted, owned by the store).
+func (b *clusterBoard) setSources(src []SourceStatus) {
+	b.mu.Lock()
+	b.sources = src
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+// setRevisions records the Git sources' revisions (sorted, owned by the
+// store).
+func (b *clusterBoard) setRevisions(r []SourceRevision) {
+	b.mu.Lock()
+	b.revisions = r
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+func (b *clusterBoard) appPolicies(p map[string]Policy) {
+	b.mu.Lock()
+	b.appPolicy = maps.Clone(p)
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+// clusterHealth returns the last health a cluster reported.
+func (b *clusterBoard) clusterHealth(cluster string) (ClusterHealth, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.clusters[cluster]
+	if !ok || !c.known {
+		return ClusterHealth{}, false
+	}
+	return c.health, true
+}

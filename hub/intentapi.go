@@ -1,0 +1,270 @@
+package hub
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// intentAPI is the Hub's public side of the operator intent: pauses,
+// policy overrides, holds, manual repairs and the intent store's records
+// (LoadIntent, RefreshIntent, TakeOver). A change that narrows what may be
+// written returns once no write in its scope that the gate let through can
+// still happen (drain); one that widens it enqueues what it covers.
+type intentAPI struct {
+	*loopState
+	ctrl *controller
+}
+
+// MaxHoldTTL is the default longest hold: a hold is for an incident, and
+// one forgotten must not stop repairs for good.
+const MaxHoldTTL = 7 * 24 * time.Hour
+
+func covers(t HoldTarget, id NodeID, app string) bool {
+	switch t.Scope {
+	case HoldNode:
+		return t.Name == id.String()
+	case HoldApplication:
+		return t.Name == app
+	case HoldCluster:
+		return t.Name == id.Cluster
+	}
+	return false
+}
+
+// RepairNow asks for an immediate repair of one NodeID, overriding warn-only,
+// a pause or a hold for this one repair; a pause, hold or warn override set
+// after the request wins over it.
+func (ia *intentAPI) RepairNow(id NodeID) error {
+	now := ia.opts.Now()
+	known := func() bool {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		rec := ia.nodes.at(id)
+		if rec == nil || rec.spec == nil {
+			return false
+		}
+		n := &rec.nodeLoop
+		n.manual = ia.nextSeqLocked()
+		if n.rep != nil {
+			n.rep.backoffTill = time.Time{}
+		}
+		if n.pendingAt.IsZero() {
+			n.pendingAt = now
+		}
+		return true
+	}()
+	if !known {
+		return fmt.Errorf("repair %s: %w", id, ErrUnknownNode)
+	}
+	ia.status.step(id, StepManual, "", now)
+	ia.ctrl.add(id)
+	return nil
+}
+
+// PauseCluster pauses or resumes repairs on one cluster. Pausing returns
+// once no write on the cluster can still happen: writes already let through
+// have finished, or were cancelled after Options.IntentWait. Resuming
+// enqueues every NodeID of the cluster. With an intent store the pause
+// survives a restart; an error means it could not be recorded (the pause
+// still holds in this run).
+func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
+	var ids []NodeID
+	var ws []*inflight
+	func() {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		if paused == (ia.pauses[cluster] != 0) {
+			return
+		}
+		ia.setPausedLocked(cluster, paused)
+		if !paused {
+			ids = ia.clusterIDsLocked(cluster)
+		}
+		ws = ia.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == cluster })
+	}()
+	ia.drain(ws)
+	for _, id := range ids {
+		ia.ctrl.add(id)
+	}
+	if ia.opts.Intent != nil {
+		if err := ia.opts.Intent.SetPaused(cluster, paused); err != nil {
+			return fmt.Errorf("pause cluster %q: record: %w", cluster, err)
+		}
+	}
+	return nil
+}
+
+// SetApplicationPolicy overrides the policy of one application at runtime
+// ("" removes the override). Every NodeID of the application is enqueued.
+// Switching to warn returns once no repair or prune of the application can
+// still happen. With an intent store the override survives a restart.
+func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
+	var ids []NodeID
+	var ws []*inflight
+	func() {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		ia.setAppPolicyLocked(app, p)
+		for id, n := range ia.nodes.all() {
+			if n.spec != nil && n.spec.Application == app {
+				ids = append(ids, id)
+			}
+		}
+		ia.status.appPolicies(ia.appPolicy)
+		if p == PolicyWarn {
+			ws = ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
+		}
+	}()
+	ia.drain(ws)
+	for _, id := range ids {
+		ia.ctrl.add(id)
+	}
+	if ia.opts.Intent != nil {
+		if err := ia.opts.Intent.SetPolicy(app, p); err != nil {
+			return fmt.Errorf("policy of application %q: record: %w", app, err)
+		}
+	}
+	return nil
+}
+
+// Hold stops repairs (and prunes) of a NodeID, an application or a cluster
+// for ttl, with a reason: drift is still detected and shown as held. A hold
+// on the same target is replaced. It expires by itself; with an intent
+// store it survives a restart.
+func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
+	if err := t.Valid(); err != nil {
+		return Hold{}, err
+	}
+	if ttl <= 0 {
+		return Hold{}, fmt.Errorf("hold %s: the duration must be positive", t)
+	}
+	if ttl > ia.opts.MaxHoldTTL {
+		return Hold{}, fmt.Errorf("hold %s: the duration %s is longer than the longest hold, %s", t, ttl, ia.opts.MaxHoldTTL)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return Hold{}, fmt.Errorf("hold %s: a reason is required", t)
+	}
+	now := ia.opts.Now()
+	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
+	var ws []*inflight
+	func() {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		ia.holds[t] = hd
+		ia.holdSeq[t] = ia.nextSeqLocked()
+		ia.status.setHolds(ia.holdsLocked())
+		ws = ia.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })
+	}()
+	ia.drain(ws)
+	if ia.opts.Intent != nil {
+		if err := ia.opts.Intent.PutHold(hd); err != nil {
+			return hd, fmt.Errorf("hold %s: record: %w", t, err)
+		}
+	}
+	return hd, nil
+}
+
+// ReleaseHold ends a hold early and re-checks what it covered.
+func (ia *intentAPI) ReleaseHold(t HoldTarget) error {
+	var ids []NodeID
+	ok := false
+	func() {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		_, ok = ia.holds[t]
+		delete(ia.holds, t)
+		delete(ia.holdSeq, t)
+		ia.status.setHolds(ia.holdsLocked())
+		ids = ia.heldIDsLocked(t)
+	}()
+	if !ok {
+		return fmt.Errorf("release %s: no such hold", t)
+	}
+	for _, id := range ids {
+		ia.ctrl.add(id)
+	}
+	if ia.opts.Intent != nil {
+		if err := ia.opts.Intent.DeleteHold(t); err != nil {
+			return fmt.Errorf("release %s: record: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// heldIDsLocked lists the NodeIDs a hold target covers.
+func (ia *intentAPI) heldIDsLocked(t HoldTarget) []NodeID {
+	var ids []NodeID
+	for id, n := range ia.nodes.all() {
+		if n.managed() && covers(t, id, n.of().Application) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// LoadIntent restores what the intent store remembers: pauses, policy
+// overrides, holds, pending decommissions and the specs an earlier run
+// applied. Call it once, before the first ReplaceDesired and Run: the first
+// ReplaceDesired then decommissions (guarded) what was applied before and is
+// no longer wanted.
+func (ia *intentAPI) LoadIntent() error {
+	if ia.opts.Intent == nil {
+		return nil
+	}
+	in, err := ia.opts.Intent.Load()
+	if err != nil {
+		return fmt.Errorf("load intent: %w", err)
+	}
+	now := ia.opts.Now()
+	func() {
+		ia.mu.Lock()
+		defer ia.mu.Unlock()
+		for c, p := range in.Paused {
+			if p {
+				ia.setPausedLocked(c, true)
+			}
+		}
+		for app, p := range in.Policies {
+			ia.setAppPolicyLocked(app, p)
+		}
+		ia.status.appPolicies(ia.appPolicy)
+		for _, hd := range in.Holds {
+			if hd.Active(now) {
+				ia.holds[hd.Target] = hd
+				ia.holdSeq[hd.Target] = ia.nextSeqLocked()
+			}
+		}
+		ia.status.setHolds(ia.holdsLocked())
+		for id, ref := range in.Applied {
+			rs := ref.Spec()
+			rs.ID = id // the key (the store checks they match)
+			if n := ia.nodes.at(id); n != nil {
+				n.applied = &rs
+			} else {
+				ia.nodes.put(id, &node{applied: &rs})
+			}
+		}
+		for _, d := range in.Decommissions {
+			s := d.Ref.Spec()
+			n := ia.nodeForLocked(s.ID)
+			n.spec = nil
+			n.dec = &decommission{spec: &s, since: d.Since}
+			ia.status.track(&s, true, now)
+		}
+	}()
+	return nil
+}
+
+// SetClusterPolicy sets a cluster's default policy ("" for the hub's): the
+// policy orphans found on it are judged by (a warn-only cluster never
+// prunes its orphans). The desired specs carry their own policies.
+func (ia *intentAPI) SetClusterPolicy(cluster string, p Policy) {
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	if p == "" {
+		delete(ia.clusterPolicy, cluster)
+		return
+	}
+	ia.clusterPolicy[cluster] = p
+}

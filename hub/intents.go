@@ -1,0 +1,120 @@
+package hub
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// intents is the operator intent the write gate reads at the moment of
+// every write: cluster pauses, application policy overrides, holds, and
+// each cluster's default policy (for its orphans). Manual repairs are
+// pending on the NodeID's loop bookkeeping (nodeLoop.manual) and numbered
+// here with the rest. It is guarded by the hub's lock (loopState.mu): its
+// methods are called with it held. It tells the status store about every
+// change users see; the intent store (Options.Intent) is written by the
+// Hub's methods once the lock is released.
+type intents struct {
+	// policy is the hub-wide default policy.
+	policy    Policy
+	status    statusWriter
+	appPolicy map[string]Policy
+	holds     map[HoldTarget]Hold
+	// seq numbers intent changes (see intentView); pauses, appPolicySeq
+	// and holdSeq hold the number of the change that set each switch.
+	// Pauses are kept by cluster id apart from the cluster's loop state,
+	// so a cluster forgotten and discovered again is still paused.
+	seq          uint64
+	pauses       map[string]uint64
+	appPolicySeq map[string]uint64
+	holdSeq      map[HoldTarget]uint64
+	// clusterPolicy is each cluster's default policy, for its orphans.
+	clusterPolicy map[string]Policy
+}
+
+// newIntents returns an empty intent over the hub-wide default policy.
+func newIntents(policy Policy, status statusWriter) intents {
+	return intents{
+		policy:        policy,
+		status:        status,
+		appPolicy:     make(map[string]Policy),
+		holds:         make(map[HoldTarget]Hold),
+		pauses:        make(map[string]uint64),
+		holdSeq:       make(map[HoldTarget]uint64),
+		appPolicySeq:  make(map[string]uint64),
+		clusterPolicy: make(map[string]Policy),
+	}
+}
+
+// nextSeqLocked numbers an intent change. Callers hold loopState.mu.
+func (in *intents) nextSeqLocked() uint64 {
+	in.seq++
+	return in.seq
+}
+
+// setPausedLocked records a cluster's pause. Callers hold loopState.mu.
+func (in *intents) setPausedLocked(cluster string, paused bool) {
+	if paused {
+		in.pauses[cluster] = in.nextSeqLocked()
+	} else {
+		delete(in.pauses, cluster)
+	}
+	in.status.paused(cluster, paused)
+}
+
+// setAppPolicyLocked records an application's policy override ("" removes
+// it). Callers hold loopState.mu.
+func (in *intents) setAppPolicyLocked(app string, p Policy) {
+	if p == "" {
+		delete(in.appPolicy, app)
+		delete(in.appPolicySeq, app)
+		return
+	}
+	in.appPolicy[app] = p
+	in.appPolicySeq[app] = in.nextSeqLocked()
+}
+
+func (in *intents) holdsLocked() []Hold {
+	out := make([]Hold, 0, len(in.holds))
+	for _, hd := range in.holds {
+		out = append(out, hd)
+	}
+	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	return out
+}
+
+// holdForLocked returns the active hold covering a NodeID, if any; expired
+// holds are dropped and returned for deletion from the intent store.
+func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []HoldTarget) {
+	var expired []HoldTarget
+	var found *Hold
+	for _, t := range []HoldTarget{{HoldNode, id.String()}, {HoldApplication, app}, {HoldCluster, id.Cluster}} {
+		hd, ok := in.holds[t]
+		if !ok {
+			continue
+		}
+		if !hd.Active(now) {
+			delete(in.holds, t)
+			delete(in.holdSeq, t)
+			expired = append(expired, t)
+			continue
+		}
+		if found == nil || hd.Until.After(found.Until) {
+			c := hd
+			found = &c
+		}
+	}
+	if len(expired) > 0 {
+		in.status.setHolds(in.holdsLocked())
+	}
+	return found, expired
+}
+
+// orphanPolicyLocked is the policy orphans of a cluster are judged by.
+// Callers hold loopState.mu.
+func (in *intents) orphanPolicyLocked(cluster string) Policy {
+	if p, ok := in.clusterPolicy[cluster]; ok {
+		return p
+	}
+	return in.policy
+}

@@ -1,0 +1,232 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// recorder records what the reconciler's passes did, once per outcome: the
+// NodeID's status, timeline, drift record and feed line in the status store
+// (through statusWriter), the few loop facts that go with them (the last
+// status was stuck, the object is another hub's), and Options.OnRecord. It
+// also ends a finished decommission: the NodeID's record goes in the same
+// step as its feed line (endDecommission).
+type recorder struct {
+	*loopState
+}
+
+// record stores a classified drift with a status.
+func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Step) {
+	now := o.opts.Now()
+	o.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
+	o.status.drift(p.id, rep)
+	o.status.step(p.id, StepObserved, "", rep.ObservedAt)
+	o.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)
+	o.status.setStatus(p.id, st, reason, now)
+	if st != StatusRepairing {
+		o.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
+			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
+	}
+	o.onRecord(rep)
+}
+
+// refused records a write the gate refused: the drift stays, shown with
+// the switch that holds it. A refusal because the hub stops or the desired
+// state moved on records nothing (a newer pass acts, or none).
+func (o *recorder) refused(p pass, rep Repair, v verdict) (Result, error) {
+	switch v.action {
+	case "stopping":
+		return Result{}, errStopping
+	case "stale":
+		return Result{}, nil
+	}
+	rep.Action = v.action
+	o.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
+	o.record(p, rep, v.status, v.reason, v.step)
+	return Result{RequeueAfter: v.retry}, nil
+}
+
+// show sets the status a NodeID shows and notes in the loop's bookkeeping
+// whether it is StatusStuck; it reports whether the status shown before
+// was (the loop never reads the status store back).
+func (o *recorder) show(id NodeID, st Status, reason string, now time.Time) (wasStuck bool) {
+	wasStuck = o.noteShown(id, st)
+	o.status.setStatus(id, st, reason, now)
+	return wasStuck
+}
+
+// noteShown notes in the loop's bookkeeping whether a NodeID's status is
+// now StatusStuck, and reports whether it was.
+func (o *recorder) noteShown(id NodeID, st Status) (wasStuck bool) {
+	o.withLoop(id, func(n *nodeLoop) { wasStuck, n.stuck = n.stuck, st == StatusStuck })
+	return wasStuck
+}
+
+// foreign records a pass that met an object carrying another hub's id: it
+// is shown as such (once in the feed), never counted as a failed repair.
+func (o *recorder) foreign(p pass, err error) {
+	now := o.opts.Now()
+	owner := "another hub"
+	var oe OwnedByOtherError
+	if errors.As(err, &oe) {
+		owner = fmt.Sprintf("hub %q", oe.Hub)
+	}
+	reason := "owned by " + owner + ": not repaired, adopted or pruned by this hub"
+	first := false
+	o.withLoop(p.id, func(n *nodeLoop) { first, n.foreign, n.stuck = !n.foreign, true, false })
+	if first {
+		o.log.Warn("object owned by another hub", "node", p.id.String(), "err", err)
+		o.status.step(p.id, StepFailed, reason, now)
+		o.status.feed(FeedEntry{At: now, ID: p.id, Action: "foreign", Err: reason})
+	}
+	o.status.setStatus(p.id, StatusForeign, reason, now)
+}
+
+// fail records a failed pass; the handler retries it.
+func (o *recorder) fail(p pass, err error) {
+	now := o.opts.Now()
+	o.metrics.repairs.WithLabelValues(p.id.Cluster, "failure").Inc()
+	o.log.Warn("reconcile failed", "node", p.id.String(), "err", err)
+	st := StatusFailed
+	if errors.Is(err, ErrForbidden) {
+		st = StatusForbidden
+	}
+	o.status.failed(p.id, err.Error())
+	o.status.step(p.id, StepFailed, err.Error(), now)
+	o.show(p.id, st, err.Error(), now)
+	o.status.feed(FeedEntry{At: now, ID: p.id, Action: "failed", Err: err.Error(), Latency: now.Sub(p.observedAt)})
+}
+
+// onRecord hands a copy of a drift record to Options.OnRecord, if set.
+func (o *recorder) onRecord(rep Repair) {
+	if o.opts.OnRecord != nil {
+		o.opts.OnRecord(rep)
+	}
+}
+
+// endDecommission stops tracking a finished decommission and writes its
+// feed line in the same step, so no snapshot shows the NodeID gone without
+// saying why; false when it was no longer current (the NodeID is wanted
+// again or its cluster forgotten).
+func (o *recorder) endDecommission(p pass, line FeedEntry) bool {
+	ended := func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if n := o.nodes.at(p.id); n == nil || n.dec != p.dec {
+			return false
+		}
+		o.nodes.del(p.id)
+		o.status.feed(line)
+		o.status.untrack(p.id)
+		return true
+	}()
+	if ended {
+		o.forgetApplied(p.id)
+		o.log.Info("decommission finished", "node", p.id.String())
+	}
+	return ended
+}
+
+// heldReason describes a hold for a status reason.
+func heldReason(hd Hold) string {
+	return fmt.Sprintf("held until %s (%s): %s", hd.Until.Format("15:04:05"), hd.Target, hd.Reason)
+}
+
+func attributionText(a *Attribution) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// applied records a repair the backend applied (conflicts: the fields it
+// took over from other managers).
+func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration, desiredChanged bool) {
+	detail := rep.Action
+	if len(conflicts) > 0 {
+		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(conflicts), conflicts[0].Manager)
+	}
+	o.status.applied(p.id, rep, latency)
+	o.status.step(p.id, StepApplied, detail, rep.AppliedAt)
+	who := attributionText(rep.Attribution)
+	if desiredChanged {
+		who = desiredChangeText(p.spec)
+	}
+	o.status.feed(FeedEntry{At: rep.AppliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
+		Who: who, Action: rep.Action, Latency: latency})
+	o.onRecord(rep)
+}
+
+// desiredChangeText is the feed's "who" of a write that applies a change
+// of the desired state: "desired changed (web@abc1234)" with the source's
+// revision, else "desired changed".
+func desiredChangeText(spec *NodeSpec) string {
+	if spec.Revision == "" {
+		return "desired changed"
+	}
+	sha, _, _ := strings.Cut(spec.Revision, " ")
+	if len(sha) > 7 {
+		sha = sha[:7]
+	}
+	return "desired changed (" + spec.Application + "@" + sha + ")"
+}
+
+// created records a first apply.
+func (o *recorder) created(p pass, now time.Time) {
+	o.status.step(p.id, StepCreated, "first apply", now)
+	o.status.setStatus(p.id, StatusInSync, "", now)
+}
+
+// inSync records a NodeID found in sync, as the loop's bookkeeping settled
+// it (s), with its rollout progress (pr).
+func (o *recorder) inSync(p pass, pr *Progress, s settled, now time.Time) {
+	o.status.progress(p.id, pr)
+	switch {
+	case s.verifying:
+		o.status.verified(p.id, p.observedAt, now)
+		o.status.step(p.id, StepVerified, "", now)
+	case p.manual != 0:
+		o.status.step(p.id, StepVerified, "manual repair: already in sync", now)
+	}
+	o.status.setContest(p.id, s.contest)
+	switch {
+	case pr != nil && pr.Stuck != "":
+		if !s.wasStuck {
+			o.status.step(p.id, StepStuck, pr.Stuck, now)
+		}
+		o.status.setStatus(p.id, StatusStuck, pr.Stuck, now)
+	case s.contest != nil:
+		o.status.setStatus(p.id, StatusContested, contestedReason(*s.contest, now), now)
+	case s.repaired:
+		o.status.setStatus(p.id, StatusRepaired, "", now)
+	default:
+		o.status.setStatus(p.id, StatusInSync, "", now)
+	}
+}
+
+// pruneRequested records the delete of a decommissioned object.
+func (o *recorder) pruneRequested(p pass, now time.Time) {
+	o.status.step(p.id, StepPruned, "delete requested", now)
+}
+
+// stuck records a decommission that did not finish in time (the timeline
+// says it on the way in only).
+func (o *recorder) stuck(p pass, reason string, now time.Time) {
+	if !o.noteShown(p.id, StatusStuck) {
+		o.status.step(p.id, StepStuck, reason, now)
+	}
+	o.status.setStatus(p.id, StatusStuck, reason, now)
+}
+
+// panicked records a pass that panicked (the controller recovered it).
+func (o *recorder) panicked(id NodeID, err error, now time.Time) {
+	o.status.step(id, StepPanic, err.Error(), now)
+	o.show(id, StatusFailed, err.Error(), now)
+}
+
+// setIgnored shows the differences ignore rules cover; setContest a
+// NodeID's contest (nil clears it).
+func (o *recorder) setIgnored(id NodeID, ignored []IgnoredField) { o.status.setIgnored(id, ignored) }
+func (o *recorder) setContest(id NodeID, c *Contest)             { o.status.setContest(id, c) }
