@@ -239,22 +239,6 @@ sources:
 	})
 	waitValue("4")
 
-	// diff --revision compares the cluster with another ref: in sync at
-	// main, a change on a branch that main does not have.
-	repo.CommitBranch("feature", "five", map[string]string{"deploy/web.yaml": configMapYAML("web", "5")})
-	diffEnv := func(out *strings.Builder) Env {
-		return Env{Getenv: func(string) string { return "" }, Stdout: out, Stderr: tWriter{t}}
-	}
-	var out strings.Builder
-	if err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText}, diffEnv(&out)); err != nil {
-		t.Errorf("diff at main: %v\n%s", err, out.String())
-	}
-	out.Reset()
-	err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText, Revision: "feature"}, diffEnv(&out))
-	if ee := (*ExitError)(nil); !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(out.String(), "web") {
-		t.Errorf("diff --revision feature: %v, want exit 1 naming web:\n%s", err, out.String())
-	}
-
 	// A commit that would prune every object of the cluster is refused
 	// like a reload: the last good revision stays, the source is stale.
 	gone := repo.Commit("remove everything", map[string]string{"deploy/web.yaml": "", "deploy/static.yaml": "", "deploy/notes.txt": "nothing here\n"})
@@ -269,4 +253,23 @@ sources:
 		t.Error("static left the desired state with the refused commit")
 	}
 	waitValue("4")
+
+	// diff --revision compares the cluster with another ref: in sync at
+	// the commit in force, a change on a branch that main does not have. The hub stops
+	// first: diff sets client-go's process-wide logger, as the one-shot
+	// command it is.
+	a.stop()
+	repo.CommitBranch("feature", "five", map[string]string{"deploy/web.yaml": configMapYAML("web", "5")})
+	diffEnv := func(out *strings.Builder) Env {
+		return Env{Getenv: func(string) string { return "" }, Stdout: out, Stderr: tWriter{t}}
+	}
+	var out strings.Builder
+	if err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText, Revision: c4}, diffEnv(&out)); err != nil {
+		t.Errorf("diff at the commit in force: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err := Diff(t.Context(), DiffOptions{File: path, Output: FormatText, Revision: "feature"}, diffEnv(&out))
+	if ee := (*ExitError)(nil); !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(out.String(), "web") {
+		t.Errorf("diff --revision feature: %v, want exit 1 naming web:\n%s", err, out.String())
+	}
 }
