@@ -100,7 +100,8 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s summary row: %q (want %s drifts, all repaired, none failed)", mode, f, want)
 		}
 	}
-	for _, s := range []string{"poll detect p50 / watch detect p50", "watch detect p99 / floor p99", "burst of 10 deletes fully repaired in under 15s"} {
+	for _, s := range []string{"poll detect p50 / watch detect p50", "watch detect p99 / floor p99", "burst of 10 deletes fully repaired in under 15s",
+		"burst: raw apply floor (a plain client applying the 10 objects again, ", "burst all repaired / raw apply floor", "burst all repaired within 1.5x the raw apply floor"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q", s)
 		}
@@ -160,6 +161,9 @@ func TestBenchFleet(t *testing.T) {
 			IdleFor        float64 `json:"idleForMs"`
 			IdleCPUPercent float64 `json:"idleCPUPercentOfCore"`
 			SyncFailed     bool    `json:"syncFailed"`
+			CreateFloor    float64 `json:"createFloorMs"`
+			FloorInFlight  int     `json:"createFloorConcurrency"`
+			FloorError     string  `json:"createFloorError"`
 		} `json:"fleet"`
 		Runs []struct {
 			Mode     string `json:"mode"`
@@ -191,6 +195,9 @@ func TestBenchFleet(t *testing.T) {
 	if f.ClustersSynced <= 0 || f.ColdSync < f.ClustersSynced || f.RSS == 0 || f.HeapInUse == 0 || f.IdleFor != 1000 {
 		t.Errorf("fleet figures: %+v", f)
 	}
+	if f.CreateFloor <= 0 || f.FloorInFlight < 1 || f.FloorError != "" {
+		t.Errorf("fleet raw create floor: %v ms, %d in flight, error %q", f.CreateFloor, f.FloorInFlight, f.FloorError)
+	}
 	// 4 entries x 1 drift/s x 4s: each object drifts at most once (5 per
 	// entry), so no drift can supersede another.
 	if rep.Drifts != 16 || len(rep.Runs) != 1 {
@@ -204,7 +211,7 @@ func TestBenchFleet(t *testing.T) {
 	for _, g := range rep.Targets {
 		goals = append(goals, g.Goal)
 	}
-	for _, want := range []string{"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99"} {
+	for _, want := range []string{"fleet cold sync", "fleet cold sync within 1.3x the raw create floor", "fleet steady rss", "fleet idle cpu", "fleet repair p99"} {
 		if !strings.Contains(strings.Join(goals, "\n"), want) {
 			t.Errorf("targets lack %q: %q", want, goals)
 		}

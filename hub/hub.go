@@ -32,7 +32,10 @@ type Options struct {
 	// SnapshotInterval is the minimum time between snapshots. Default 100ms
 	// (at most 10 per second). When building a snapshot takes long (tens
 	// of thousands of NodeIDs), the pause grows so that publishing takes at
-	// most a tenth of the time.
+	// most a tenth of the time. A NodeID's changed status (a drift seen,
+	// a repair done; not its first classification) is published sooner:
+	// 20ms after the last snapshot, or as soon as publishing's share
+	// allows (urgentPublishPause).
 	SnapshotInterval time.Duration
 	// TimelineLength bounds each NodeID's timeline. Default 32.
 	TimelineLength int
@@ -335,7 +338,7 @@ func New(opts Options) *Hub {
 		ctrl:          ctrl,
 		rec:           &reconciler{loopState: ls, out: &recorder{loopState: ls}},
 		store:         st,
-		pub:           newPublisher(opts, st, st.dirty),
+		pub:           newPublisher(opts, st, st.dirty, st.changed),
 	}
 	ctrl.rec = h.rec
 	return h

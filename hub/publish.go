@@ -19,8 +19,9 @@ type snapshotter interface {
 type publisher struct {
 	opts  Options
 	store snapshotter
-	// dirty is signalled by the store after every change.
-	dirty <-chan struct{}
+	// dirty is signalled by the store after every change; changed after
+	// a change of a NodeID's known status.
+	dirty, changed <-chan struct{}
 
 	mu      sync.Mutex
 	subs    map[int]chan *Snapshot
@@ -34,15 +35,16 @@ type publisher struct {
 }
 
 // newPublisher returns a publisher of store's snapshots; dirty is the
-// store's change signal.
-func newPublisher(opts Options, store snapshotter, dirty chan struct{}) *publisher {
+// store's change signal, changed its status-change signal.
+func newPublisher(opts Options, store snapshotter, dirty, changed chan struct{}) *publisher {
 	return &publisher{
-		opts:   opts,
-		store:  store,
-		dirty:  dirty,
-		ask:    dirty,
-		subs:   make(map[int]chan *Snapshot),
-		joined: make(chan struct{}, 1),
+		opts:    opts,
+		store:   store,
+		dirty:   dirty,
+		changed: changed,
+		ask:     dirty,
+		subs:    make(map[int]chan *Snapshot),
+		joined:  make(chan struct{}, 1),
 	}
 }
 
@@ -124,13 +126,20 @@ func (p *publisher) run(ctx context.Context) {
 			return
 		case <-p.dirty:
 		}
+		select {
+		case <-p.changed: // this publish shows it
+		default:
+		}
 		start := time.Now()
 		p.publish(p.opts.Now())
-		pause := publishPause(p.opts.SnapshotInterval, time.Since(start))
+		took := time.Since(start)
+		pause := publishPause(p.opts.SnapshotInterval, took)
+		changed := p.changed
 		if !p.watched() {
 			// Nobody reads the snapshots: they only refresh the
 			// gauges, which scrapes read every 15 s or more.
 			pause = max(pause, unwatchedPublishPause)
+			changed = nil
 		}
 		t := time.NewTimer(pause)
 		select {
@@ -140,7 +149,44 @@ func (p *publisher) run(ctx context.Context) {
 		case <-t.C:
 		case <-p.joined:
 			t.Stop() // a new subscriber waits for its first snapshot
+		case <-changed:
+			// A status changed (a drift seen, a repair done): shown
+			// after the shorter pause, which keeps publishing's share.
+			t.Stop()
+			if !sleepUntil(ctx, start.Add(took+urgentPublishPause(took))) {
+				return
+			}
 		}
+	}
+}
+
+// minUrgentPause is the least time between a publish and the next one
+// that shows a changed status: bursts of changes are coalesced.
+const minUrgentPause = 20 * time.Millisecond
+
+// urgentPublishPause is how long after a publish that took took a changed
+// status may be published: at least minUrgentPause, and long enough that
+// publishing still takes at most 1/publishShare of the time. Other changes
+// (health, counters, timelines) wait out publishPause: on a hub with fewer
+// than about ten thousand NodeIDs a drift reaches the UI within tens of
+// milliseconds instead of up to SnapshotInterval.
+func urgentPublishPause(took time.Duration) time.Duration {
+	return max(minUrgentPause, (publishShare-1)*took)
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 

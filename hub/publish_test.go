@@ -103,3 +103,99 @@ func TestUnwatchedPublishPause(t *testing.T) {
 		}
 	})
 }
+
+func TestUrgentPublishPause(t *testing.T) {
+	for _, tc := range []struct{ took, want time.Duration }{
+		{0, minUrgentPause},
+		{time.Millisecond, minUrgentPause},
+		{5 * time.Millisecond, 45 * time.Millisecond},
+		{200 * time.Millisecond, 1800 * time.Millisecond},
+	} {
+		if got := urgentPublishPause(tc.took); got != tc.want {
+			t.Errorf("urgentPublishPause(%s) = %s, want %s", tc.took, got, tc.want)
+		}
+	}
+}
+
+// A changed status (a drift classified) arriving while the publisher
+// pauses after a publish is published minUrgentPause after it, not a whole
+// SnapshotInterval later; other changes wait out the interval.
+func TestChangedStatusPublishedSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		const interval = time.Second
+		f := start(t, b, Options{SnapshotInterval: interval})
+		s := spec("c1", "app", "v1")
+		s.Policy = PolicyWarn
+		b.put(s.ID, func(o *fakeObject) { o.content = "v1" })
+		f.h.SetDesired([]NodeSpec{s})
+		snaps, unsubscribe := f.h.Subscribe()
+		defer unsubscribe()
+		f.ready("c1", 1, 1)
+		latest := func() *Snapshot {
+			select {
+			case snap := <-snaps:
+				return snap
+			default:
+				return nil
+			}
+		}
+		time.Sleep(10 * interval) // the start's publishes, then a quiet spell
+		synctest.Wait()
+		if snap := latest(); snap == nil {
+			t.Fatal("no snapshot after the start")
+		} else if n, _ := snap.Node(s.ID); n.Status != StatusInSync {
+			t.Fatalf("after the start: %s, want in-sync", n.Status)
+		}
+		// A change that is no status (a health report) is published at
+		// once after the quiet spell: the publisher then pauses.
+		f.ready("c1", 1, 2)
+		synctest.Wait()
+		if latest() == nil {
+			t.Fatal("the health report after a quiet spell was not published at once")
+		}
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if snap := latest(); snap != nil {
+			t.Fatalf("published during the pause with no wait: %+v", snap.Nodes)
+		}
+		time.Sleep(minUrgentPause)
+		synctest.Wait()
+		snap := latest()
+		if snap == nil {
+			t.Fatalf("the drift was not published %s after the last publish (the pause is %s)", minUrgentPause, interval)
+		}
+		if n, _ := snap.Node(s.ID); n.Status != StatusWarnOnly {
+			t.Fatalf("%s after the last publish: %s, want warn-only", minUrgentPause, n.Status)
+		}
+		// Another health report waits out the whole pause.
+		f.ready("c1", 1, 3)
+		time.Sleep(interval / 2)
+		synctest.Wait()
+		if snap := latest(); snap != nil {
+			t.Errorf("a health report was published %s after the last publish, before the pause (%s) ended", interval/2, interval)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		if latest() == nil {
+			t.Fatal("the health report was not published after the pause")
+		}
+		// A new NodeID's first classification (from unknown) waits out
+		// the pause too: a start classifies thousands at once.
+		s2 := spec("c1", "app2", "v1")
+		s2.Policy = PolicyWarn
+		b.put(s2.ID, func(o *fakeObject) { o.content = "v1" })
+		f.h.SetDesired([]NodeSpec{s, s2})
+		synctest.Wait()
+		if snap := latest(); snap != nil {
+			t.Errorf("a first classification was published during the pause (%s)", interval)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		if snap := latest(); snap == nil {
+			t.Error("the new NodeID was not published after the pause")
+		} else if n, _ := snap.Node(s2.ID); n.Status != StatusInSync {
+			t.Errorf("the new NodeID after the pause: %s, want in-sync", n.Status)
+		}
+	})
+}

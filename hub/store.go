@@ -73,7 +73,11 @@ type store struct {
 	*feedLog
 	seq uint64
 	// dirty tells the publisher the store changed.
-	dirty       chan struct{}
+	dirty chan struct{}
+	// changed tells the publisher that a NodeID's known status changed
+	// (a drift seen, a repair done): it publishes after
+	// urgentPublishPause instead of its whole pause.
+	changed     chan struct{}
 	queueLength func() int
 	metrics     *metrics
 }
@@ -135,6 +139,7 @@ func newStore(opts Options, m *metrics, queueLength func() int) *store {
 		opts:        opts,
 		nodes:       newIDIndex(func(n *nodeStatus) NodeID { return n.spec.ID }),
 		dirty:       make(chan struct{}, 1),
+		changed:     make(chan struct{}, 1),
 		queueLength: queueLength,
 		metrics:     m,
 	}
@@ -238,11 +243,19 @@ func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
 
 func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 	s.mu.Lock()
+	changed := false
 	if n := s.nodeLocked(id); n != nil {
+		// A first classification (from unknown: a start, a cluster
+		// synced again) comes by the thousand and waits for the
+		// interval; a change of a known status is news.
+		changed = n.status != st && n.status != StatusUnknown
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
 	signal(s.dirty)
+	if changed {
+		signal(s.changed)
+	}
 }
 
 func (s *store) step(id NodeID, step Step, detail string, at time.Time) {

@@ -65,6 +65,19 @@ const benchMaxServices = 200
 // benchBurstWorkers is how many deletes of a burst are in flight at once.
 const benchBurstWorkers = 32
 
+// burstApplyFloorBar bounds the burst's all repaired in over its raw apply
+// floor.
+const burstApplyFloorBar = 1.5
+
+// overFloor formats a figure's ratio to its floor, " (1.25x the what)",
+// or "" when either was not measured.
+func overFloor(d, floor msDuration, what string) string {
+	if d <= 0 || floor <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2fx the %s)", float64(d)/float64(floor), what)
+}
+
 // Options are the settings of Run (the flags of driftwatch bench; their
 // defaults are the command's).
 type Options struct {
@@ -632,6 +645,19 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 		if err != nil {
 			return append(runs, r), err
 		}
+		if r.Repaired == r.Drifts {
+			// A floor that fails is reported, not the run's failure: the
+			// hub's figures stand.
+			took, n, deletes, err := b.burstApplyFloor(ctx, w, burst, b.workers)
+			if err != nil {
+				if ctx.Err() != nil {
+					return append(runs, r), err
+				}
+				b.log.Warn("raw apply floor not measured", "err", err)
+				r.ApplyFloorError = err.Error()
+			}
+			r.ApplyFloor, r.ApplyFloorConcurrency, r.ApplyFloorDeletes = msDuration(took), n, msDuration(deletes)
+		}
 		runs = append(runs, r)
 	}
 	return runs, nil
@@ -1010,6 +1036,20 @@ type runReport struct {
 	// Elapsed is the first drift call's start to the last repair seen.
 	Elapsed          msDuration `json:"elapsedMs"`
 	RepairsPerSecond float64    `json:"repairsPerSecond"`
+	// ApplyFloor (the burst) is the raw apply floor measured in the same
+	// run after the hub's: a plain client server-side applying the same
+	// objects, deleted again, with the hub's field manager,
+	// ApplyFloorConcurrency calls in flight (the hub's writes at once on
+	// one cluster), from its first call to its last returning.
+	ApplyFloor            msDuration `json:"applyFloorMs,omitempty"`
+	ApplyFloorConcurrency int        `json:"applyFloorConcurrency,omitempty"`
+	// ApplyFloorDeletes is how long the bench's client took to delete
+	// the objects again before the floor, as many at once as the burst's
+	// deletes: the floor's deletes and applies one after the other are
+	// what the hub's repairs overlap with the burst.
+	ApplyFloorDeletes msDuration `json:"applyFloorDeletesMs,omitempty"`
+	// ApplyFloorError says why the raw apply floor was not measured.
+	ApplyFloorError string `json:"applyFloorError,omitempty"`
 	// CPU is this process's CPU time from the first drift to the last
 	// repair (the hub, its clients, the raw watch and the drift client).
 	CPU msDuration `json:"cpuMs"`
@@ -1087,6 +1127,11 @@ type benchRatios struct {
 	// same object count (--baseline).
 	MixedSyncOverScaleSync float64 `json:"mixedSyncOverScaleSync,omitempty"`
 	MixedHeapOverScaleHeap float64 `json:"mixedHeapOverScaleHeap,omitempty"`
+	// BurstRepairedOverApplyFloor is the burst's all repaired in over its
+	// raw apply floor; FleetColdSyncOverCreateFloor the fleet's cold sync
+	// over its raw create floor.
+	BurstRepairedOverApplyFloor  float64 `json:"burstRepairedOverApplyFloor,omitempty"`
+	FleetColdSyncOverCreateFloor float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
 }
 
 // benchGoal is one target of the issue, checked against the figures.
@@ -1175,6 +1220,17 @@ func (rep *benchReport) finish(o Options) {
 			Goal:   fmt.Sprintf("burst of %d deletes fully repaired in under 15s", burstRun.Drifts),
 			Met:    burstRun.Repaired == burstRun.Drifts && burstRun.Elapsed.dur() < 15*time.Second,
 			Actual: fmt.Sprintf("%s (%d/%d)", fmtDur(burstRun.Elapsed.dur()), burstRun.Repaired, burstRun.Drifts)})
+		if burstRun.ApplyFloor > 0 && burstRun.Elapsed > 0 {
+			ratio := float64(burstRun.Elapsed) / float64(burstRun.ApplyFloor)
+			if rep.Ratios == nil {
+				rep.Ratios = &benchRatios{}
+			}
+			rep.Ratios.BurstRepairedOverApplyFloor = ratio
+			rep.Targets = append(rep.Targets, benchGoal{
+				Goal:   fmt.Sprintf("burst all repaired within %gx the raw apply floor", burstApplyFloorBar),
+				Met:    ratio <= burstApplyFloorBar && burstRun.Repaired == burstRun.Drifts,
+				Actual: fmt.Sprintf("%.2fx (%s vs %s)", ratio, fmtDur(burstRun.Elapsed.dur()), fmtDur(burstRun.ApplyFloor.dur()))})
+		}
 		if g, ok := apiserverGoal(burstRun); ok {
 			rep.Targets = append(rep.Targets, g)
 		}
@@ -1200,6 +1256,9 @@ func (rep *benchReport) finish(o Options) {
 	if len(rep.Runs) > 0 {
 		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector; dynamic for the mixed kinds) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
 		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes.")
+	}
+	if burstRun != nil && burstRun.ApplyFloor > 0 {
+		rep.Notes = append(rep.Notes, "raw apply floor: after the burst's hub stopped, the bench's client deletes the same objects again, then a plain client-go client server-side applies the same bodies with the hub's field manager, as many calls in flight as the hub runs writes on one cluster (its writers but one), from the first call to the last returning; all repaired in runs from the first delete to the raw watch seeing the last object back, so it also holds the deletes and the detection.")
 	}
 	if burstRun != nil && len(burstRun.APIServer) > 0 {
 		rep.Notes = append(rep.Notes, "apiserver: each local apiserver's own apiserver_request_duration_seconds (/metrics) scraped before and after the burst and subtracted, over every client (the hub, the drift client, the raw watch); mutating: POST, PUT, PATCH, DELETE, APPLY; read: GET, LIST; p50 and p99 interpolated inside the histogram's buckets, as histogram_quantile does.")
@@ -1281,6 +1340,13 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), fmtBytes(r.PeakRSS))
 		}
 		for _, r := range rep.Runs {
+			if r.ApplyFloor > 0 {
+				fmt.Fprintf(tw, "\n%s: raw apply floor (a plain client applying the %d objects again, %d at a time) %s, after deleting them again in %s (%d at a time); all repaired in %s%s\n",
+					r.Mode, r.Drifts, r.ApplyFloorConcurrency, fmtDur(r.ApplyFloor.dur()), fmtDur(r.ApplyFloorDeletes.dur()), benchBurstWorkers,
+					fmtDur(r.Elapsed.dur()), overFloor(r.Elapsed, r.ApplyFloor, "floor"))
+			}
+		}
+		for _, r := range rep.Runs {
 			if r.Mode != ModeWatch && r.Mode != ModeFleet && r.Mode != ModeMixed {
 				continue
 			}
@@ -1314,6 +1380,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			if r.APIServerError != "" {
 				fmt.Fprintf(tw, "%s: apiserver latency not measured: %s\n", r.Mode, r.APIServerError)
 			}
+			if r.ApplyFloorError != "" {
+				fmt.Fprintf(tw, "%s: raw apply floor not measured: %s\n", r.Mode, r.ApplyFloorError)
+			}
 		}
 	}
 	if rep.Ratios != nil {
@@ -1324,6 +1393,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		if rep.Ratios.WatchDetectP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "watch detect p99 / floor p99\t%.2fx\n", rep.Ratios.WatchDetectP99OverFloorP99)
+		}
+		if rep.Ratios.BurstRepairedOverApplyFloor > 0 {
+			fmt.Fprintf(tw, "burst all repaired / raw apply floor\t%.2fx\n", rep.Ratios.BurstRepairedOverApplyFloor)
+		}
+		if rep.Ratios.FleetColdSyncOverCreateFloor > 0 {
+			fmt.Fprintf(tw, "fleet cold sync / raw create floor\t%.2fx\n", rep.Ratios.FleetColdSyncOverCreateFloor)
 		}
 		if rep.Ratios.MixedDetectP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "mixed detect p99 / floor p99\t%.2fx\n", rep.Ratios.MixedDetectP99OverFloorP99)

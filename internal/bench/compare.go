@@ -23,6 +23,7 @@ const (
 	unitDuration unit = iota // lower is better
 	unitBytes                // lower is better
 	unitRate                 // per second, higher is better
+	unitRatio                // a figure over its floor, lower is better
 )
 
 // figure is one comparable number of a report.
@@ -78,6 +79,10 @@ func figures(rep *benchReport) []figure {
 		}
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
+		dur(r.Mode+" raw apply floor", r.ApplyFloor)
+		if r.Elapsed > 0 && r.ApplyFloor > 0 {
+			out = append(out, figure{r.Mode + " all repaired / raw apply floor", unitRatio, float64(r.Elapsed) / float64(r.ApplyFloor)})
+		}
 		if r.RepairsPerSecond > 0 {
 			out = append(out, figure{r.Mode + " repairs/s", unitRate, r.RepairsPerSecond})
 		}
@@ -114,6 +119,10 @@ func figures(rep *benchReport) []figure {
 	if f := rep.Fleet; f != nil {
 		dur("fleet every entry synced", f.ClustersSynced)
 		dur("fleet cold sync", f.ColdSync)
+		dur("fleet raw create floor", f.CreateFloor)
+		if f.ColdSync > 0 && f.CreateFloor > 0 {
+			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(f.CreateFloor)})
+		}
 		bytes("fleet peak rss", float64(f.PeakRSS))
 		bytes("fleet steady rss", float64(f.RSS))
 		bytes("fleet heap in use", float64(f.HeapInUse))
@@ -165,8 +174,8 @@ func readReport(path string, stdin io.Reader) (*benchReport, error) {
 
 // Compare writes every figure present in both reports side by side with
 // its absolute and relative change, marking changes beyond ±10% better or
-// worse (lower latency, memory and CPU are better; more repairs per second
-// are better). It is a report, not a gate: it never fails on a change.
+// worse (lower latency, memory, CPU and ratios to a floor are better; more
+// repairs per second are better). It is a report, not a gate: it never fails on a change.
 func Compare(w io.Writer, oldName string, old *benchReport, newName string, cur *benchReport) error {
 	fmt.Fprintf(w, "old: %s: %s\n", oldName, describeReport(old))
 	fmt.Fprintf(w, "new: %s: %s\n", newName, describeReport(cur))
@@ -271,6 +280,8 @@ func formatFigure(u unit, v float64) string {
 		return fmtDur(time.Duration(v))
 	case unitBytes:
 		return fmtBytes(uint64(math.Round(v)))
+	case unitRatio:
+		return fmt.Sprintf("%.2fx", v)
 	default:
 		return fmt.Sprintf("%.1f/s", v)
 	}

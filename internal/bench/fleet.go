@@ -39,6 +39,8 @@ const (
 	fleetRSSBar      = 1 << 30
 	fleetIdleCPUBar  = 5.0 // percent of one core
 	fleetRepairBar   = 250 * time.Millisecond
+	// fleetColdSyncFloorBar bounds the cold sync over the raw create floor.
+	fleetColdSyncFloorBar = 1.3
 )
 
 // FleetDefaults gives the options --mode fleet's defaults where the user left
@@ -133,6 +135,15 @@ type fleetReport struct {
 	// created and shown in sync too.
 	ClustersSynced msDuration `json:"clustersSyncedMs"`
 	ColdSync       msDuration `json:"coldSyncMs"`
+	// CreateFloor is the raw create floor measured in the same run before
+	// the cold hub: a plain client creating the same objects (the same
+	// bodies, each entry's in a namespace of its own) on the same
+	// apiservers, CreateFloorConcurrency calls in flight (the hub's
+	// writers), from its first call to its last returning.
+	CreateFloor            msDuration `json:"createFloorMs,omitempty"`
+	CreateFloorConcurrency int        `json:"createFloorConcurrency,omitempty"`
+	// CreateFloorError says why the raw create floor was not measured.
+	CreateFloorError string `json:"createFloorError,omitempty"`
 	// PeakRSS is this process's peak resident set during the cold sync;
 	// RSS, HeapInUse, OpenFDs and Goroutines are measured once it settled.
 	PeakRSS   uint64 `json:"peakRSSBytes"`
@@ -162,13 +173,29 @@ type fleetReport struct {
 // a raw watch of every namespace of each apiserver.
 func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []runReport, error) {
 	o := b.opts
-	heap0 := heapBefore()
 	entries := fleetEntries(b.set.Clusters, o.Clusters)
 	path := filepath.Join(b.dir, "fleet.yaml")
 	if err := os.WriteFile(path, []byte(fleetConfig(entries, o.Objects, o.QPS, o.Workers)), 0o600); err != nil {
 		return nil, nil, fmt.Errorf("bench: %w", err)
 	}
+	// The raw create floor first, on apiservers as empty as the cold
+	// hub's, before the heap is measured.
 	cfg, err := config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
+	}
+	// A floor that fails is reported, not the run's failure.
+	createFloor, floorConc, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
+	floorErr := ""
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		b.log.Warn("raw create floor not measured", "err", err)
+		floorErr = err.Error()
+	}
+	heap0 := heapBefore()
+	cfg, err = config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
@@ -181,7 +208,8 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		}
 	}
 	f := &fleetReport{Entries: len(entries), APIServers: len(b.set.Clusters), ObjectsPerEntry: o.Objects,
-		Objects: len(specs), Mix: mixOf(mix), DriftFor: msDuration(o.Duration)}
+		Objects: len(specs), Mix: mixOf(mix), DriftFor: msDuration(o.Duration),
+		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc, CreateFloorError: floorErr}
 	rep.Mix = f.Mix
 	specs = nil
 	// From here on only the hub holds the config (as much of it as it
@@ -414,6 +442,17 @@ func (rep *benchReport) finishFleet() {
 			Met:    !f.SyncFailed && f.ColdSync.dur() < fleetColdSyncBar,
 			Actual: fmtDur(f.ColdSync.dur())})
 	}
+	if f.ColdSync > 0 && f.CreateFloor > 0 {
+		ratio := float64(f.ColdSync) / float64(f.CreateFloor)
+		if rep.Ratios == nil {
+			rep.Ratios = &benchRatios{}
+		}
+		rep.Ratios.FleetColdSyncOverCreateFloor = ratio
+		rep.Targets = append(rep.Targets, benchGoal{
+			Goal:   fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
+			Met:    ratio <= fleetColdSyncFloorBar,
+			Actual: fmt.Sprintf("%.2fx (%s vs %s)", ratio, fmtDur(f.ColdSync.dur()), fmtDur(f.CreateFloor.dur()))})
+	}
 	if f.RSS > 0 {
 		rep.Targets = append(rep.Targets,
 			benchGoal{Goal: "fleet steady rss under 1 GiB", Met: f.RSS < fleetRSSBar, Actual: fmtBytes(f.RSS)},
@@ -428,7 +467,8 @@ func (rep *benchReport) finishFleet() {
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
 		"cold sync: a fresh hub with nothing on the apiservers creating every object; steady rss, heap and idle cpu (no drift) measured once it settled; "+
-		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time.", f.Entries, f.APIServers))
+		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
+		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts.", f.Entries, f.APIServers))
 }
 
 // writeTable writes the fleet's measures (nothing for a nil report).
@@ -441,7 +481,13 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	fmt.Fprintf(tw, "cluster entries / apiservers\t%d / %d\n", f.Entries, f.APIServers)
 	fmt.Fprintf(tw, "managed objects\t%d\n", f.Objects)
 	fmt.Fprintf(tw, "every entry synced (hub start, nothing created yet)\t%s\n", fmtDur(f.ClustersSynced.dur()))
-	fmt.Fprintf(tw, "cold sync (hub start to every object created and in sync)\t%s\n", fmtDur(f.ColdSync.dur()))
+	fmt.Fprintf(tw, "cold sync (hub start to every object created and in sync)\t%s%s\n", fmtDur(f.ColdSync.dur()), overFloor(f.ColdSync, f.CreateFloor, "raw create floor"))
+	if f.CreateFloor > 0 {
+		fmt.Fprintf(tw, "raw create floor (a plain client, the same bodies, %d at a time)\t%s\n", f.CreateFloorConcurrency, fmtDur(f.CreateFloor.dur()))
+	}
+	if f.CreateFloorError != "" {
+		fmt.Fprintf(tw, "raw create floor\tnot measured: %s\n", f.CreateFloorError)
+	}
 	fmt.Fprintf(tw, "peak rss during the cold sync\t%s\n", fmtBytes(f.PeakRSS))
 	fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(f.RSS))
 	fmt.Fprintf(tw, "heap in use after GC\t%s\n", fmtBytes(f.HeapInUse))

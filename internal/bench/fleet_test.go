@@ -211,7 +211,8 @@ func TestCompareFleet(t *testing.T) {
 	}
 	golden(t, "compare-fleet.golden", out.Bytes())
 	for _, s := range []string{"note: the runs differ in apiservers", "250 cluster entries on 3 apiserver(s)",
-		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99"} {
+		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99",
+		"fleet raw create floor", "fleet cold sync / raw create floor  1.13x      0.79x"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("compare lacks %q:\n%s", s, &out)
 		}
@@ -225,19 +226,25 @@ func TestFinishFleet(t *testing.T) {
 		mod  func(*benchReport)
 		want map[string]bool // goal prefix -> met
 	}{
-		{"as measured", func(*benchReport) {}, map[string]bool{"fleet cold sync": true, "fleet steady rss": true, "fleet idle cpu": false, "fleet repair p99": false}},
+		{"as measured", func(*benchReport) {}, map[string]bool{"fleet cold sync of": true, "fleet cold sync within": true, "fleet steady rss": true, "fleet idle cpu": false, "fleet repair p99": false}},
 		{"all met", func(r *benchReport) {
 			r.Fleet.IdleCPUPercent = 4.9
 			r.Runs[0].Repaired, r.Runs[0].Failed = r.Runs[0].Drifts, 0
-		}, map[string]bool{"fleet cold sync": true, "fleet steady rss": true, "fleet idle cpu": true, "fleet repair p99": true}},
+		}, map[string]bool{"fleet cold sync of": true, "fleet cold sync within": true, "fleet steady rss": true, "fleet idle cpu": true, "fleet repair p99": true}},
 		{"slow and big", func(r *benchReport) {
 			r.Fleet.ColdSync, r.Fleet.RSS = msDuration(31*time.Second), 1<<30
 			r.Runs[0].Repaired = r.Runs[0].Drifts
 			r.Runs[0].Repair.P99 = msDuration(250 * time.Millisecond)
-		}, map[string]bool{"fleet cold sync": false, "fleet steady rss": false, "fleet idle cpu": false, "fleet repair p99": false}},
+		}, map[string]bool{"fleet cold sync of": false, "fleet cold sync within": true, "fleet steady rss": false, "fleet idle cpu": false, "fleet repair p99": false}},
+		{"far from its floor", func(r *benchReport) {
+			r.Fleet.CreateFloor = msDuration(10 * time.Second)
+		}, map[string]bool{"fleet cold sync of": true, "fleet cold sync within": false, "fleet steady rss": true, "fleet idle cpu": false, "fleet repair p99": false}},
+		{"no floor", func(r *benchReport) {
+			r.Fleet.CreateFloor = 0
+		}, map[string]bool{"fleet cold sync of": true, "fleet steady rss": true, "fleet idle cpu": false, "fleet repair p99": false}},
 		{"sync failed", func(r *benchReport) {
 			r.Fleet.SyncFailed, r.Fleet.ColdSync, r.Fleet.RSS, r.Runs = true, 0, 0, nil
-		}, map[string]bool{"fleet cold sync": false}},
+		}, map[string]bool{"fleet cold sync of": false}},
 	} {
 		rep := testReport(ModeFleet)
 		tc.mod(rep)

@@ -1,0 +1,254 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/conc/pool"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/driftgen"
+)
+
+// The raw floors: what a plain client-go client achieves on the same
+// apiservers, with the same object bodies and as many calls in flight as
+// the hub's writers, measured in the same run as the hub's figure they
+// stand beside. The hub's writers (hub.Options.Writers, the config's
+// workers by default) carry out its creates and repairs in turn across
+// clusters, each cluster running at most all but one of them at once
+// (hub/writeq.go).
+
+// hubWritesPerCluster is how many writes the hub runs at once on one
+// cluster with workers writers: all but one (hub/writeq.go's perCluster).
+func hubWritesPerCluster(workers int) int {
+	return max(1, workers-1)
+}
+
+// rawApply is one server-side apply of the floor: the spec (its body,
+// namespace and name) through the client of its apiserver.
+type rawApply struct {
+	client kubernetes.Interface
+	spec   hub.NodeSpec
+}
+
+// interleave orders specs round-robin across their clusters (each
+// cluster's in the given order), as the hub's writers take turns across
+// clusters: with many clusters on few apiservers, every apiserver then has
+// its share of the calls in flight.
+func interleave(specs []hub.NodeSpec) []hub.NodeSpec {
+	byCluster := make(map[string][]hub.NodeSpec)
+	var order []string
+	for _, s := range specs {
+		if _, ok := byCluster[s.ID.Cluster]; !ok {
+			order = append(order, s.ID.Cluster)
+		}
+		byCluster[s.ID.Cluster] = append(byCluster[s.ID.Cluster], s)
+	}
+	out := make([]hub.NodeSpec, 0, len(specs))
+	for i := 0; len(out) < len(specs); i++ {
+		for _, c := range order {
+			if cs := byCluster[c]; i < len(cs) {
+				out = append(out, cs[i])
+			}
+		}
+	}
+	return out
+}
+
+// timeApplies creates namespaces (if not there yet) and then server-side
+// applies every call with the hub's field manager, concurrency calls in
+// flight, in the given order; it returns the time from the first call to
+// the last one returning.
+func timeApplies(ctx context.Context, namespaces map[string]kubernetes.Interface, calls []rawApply, concurrency int) (time.Duration, error) {
+	began := time.Now()
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(max(1, concurrency))
+	for _, ns := range sortedKeys(namespaces) {
+		c := namespaces[ns]
+		p.Go(func(ctx context.Context) error {
+			_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: driftgen.FieldManager})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("bench: raw floor: create namespace %s: %w", ns, err)
+			}
+			return nil
+		})
+	}
+	if err := p.Wait(); err != nil {
+		return 0, err
+	}
+	p = pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(max(1, concurrency))
+	for _, a := range calls {
+		p.Go(func(ctx context.Context) error { return benchApply(ctx, a.client, a.spec) })
+	}
+	if err := p.Wait(); err != nil {
+		return 0, fmt.Errorf("raw floor: %w", err)
+	}
+	return time.Since(began), nil
+}
+
+// inNamespace returns s moved to namespace ns: its body's
+// metadata.namespace and its Namespace (the URL the apply goes to).
+func inNamespace(s hub.NodeSpec, ns string) (hub.NodeSpec, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(s.Body, &obj); err != nil {
+		return s, fmt.Errorf("bench: %s: body: %w", s.ID, err)
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return s, fmt.Errorf("bench: %s: body has no metadata", s.ID)
+	}
+	md["namespace"] = ns
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return s, fmt.Errorf("bench: %s: body: %w", s.ID, err)
+	}
+	s.Body, s.Namespace = b, ns
+	return s, nil
+}
+
+// floorNamespace is the namespace the fleet's raw create floor uses for an
+// entry's namespace: the hub's own namespaces stay untouched.
+func floorNamespace(ns string) string { return "floor-" + ns }
+
+// fleetCreateFloor is the raw create floor of the fleet's cold sync: a
+// plain client creating every entry's objects (the same bodies) in a
+// namespace of its own per entry on the entry's apiserver (created first,
+// as the hub creates the entries' namespaces), with the hub's writers'
+// concurrency, interleaved across entries as the hub's writers take them.
+// The floor's objects are deleted afterwards (the empty namespaces stay:
+// the local control planes run no namespace controller to finalize a
+// namespace deletion). It returns the time and the calls in flight.
+func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int) (time.Duration, int, error) {
+	byID := make(map[string]fleetEntry, len(entries))
+	namespaces := make(map[string]kubernetes.Interface, len(entries))
+	for _, e := range entries {
+		byID[e.ID] = e
+		namespaces[floorNamespace(e.Namespace)] = b.clients[e.APIServer.Name]
+	}
+	calls := make([]rawApply, 0, len(specs))
+	for _, s := range interleave(specs) {
+		e, ok := byID[s.ID.Cluster]
+		if !ok {
+			return 0, 0, fmt.Errorf("bench: %s: no fleet entry %s", s.ID, s.ID.Cluster)
+		}
+		moved, err := inNamespace(s, floorNamespace(s.Namespace))
+		if err != nil {
+			return 0, 0, err
+		}
+		calls = append(calls, rawApply{client: b.clients[e.APIServer.Name], spec: moved})
+	}
+	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own, %d at a time", len(calls), len(namespaces), writers)
+	took, err := timeApplies(ctx, namespaces, calls, writers)
+	if err != nil {
+		// What it created goes too, so that nothing but empty
+		// namespaces stays beside the hub's run.
+		return 0, 0, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
+	}
+	b.progress("fleet: raw create floor: %s; deleting its objects", took.Round(time.Millisecond))
+	if err := b.deleteFloorObjects(ctx, namespaces); err != nil {
+		return 0, 0, err
+	}
+	return took, writers, nil
+}
+
+// deleteFloorObjects deletes every object of the bench's kinds in each
+// namespace (one collection delete per kind and namespace).
+func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]kubernetes.Interface) error {
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(8)
+	for _, ns := range sortedKeys(namespaces) {
+		c := namespaces[ns]
+		p.Go(func(ctx context.Context) error {
+			var o metav1.DeleteOptions
+			var l metav1.ListOptions
+			if err := c.AppsV1().Deployments(ns).DeleteCollection(ctx, o, l); err != nil {
+				return fmt.Errorf("bench: raw floor: delete the Deployments of %s: %w", ns, err)
+			}
+			if err := c.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, o, l); err != nil {
+				return fmt.Errorf("bench: raw floor: delete the ConfigMaps of %s: %w", ns, err)
+			}
+			// Services have no collection delete; the fleet makes none.
+			svcs, err := c.CoreV1().Services(ns).List(ctx, l)
+			if err != nil {
+				return fmt.Errorf("bench: raw floor: list the Services of %s: %w", ns, err)
+			}
+			for _, s := range svcs.Items {
+				if err := c.CoreV1().Services(ns).Delete(ctx, s.Name, o); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("bench: raw floor: delete Service %s/%s: %w", ns, s.Name, err)
+				}
+			}
+			return nil
+		})
+	}
+	return p.Wait()
+}
+
+// burstApplyFloor is the raw apply floor of the burst's repairs, measured
+// after the hub's run (the hub stopped): the bench's client deletes the
+// burst's objects again, then a plain client server-side applies the same
+// bodies with the hub's field manager, as many at once as the hub's
+// writers run on one cluster, leaving every object as desired again. It
+// returns the re-apply time, the calls in flight, and how long the deletes
+// before it took (as many at once as the burst's).
+func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step, workers int) (took time.Duration, inFlight int, deletes time.Duration, err error) {
+	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
+	for _, s := range w.specs {
+		byID[s.ID] = s
+	}
+	calls := make([]rawApply, 0, len(steps))
+	for _, st := range steps {
+		s, ok := byID[st.Target.ID]
+		if !ok {
+			return 0, 0, 0, fmt.Errorf("bench: burst target %s is not in the config", st.Target.ID)
+		}
+		calls = append(calls, rawApply{client: b.clients[s.ID.Cluster], spec: s})
+	}
+	var deleted atomic.Int64
+	b.progress("burst: raw apply floor: deleting the %d objects again", len(calls))
+	began := time.Now()
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(benchBurstWorkers)
+	for _, a := range calls {
+		p.Go(func(ctx context.Context) error {
+			if err := deleteSpec(ctx, a.client, a.spec); err != nil {
+				return err
+			}
+			deleted.Add(1)
+			return nil
+		})
+	}
+	if err := p.Wait(); err != nil {
+		return 0, 0, 0, fmt.Errorf("raw apply floor: %w", err)
+	}
+	deletes = time.Since(began)
+	inFlight = hubWritesPerCluster(workers)
+	b.progress("burst: raw apply floor: a plain client applying the %d objects, %d at a time", deleted.Load(), inFlight)
+	if took, err = timeApplies(ctx, nil, calls, inFlight); err != nil {
+		return 0, 0, 0, err
+	}
+	b.progress("burst: raw apply floor: %s", took.Round(time.Millisecond))
+	return took, inFlight, deletes, nil
+}
+
+// deleteSpec deletes spec's object (gone already is fine).
+func deleteSpec(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) error {
+	var err error
+	var o metav1.DeleteOptions
+	switch s.Kind {
+	case hub.KindDeployment:
+		err = c.AppsV1().Deployments(s.Namespace).Delete(ctx, s.Name, o)
+	case hub.KindService:
+		err = c.CoreV1().Services(s.Namespace).Delete(ctx, s.Name, o)
+	default:
+		err = c.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, s.Name, o)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("bench: delete %s: %w", s.ID, err)
+	}
+	return nil
+}

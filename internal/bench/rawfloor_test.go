@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// TestInterleave checks that the raw floors take the specs in turn across
+// clusters, each cluster's in order, as the hub's writers do.
+func TestInterleave(t *testing.T) {
+	spec := func(cluster, name string) hub.NodeSpec {
+		return hub.NodeSpec{ID: hub.NewNodeID(cluster, "n", name, hub.KindConfigMap)}
+	}
+	in := []hub.NodeSpec{spec("a", "1"), spec("a", "2"), spec("a", "3"), spec("b", "1"), spec("c", "1"), spec("c", "2")}
+	var got []string
+	for _, s := range interleave(in) {
+		got = append(got, s.ID.Cluster+s.ID.Name())
+	}
+	if want := "a1 b1 c1 a2 c2 a3"; strings.Join(got, " ") != want {
+		t.Errorf("interleave: %v, want %s", got, want)
+	}
+	if len(interleave(nil)) != 0 {
+		t.Error("interleave of nothing is not empty")
+	}
+}
+
+// TestInNamespace checks that a floor spec moves to its own namespace in
+// its body and its URL, and nothing else changes.
+func TestInNamespace(t *testing.T) {
+	s := hub.NodeSpec{ID: hub.NewNodeID("f1", "fleet-f1", "a", hub.KindConfigMap),
+		Namespace: "fleet-f1", Name: "a",
+		Body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"fleet-f1","labels":{"x":"y"}},"data":{"k":"v"}}`)}
+	got, err := inNamespace(s, floorNamespace(s.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(got.Body, &obj); err != nil {
+		t.Fatal(err)
+	}
+	md := obj["metadata"].(map[string]any)
+	if got.Namespace != "floor-fleet-f1" || md["namespace"] != "floor-fleet-f1" || md["name"] != "a" || got.Name != "a" ||
+		md["labels"].(map[string]any)["x"] != "y" || obj["data"].(map[string]any)["k"] != "v" {
+		t.Errorf("moved spec %s: %s", got.Namespace, got.Body)
+	}
+	if !strings.Contains(string(s.Body), `"namespace":"fleet-f1"`) {
+		t.Errorf("the original body changed: %s", s.Body)
+	}
+	if _, err := inNamespace(hub.NodeSpec{ID: s.ID, Body: []byte(`{"kind":"ConfigMap"}`)}, "x"); err == nil || !strings.Contains(err.Error(), s.ID.String()) {
+		t.Errorf("a body without metadata: %v", err)
+	}
+}
+
+// TestBurstApplyFloorReport checks the burst's raw apply floor: its ratio
+// and target in the report, and its figures in bench compare.
+func TestBurstApplyFloorReport(t *testing.T) {
+	for _, tc := range []struct {
+		floor time.Duration
+		met   bool
+	}{{10 * time.Second, true}, {5 * time.Second, false}} {
+		rep := testReport(ModeBurst)
+		r := &rep.Runs[0]
+		r.ApplyFloor = msDuration(tc.floor)
+		r.Repaired = r.Drifts
+		rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
+		rep.finish(Options{Mode: ModeBurst, Rate: 1})
+		want := float64(r.Elapsed) / float64(tc.floor)
+		if rep.Ratios == nil || rep.Ratios.BurstRepairedOverApplyFloor != want {
+			t.Fatalf("floor %s: ratios %+v, want %.3f", tc.floor, rep.Ratios, want)
+		}
+		found := false
+		for _, g := range rep.Targets {
+			if strings.HasPrefix(g.Goal, "burst all repaired within 1.5x the raw apply floor") {
+				found = true
+				if g.Met != tc.met {
+					t.Errorf("floor %s: target %+v, want met %v", tc.floor, g, tc.met)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("floor %s: no raw apply floor target in %+v", tc.floor, rep.Targets)
+		}
+	}
+	// A floor that failed says why, in the table and the JSON, and makes
+	// no ratio.
+	failed := testReport(ModeBurst)
+	failed.Runs[0].ApplyFloor, failed.Runs[0].ApplyFloorError = 0, "cluster \"c1\": apply c1:bench/a00001:deployment: timeout"
+	failed.Targets, failed.Notes, failed.Ratios = nil, nil, nil
+	failed.finish(Options{Mode: ModeBurst, Rate: 1})
+	var table bytes.Buffer
+	if err := failed.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), `burst: raw apply floor not measured: cluster "c1": apply c1:bench/a00001:deployment: timeout`) ||
+		strings.Contains(table.String(), "within 1.5x the raw apply floor") || failed.Ratios != nil && failed.Ratios.BurstRepairedOverApplyFloor != 0 {
+		t.Errorf("a failed floor:\n%s", &table)
+	}
+	if js, err := json.Marshal(failed); err != nil || !strings.Contains(string(js), `"applyFloorError":`) {
+		t.Errorf("the JSON lacks the floor's error: %v", err)
+	}
+
+	old, cur := testReport(ModeBurst), testReport(ModeBurst)
+	cur.Runs[0].ApplyFloor = msDuration(4 * time.Second)
+	var out bytes.Buffer
+	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{{"burst raw apply floor", "5.00s", "4.00s", "better"}, {"burst all repaired / raw apply floor", "2.02x", "2.53x", "+0.51x", "worse"}} {
+		found := false
+		for _, line := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, want[0])); strings.HasPrefix(line, want[0]) && len(f) == 5 &&
+				f[0] == want[1] && f[1] == want[2] && f[len(f)-1] == want[len(want)-1] {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("compare lacks %v:\n%s", want, &out)
+		}
+	}
+}
