@@ -55,5 +55,6 @@ API: renew them; 4 wins over 3, 3 over 1).`,
 	fs.StringSliceVar(&o.Applications, "application", nil, "only these application `ids` (comma separated or repeated)")
 	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (unified diffs), json or yaml (the report)")
 	addKubeconfigFlag(fs, &o.Kubeconfig)
+	fs.StringVar(&o.Revision, "revision", "", "compare with this `ref` (branch, tag or commit) of every Git source instead of each source's own, e.g. a pull request's head")
 	return cmd
 }

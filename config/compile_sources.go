@@ -105,6 +105,9 @@ func (s Source) request(info ClusterInfo) (sourceRequest, error) {
 			}
 			return v
 		})
+		if err == nil && s.Git != nil {
+			return s.gitPath(field, filepath.Clean(out))
+		}
 		return filepath.Clean(out), err
 	}
 	var r manifest.Request
@@ -449,7 +452,17 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 		Hash:             hashBody(body),
 		Ignore:           ignore,
 		Order:            applyOrder(o.gvk.GroupKind()),
+		Revision:         revisionOf(s),
 	}, nil
+}
+
+// revisionOf is the revision a source's objects carry: its Git
+// checkout's, else "".
+func revisionOf(s *Source) string {
+	if co, ok := s.Checkout(); ok {
+		return co.Revision()
+	}
+	return ""
 }
 
 // applyOrder is the apply phase of a source object (hub.NodeSpec.Order), as
@@ -619,6 +632,10 @@ func (d *decoder) renderSources(clusterAt map[string]int) {
 	failed := make([]bool, len(cfg.Sources))
 	for i := range cfg.Sources {
 		s, src := &cfg.Sources[i], d.srcs[i]
+		if cfg.faulty(s.ID) {
+			failed[i] = true // its Git checkout failed
+			continue
+		}
 		reported := map[string]bool{}
 		for _, k := range d.sourceTargets(i, clusterAt) {
 			info := cfg.Clusters[k].Info()

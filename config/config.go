@@ -378,6 +378,13 @@ type LoadOptions struct {
 	// application compiles as usual. A running hub loads with it, so one
 	// broken source never stops the others; check and diff do not.
 	IsolateSources bool
+	// GitCheckout fetches a Git source (by source id; h is the file's hub
+	// section, which says where the hub keeps its state) and returns the
+	// checkout to render it from; an error is reported at the source's git
+	// field (a fault of the source under IsolateSources). Nil: a file with
+	// Git sources is an error ("git sources need a hub or check/diff to
+	// fetch them"). The hub, check and diff set it.
+	GitCheckout func(h Hub, sourceID string, g GitSource) (GitCheckout, error)
 }
 
 // Load reads and validates the config file at path. Problems with the

@@ -164,6 +164,9 @@ func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
 	d.cfg.sources = newSourceState()
 	d.references()
 	if len(w.errs) == 0 {
+		d.checkoutGitSources()
+	}
+	if len(w.errs) == 0 {
 		d.renderSources(d.clusterAt)
 	}
 	return d.cfg

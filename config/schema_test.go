@@ -282,14 +282,53 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 	}
 	frames[reflect.TypeFor[Source]()] = frame{
 		base: []string{"id: s", "path: " + platform, "clusters: [c]"},
-		drop: map[string][]string{"kustomize": {"path"}, "helm": {"path"}, "selector": {"clusters"}},
-		wrap: func(m string) string { return srcClusters + "sources: [" + m + "]\n" },
-		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
+		drop: map[string][]string{"kustomize": {"path"}, "helm": {"path"}, "selector": {"clusters"}, "git": {"path"}},
+		wrap: func(m string) string {
+			if strings.Contains(m, "git: ") {
+				m = strings.Replace(m, "{", "{path: platform, ", 1) // inside the checkout
+			}
+			return srcClusters + "sources: [" + m + "]\n"
+		},
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
 	}
 	frames[reflect.TypeFor[HelmChart]()] = frame{
 		base: []string{"chart: " + chart},
 		wrap: func(m string) string { return srcClusters + "sources: [{id: s, clusters: [c], helm: " + m + "}]\n" },
 		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Helm) },
+	}
+	// Git sources render from a checkout: the examples' folder stands in
+	// for one.
+	const gitRepo = "url: 'https://h/r.git'"
+	gitWrap := func(section string) func(string) string {
+		return func(m string) string {
+			return srcClusters + "sources: [{id: s, clusters: [c], path: platform, git: {" + gitRepo + ", " + section + ": " + m + "}}]\n"
+		}
+	}
+	frames[reflect.TypeFor[GitSource]()] = frame{
+		base: []string{gitRepo},
+		wrap: func(m string) string {
+			return srcClusters + "sources: [{id: s, clusters: [c], path: platform, git: " + m + "}]\n"
+		},
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Git) },
+	}
+	frames[reflect.TypeFor[GitAuth]()] = frame{
+		wrap: gitWrap("auth"),
+		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0].Git.Auth) },
+	}
+	frames[reflect.TypeFor[GitVerify]()] = frame{
+		base: []string{"keysFile: k"},
+		wrap: gitWrap("verify"),
+		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Git.Verify) },
+	}
+	sourceSamples["Source.git"] = "{" + gitRepo + "}"
+	sourceSamples["GitSource.url"] = "'https://h/other.git'"
+	sourceSamples["GitSource.interval"] = "30s"
+	sourceSamples["GitSource.auth"] = "{tokenFile: t}"
+	sourceSamples["GitSource.verify"] = "{keysFile: k}"
+	sourceSamples["GitVerify.keysFile"] = "other"
+	opts := testOptions()
+	opts.GitCheckout = func(Hub, string, GitSource) (GitCheckout, error) {
+		return GitCheckout{Dir: ex, Commit: strings.Repeat("a", 40)}, nil
 	}
 	frames[reflect.TypeFor[SourcePrune]()] = frame{
 		wrap: func(m string) string {
@@ -329,7 +368,7 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 						entries = append(entries, f.name+": "+value)
 					}
 					src := fr.wrap("{" + strings.Join(entries, ", ") + "}")
-					cfg, err := Parse("/srv/config.yaml", []byte(src), testOptions())
+					cfg, err := Parse("/srv/config.yaml", []byte(src), opts)
 					if err != nil {
 						t.Fatalf("config:\n%s\nerrors:\n%v", src, err)
 					}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -54,6 +55,11 @@ type Source struct {
 	// ID is the source's DNS-label id, unique among the sources and the
 	// applications; its objects report it as their application.
 	ID string `yaml:"id,required"`
+	// Git, when set, takes the source from a Git repository: Path,
+	// Kustomize and the Helm chart and values files are then paths inside
+	// the repository (relative; "." is its root), read from a checkout of
+	// the ref's current commit. See docs/sources.md.
+	Git *GitSource `yaml:"git"`
 	// Path is a manifest file, or a folder of .yaml, .yml and .json files
 	// read recursively in sorted path order (multi-document YAML, List
 	// kinds expanded, empty documents skipped). Symlinks out of the folder
@@ -86,6 +92,106 @@ type Source struct {
 	Ignore []IgnoreRule `yaml:"ignore"`
 	// Prune enables pruning the kinds that are never pruned by default.
 	Prune SourcePrune `yaml:"prune"`
+
+	// checkout is the Git checkout the source renders from (Git sources
+	// loaded with LoadOptions.GitCheckout); nil otherwise.
+	checkout *GitCheckout
+}
+
+// GitSource is a source's `git:` section: the repository its manifests
+// come from. Credentials are read from files (never written in the
+// config), at every fetch, so they can be rotated in place.
+type GitSource struct {
+	// URL is the repository: https://host/path, http://host/path,
+	// ssh://[user@]host[:port]/path, the scp-like [user@]host:path, or
+	// file:///absolute/path. It carries no credentials.
+	URL string `yaml:"url,required"`
+	// Ref is the branch, tag (short or refs/... name) or full 40-hex
+	// commit to follow; "" means the remote's HEAD (its default branch).
+	Ref string `yaml:"ref"`
+	// Interval is how often the hub polls the repository for a new commit
+	// (default 1m, at least 10s). A push webhook (see WebhookSecretFile) fetches at
+	// once.
+	Interval time.Duration `yaml:"interval"`
+	// Timeout bounds one fetch; 0 (left out) means two minutes.
+	Timeout time.Duration `yaml:"timeout"`
+	// Auth names the files holding the credentials.
+	Auth GitAuth `yaml:"auth"`
+	// Verify, when set, accepts only commits signed by one of its keys.
+	Verify *GitVerify `yaml:"verify"`
+	// WebhookSecretFile holds the shared secret of the repository's push
+	// webhook (POST /api/v1/webhooks/git on the API listener); "" means
+	// the source takes no webhook and is only polled.
+	WebhookSecretFile string `yaml:"webhookSecretFile"`
+}
+
+// GitAuth names the credentials files of a Git source, relative to the
+// config file's folder.
+type GitAuth struct {
+	// TokenFile holds an HTTPS access token (sent as the password of the
+	// user x-access-token, or of the user in usernameFile).
+	TokenFile string `yaml:"tokenFile"`
+	// UsernameFile holds the HTTPS user name.
+	UsernameFile string `yaml:"usernameFile"`
+	// PasswordFile holds the HTTPS password, or the passphrase of
+	// sshKeyFile.
+	PasswordFile string `yaml:"passwordFile"`
+	// SSHKeyFile holds an SSH private key, for ssh:// and scp-like URLs.
+	SSHKeyFile string `yaml:"sshKeyFile"`
+	// KnownHostsFile is the known_hosts file SSH checks the server's key
+	// against (required with SSH).
+	KnownHostsFile string `yaml:"knownHostsFile"`
+}
+
+// GitVerify is a Git source's `verify:` section.
+type GitVerify struct {
+	// KeysFile holds the trusted keys: ASCII-armored OpenPGP public keys
+	// and SSH public keys (authorized_keys or allowed signers lines). A
+	// head commit that none of them signed is refused.
+	KeysFile string `yaml:"keysFile,required"`
+}
+
+// DefaultGitInterval is a Git source's default poll interval.
+const DefaultGitInterval = time.Minute
+
+// MinGitInterval is the shortest poll interval a Git source may set.
+const MinGitInterval = 10 * time.Second
+
+// GitCheckout is one checked-out commit of a Git source, as
+// LoadOptions.GitCheckout returns it.
+type GitCheckout struct {
+	// Dir is the checked-out tree of exactly Commit; it must not change
+	// while a Config loaded from it is in use.
+	Dir string
+	// Commit is the commit's full SHA.
+	Commit string
+	// Ref is the full name of the ref it was resolved from.
+	Ref string
+	// Time is the commit's committer time.
+	Time time.Time
+	// Author is "Name <email>" of the commit's author.
+	Author string
+	// Message is the first line of the commit message.
+	Message string
+}
+
+// Revision is the opaque revision string the source's desired objects
+// carry (hub.NodeSpec.Revision): the commit SHA, a space and the commit's
+// subject.
+func (g GitCheckout) Revision() string {
+	if g.Message == "" {
+		return g.Commit
+	}
+	return g.Commit + " " + g.Message
+}
+
+// Checkout returns the Git checkout the source was rendered from, if it is
+// a Git source that was loaded with LoadOptions.GitCheckout.
+func (s Source) Checkout() (GitCheckout, bool) {
+	if s.checkout == nil {
+		return GitCheckout{}, false
+	}
+	return *s.checkout, true
 }
 
 // HelmChart is the Helm chart of a source (its `helm:` section). Hooks
@@ -199,6 +305,9 @@ type srcSrc struct {
 	selector   child
 	selectorOK bool
 	sel        labels.Selector
+	// git is the source's git field (git.set: a Git source, whose paths
+	// are inside the repository).
+	git child
 	// written are the paths as written, by field (path, kustomize,
 	// helm.chart, helm.valuesFiles[i]), for messages.
 	written map[string]string
@@ -226,6 +335,10 @@ func (d *decoder) manifestSource(it item) {
 			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
 				s.ID = v
 			}
+		}),
+		on(&s.Git, func(c child) {
+			src.git = c
+			s.Git = d.gitSource(c)
 		}),
 		on(&s.Path, func(c child) {
 			if c.set {
@@ -332,6 +445,15 @@ func (d *decoder) sourcePath(c child, src *srcSrc) string {
 		return ""
 	}
 	src.written[c.field] = s
+	if src.git.set {
+		// A path inside the repository: resolved against the checkout
+		// (gitsource.SafePath) once the variables are expanded.
+		if filepath.IsAbs(s) || !filepath.IsLocal(filepath.Clean(pathVar.ReplaceAllString(s, "x"))) && filepath.Clean(s) != "." {
+			d.errorf(c.pos, c.field, "%q is not a relative path inside the repository (git.url): want a path such as deploy/app or \".\" for its root", s)
+			return ""
+		}
+		return filepath.Clean(s)
+	}
 	if !filepath.IsAbs(s) {
 		s = filepath.Join(d.baseDir, s)
 	}

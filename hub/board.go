@@ -18,6 +18,7 @@ type clusterBoard struct {
 	appPolicy map[string]Policy
 	holds     []Hold
 	sources   []SourceStatus
+	revisions []SourceRevision
 }
 
 func (b *clusterBoard) clusterLocked(id string) *clusterStatus {
@@ -68,6 +69,15 @@ func (b *clusterBoard) setHolds(h []Hold) {
 func (b *clusterBoard) setSources(src []SourceStatus) {
 	b.mu.Lock()
 	b.sources = src
+	b.mu.Unlock()
+	signal(b.dirty)
+}
+
+// setRevisions records the Git sources' revisions (sorted, owned by the
+// store).
+func (b *clusterBoard) setRevisions(r []SourceRevision) {
+	b.mu.Lock()
+	b.revisions = r
 	b.mu.Unlock()
 	signal(b.dirty)
 }

@@ -232,6 +232,10 @@ func (ds *desiredStore) setDesired(specs []NodeSpec, scope func(NodeID) bool, op
 				if old != nil {
 					n.resetFight() // what was fought over may be ignored now
 				}
+			} else if old != s && old.Revision != s.Revision {
+				// The same desired state from a later revision: the
+				// object keeps the revision that last changed it.
+				s.Revision = old.Revision
 			}
 			n.spec = s
 			if n.dec != nil {

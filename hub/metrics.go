@@ -28,13 +28,16 @@ type metrics struct {
 	reloads    *prometheus.CounterVec
 	// sourceFailing is 1 for each manifest source that fails now.
 	sourceFailing *prometheus.GaugeVec
-	panics        prometheus.Counter
-	staleReads    *prometheus.CounterVec
-	staleHealth   *prometheus.CounterVec
-	refused       *prometheus.CounterVec
-	drains        prometheus.Counter
-	loopPanics    *prometheus.CounterVec
-	orphanGuard   *prometheus.CounterVec
+	// sourceRevision is 1 for the applied commit of each Git source;
+	// sourceFetched the time of its last successful fetch.
+	sourceRevision, sourceFetched *prometheus.GaugeVec
+	panics                        prometheus.Counter
+	staleReads                    *prometheus.CounterVec
+	staleHealth                   *prometheus.CounterVec
+	refused                       *prometheus.CounterVec
+	drains                        prometheus.Counter
+	loopPanics                    *prometheus.CounterVec
+	orphanGuard                   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -77,6 +80,12 @@ func newMetrics() *metrics {
 		sourceFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "driftwatch_source_failing", Help: "1 for each manifest source that cannot be used now (it does not render, or collides with another); its last good desired state stays in force.",
 		}, []string{"source"}),
+		sourceRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_source_revision_info", Help: "1 for the commit of each Git manifest source whose desired state is in force.",
+		}, []string{"source", "commit"}),
+		sourceFetched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_source_last_fetch_success_timestamp_seconds", Help: "When each Git manifest source was last fetched successfully (Unix time).",
+		}, []string{"source"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_config_reloads_total", Help: "Config reloads, by outcome (applied, rejected).",
 		}, []string{"outcome"}),
@@ -103,7 +112,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.panics, m.staleReads, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -148,6 +157,27 @@ func (h *Hub) SetSourceFaults(faults []SourceStatus) {
 		h.metrics.sourceFailing.WithLabelValues(f.ID).Set(1)
 	}
 	h.store.setSources(faults)
+}
+
+// SetSourceRevisions shows the revisions of the Git manifest sources (nil:
+// none) in the snapshot, the API and the metrics
+// driftwatch_source_revision_info and
+// driftwatch_source_last_fetch_success_timestamp_seconds; it replaces the
+// list set before.
+func (h *Hub) SetSourceRevisions(revs []SourceRevision) {
+	revs = slices.Clone(revs)
+	slices.SortFunc(revs, func(a, b SourceRevision) int { return strings.Compare(a.ID, b.ID) })
+	h.metrics.sourceRevision.Reset()
+	h.metrics.sourceFetched.Reset()
+	for _, r := range revs {
+		if r.Commit != "" {
+			h.metrics.sourceRevision.WithLabelValues(r.ID, r.Commit).Set(1)
+		}
+		if !r.LastFetch.IsZero() {
+			h.metrics.sourceFetched.WithLabelValues(r.ID).Set(float64(r.LastFetch.UnixNano()) / 1e9)
+		}
+	}
+	h.store.setRevisions(revs)
 }
 
 // forgetCluster deletes every series of a cluster that left the hub.

@@ -446,6 +446,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		// hold, a warn override): the switch holds at the write.
 		return r.out.refused(p, rep, v)
 	}
+	desiredChanged := r.desiredChanged(p.spec)
 	r.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()
@@ -487,7 +488,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		n.verifying = true
 	})
 	r.noteApplied(p.spec)
-	r.out.applied(p, rep, rr.Conflicts, latency)
+	r.out.applied(p, rep, rr.Conflicts, latency, desiredChanged)
 	return Result{}, nil
 }
 

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -142,16 +143,34 @@ func attributionText(a *Attribution) string {
 
 // applied records a repair the backend applied (conflicts: the fields it
 // took over from other managers).
-func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration) {
+func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration, desiredChanged bool) {
 	detail := rep.Action
 	if len(conflicts) > 0 {
 		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(conflicts), conflicts[0].Manager)
 	}
 	o.status.applied(p.id, rep, latency)
 	o.status.step(p.id, StepApplied, detail, rep.AppliedAt)
+	who := attributionText(rep.Attribution)
+	if desiredChanged {
+		who = desiredChangeText(p.spec)
+	}
 	o.status.feed(FeedEntry{At: rep.AppliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-		Who: attributionText(rep.Attribution), Action: rep.Action, Latency: latency})
+		Who: who, Action: rep.Action, Latency: latency})
 	o.onRecord(rep)
+}
+
+// desiredChangeText is the feed's "who" of a write that applies a change
+// of the desired state: "desired changed (web@abc1234)" with the source's
+// revision, else "desired changed".
+func desiredChangeText(spec *NodeSpec) string {
+	if spec.Revision == "" {
+		return "desired changed"
+	}
+	sha, _, _ := strings.Cut(spec.Revision, " ")
+	if len(sha) > 7 {
+		sha = sha[:7]
+	}
+	return "desired changed (" + spec.Application + "@" + sha + ")"
 }
 
 // created records a first apply.

@@ -117,6 +117,16 @@ func (l *loopState) clusterIDsLocked(cluster string) []NodeID {
 // noteApplied records that spec is what the object now carries. The record
 // holds the spec itself (shared and immutable), not a copy of its fields; a
 // NodeID no longer managed (its cluster forgotten mid-pass) is not recorded.
+// desiredChanged reports whether the spec differs from the one last
+// applied to its NodeID: a write then applies a change of the desired
+// state, not a repair of drift.
+func (l *loopState) desiredChanged(spec *NodeSpec) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.nodes.at(spec.ID)
+	return n != nil && n.applied != nil && n.applied.Hash != spec.Hash
+}
+
 func (l *loopState) noteApplied(spec *NodeSpec) {
 	ref := RefOf(*spec)
 	l.mu.Lock()

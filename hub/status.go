@@ -162,6 +162,9 @@ type NodeStatus struct {
 	// Contested describes the fight with another writer while the status
 	// is StatusContested; nil otherwise.
 	Contested *Contest `json:",omitempty"`
+	// Revision is the source revision the desired state came from (see
+	// NodeSpec.Revision); "" when its source has none.
+	Revision string `json:",omitempty"`
 	// Spec is the desired state (shared, immutable). It is not part of
 	// the JSON form of a snapshot (see the API's node endpoint).
 	Spec *NodeSpec `json:"-"`
@@ -254,6 +257,31 @@ type Snapshot struct {
 	// Sources are the manifest sources that fail, sorted by id (see
 	// Hub.SetSourceFaults).
 	Sources []SourceStatus `json:",omitempty"`
+	// Revisions are the revisions of the Git manifest sources, sorted by
+	// id (see Hub.SetSourceRevisions).
+	Revisions []SourceRevision `json:",omitempty"`
+}
+
+// SourceRevision is where a Git manifest source stands: the revision whose
+// desired state is in force, and how its fetches go. A source that fails
+// to fetch, is refused (signature) or does not render at a new commit is
+// stale: Error says why and the applied revision stays in force.
+type SourceRevision struct {
+	ID string
+	// URL and Ref are the repository and the ref the source follows.
+	URL, Ref string
+	// Commit is the applied commit's full SHA ("" before any checkout).
+	Commit string
+	// CommitTime and Subject are the applied commit's committer time and
+	// the first line of its message.
+	CommitTime time.Time
+	Subject    string
+	// LastFetch is when a fetch last succeeded (zero: never in this run).
+	LastFetch time.Time
+	// Error is why the source is stale ("" when the remote's head is
+	// applied); Since is when it became stale.
+	Error string
+	Since time.Time
 }
 
 // SourceStatus is a manifest source that cannot be used now (it does not

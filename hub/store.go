@@ -393,6 +393,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		}
 	}
 	snap.Sources = slices.Clone(s.sources)
+	snap.Revisions = slices.Clone(s.revisions)
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))
 	// The order is by text, so a cluster's NodeIDs come together: what
@@ -445,7 +446,7 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			Spec: n.spec,
 		}
 		n.fillExtra(&ns)
-		ns.Application, ns.Kind, ns.Policy = n.spec.Application, n.spec.Kind, n.spec.Policy
+		ns.Application, ns.Kind, ns.Policy, ns.Revision = n.spec.Application, n.spec.Kind, n.spec.Policy, n.spec.Revision
 		if p, ok := s.appPolicy[n.spec.Application]; ok {
 			ns.Policy = p
 		}

@@ -64,6 +64,12 @@ type NodeSpec struct {
 	// last). Objects that need an earlier one that is not ready yet fail
 	// and are retried.
 	Order uint8
+	// Revision is the source revision the desired object came from (for a
+	// Git source, the commit and its subject; "" otherwise). It is opaque
+	// to the hub and not part of what tells a changed spec: when only the
+	// Revision differs, the hub keeps the spec it has, so Revision means
+	// the revision that last changed the object's desired state.
+	Revision string
 
 	// packed is Body packed against dict, its kind's dictionary, in a
 	// spec the hub keeps (Body is then nil); see Hub.pack.

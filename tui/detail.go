@@ -194,6 +194,9 @@ func (v *detailView) lines() []string {
 		policy += " (runtime override)"
 	}
 	add(v.field("application", obj+v.st.dim.render(" · policy ")+policy))
+	if n.Revision != "" {
+		add(v.field("desired", "from "+app+" @ "+revisionLine(n.Revision)))
+	}
 
 	if v.propose {
 		add("")

@@ -1117,6 +1117,44 @@ func (m *Model) failingSources() string {
 	return word + strings.Join(ids, ", ") + " failing " + age(m.opts.Now(), oldest) + " (last good kept)"
 }
 
+// gitRevisions names the revision in force of each Git source
+// ("web@abc1234", "web@abc1234 stale 5m"), or "" when there are none.
+func (m *Model) gitRevisions() string {
+	if m.snap == nil || len(m.snap.Revisions) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(m.snap.Revisions))
+	for _, r := range m.snap.Revisions {
+		p := r.ID + "@" + shortSHA(r.Commit)
+		if r.Commit == "" {
+			p = r.ID + "@-"
+		}
+		if r.Error != "" {
+			p += " stale " + age(m.opts.Now(), r.Since)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortSHA is a commit's 7-character short SHA.
+func shortSHA(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
+// revisionLine shows a node's revision ("<sha> <subject>") with a short
+// SHA.
+func revisionLine(rev string) string {
+	sha, subject, _ := strings.Cut(rev, " ")
+	if subject == "" {
+		return shortSHA(sha)
+	}
+	return shortSHA(sha) + " " + oneLine(subject)
+}
+
 // statusLine is the status bar: hub, clusters up, repair mode, holds, the
 // replicas of a hub that runs as several, the last message and the
 // snapshot's age.
@@ -1145,6 +1183,9 @@ func (m *Model) statusLine() string {
 	}
 	if r := m.replicasSummary(); r != "" {
 		left += " │ " + r
+	}
+	if g := m.gitRevisions(); g != "" {
+		left += " │ " + g
 	}
 	if f := m.failingSources(); f != "" {
 		left += " │ ! " + f

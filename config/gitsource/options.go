@@ -323,3 +323,16 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CheckURL reports whether Open would accept rawURL as Options.URL (for a
+// config reader that validates before any fetch).
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+// CheckRef reports whether Open would accept ref as Options.Ref.
+func CheckRef(ref string) error {
+	_, err := parseRef(ref)
+	return err
+}

@@ -442,3 +442,21 @@ func (r *Repo) saveState() error {
 	}
 	return nil
 }
+
+// Cached returns the revision the cache holds from the last successful
+// Fetch (of this run or an earlier one), without touching the network:
+// its Commit and Dir only (Ref is the configured ref; the other fields are
+// empty). ok is false when the cache holds none. A hub uses it at start
+// when the remote cannot be reached. The signature is not checked again.
+func (r *Repo) Cached() (rev Revision, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state.Current == "" {
+		return Revision{}, false
+	}
+	dir := filepath.Join(r.opts.CacheDir, treesDir, r.state.Current)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return Revision{}, false
+	}
+	return Revision{Commit: r.state.Current, Ref: r.refLabel(), Dir: dir}, true
+}

@@ -57,6 +57,11 @@ type Options struct {
 	// token cannot take every stream; past it GET /api/v1/watch answers
 	// 429 with Retry-After. Default 8, and never more than MaxStreams.
 	MaxStreamsPerCaller int
+	// GitWebhook serves POST /api/v1/webhooks/git, the push webhooks of
+	// the Git manifest sources, which authenticates each request with the
+	// sources' webhook secrets instead of a bearer token. Nil: the route
+	// answers 404.
+	GitWebhook http.Handler
 	// streams is the watch stream of a Server (NewServer sets it); nil
 	// gives Handler a stream of its own.
 	streams *streamer
@@ -95,6 +100,10 @@ func (o Options) withDefaults() Options {
 //	operator  POST /api/v1/holds                      body {"scope","name","ttl","reason"}: 201 and the hold (404 unknown target)
 //	operator  DELETE /api/v1/holds/{scope}/{name...}  release a hold: 204, 404 when none
 //	operator  POST /api/v1/reload[?allowPrune=true]   reload the config: 200, 409 prune refused, 422 invalid
+//	(secret)  POST /api/v1/webhooks/git               a Git push webhook: 202 fetching, 204 nothing to fetch, 401 no secret matches
+//
+// The webhook route takes no bearer token: each request is authenticated
+// by the webhook secret of a Git source (Options.GitWebhook).
 //
 // Every request needs "Authorization: Bearer <token>" with a token of
 // Options.Tokens: without one, or with a wrong one, it answers 401 with
@@ -129,7 +138,14 @@ func Handler(h Hub, opts Options) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusForbidden, errors.New("cross-origin request refused: the API does not accept writes from web pages"))
 	}))
-	return s.authenticate(cop.Handler(mux))
+	authed := s.authenticate(cop.Handler(mux))
+	if opts.GitWebhook == nil {
+		return authed
+	}
+	top := http.NewServeMux()
+	top.Handle("POST /api/v1/webhooks/git", opts.GitWebhook)
+	top.Handle("/", authed)
+	return top
 }
 
 // ProbeHandler returns the probes and metrics of h, which need no token:

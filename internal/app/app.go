@@ -76,6 +76,10 @@ type App struct {
 	// desiredMu) the desired state each last reported.
 	ws      *terraform.Set
 	wsSpecs map[string][]hub.NodeSpec
+
+	// git fetches the Git manifest sources (nil: the config has none and
+	// no Options.Git was given).
+	git *GitSources
 }
 
 // Options tune an App. Zero values take the documented defaults.
@@ -104,6 +108,11 @@ type Options struct {
 	// TerraformEnv is added to the environment of every Terraform run
 	// (the demo and tests point TF_CLI_CONFIG_FILE at a provider mirror).
 	TerraformEnv map[string]string
+	// Git fetches the Git manifest sources: the GitSources whose
+	// LoadOptions loaded cfg (LoadOptions.GitCheckout must be its
+	// Checkout). New ties it to the app, Run runs its pollers and Close
+	// closes it. Nil: a config with Git sources cannot be reloaded.
+	Git *GitSources
 	// TerraformStopGrace is how long a Terraform run gets to exit after an
 	// interrupt at shutdown before it is killed (0: a minute).
 	TerraformStopGrace time.Duration
@@ -160,7 +169,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	// A running hub never refuses a whole reload for one broken source
 	// (see config.LoadOptions.IsolateSources).
 	opts.LoadOptions.IsolateSources = true
-	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered)}
+	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered),
+		git: opts.Git}
 	a.cfg = a.retainLocked(cfg) // a is not shared yet
 	if err := h.LoadIntent(); err != nil {
 		_ = a.Close()
@@ -178,6 +188,10 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
 	a.noteSourceFaults(cfg)
+	if a.git != nil {
+		a.git.attach(a)
+		a.git.loaded(cfg)
+	}
 	n, err := newNotifier(cfg, h, opts.Logger)
 	if err != nil {
 		_ = a.Close()
@@ -266,6 +280,11 @@ func (a *App) Hub() *hub.Hub { return a.hub }
 // Close releases the state file. Call it once Run has returned (or when
 // Run never ran).
 func (a *App) Close() error {
+	if a.git != nil {
+		if err := a.git.Close(); err != nil {
+			a.log.Error("remove the temporary git cache", "err", err)
+		}
+	}
 	if a.intent == nil {
 		return nil
 	}
@@ -333,6 +352,9 @@ func (a *App) Run(ctx context.Context) error {
 		wg.Go(func() { _ = a.notifier.Run(notifyCtx) })
 	}
 	wg.Go(func() { a.ws.Run(ctx) })
+	if a.git != nil {
+		wg.Go(func() { a.git.Run(ctx) })
+	}
 	a.mu.Lock()
 	sources := a.cfg.ClusterAPI
 	a.discovering = a.discovering || len(sources) > 0
@@ -450,6 +472,9 @@ func (a *App) Reload(allowPrune bool) error {
 		if a.rep != nil {
 			a.rep.coord.SetDesiredHash(a.desiredHash)
 		}
+		if a.git != nil && errors.Is(err, hub.ErrPruneRefused) {
+			a.git.refusedLoad(cfg, err)
+		}
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: %w", a.path, err)
 	}
@@ -458,6 +483,9 @@ func (a *App) Reload(allowPrune bool) error {
 	a.cfg = a.retainLocked(cfg)
 	a.mu.Unlock()
 	a.noteSourceFaults(cfg)
+	if a.git != nil {
+		a.git.loaded(cfg)
+	}
 	for _, id := range gone {
 		a.dropCluster(id)
 		a.hub.ForgetCluster(id) // a report sent while it stopped

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +56,9 @@ type CheckOptions struct {
 // exits 1.
 func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME")})
+	gitCheckout, cleanup := tempGitCheckouts("")
+	defer cleanup()
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout})
 	var list config.ErrorList
 	if errors.As(err, &list) {
 		printErrors(stderr, list)
@@ -336,6 +339,17 @@ func printManifestSource(b *strings.Builder, cfg *config.Config, src config.Sour
 	fmt.Fprintf(b, "\nsource %s\n", src.ID)
 	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "  %s:\t%s\n", src.Kind(), cfg.RelPath(src.Location()))
+	if g := src.Git; g != nil {
+		at := "-"
+		if co, ok := src.Checkout(); ok {
+			at = co.Commit
+			if len(at) > 7 {
+				at = at[:7]
+			}
+			at += " " + co.Message
+		}
+		fmt.Fprintf(tw, "  git:\t%s %s @ %s\n", g.URL, cmp.Or(g.Ref, "HEAD"), at)
+	}
 	if h := src.Helm; h != nil {
 		fmt.Fprintf(tw, "  release:\t%s in %s\n", h.ReleaseName, h.Namespace)
 		for _, f := range h.ValuesFiles {

@@ -36,6 +36,10 @@ type DiffOptions struct {
 	// Output is FormatText (unified diffs, the default), FormatJSON or
 	// FormatYAML (the JSON report as YAML).
 	Output string
+	// Revision, when set, is the branch, tag or commit of every Git
+	// source to compare the clusters with (a pull request's head, say)
+	// instead of each source's own ref.
+	Revision string
 }
 
 // notDiffedReason says why diff leaves out a Cluster API source.
@@ -52,7 +56,9 @@ const notDiffedReason = "its clusters are discovered at runtime and not diffed (
 // The clusters of Cluster API sources are not diffed: a source in scope
 // is reported as not checked, so such a report is never "in sync".
 func Diff(ctx context.Context, o DiffOptions, env Env) error {
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME")})
+	gitCheckout, cleanup := tempGitCheckouts(o.Revision)
+	defer cleanup()
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME"), GitCheckout: gitCheckout})
 	var list config.ErrorList
 	switch {
 	case errors.As(err, &list):

@@ -144,10 +144,12 @@ func isLoopback(addr string) (bool, error) {
 func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	log := slog.New(slog.NewJSONHandler(stderr, logOptions(o.LogLevel)))
-	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	git := NewGitSources(log.With("component", "git"), getenv)
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return &ExitError{Code: 1}
+		return errors.Join(&ExitError{Code: 1}, git.Close())
 	}
 	var tlsCfg *tls.Config
 	if o.TLSCertFile != "" {
@@ -174,7 +176,7 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	// klog's logger is global: set it only once the checks above passed,
 	// just before client-go starts.
 	klog.SetSlogLogger(log.With("component", "client-go"))
-	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true},
+	a, err := New(cfg, Options{Logger: log, LoadOptions: loadOpts, Git: git,
 		StateFile: stateFile, AllowPrune: o.AllowPrune, ReplicaID: replicaID})
 	if err != nil {
 		return StartError("serve", err)
@@ -308,6 +310,9 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 	opts := api.Options{Tokens: s.tokens, ReadOnly: s.readOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
 	if a.rep != nil {
 		opts.Replicas = a.rep.apiReplicas
+	}
+	if a.git != nil {
+		opts.GitWebhook = a.git.WebhookHandler()
 	}
 	errLog := slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
 	apiServer := api.NewServer(a.hub, opts)

@@ -84,8 +84,13 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
 	defer stopHangup()
-	cfg, err := config.Load(o.File, config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	// The log file is opened once a terminal is found; the Git sources
+	// log to the app's logger from New on.
+	git := NewGitSources(nil, getenv)
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
+		_ = git.Close()
 		fmt.Fprintln(stderr, err)
 		return &ExitError{Code: 1}
 	}
@@ -94,14 +99,14 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	}
 	log, closer, err := openLog(o.LogFile)
 	if err != nil {
-		return err
+		return errors.Join(err, git.Close())
 	}
 	defer closer.Close()
 	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
 		return StartError("", err)
 	}
-	a, err := New(cfg, Options{Logger: log, LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true},
+	a, err := New(cfg, Options{Logger: log, LoadOptions: loadOpts, Git: git,
 		StateFile: stateFile, AllowPrune: o.AllowPrune})
 	if err != nil {
 		return StartError("", err)

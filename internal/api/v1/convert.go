@@ -84,6 +84,10 @@ func FromHeader(s *hub.Snapshot) Header {
 	for _, f := range s.Sources {
 		h.FailingSources = append(h.FailingSources, FailingSource{ID: f.ID, Error: f.Error, Since: f.Since, KeptObjects: f.KeptObjects})
 	}
+	for _, r := range s.Revisions {
+		h.GitSources = append(h.GitSources, GitSource{ID: r.ID, URL: r.URL, Ref: r.Ref, Commit: r.Commit, CommitTime: r.CommitTime,
+			Subject: r.Subject, LastFetch: r.LastFetch, Error: r.Error, Since: r.Since})
+	}
 	for app, p := range s.AppPolicies {
 		h.AppPolicies[app] = string(p)
 	}
@@ -108,6 +112,11 @@ func (h Header) toHub(out *hub.Snapshot) {
 	out.Sources = nil
 	for _, f := range h.FailingSources {
 		out.Sources = append(out.Sources, hub.SourceStatus{ID: f.ID, Error: f.Error, Since: f.Since, KeptObjects: f.KeptObjects})
+	}
+	out.Revisions = nil
+	for _, r := range h.GitSources {
+		out.Revisions = append(out.Revisions, hub.SourceRevision{ID: r.ID, URL: r.URL, Ref: r.Ref, Commit: r.Commit, CommitTime: r.CommitTime,
+			Subject: r.Subject, LastFetch: r.LastFetch, Error: r.Error, Since: r.Since})
 	}
 }
 
@@ -176,6 +185,7 @@ func FromNode(n hub.NodeStatus) Node {
 		DesiredReplicas: n.DesiredReplicas,
 		LastChange:      n.LastChange,
 		Repairs:         n.Repairs,
+		Revision:        n.Revision,
 	}
 	for i, e := range n.Timeline {
 		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail}
@@ -212,6 +222,7 @@ func (n Node) ToHub() (hub.NodeStatus, error) {
 		DesiredReplicas: n.DesiredReplicas,
 		LastChange:      n.LastChange,
 		Repairs:         n.Repairs,
+		Revision:        n.Revision,
 	}
 	for _, e := range n.Timeline {
 		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail})

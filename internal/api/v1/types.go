@@ -54,6 +54,31 @@ type Header struct {
 	// sorted by id: each is left out of the desired state, whose last good
 	// part stays in force. Absent when none fails.
 	FailingSources []FailingSource `json:"failingSources,omitempty"`
+	// GitSources are the Git manifest sources, sorted by id: the revision
+	// in force and how their fetches go. Absent when there are none.
+	GitSources []GitSource `json:"gitSources,omitempty"`
+}
+
+// GitSource is where a Git manifest source stands.
+type GitSource struct {
+	// ID is the source's id.
+	ID string `json:"id"`
+	// URL and Ref are the repository and the ref the source follows.
+	URL string `json:"url"`
+	Ref string `json:"ref,omitempty"`
+	// Commit is the full SHA of the commit in force ("" before any).
+	Commit string `json:"commit,omitempty"`
+	// CommitTime and Subject are its committer time and the first line
+	// of its message.
+	CommitTime time.Time `json:"commitTime,omitzero"`
+	Subject    string    `json:"subject,omitempty"`
+	// LastFetch is when a fetch last succeeded.
+	LastFetch time.Time `json:"lastFetch,omitzero"`
+	// Error says why the source is stale (its head is not in force);
+	// absent when it is current.
+	Error string `json:"error,omitempty"`
+	// Since is when it became stale.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // FailingSource is a manifest source that cannot be used now.
@@ -174,6 +199,10 @@ type Node struct {
 	LastChange time.Time `json:"lastChange,omitzero"`
 	// Repairs counts the repairs applied to the NodeID.
 	Repairs int `json:"repairs"`
+	// Revision is the source revision the desired object came from (for a
+	// Git source: the commit that last changed it, a space, its subject);
+	// absent when its source has none.
+	Revision string `json:"revision,omitempty"`
 	// Ignored are the differences ignore rules covered on the last
 	// comparison: not drift, not repaired.
 	Ignored []IgnoredField `json:"ignored,omitempty"`

@@ -1,0 +1,544 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sourcegraph/conc"
+
+	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/gitsource"
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/safefile"
+)
+
+// GitSources fetches the Git manifest sources of a hub: one
+// gitsource.Repo per source, cached under the hub's state folder
+// (<state folder>/git/<gitsource.DirName>), and one poller per source
+// that fetches every interval (or at once on a push webhook) and reloads
+// the desired state when the commit moved.
+//
+// Its Checkout is the config.LoadOptions.GitCheckout of every load of the
+// hub: it fetches a source it has not fetched yet (at start: before the
+// first compile, bounded by the fetch's timeout; a source whose remote
+// cannot be reached starts from the commit its cache holds from an earlier
+// run, else it is a source fault and the others run), and otherwise
+// returns the latest fetched commit. A commit that does not render, a
+// failing fetch or a refused signature keeps the last good revision in
+// force and marks the source stale; a commit whose reload the prune guard
+// refuses is not offered again (the source stays stale until the next
+// commit).
+type GitSources struct {
+	log    *slog.Logger
+	getenv func(string) string
+	// ownLog is set when NewGitSources was given a logger; otherwise the
+	// app's is taken (attach).
+	ownLog bool
+
+	failures *prometheus.CounterVec
+
+	mu    sync.Mutex
+	repos map[string]*gitRepo // by source id
+	// tmp is the cache root of a hub that keeps no state (removed by
+	// Close).
+	tmp string
+	// app is the hub whose desired state a new commit reloads (nil until
+	// New).
+	app *App
+	// run starts a poller in Run's group; nil until Run, and again once
+	// Run stops.
+	run func(r *gitRepo)
+}
+
+// gitRepo is one Git source. Its fields below mu are guarded by
+// GitSources.mu.
+type gitRepo struct {
+	id   string
+	spec config.GitSource
+	repo *gitsource.Repo
+	// kick asks its poller to fetch at once (capacity 1: coalesced).
+	kick chan struct{}
+	// gone closes when the source leaves the config (its poller stops).
+	gone chan struct{}
+
+	latest    *gitsource.Revision // the last fetched revision
+	applied   *config.GitCheckout // the revision in force
+	offered   string              // the commit the last load was given
+	refused   string              // a commit the prune guard refused
+	lastFetch time.Time
+	fetchErr  string // the last fetch's error ("": it succeeded)
+	loadErr   string // why the latest commit is not in force
+	since     time.Time
+	polling   bool
+}
+
+// NewGitSources returns the Git sources of a hub, empty: the first load
+// through Checkout fills them. getenv (nil: os.Getenv) resolves the
+// default state folder; log nil means the app's logger once New ties it to
+// an app (and none before).
+func NewGitSources(log *slog.Logger, getenv func(string) string) *GitSources {
+	ownLog := log != nil
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return &GitSources{log: log, ownLog: ownLog, getenv: getenv, repos: map[string]*gitRepo{},
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_source_fetch_failures_total", Help: "Failed fetches of each Git manifest source (unreachable, refused signature, over the size limits).",
+		}, []string{"source"})}
+}
+
+// LoadOptions returns opts with GitCheckout set to g's Checkout.
+func (g *GitSources) LoadOptions(opts config.LoadOptions) config.LoadOptions {
+	opts.GitCheckout = g.Checkout
+	return opts
+}
+
+// cacheRoot returns the folder of the Git caches of a hub: git/ beside its
+// state file, or, for a hub that keeps no state, a temporary folder
+// removed by Close. Callers hold g.mu.
+func (g *GitSources) cacheRootLocked(h config.Hub) (string, error) {
+	if p, err := StateFile(&config.Config{Hub: h}, g.getenv); err == nil && p != "" {
+		dir := filepath.Join(filepath.Dir(p), "git")
+		if err := safefile.MkdirPrivate(filepath.Dir(p)); err != nil {
+			return "", fmt.Errorf("state folder: %w", err)
+		}
+		return dir, nil
+	}
+	if g.tmp == "" {
+		dir, err := os.MkdirTemp("", "driftwatch-git-")
+		if err != nil {
+			return "", fmt.Errorf("git cache: %w", err)
+		}
+		g.tmp = dir
+	}
+	return g.tmp, nil
+}
+
+// Checkout is the config.LoadOptions.GitCheckout of the hub (see
+// GitSources).
+func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (config.GitCheckout, error) {
+	g.mu.Lock()
+	r := g.repos[id]
+	if r != nil && !reflect.DeepEqual(r.spec, spec) {
+		// Another repository or ref: a new cache and poller.
+		close(r.gone)
+		delete(g.repos, id)
+		r = nil
+	}
+	if r == nil {
+		root, err := g.cacheRootLocked(h)
+		if err != nil {
+			g.mu.Unlock()
+			return config.GitCheckout{}, err
+		}
+		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+		if err != nil {
+			g.mu.Unlock()
+			return config.GitCheckout{}, err
+		}
+		r = &gitRepo{id: id, spec: spec, repo: repo, kick: make(chan struct{}, 1), gone: make(chan struct{})}
+		g.repos[id] = r
+		if g.run != nil {
+			g.startLocked(r)
+		}
+	}
+	fetched := r.latest != nil
+	g.mu.Unlock()
+	if !fetched {
+		// The first fetch of this source: the load waits for it (bounded
+		// by the fetch's timeout).
+		if _, err := g.fetch(context.Background(), r); err != nil {
+			if c, ok := r.repo.Cached(); ok {
+				g.log.Warn("git source unreachable: starting from the commit its cache holds", "source", id, "commit", c.Commit, "err", err)
+				g.mu.Lock()
+				r.latest = &c
+				g.mu.Unlock()
+			} else {
+				return config.GitCheckout{}, err
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rev := r.latest
+	if rev.Commit == r.refused && r.applied != nil {
+		return *r.applied, nil
+	}
+	r.offered = rev.Commit
+	return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+}
+
+// fetch fetches a source once and records the outcome; changed reports
+// that the fetched commit is not the one the last load was given.
+func (g *GitSources) fetch(ctx context.Context, r *gitRepo) (changed bool, err error) {
+	rev, err := r.repo.Fetch(ctx)
+	now := time.Now()
+	g.mu.Lock()
+	if err != nil {
+		g.failures.WithLabelValues(r.id).Inc()
+		if r.fetchErr == "" && r.loadErr == "" {
+			r.since = now
+		}
+		r.fetchErr = err.Error()
+	} else {
+		r.latest, r.lastFetch, r.fetchErr = &rev, now, ""
+		changed = rev.Commit != r.offered && rev.Commit != r.refused
+	}
+	g.mu.Unlock()
+	g.publish()
+	return changed, err
+}
+
+// startLocked starts the poller of r. Callers hold g.mu, with g.run set.
+func (g *GitSources) startLocked(r *gitRepo) {
+	if r.polling {
+		return
+	}
+	r.polling = true
+	g.run(r)
+}
+
+// Run runs a poller per Git source until ctx ends, and waits for them.
+func (g *GitSources) Run(ctx context.Context) {
+	var wg conc.WaitGroup
+	g.mu.Lock()
+	g.run = func(r *gitRepo) { wg.Go(func() { g.poll(ctx, r) }) }
+	for _, id := range slices.Sorted(maps.Keys(g.repos)) {
+		g.startLocked(g.repos[id])
+	}
+	g.mu.Unlock()
+	<-ctx.Done()
+	g.mu.Lock()
+	g.run = nil
+	g.mu.Unlock()
+	wg.Wait()
+}
+
+// poll fetches r every interval, or at once when kicked, and reloads the
+// desired state when its commit moved, until ctx ends or r leaves the
+// config.
+func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
+	t := time.NewTimer(r.spec.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.gone:
+			return
+		case <-t.C:
+		case <-r.kick:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+		}
+		changed, err := g.fetch(ctx, r)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.Error("git source: fetch failed, the last good revision stays in force", "source", r.id, "err", err)
+			}
+		} else if changed {
+			g.reload(r)
+		}
+		t.Reset(r.spec.Interval)
+	}
+}
+
+// reload reloads the hub's desired state for a new commit of r (as a
+// reload does: the config file is read again; the prune guard applies).
+func (g *GitSources) reload(r *gitRepo) {
+	g.mu.Lock()
+	a := g.app
+	commit := ""
+	if r.latest != nil {
+		commit = r.latest.Commit
+	}
+	g.mu.Unlock()
+	if a == nil {
+		return
+	}
+	g.log.Info("git source: new commit, reloading the desired state", "source", r.id, "commit", commit)
+	if err := a.Reload(false); err != nil {
+		g.log.Error("git source: new commit not applied, the last good revision stays in force", "source", r.id, "commit", commit, "err", err)
+	}
+}
+
+// Trigger asks the sources' pollers to fetch at once (coalesced with a
+// fetch that runs or is already asked for).
+func (g *GitSources) Trigger(ids ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		if r := g.repos[id]; r != nil {
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// loaded records the outcome of a load the hub took: each Git source that
+// rendered is in force at the commit it was given; one that did not keeps
+// its last good revision and is stale. Sources that left the config are
+// forgotten.
+func (g *GitSources) loaded(cfg *config.Config) {
+	faults := cfg.SourceFaults()
+	now := time.Now()
+	g.mu.Lock()
+	seen := map[string]bool{}
+	for _, s := range cfg.Sources {
+		r := g.repos[s.ID]
+		if s.Git == nil || r == nil {
+			continue
+		}
+		seen[s.ID] = true
+		co, ok := s.Checkout()
+		switch {
+		case faults[s.ID] != nil:
+			msgs := make([]string, 0, len(faults[s.ID]))
+			for _, e := range faults[s.ID] {
+				msgs = append(msgs, e.Error())
+			}
+			if r.fetchErr == "" && r.loadErr == "" {
+				r.since = now
+			}
+			r.loadErr = strings.Join(msgs, "; ")
+		case ok:
+			r.applied, r.loadErr = &co, ""
+			if co.Commit != r.refused {
+				r.refused = ""
+			}
+		}
+	}
+	for id, r := range g.repos {
+		if !seen[id] {
+			close(r.gone)
+			delete(g.repos, id)
+		}
+	}
+	g.mu.Unlock()
+	g.publish()
+}
+
+// refusedLoad records a load the prune guard refused: every Git source
+// whose commit moved in it is stale, and that commit is not offered again.
+func (g *GitSources) refusedLoad(cfg *config.Config, err error) {
+	now := time.Now()
+	g.mu.Lock()
+	for _, s := range cfg.Sources {
+		r := g.repos[s.ID]
+		co, ok := s.Checkout()
+		if r == nil || !ok || r.applied != nil && r.applied.Commit == co.Commit {
+			continue
+		}
+		r.refused = co.Commit
+		if r.fetchErr == "" && r.loadErr == "" {
+			r.since = now
+		}
+		r.loadErr = fmt.Sprintf("commit %s refused: %v", short(co.Commit), err)
+	}
+	g.mu.Unlock()
+	g.publish()
+}
+
+// publish shows the sources' revisions in the hub's snapshot and metrics.
+func (g *GitSources) publish() {
+	g.mu.Lock()
+	a := g.app
+	revs := make([]hub.SourceRevision, 0, len(g.repos))
+	for _, r := range g.repos {
+		sr := hub.SourceRevision{ID: r.id, URL: r.spec.URL, Ref: r.spec.Ref, LastFetch: r.lastFetch}
+		if r.applied != nil {
+			sr.Commit, sr.CommitTime, sr.Subject = r.applied.Commit, r.applied.Time, r.applied.Message
+			if r.applied.Ref != "" {
+				sr.Ref = r.applied.Ref
+			}
+		}
+		if errs := slices.DeleteFunc([]string{r.fetchErr, r.loadErr}, func(s string) bool { return s == "" }); len(errs) > 0 {
+			sr.Error, sr.Since = strings.Join(errs, "; "), r.since
+		}
+		revs = append(revs, sr)
+	}
+	g.mu.Unlock()
+	if a != nil {
+		a.hub.SetSourceRevisions(revs)
+	}
+}
+
+// attach ties g to the app whose desired state its commits reload.
+func (g *GitSources) attach(a *App) {
+	g.mu.Lock()
+	g.app = a
+	if !g.ownLog {
+		g.log = a.log.With("component", "git")
+	}
+	g.mu.Unlock()
+	if err := a.hub.Registerer().Register(g.failures); err != nil {
+		a.log.Error("register git source metrics", "err", err)
+	}
+	g.publish()
+}
+
+// Close removes the temporary cache of a hub that keeps no state.
+func (g *GitSources) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tmp == "" {
+		return nil
+	}
+	err := os.RemoveAll(g.tmp)
+	g.tmp = ""
+	return err
+}
+
+// short is a commit's short SHA.
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
+// WebhookHandler serves POST /api/v1/webhooks/git: a push webhook of
+// GitHub, GitLab, Gitea or Forgejo. The body (at most
+// gitsource.MaxWebhookBytes) is checked against the webhook secret of each
+// Git source whose URL the push names; every source it authenticates for
+// and that follows the pushed ref (or the remote's HEAD, or any ref: the
+// fetch tells) is fetched at once. It answers 202 when a fetch was
+// triggered, 204 when the push is authenticated but concerns no source
+// (another ref, or not a push), 401 when no secret authenticates it, 400
+// for a malformed request, 413 for a body over the limit.
+func (g *GitSources) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, gitsource.MaxWebhookBytes+1))
+		if err != nil {
+			http.Error(w, "webhook: read the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(body) > gitsource.MaxWebhookBytes {
+			http.Error(w, fmt.Sprintf("webhook: body over %d bytes", gitsource.MaxWebhookBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		g.mu.Lock()
+		repos := make([]*gitRepo, 0, len(g.repos))
+		for _, id := range slices.Sorted(maps.Keys(g.repos)) {
+			if g.repos[id].spec.WebhookSecretFile != "" {
+				repos = append(repos, g.repos[id])
+			}
+		}
+		g.mu.Unlock()
+		authenticated, malformed := false, error(nil)
+		var hit []string
+		for _, r := range repos {
+			secret, err := os.ReadFile(r.spec.WebhookSecretFile)
+			if err != nil {
+				g.log.Error("git webhook: read the secret", "source", r.id, "err", err)
+				continue
+			}
+			c := req.Clone(req.Context())
+			c.Body = io.NopCloser(bytes.NewReader(body))
+			push, err := gitsource.ParsePush(c, bytes.TrimSpace(secret))
+			switch {
+			case errors.Is(err, gitsource.ErrWebhookAuth):
+				continue
+			case errors.Is(err, gitsource.ErrNotPush):
+				authenticated = true
+				continue
+			case err != nil:
+				malformed = err
+				continue
+			}
+			authenticated = true
+			if push.Matches(r.spec.URL) && refMatches(r, push.Ref) {
+				hit = append(hit, r.id)
+			}
+		}
+		switch {
+		case len(hit) > 0:
+			g.log.Info("git webhook: fetching", "sources", hit)
+			g.Trigger(hit...)
+			w.WriteHeader(http.StatusAccepted)
+		case authenticated:
+			w.WriteHeader(http.StatusNoContent)
+		case malformed != nil:
+			http.Error(w, malformed.Error(), http.StatusBadRequest)
+		default:
+			http.Error(w, "webhook not authenticated by the secret of any git source", http.StatusUnauthorized)
+		}
+	})
+}
+
+// refMatches reports whether a push to ref (refs/heads/main) may move the
+// source r: its ref names that branch or tag, or r follows the remote's
+// HEAD (whose branch the push does not say) or a commit.
+func refMatches(r *gitRepo, ref string) bool {
+	want := r.spec.Ref
+	switch {
+	case want == "" || want == "HEAD" || len(want) == 40:
+		return true
+	case strings.HasPrefix(want, "refs/"):
+		return ref == want
+	}
+	return ref == "refs/heads/"+want || ref == "refs/tags/"+want
+}
+
+// tempGitCheckouts returns a config.LoadOptions.GitCheckout for one-shot
+// commands (check, diff): each Git source is fetched once into a temporary
+// cache (removed by the returned cleanup), at ref when ref is set (every
+// Git source then follows ref: a pull request's head, say), else at its
+// own ref.
+func tempGitCheckouts(ref string) (func(config.Hub, string, config.GitSource) (config.GitCheckout, error), func()) {
+	var mu sync.Mutex
+	dir := ""
+	checkout := func(_ config.Hub, _ string, g config.GitSource) (config.GitCheckout, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if dir == "" {
+			d, err := os.MkdirTemp("", "driftwatch-git-")
+			if err != nil {
+				return config.GitCheckout{}, fmt.Errorf("git cache: %w", err)
+			}
+			dir = d
+		}
+		if ref != "" {
+			g.Ref = ref
+		}
+		repo, err := gitsource.Open(g.GitOptions(filepath.Join(dir, gitsource.DirName(g.URL, g.Ref))))
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		rev, err := repo.Fetch(context.Background())
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+	}
+	return checkout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
