@@ -101,18 +101,18 @@ func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, 
 	planPath := filepath.Join(w.tmp, "repair.tfplan")
 	var out bytes.Buffer
 	if _, err := w.tf.PlanJSON(ctx, &out, w.planOptions(planPath, tfexec.Target(spec.Name))...); err != nil {
-		return hub.RepairResult{}, w.repairFailed("plan -target="+spec.Name, err, &out)
+		return hub.RepairResult{}, w.repairFailed("plan -target="+spec.Name, tfErr(err), &out)
 	}
 	plan, err := w.tf.ShowPlanFile(ctx, planPath)
 	if err != nil {
-		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: show plan -target=%s: %w", w.opts.ID, spec.Name, err)
+		return hub.RepairResult{}, fmt.Errorf("terraform workspace %q: show plan -target=%s: %w", w.opts.ID, spec.Name, tfErr(err))
 	}
 	if err := w.checkRepairPlan(spec.Name, plan); err != nil {
 		return hub.RepairResult{}, err
 	}
 	out.Reset()
 	if err := w.tf.ApplyJSON(ctx, &out, tfexec.DirOrPlan(planPath), tfexec.LockTimeout("0s")); err != nil {
-		return hub.RepairResult{}, w.repairFailed("apply -target="+spec.Name, err, &out)
+		return hub.RepairResult{}, w.repairFailed("apply -target="+spec.Name, tfErr(err), &out)
 	}
 	if err := w.pollLocked(ctx); err != nil {
 		return hub.RepairResult{Action: "apply -target"}, fmt.Errorf("terraform workspace %q: after apply -target=%s: %w", w.opts.ID, spec.Name, err)
@@ -125,6 +125,22 @@ func (w *Workspace) Repair(ctx context.Context, spec hub.NodeSpec, _ hub.State, 
 		rr.Version = r.version
 	}
 	return rr, nil
+}
+
+// tfErr returns err, except for terraform-exec's error of a command that
+// ended with its context without failing itself: that error has no cause
+// and its Error method panics, so the context's error stands for it.
+func tfErr(err error) error {
+	if err == nil || errors.Unwrap(err) != nil {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return err
 }
 
 // repairFailed is the error of a failed run of a repair, with tofu's own
