@@ -42,8 +42,9 @@ type deriver struct {
 	hubID    string
 	nodes    map[hub.NodeID]nodeMemo
 	clusters map[string]clusterMemo
-	seq      uint64        // marks the nodes seen in the current pass over every node
-	prev     *hub.Snapshot // the previous snapshot (immutable, shared with the hub)
+	sources  map[string]sourceMemo // Git sources, by id
+	seq      uint64                // marks the nodes seen in the current pass over every node
+	prev     *hub.Snapshot         // the previous snapshot (immutable, shared with the hub)
 }
 
 type nodeMemo struct {
@@ -52,13 +53,19 @@ type nodeMemo struct {
 	seen    uint64
 }
 
+// sourceMemo is what the deriver last saw of a Git source.
+type sourceMemo struct {
+	commit string
+	stale  bool
+}
+
 type clusterMemo struct {
 	state hub.ClusterState
 	since time.Time // when it became unreachable
 }
 
 func newDeriver(hubID string) *deriver {
-	return &deriver{hubID: hubID, nodes: make(map[hub.NodeID]nodeMemo), clusters: make(map[string]clusterMemo)}
+	return &deriver{hubID: hubID, nodes: make(map[hub.NodeID]nodeMemo), clusters: make(map[string]clusterMemo), sources: make(map[string]sourceMemo)}
 }
 
 // next returns the events between the previous snapshot and s.
@@ -113,6 +120,8 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 			delete(d.clusters, id)
 		}
 	}
+
+	out = d.sourceEvents(out, s, base)
 
 	if !d.changedNodes(s, base, &out) {
 		// NodeIDs came or went: a pass over every one (processing a
@@ -172,11 +181,60 @@ func (d *deriver) node(out []Event, base func(EventType, string) Event, n *hub.N
 	return out
 }
 
+// sourceEvents appends the events of the Git sources: a new commit in force
+// (source-applied) and a source that became stale (source-stale). What a
+// source is when the deriver first sees it (at start) is no news.
+func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType, string) Event) []Event {
+	present := make(map[string]bool, len(s.Revisions))
+	for _, r := range s.Revisions {
+		present[r.ID] = true
+		m, seen := d.sources[r.ID]
+		now := sourceMemo{commit: r.Commit, stale: r.Error != ""}
+		d.sources[r.ID] = now
+		if !seen {
+			continue
+		}
+		if now.commit != "" && now.commit != m.commit {
+			ev := base(EventSourceApplied, "")
+			ev.Application, ev.Revision = r.ID, r.Commit
+			ev.Message = fmt.Sprintf("source %s: commit %s is in force", r.ID, shortCommit(r.Commit))
+			if r.Subject != "" {
+				ev.Message += fmt.Sprintf(" (%s)", r.Subject)
+			}
+			out = append(out, ev)
+		}
+		if now.stale && !m.stale {
+			ev := base(EventSourceStale, "")
+			ev.Application, ev.Revision = r.ID, r.Commit
+			ev.Message = fmt.Sprintf("source %s is stale, commit %s stays in force: %s", r.ID, shortCommit(r.Commit), r.Error)
+			if r.Commit == "" {
+				ev.Message = fmt.Sprintf("source %s is stale, no commit in force: %s", r.ID, r.Error)
+			}
+			out = append(out, ev)
+		}
+	}
+	for id := range d.sources {
+		if !present[id] {
+			delete(d.sources, id)
+		}
+	}
+	return out
+}
+
+// shortCommit is a commit's first 7 hex digits, as git shows it.
+func shortCommit(c string) string {
+	if len(c) > 7 {
+		return c[:7]
+	}
+	return c
+}
+
 // object fills in the fields that name a NodeID and its latest drift.
 func object(ev *Event, n *hub.NodeStatus) {
 	ev.NodeID = n.ID.String()
 	ev.Application = n.Application
 	ev.Kind = string(n.ID.Kind)
+	ev.Revision = n.Revision
 	if r := n.LastRepair; r != nil {
 		ev.Class = string(r.Drift.Class)
 		for _, f := range r.Drift.Fields {

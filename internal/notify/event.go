@@ -34,12 +34,20 @@ const (
 	EventClusterUnreachable EventType = "cluster-unreachable"
 	// EventClusterRecovered: an unreachable cluster is reachable again.
 	EventClusterRecovered EventType = "cluster-recovered"
+	// EventSourceApplied: a Git manifest source's new commit is the
+	// desired state in force (Event.Application names the source,
+	// Event.Revision the commit).
+	EventSourceApplied EventType = "source-applied"
+	// EventSourceStale: a Git manifest source cannot move to its remote's
+	// head (a fetch fails, a signature is refused, a commit does not render
+	// or the prune guard refuses it); its last good commit stays in force.
+	EventSourceStale EventType = "source-stale"
 )
 
 // EventTypes lists every event type.
 func EventTypes() []EventType {
 	return []EventType{EventRepaired, EventUnrepaired, EventRepairFailed, EventContested, EventStuck,
-		EventClusterUnreachable, EventClusterRecovered}
+		EventClusterUnreachable, EventClusterRecovered, EventSourceApplied, EventSourceStale}
 }
 
 // Reasons a drift was left unrepaired (Event.Reason of EventUnrepaired).
@@ -74,9 +82,9 @@ func (s Severity) AtLeast(min Severity) bool { return s.rank() >= min.rank() }
 // severityOf is the severity of each event type.
 func severityOf(t EventType) Severity {
 	switch t {
-	case EventRepaired, EventClusterRecovered:
+	case EventRepaired, EventClusterRecovered, EventSourceApplied:
 		return SeverityInfo
-	case EventUnrepaired, EventContested:
+	case EventUnrepaired, EventContested, EventSourceStale:
 		return SeverityWarning
 	default:
 		return SeverityCritical
@@ -96,10 +104,14 @@ type Event struct {
 	// Cluster is the cluster id.
 	Cluster string `json:"cluster"`
 	// Application, NodeID and Kind name the object (not for cluster
-	// events).
+	// events); for source events, Application is the source's id.
 	Application string `json:"application,omitempty"`
 	NodeID      string `json:"nodeId,omitempty"`
 	Kind        string `json:"kind,omitempty"`
+	// Revision is the commit of the Git source the object's desired state
+	// came from (the commit that last changed it), or for source events
+	// the source's commit in force; "" for other sources.
+	Revision string `json:"revision,omitempty"`
 	// Class is the drift class (missing, modified, added, unlabelled,
 	// deleting), when the event is about a drift.
 	Class string `json:"class,omitempty"`

@@ -116,13 +116,16 @@ func TestDeriver(t *testing.T) {
 func TestDeriverEventContent(t *testing.T) {
 	d := newDeriver("hq")
 	d.next(snap(1, hub.ClusterSynced, node(web, hub.StatusInSync, 0)))
-	evs := d.next(snap(2, hub.ClusterSynced, node(web, hub.StatusRepaired, 1)))
+	repaired := node(web, hub.StatusRepaired, 1)
+	repaired.Revision = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+	evs := d.next(snap(2, hub.ClusterSynced, repaired))
 	if len(evs) != 1 {
 		t.Fatalf("events = %v", evs)
 	}
 	ev := evs[0]
 	if ev.NodeID != web.String() || ev.Application != "shop" || ev.Kind != "deployment" || ev.Class != "modified" ||
-		!slices.Equal(ev.Fields, []string{"spec.replicas"}) || ev.ChangedBy != "kubectl-scale" || ev.Count != 1 {
+		!slices.Equal(ev.Fields, []string{"spec.replicas"}) || ev.ChangedBy != "kubectl-scale" || ev.Count != 1 ||
+		ev.Revision != repaired.Revision {
 		t.Errorf("event = %+v", ev)
 	}
 	b, err := json.Marshal(ev)
@@ -559,5 +562,57 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 				t.Errorf("error shows a path or query: %s", msg)
 			}
 		})
+	}
+}
+
+// sourceSnap is a snapshot of a synced cluster and one Git source at
+// commit, stale with errMsg unless it is "".
+func sourceSnap(seq uint64, commit, errMsg string) *hub.Snapshot {
+	s := snap(seq, hub.ClusterSynced)
+	s.Revisions = []hub.SourceRevision{{ID: "web", URL: "https://git.example.com/deploy.git", Ref: "refs/heads/main",
+		Commit: commit, Subject: "scale web", Error: errMsg}}
+	return s
+}
+
+// TestDeriverSources: a Git source's new commit in force is source-applied,
+// a source turning stale is source-stale (once), and what a source is at
+// start is no news.
+func TestDeriverSources(t *testing.T) {
+	const c1, c2 = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	d := newDeriver("hq")
+	type got struct {
+		typ      EventType
+		revision string
+	}
+	var evs []got
+	var msgs []string
+	for _, s := range []*hub.Snapshot{
+		sourceSnap(1, c1, "fetch: connection refused"), // at start: no news
+		sourceSnap(2, c1, "fetch: connection refused"),
+		sourceSnap(3, c1, ""),
+		sourceSnap(4, c2, ""),
+		sourceSnap(5, c2, "signature refused"),
+		sourceSnap(6, c2, "does not render"),
+		snap(7, hub.ClusterSynced), // the source left the config
+		sourceSnap(8, c1, ""),      // and came back: no news
+	} {
+		for _, ev := range d.next(s) {
+			if ev.Version != PayloadVersion || ev.Hub != "hq" || ev.Application != "web" || ev.Severity != severityOf(ev.Type) {
+				t.Errorf("event %+v: fields not filled in", ev)
+			}
+			evs = append(evs, got{ev.Type, ev.Revision})
+			msgs = append(msgs, ev.Message)
+		}
+	}
+	want := []got{{EventSourceApplied, c2}, {EventSourceStale, c2}}
+	if !slices.Equal(evs, want) {
+		t.Fatalf("events = %v, want %v", evs, want)
+	}
+	if msgs[0] != "source web: commit 2222222 is in force (scale web)" ||
+		msgs[1] != "source web is stale, commit 2222222 stays in force: signature refused" {
+		t.Errorf("messages = %q", msgs)
+	}
+	if severityOf(EventSourceApplied) != SeverityInfo || severityOf(EventSourceStale) != SeverityWarning {
+		t.Errorf("severities: applied %s, stale %s", severityOf(EventSourceApplied), severityOf(EventSourceStale))
 	}
 }
