@@ -59,6 +59,8 @@ const (
 type Config struct {
 	// Path is the config file's path as given to Load or Parse.
 	Path string `yaml:"-"`
+	// data is the file's content as parsed (see Data).
+	data []byte
 	// Hub holds the hub-wide settings.
 	Hub Hub `yaml:"hub"`
 	// Clusters are the clusters named in the file, in file order. It may be
@@ -411,8 +413,15 @@ func Parse(path string, data []byte, opts LoadOptions) (*Config, error) {
 		sortErrors(w.errs)
 		return nil, w.errs
 	}
+	cfg.data = data
 	return cfg, nil
 }
+
+// Data returns the content the config was parsed from (shared: the caller
+// must not change it); nil for a Config built by hand. A hub parses it
+// again when a Git source moves to a new commit, so that the commit, and
+// not an edit of the file nobody reloaded yet, is what changes.
+func (c *Config) Data() []byte { return c.data }
 
 // Cluster returns the cluster with the given id.
 func (c *Config) Cluster(id string) (Cluster, bool) {

@@ -407,7 +407,31 @@ var errWorkspacesWithReplicas = errors.New("terraform: workspaces are not shared
 // enqueued, what was removed is pruned. Settings read at start (workers,
 // pruneLimit, stateFile, ...) keep their old values until a restart.
 func (a *App) Reload(allowPrune bool) error {
-	cfg, err := config.Load(a.path, a.loadOpts)
+	data, err := config.ReadFile(a.path)
+	if err != nil {
+		a.hub.RecordReload("rejected")
+		return fmt.Errorf("reload %s: config rejected, still running the previous one:\n%w", a.path, err)
+	}
+	return a.reload(data, allowPrune)
+}
+
+// reloadSources is the reload of a Git source's new commit: the config
+// as it was last loaded is parsed again (its Git sources checking out
+// their newest commits), so an edit of the file that nobody reloaded yet
+// does not go live with the commit. The prune guard applies as to Reload.
+func (a *App) reloadSources() error {
+	a.mu.Lock()
+	data := a.cfg.Data()
+	a.mu.Unlock()
+	if data == nil {
+		return a.Reload(false)
+	}
+	return a.reload(data, false)
+}
+
+// reload is Reload of the config content data.
+func (a *App) reload(data []byte, allowPrune bool) error {
+	cfg, err := config.Parse(a.path, data, a.loadOpts)
 	if err != nil {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: config rejected, still running the previous one:\n%w", a.path, err)

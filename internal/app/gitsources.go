@@ -264,8 +264,9 @@ func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
 	}
 }
 
-// reload reloads the hub's desired state for a new commit of r (as a
-// reload does: the config file is read again; the prune guard applies).
+// reload reloads the hub's desired state for a new commit of r: the
+// config as last loaded is parsed again with the new checkout, and the
+// prune guard applies as to a reload (see App.reloadSources).
 func (g *GitSources) reload(r *gitRepo) {
 	g.mu.Lock()
 	a := g.app
@@ -278,7 +279,7 @@ func (g *GitSources) reload(r *gitRepo) {
 		return
 	}
 	g.log.Info("git source: new commit, reloading the desired state", "source", r.id, "commit", commit)
-	if err := a.Reload(false); err != nil {
+	if err := a.reloadSources(); err != nil {
 		g.log.Error("git source: new commit not applied, the last good revision stays in force", "source", r.id, "commit", commit, "err", err)
 	}
 }

@@ -187,6 +187,16 @@ sources:
 		return resp.StatusCode
 	}
 
+	// An edit of the file nobody reloaded: a commit must not take it live.
+	edited := cfgText + fmt.Sprintf(`applications:
+  - id: edited
+    namespace: default
+    clusters: [%s]
+    image: registry.example/edited:1
+`, cl.Name)
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c2 := repo.Commit("second", map[string]string{"deploy/web.yaml": configMapYAML("web", "2")})
 	if code := hook("wrong", c2); code != http.StatusUnauthorized {
 		t.Errorf("webhook with a wrong secret: %d, want 401", code)
@@ -209,6 +219,12 @@ sources:
 	})
 	if n, _ := s.Node(static); n.Spec == nil || !strings.HasPrefix(n.Spec.Revision, c1) {
 		t.Errorf("static did not change: its revision should stay the first commit's, got %+v", n.Spec)
+	}
+	if _, ok := s.Node(hub.NewNodeID(cl.Name, "default", "edited", hub.KindDeployment)); ok {
+		t.Errorf("the commit took the unreloaded edit of the config file live")
+	}
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	// A commit that does not render: the second stays in force, stale.
