@@ -299,6 +299,19 @@ func (g *GitSources) Trigger(ids ...string) {
 	}
 }
 
+// TriggerAll asks every source's poller to fetch at once (see Trigger):
+// another replica publishes another desired state, perhaps because it
+// fetched a newer commit first (a push webhook reaches one replica).
+func (g *GitSources) TriggerAll() {
+	g.mu.Lock()
+	ids := slices.Collect(maps.Keys(g.repos))
+	g.mu.Unlock()
+	if len(ids) > 0 {
+		g.log.Info("git sources: another replica publishes another desired state; fetching at once")
+		g.Trigger(ids...)
+	}
+}
+
 // loaded records the outcome of a load the hub took: each Git source that
 // rendered is in force at the commit it was given; one that did not keeps
 // its last good revision and is stale. Sources that left the config are

@@ -99,3 +99,20 @@ func TestCheckGitSource(t *testing.T) {
 		t.Errorf("missing path: %v\n%s", err, errOut.String())
 	}
 }
+
+// TestTriggerAll: another replica's other desired state kicks every Git
+// source's poller once (kicks coalesce: a poller never has two queued).
+func TestTriggerAll(t *testing.T) {
+	g := NewGitSources(nil, nil)
+	g.TriggerAll() // no source: nothing to do, no panic
+	for _, id := range []string{"web", "shop"} {
+		g.repos[id] = &gitRepo{id: id, kick: make(chan struct{}, 1)}
+	}
+	g.TriggerAll()
+	g.TriggerAll()
+	for id, r := range g.repos {
+		if n := len(r.kick); n != 1 {
+			t.Errorf("%s: %d fetches asked, want 1", id, n)
+		}
+	}
+}

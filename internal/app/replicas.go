@@ -103,6 +103,13 @@ func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, repli
 		Client: cs, Namespace: co.Namespace, HubID: a.hub.ID(), ReplicaID: replicaID,
 		LeaseDuration: co.LeaseDuration, Handler: r, Logger: a.log.With("component", "coordination"),
 		Registerer: a.hub.Registerer(), DesiredHash: desiredHash,
+		// A push webhook reaches one replica: the others fetch as soon as
+		// it publishes the desired state of the new commit.
+		OnOtherHash: func() {
+			if a.git != nil {
+				a.git.TriggerAll()
+			}
+		},
 	})
 	if err != nil {
 		return nil, err

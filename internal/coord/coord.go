@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,13 @@ type Options struct {
 	// Standing). "" publishes none: such a replica is taken as agreeing
 	// with every other.
 	DesiredHash string
+	// OnOtherHash, when set, is called from the coordinator's loop each
+	// time the set of desired-state hashes that other live replicas
+	// publish, other than this replica's, changes and is not empty: one of
+	// them may have moved to a newer revision of a Git source, and a hub
+	// fetches its sources at once rather than at its next poll. It must
+	// not block.
+	OnOtherHash func()
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -234,6 +242,9 @@ type Coordinator struct {
 
 	// Owned by the loop.
 	incarnation string
+	// others are the other live replicas' hashes OnOtherHash was last
+	// called for (see otherHashes).
+	others string
 	// retired is the incarnation of this process that was evicted last:
 	// a Lease of it is this process's own, never another's.
 	retired    string
@@ -605,6 +616,14 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 	c.members = infos
 	c.mu.Unlock()
 	c.setRefusal(why)
+	if c.opts.OnOtherHash != nil {
+		if others := otherHashes(c.opts.ReplicaID, self.hash, members); others != c.others {
+			c.others = others
+			if others != "" {
+				c.otherHash()
+			}
+		}
+	}
 	c.mu.Lock()
 	all := c.clusters
 	c.mu.Unlock()
@@ -647,6 +666,31 @@ func (c *Coordinator) cycle(ctx context.Context, lister coordlisters.LeaseLister
 	}
 	c.publishView(members, claimLeases, ref)
 	return nil
+}
+
+// otherHash calls Options.OnOtherHash; a panic in it is logged, and the
+// loop goes on.
+func (c *Coordinator) otherHash() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("coordination: OnOtherHash panicked", "panic", r)
+		}
+	}()
+	c.opts.OnOtherHash()
+}
+
+// otherHashes returns the desired-state hashes the live replicas other
+// than self publish and that differ from hash, sorted and joined ("" when
+// there are none).
+func otherHashes(self, hash string, members map[string]member) string {
+	var out []string
+	for id, m := range members {
+		if id != self && m.hash != "" && m.hash != hash && !slices.Contains(out, m.hash) {
+			out = append(out, m.hash)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
 }
 
 // member is a live replica as seen in its membership Lease.

@@ -151,15 +151,20 @@ type fakeNode struct {
 }
 
 // startFakeNode runs a coordinator for replica id with the desired hash
-// hash over clusters until the test ends (or stop).
-func startFakeNode(t *testing.T, f *fakeCoordination, id, hash string, clusters []string) *fakeNode {
+// hash over clusters until the test ends (or stop); edit, when given,
+// changes its options.
+func startFakeNode(t *testing.T, f *fakeCoordination, id, hash string, clusters []string, edit ...func(*Options)) *fakeNode {
 	t.Helper()
 	n := &fakeNode{id: id, h: &events{owned: make(map[string]bool)}, logs: &syncBuffer{}, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	c, err := New(Options{
+	opts := Options{
 		Client: f.cs, Namespace: testNS, HubID: testHub, ReplicaID: id, LeaseDuration: fakeLease,
 		Handler: n.h, Registerer: n.reg, DesiredHash: hash,
 		Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, e := range edit {
+		e(&opts)
+	}
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
