@@ -49,15 +49,19 @@ func (a *testApp) stop() {
 	_ = a.Close()
 }
 
+// startApp starts a hub on the config at path, loaded with the options'
+// LoadOptions (sources isolated, as a running hub loads them, unless mutate
+// changes them).
 func startApp(t *testing.T, path string, mutate func(*Options)) *testApp {
 	t.Helper()
-	cfg, err := config.Load(path, config.LoadOptions{IsolateSources: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Health: fastHealth}
+	opts := Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Health: fastHealth,
+		LoadOptions: config.LoadOptions{IsolateSources: true}}
 	if mutate != nil {
 		mutate(&opts)
+	}
+	cfg, err := config.Load(path, opts.LoadOptions)
+	if err != nil {
+		t.Fatal(err)
 	}
 	a, err := New(cfg, opts)
 	if err != nil {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/conc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/e2etest"
@@ -39,26 +36,10 @@ func startGitApp(t *testing.T, path, dir string) *testApp {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	git := NewGitSources(log, func(string) string { return "" })
-	loadOpts := git.LoadOptions(config.LoadOptions{IsolateSources: true})
-	cfg, err := config.Load(path, loadOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(cfg, Options{Logger: log, Health: fastHealth, LoadOptions: loadOpts, Git: git, StateFile: filepath.Join(dir, "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	wg := &conc.WaitGroup{}
-	wg.Go(func() { _ = a.Run(ctx) })
-	ch, unsub := a.hub.Subscribe()
-	ta := &testApp{App: a, cancel: cancel, wg: wg, snaps: ch, unsub: unsub}
-	t.Cleanup(func() {
-		if ctx.Err() == nil {
-			ta.stop()
-		}
+	return startApp(t, path, func(o *Options) {
+		o.Logger, o.Git, o.StateFile = log, git, filepath.Join(dir, "state.db")
+		o.LoadOptions = git.LoadOptions(o.LoadOptions)
 	})
-	return ta
 }
 
 // revisionOf returns the snapshot's revision of a Git source.
