@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -313,6 +315,24 @@ func clusterConfigs(cfg *config.Config, disableWatch bool, getenv func(string) s
 	return out
 }
 
+// keepWatching returns next watching what prev watched too: while a
+// manifest source fails, its last good objects stay desired and are
+// repaired (hub.DesiredOptions.Keep), but the config no longer names their
+// kinds and namespaces, and a watch that dropped them would see their
+// drift only at the resync (and restart the cluster's manager for
+// nothing). The union is exact again at the first reload without a failing
+// source. The orders are the config's: namespaces sorted, kinds by group,
+// version and kind.
+func keepWatching(next, prev clusters.ClusterConfig) clusters.ClusterConfig {
+	next.Namespaces = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(next.Namespaces), prev.Namespaces...))))
+	kinds := append(slices.Clone(next.Kinds), prev.Kinds...)
+	slices.SortFunc(kinds, func(a, b schema.GroupVersionKind) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
+	})
+	next.Kinds = slices.Compact(kinds)
+	return next
+}
+
 // Run runs the hub and the registry until ctx ends, and waits for both.
 // The registry stops after the hub: stopping a cluster's watch manager
 // closes its connections, which would cut a call the hub still lets finish
@@ -527,7 +547,11 @@ func (a *App) reload(data []byte, allowPrune bool) error {
 	if len(wsGone)+len(wsAdded) > 0 {
 		a.log.Info("terraform workspaces reloaded", "stopped", wsGone, "started", len(wsAdded))
 	}
+	kept := len(cfg.SourceFaults()) > 0
 	for _, cc := range next {
+		if prev, ok := a.clusterConfig(cc.ID); ok && kept {
+			cc = keepWatching(cc, prev)
+		}
 		if err := a.putCluster(cc); err != nil {
 			a.log.Error("update cluster", "cluster", cc.ID, "err", err)
 		}

@@ -2,20 +2,22 @@ package app
 
 import (
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
@@ -279,6 +281,11 @@ sources:
 		return len(s.Sources) == 1 && s.Sources[0].ID == "team" && strings.Contains(s.Sources[0].Error, "objects.yaml") &&
 			s.Sources[0].KeptObjects == 6 && len(s.Nodes) == 7
 	})
+	// The failing source's kinds stay watched (its last good objects are
+	// still repaired), so the reload did not restart the cluster's watch.
+	if cc, ok := a.clusterConfig(lc.Name); !ok || !slices.ContainsFunc(cc.Kinds, func(k schema.GroupVersionKind) bool { return k.Kind == "Gadget" }) {
+		t.Errorf("the failing source's kinds left the watch: %+v", cc.Kinds)
+	}
 	testwait.For(t, 30*time.Second, "the healthy source's change applied", func() error {
 		cm, err := c.CoreV1().ConfigMaps("pruning").Get(ctx, "other", metav1.GetOptions{})
 		if err != nil {
