@@ -505,6 +505,15 @@ func (a *App) reload(data []byte, allowPrune bool) error {
 	}
 	only = append(only, a.discoveredIDs()...)
 	only = append(only, slices.Collect(maps.Keys(a.wsSpecs))...)
+	undo := func() {}
+	if a.rep != nil && a.git != nil {
+		// Recorded before the new desired state is in force, so no replica
+		// taking a cluster over later applies an older commit.
+		if undo, err = a.rep.recordRevisions(a.git.revisionsOf(cfg)); err != nil {
+			a.hub.RecordReload("rejected")
+			return fmt.Errorf("reload %s: %w", a.path, err)
+		}
+	}
 	if a.rep != nil {
 		// Published before the new desired state is in force: if it makes
 		// this replica disagree with the owners, its writes stop first.
@@ -513,6 +522,7 @@ func (a *App) reload(data []byte, allowPrune bool) error {
 	changed, removed, err := a.hub.ReplaceDesired(specs, hub.DesiredOptions{AllowPrune: allowPrune, Only: only,
 		Forget: append(slices.Clone(gone), wsGone...), Keep: faultySources(cfg)})
 	if err != nil {
+		undo()
 		if a.rep != nil {
 			a.rep.coord.SetDesiredHash(a.desiredHash)
 		}

@@ -75,15 +75,21 @@ type gitRepo struct {
 	// gone closes when the source leaves the config (its poller stops).
 	gone chan struct{}
 
-	latest    *gitsource.Revision // the last fetched revision
-	applied   *config.GitCheckout // the revision in force
-	offered   string              // the commit the last load was given
-	refused   string              // a commit the prune guard refused
-	lastFetch time.Time
-	fetchErr  string // the last fetch's error ("": it succeeded)
-	loadErr   string // why the latest commit is not in force
-	since     time.Time
-	polling   bool
+	latest  *gitsource.Revision // the last fetched revision
+	applied *config.GitCheckout // the revision in force
+	// latestSeen is when the fetch that found latest at the head of the
+	// ref started, appliedSeen the same for the revision in force (zero:
+	// no fetch found it, as for a commit taken from the cache while the
+	// repository was unreachable). Replicas compare them with the
+	// revisions the fleet applied (see behindFleet).
+	latestSeen, appliedSeen time.Time
+	offered                 string // the commit the last load was given
+	refused                 string // a commit the prune guard refused
+	lastFetch               time.Time
+	fetchErr                string // the last fetch's error ("": it succeeded)
+	loadErr                 string // why the latest commit is not in force
+	since                   time.Time
+	polling                 bool
 }
 
 // NewGitSources returns the Git sources of a hub, empty: the first load
@@ -168,7 +174,7 @@ func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (c
 			if c, ok := r.repo.Cached(); ok {
 				g.log.Warn("git source unreachable: starting from the commit its cache holds", "source", id, "commit", c.Commit, "err", err)
 				g.mu.Lock()
-				r.latest = &c
+				r.latest, r.latestSeen = &c, time.Time{}
 				g.mu.Unlock()
 			} else {
 				return config.GitCheckout{}, err
@@ -188,6 +194,7 @@ func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (c
 // fetch fetches a source once and records the outcome; changed reports
 // that the fetched commit is not the one the last load was given.
 func (g *GitSources) fetch(ctx context.Context, r *gitRepo) (changed bool, err error) {
+	start := time.Now()
 	rev, err := r.repo.Fetch(ctx)
 	now := time.Now()
 	g.mu.Lock()
@@ -198,7 +205,10 @@ func (g *GitSources) fetch(ctx context.Context, r *gitRepo) (changed bool, err e
 		}
 		r.fetchErr = err.Error()
 	} else {
-		r.latest, r.lastFetch, r.fetchErr = &rev, now, ""
+		r.latest, r.latestSeen, r.lastFetch, r.fetchErr = &rev, start, now, ""
+		if r.applied != nil && r.applied.Commit == rev.Commit {
+			r.appliedSeen = start
+		}
 		changed = rev.Commit != r.offered && rev.Commit != r.refused
 	}
 	g.mu.Unlock()
@@ -339,6 +349,12 @@ func (g *GitSources) loaded(cfg *config.Config) {
 			}
 			r.loadErr = strings.Join(msgs, "; ")
 		case ok:
+			if r.applied == nil || r.applied.Commit != co.Commit {
+				r.appliedSeen = time.Time{}
+				if r.latest != nil && r.latest.Commit == co.Commit {
+					r.appliedSeen = r.latestSeen
+				}
+			}
 			r.applied, r.loadErr = &co, ""
 			if co.Commit != r.refused {
 				r.refused = ""

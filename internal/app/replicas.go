@@ -44,8 +44,12 @@ type replicas struct {
 	wanted map[string]clusters.ClusterConfig
 	owned  map[string]bool
 	// pending are owned clusters whose takeover failed: not registered,
-	// retried every renewal period.
+	// retried every renewal period; why says why each is still pending.
 	pending map[string]bool
+	why     map[string]string
+	// lastFetchAsk is when a takeover behind the fleet's Git revisions
+	// last asked for a fetch.
+	lastFetchAsk time.Time
 }
 
 // ResolveReplicaID returns the replica id: flag when set, else $POD_NAME,
@@ -97,7 +101,7 @@ func openSharedIntent(co *config.Coordination, hubID, managedBy string, getenv f
 // desiredHash is the hash of the desired state it starts with.
 func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, replicaID, desiredHash string) (*replicas, error) {
 	r := &replicas{a: a, client: cs, lease: co.LeaseDuration, wanted: make(map[string]clusters.ClusterConfig),
-		owned: make(map[string]bool), pending: make(map[string]bool)}
+		owned: make(map[string]bool), pending: make(map[string]bool), why: make(map[string]string)}
 	var err error
 	r.coord, err = coord.New(coord.Options{
 		Client: cs, Namespace: co.Namespace, HubID: a.hub.ID(), ReplicaID: replicaID,
@@ -180,8 +184,12 @@ func (r *replicas) Own(id string) {
 // takeOverLocked takes an owned cluster over and registers it; on failure
 // it stays pending. Callers hold r.regMu.
 func (r *replicas) takeOverLocked(id string) {
+	if err := r.revisionsCurrent(); err != nil {
+		r.stillPending(id, "take over cluster: not managed until this replica's Git sources are at the revisions the replicas applied; retrying", err)
+		return
+	}
 	if err := r.a.hub.TakeOver(id); err != nil {
-		r.a.log.Error("take over cluster: not managed until the shared intent is read; retrying", "cluster", id, "err", err)
+		r.stillPending(id, "take over cluster: not managed until the shared intent is read; retrying", err)
 		return
 	}
 	r.mu.Lock()
@@ -190,6 +198,7 @@ func (r *replicas) takeOverLocked(id string) {
 		return
 	}
 	delete(r.pending, id)
+	delete(r.why, id)
 	cc, ok := r.wanted[id]
 	r.mu.Unlock()
 	if !ok {
@@ -197,6 +206,23 @@ func (r *replicas) takeOverLocked(id string) {
 	}
 	if err := r.a.reg.Update(cc); err != nil {
 		r.a.log.Error("register owned cluster", "cluster", id, "err", err)
+	}
+}
+
+// stillPending records why a cluster's takeover failed, and logs it when
+// the reason changed (it is retried every renewal period).
+func (r *replicas) stillPending(id, msg string, err error) {
+	r.mu.Lock()
+	if r.why == nil {
+		r.why = make(map[string]string)
+	}
+	changed := r.why[id] != err.Error()
+	if r.pending[id] {
+		r.why[id] = err.Error()
+	}
+	r.mu.Unlock()
+	if changed {
+		r.a.log.Error(msg, "cluster", id, "err", err)
 	}
 }
 
@@ -220,6 +246,7 @@ func (r *replicas) Disown(id string) {
 	r.mu.Lock()
 	delete(r.owned, id)
 	delete(r.pending, id)
+	delete(r.why, id)
 	r.mu.Unlock()
 	r.a.reg.Remove(id)
 }
@@ -257,13 +284,27 @@ func (r *replicas) ready() error {
 	if err := r.coord.Ready(); err != nil {
 		return err
 	}
+	return r.pendingErr()
+}
+
+// pendingErr names the clusters held but not taken over yet, and why (nil:
+// none).
+func (r *replicas) pendingErr() error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	pending := slices.Sorted(maps.Keys(r.pending))
-	r.mu.Unlock()
-	if len(pending) > 0 {
-		return fmt.Errorf("clusters held but not taken over yet (the shared intent could not be read): %v", pending)
+	if len(pending) == 0 {
+		return nil
 	}
-	return nil
+	reasons := make([]string, 0, len(pending))
+	for _, id := range pending {
+		why := r.why[id]
+		if why == "" {
+			why = "taking over"
+		}
+		reasons = append(reasons, id+": "+why)
+	}
+	return fmt.Errorf("clusters held but not taken over yet: %s", strings.Join(reasons, "; "))
 }
 
 // apiReplicas returns the coordinator's view of the live replicas for the

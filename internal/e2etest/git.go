@@ -122,3 +122,11 @@ func (r *GitRepo) HTTPURL() string { return r.srv.URL + "/repo.git" }
 
 // FileURL is the repository's file:// URL.
 func (r *GitRepo) FileURL() string { return "file://" + r.bare }
+
+// ForcePush moves main back to commit (one of its ancestors) with a forced
+// push, as when a bad merge is taken back by rewriting the branch.
+func (r *GitRepo) ForcePush(commit string) {
+	r.t.Helper()
+	r.run(r.work, "reset", "-q", "--hard", commit)
+	r.run(r.work, "push", "-q", "-f", "origin", "main")
+}
