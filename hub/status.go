@@ -284,6 +284,15 @@ type SourceRevision struct {
 	Since time.Time
 }
 
+// ShortCommit is a commit's short SHA, as people read it (its first 7
+// characters).
+func ShortCommit(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
 // SourceStatus is a manifest source that cannot be used now (it does not
 // render, or its objects collide with another source's): it is left out
 // of the change, and the desired state it last gave stays in force.

@@ -496,25 +496,22 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 			m.back()
 		}
 		return nil
-	case key.Matches(k, m.keys.Enter):
-		m.enter()
-		return nil
-	case key.Matches(k, m.keys.Repair):
-		m.askRepair()
-		return nil
-	case key.Matches(k, m.keys.Pause):
-		m.askPause()
-		return nil
-	case key.Matches(k, m.keys.Warn):
-		m.askWarn()
-		return nil
-	case key.Matches(k, m.keys.Hold):
-		m.askHold()
-		return nil
-	case key.Matches(k, m.keys.Release):
-		m.askRelease()
-		return nil
-	case m.top() == ScreenDetail && key.Matches(k, m.keys.WriteRule):
+	}
+	// Keys that open a view or ask for a confirmation, on every screen
+	// (the rule writer on the node view only).
+	for _, a := range []struct {
+		b  key.Binding
+		do func()
+	}{
+		{m.keys.Enter, m.enter}, {m.keys.Repair, m.askRepair}, {m.keys.Pause, m.askPause}, {m.keys.Warn, m.askWarn},
+		{m.keys.Hold, m.askHold}, {m.keys.Release, m.askRelease},
+	} {
+		if key.Matches(k, a.b) {
+			a.do()
+			return nil
+		}
+	}
+	if m.top() == ScreenDetail && key.Matches(k, m.keys.WriteRule) {
 		m.askWriteRule()
 		return nil
 	}
@@ -1125,7 +1122,7 @@ func (m *Model) gitRevisions() string {
 	}
 	parts := make([]string, 0, len(m.snap.Revisions))
 	for _, r := range m.snap.Revisions {
-		p := r.ID + "@" + shortSHA(r.Commit)
+		p := r.ID + "@" + hub.ShortCommit(r.Commit)
 		if r.Commit == "" {
 			p = r.ID + "@-"
 		}
@@ -1137,22 +1134,14 @@ func (m *Model) gitRevisions() string {
 	return strings.Join(parts, ", ")
 }
 
-// shortSHA is a commit's 7-character short SHA.
-func shortSHA(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
-}
-
 // revisionLine shows a node's revision ("<sha> <subject>") with a short
 // SHA.
 func revisionLine(rev string) string {
 	sha, subject, _ := strings.Cut(rev, " ")
 	if subject == "" {
-		return shortSHA(sha)
+		return hub.ShortCommit(sha)
 	}
-	return shortSHA(sha) + " " + oneLine(subject)
+	return hub.ShortCommit(sha) + " " + oneLine(subject)
 }
 
 // statusLine is the status bar: hub, clusters up, repair mode, holds, the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/coord"
 )
 
@@ -107,7 +108,7 @@ func behindFleet(recorded map[string]coord.AppliedRevision, revs []gitRevision) 
 			seen = "last found at the head of its ref at " + r.Seen.UTC().Format(time.RFC3339)
 		}
 		why = append(why, fmt.Sprintf("Git source %s is at %s (%s), but replica %s applied %s at %s",
-			r.ID, short(r.Commit), seen, rec.Replica, short(rec.Commit), rec.At.UTC().Format(time.RFC3339)))
+			r.ID, hub.ShortCommit(r.Commit), seen, rec.Replica, hub.ShortCommit(rec.Commit), rec.At.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(why, "; ")
 }

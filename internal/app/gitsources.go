@@ -386,7 +386,7 @@ func (g *GitSources) refusedLoad(cfg *config.Config, err error) {
 		if r.fetchErr == "" && r.loadErr == "" {
 			r.since = now
 		}
-		r.loadErr = fmt.Sprintf("commit %s refused: %v", short(co.Commit), err)
+		r.loadErr = fmt.Sprintf("commit %s refused: %v", hub.ShortCommit(co.Commit), err)
 	}
 	g.mu.Unlock()
 	g.publish()
@@ -440,14 +440,6 @@ func (g *GitSources) Close() error {
 	err := os.RemoveAll(g.tmp)
 	g.tmp = ""
 	return err
-}
-
-// short is a commit's short SHA.
-func short(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
 }
 
 // WebhookHandler serves POST /api/v1/webhooks/git: a push webhook of

@@ -197,7 +197,7 @@ func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType
 		if now.commit != "" && now.commit != m.commit {
 			ev := base(EventSourceApplied, "")
 			ev.Application, ev.Revision = r.ID, r.Commit
-			ev.Message = fmt.Sprintf("source %s: commit %s is in force", r.ID, shortCommit(r.Commit))
+			ev.Message = fmt.Sprintf("source %s: commit %s is in force", r.ID, hub.ShortCommit(r.Commit))
 			if r.Subject != "" {
 				ev.Message += fmt.Sprintf(" (%s)", r.Subject)
 			}
@@ -206,7 +206,7 @@ func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType
 		if now.stale && !m.stale {
 			ev := base(EventSourceStale, "")
 			ev.Application, ev.Revision = r.ID, r.Commit
-			ev.Message = fmt.Sprintf("source %s is stale, commit %s stays in force: %s", r.ID, shortCommit(r.Commit), r.Error)
+			ev.Message = fmt.Sprintf("source %s is stale, commit %s stays in force: %s", r.ID, hub.ShortCommit(r.Commit), r.Error)
 			if r.Commit == "" {
 				ev.Message = fmt.Sprintf("source %s is stale, no commit in force: %s", r.ID, r.Error)
 			}
@@ -219,14 +219,6 @@ func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType
 		}
 	}
 	return out
-}
-
-// shortCommit is a commit's first 7 hex digits, as git shows it.
-func shortCommit(c string) string {
-	if len(c) > 7 {
-		return c[:7]
-	}
-	return c
 }
 
 // object fills in the fields that name a NodeID and its latest drift.
