@@ -18,7 +18,10 @@ func newDemoCmd(c *cliEnv) *cobra.Command {
 		Long: `Demo starts three local clusters (etcd, kube-apiserver, controller manager,
 scheduler and kwok's fake nodes), writes a demo config, and runs the hub, the
 terminal UI and a drift generator that breaks what the hub manages (g
-toggles it). With --headless it prints every repair as a line instead.
+toggles it). The inventory service's manifests come from a local Git
+repository, to which the demo commits a release every 30 s and which the
+hub fetches at once, as a push webhook would make it. With --headless it
+prints every repair as a line instead.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
 once: about 15-20 minutes and 3 GB of disk on 2 cores, reused by later runs.`,

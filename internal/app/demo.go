@@ -62,14 +62,22 @@ func BinDir(ctx context.Context, env Env) (string, error) {
 // demo config).
 func demoClusterNames() []string { return []string{"prod-eu", "prod-us", "staging-eu"} }
 
-// demoConfig is the demo's config; %s are the three kubeconfig paths.
+// demoConfigText is the demo's config: its state file, the three clusters'
+// kubeconfigs and the URL of the inventory service's Git repository.
+func demoConfigText(stateFile string, kubeconfigs []string, repoURL string) string {
+	return fmt.Sprintf(demoConfig, stateFile, kubeconfigs[0], kubeconfigs[1], kubeconfigs[2], repoURL)
+}
+
+// demoConfig is the demo's config (see demoConfigText).
 const demoConfig = `# driftwatch demo: three local clusters, five applications and the
-# inventory service's own manifests (a kustomize overlay per environment); a
-# fake autoscaler (field manager demo-autoscaler) scales storefront and
+# inventory service's own manifests from its Git repository (a kustomize
+# overlay per environment; the demo commits a release from time to time);
+# a fake autoscaler (field manager demo-autoscaler) scales storefront and
 # checkout on prod-eu, and the inventory HPA scales its StatefulSet on the
 # production clusters.
 hub:
   id: demo-hub
+  stateFile: %s
   resync: 5m
   workers: 4
 clusters:
@@ -127,11 +135,12 @@ applications:
     progressDeadlineSeconds: 20
     nodeSelector: {disk: none}
 sources:
-  # The inventory service as its team keeps it: a kustomize base and one
-  # overlay per environment (manifests/), each cluster getting the overlay
-  # its env label names: a StatefulSet, a CronJob, an HPA, RBAC and more.
+  # The inventory service as its team keeps it in Git: a kustomize base and
+  # one overlay per environment, each cluster getting the overlay its env
+  # label names: a StatefulSet, a CronJob, an HPA, RBAC and more.
   - id: inventory
-    kustomize: manifests/overlays/${cluster.labels.env}
+    git: {url: "%s", ref: main}
+    kustomize: overlays/${cluster.labels.env}
     selector: env in (prod, staging)
     namespace: inventory
     ignore:
@@ -246,12 +255,17 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	default:
 		progress("Terraform workspace %s initialised and applied in %s", demoWorkspaceID, ws.Dir)
 	}
-	if err := writeDemoManifests(filepath.Join(dir, "manifests")); err != nil {
+	repo, err := newDemoRepo(filepath.Join(dir, "inventory-repo"))
+	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	progress("the inventory service's manifests are in the Git repository %s; a release is committed every %s", repo.dir, demoReleaseInterval)
 	cfgPath := filepath.Join(dir, "demo.yaml")
-	cfgText := fmt.Sprintf(demoConfig, set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig)
-	appOpts := Options{Logger: log, StateFile: filepath.Join(dir, "state.db"), LoadOptions: config.LoadOptions{Getenv: getenv, IsolateSources: true}}
+	stateFile := filepath.Join(dir, "state.db")
+	cfgText := demoConfigText(stateFile, []string{set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig}, repo.url())
+	gitSources := NewGitSources(log.With("component", "git"), getenv)
+	loadOpts := gitSources.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	appOpts := Options{Logger: log, StateFile: stateFile, LoadOptions: loadOpts, Git: gitSources}
 	var wsFiles map[string]string
 	if ws != nil {
 		cfgText += demoTerraformSection(ws.Dir)
@@ -261,9 +275,9 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return err
 	}
-	cfg, err := config.Load(cfgPath, config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	cfg, err := config.Load(cfgPath, loadOpts)
 	if err != nil {
-		return fmt.Errorf("demo config: %w", err)
+		return errors.Join(fmt.Errorf("demo config: %w", err), gitSources.Close())
 	}
 	progress("config written to %s; starting the hub", cfgPath)
 	// The demo's state stays in its own folder, never the user's.
@@ -324,6 +338,10 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	autoscaler := driftgen.NewAutoscaler(clients, demoAutoscaled(), 4, 5)
 	wg.Go(func() {
 		autoscaler.Run(runCtx, demoAutoscaleInterval, func(err error) { log.Warn("demo autoscaler", "err", err) })
+	})
+	// The inventory team releases: a commit, then a fetch at once.
+	wg.Go(func() {
+		repo.runReleases(runCtx, demoReleaseInterval, gitSources, func(err error) { log.Warn("demo release", "err", err) })
 	})
 	var uiErr error
 	if o.Headless {

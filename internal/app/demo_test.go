@@ -1,12 +1,14 @@
 package app
 
 import (
-	"fmt"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
@@ -19,7 +21,7 @@ import (
 // (so it shows as contested).
 func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 	dir := t.TempDir()
-	var kubeconfigs []any
+	var kubeconfigs []string
 	for _, name := range demoClusterNames() {
 		p := filepath.Join(dir, name+".kubeconfig")
 		if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
@@ -27,17 +29,24 @@ func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 		}
 		kubeconfigs = append(kubeconfigs, p)
 	}
-	if err := writeDemoManifests(filepath.Join(dir, "manifests")); err != nil {
+	repo, err := newDemoRepo(filepath.Join(dir, "inventory-repo"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "demo.yaml")
-	cfg, err := config.Parse(path, []byte(fmt.Sprintf(demoConfig, kubeconfigs...)), config.LoadOptions{})
+	text := []byte(demoConfigText(filepath.Join(dir, "state.db"), kubeconfigs, repo.url()))
+	git := NewGitSources(nil, nil)
+	defer git.Close()
+	cfg, err := config.Parse(path, text, git.LoadOptions(config.LoadOptions{}))
 	if err != nil {
 		t.Fatalf("demo config: %v", err)
 	}
 	specs := make(map[hub.NodeID]hub.NodeSpec)
 	for _, s := range config.Compile(cfg) {
 		specs[s.ID] = s
+	}
+	if _, err := os.Stat(filepath.Join(dir, "git")); err != nil {
+		t.Errorf("the Git cache is not in the demo's folder: %v", err)
 	}
 	// The inventory source: 8 objects on each cluster, each cluster with
 	// its environment's overlay.
@@ -83,5 +92,67 @@ func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 				t.Fatalf("%s: rule for %s over spec.replicas = %v, want %v (rules %+v)", tt.id, driftgen.AutoscalerManager, got, tt.wantRule, s.Ignore)
 			}
 		})
+	}
+}
+
+// TestDemoReleases: the demo's inventory service lives in a Git
+// repository in the demo's folder; each release is a commit the source
+// renders (its settings ConfigMap carries the release) and asks the source
+// for a fetch at once, as a push webhook would.
+func TestDemoReleases(t *testing.T) {
+	dir := t.TempDir()
+	repo, err := newDemoRepo(filepath.Join(dir, "inventory-repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGitSources(nil, nil)
+	defer g.Close()
+	text := []byte(demoConfigText(filepath.Join(dir, "state.db"), []string{"/k1", "/k2", "/k3"}, repo.url()))
+	settings := func() (string, string) {
+		t.Helper()
+		cfg, err := config.Parse(filepath.Join(dir, "demo.yaml"), text, g.LoadOptions(config.LoadOptions{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range config.Compile(cfg) {
+			if s.ID == hub.NewNodeID("prod-eu", "inventory", "inventory-settings", hub.KindConfigMap) {
+				co, _ := cfg.Sources[0].Checkout()
+				return co.Commit + " " + co.Message, string(s.Body)
+			}
+		}
+		t.Fatal("no inventory-settings ConfigMap on prod-eu")
+		return "", ""
+	}
+	first, body := settings()
+	if !strings.Contains(first, "inventory: first release") || strings.Contains(body, "RELEASE") {
+		t.Fatalf("first commit %q, settings %s", first, body)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		repo.runReleases(ctx, time.Millisecond, g, func(err error) { errs = append(errs, err) })
+	}()
+	g.mu.Lock()
+	r := g.repos[demoSourceID]
+	g.mu.Unlock()
+	select {
+	case <-r.kick:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no fetch asked after a release")
+	}
+	cancel()
+	<-done
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.fetch(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	next, body := settings()
+	if next == first || !strings.Contains(next, "inventory: release 1.") || !strings.Contains(body, `"RELEASE":"1.`) {
+		t.Errorf("after a release: commit %q, settings %s", next, body)
 	}
 }
