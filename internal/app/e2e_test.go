@@ -52,7 +52,7 @@ func (a *testApp) stop() {
 // startApp starts a hub on the config at path, loaded with the options'
 // LoadOptions (sources isolated, as a running hub loads them, unless mutate
 // changes them).
-func startApp(t *testing.T, path string, mutate func(*Options)) *testApp {
+func startApp(t testing.TB, path string, mutate func(*Options)) *testApp {
 	t.Helper()
 	opts := Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Health: fastHealth,
 		LoadOptions: config.LoadOptions{IsolateSources: true}}
@@ -80,7 +80,7 @@ func startApp(t *testing.T, path string, mutate func(*Options)) *testApp {
 	return ta
 }
 
-type tWriter struct{ t *testing.T }
+type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
@@ -88,7 +88,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 }
 
 // waitSnap waits until cond holds on a published snapshot.
-func (a *testApp) waitSnap(t *testing.T, timeout time.Duration, what string, cond func(*hub.Snapshot) bool) *hub.Snapshot {
+func (a *testApp) waitSnap(t testing.TB, timeout time.Duration, what string, cond func(*hub.Snapshot) bool) *hub.Snapshot {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
