@@ -76,10 +76,11 @@ func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 }
 
 func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
-	var out []hub.NodeSpec
+	apps := c.AppsFor(info)
+	out := make([]hub.NodeSpec, 0, 3*len(apps)) // at most 3 objects an app
 	w := &bodyWriter{}
-	for _, a := range c.AppsFor(info) {
-		out = append(out, compileApp(c, a, info, w)...)
+	for _, a := range apps {
+		out = compileApp(out, c, a, info, w)
 	}
 	specs, err := c.compileSources(info)
 	if err != nil {
@@ -93,19 +94,19 @@ func sortSpecs(specs []hub.NodeSpec) {
 	slices.SortFunc(specs, func(a, b hub.NodeSpec) int { return hub.CompareText(a.ID, b.ID) })
 }
 
-// compileApp builds the objects of one application on one cluster, writing
-// their bodies with w.
-func compileApp(c *Config, a Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
+// compileApp appends the objects of one application on one cluster to out,
+// writing their bodies with w.
+func compileApp(out []hub.NodeSpec, c *Config, a Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
 	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a), w: w}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
-	specs := []hub.NodeSpec{b.deployment()}
+	out = append(out, b.deployment())
 	if a.Service != nil {
-		specs = append(specs, b.service())
+		out = append(out, b.service())
 	}
 	if len(a.Config) > 0 {
-		specs = append(specs, b.configMap())
+		out = append(out, b.configMap())
 	}
-	return specs
+	return out
 }
 
 // appBuilder builds the objects of one application on one cluster.

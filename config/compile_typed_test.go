@@ -325,7 +325,7 @@ func TestCompileMatchesTypedObjects(t *testing.T) {
 		cfg := &Config{Hub: hubs[i%len(hubs)]}
 		info := ClusterInfo{ID: []string{"dev", "prod-eu"}[i%2], Policy: []hub.Policy{"", hub.PolicyWarn}[rng.IntN(2)]}
 		want := typedCompileApp(cfg, a, info)
-		got := compileApp(cfg, a, info, &bodyWriter{})
+		got := compileApp(nil, cfg, a, info, &bodyWriter{})
 		if len(got) != len(want) {
 			t.Fatalf("app %d: %d specs, want %d", i, len(got), len(want))
 		}

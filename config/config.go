@@ -452,8 +452,9 @@ func (c *Config) TargetClusters(app Application) []Cluster {
 // The cluster need not be in the file.
 func (c *Config) AppsFor(info ClusterInfo) []Application {
 	var out []Application
+	m := clusterMatcher{info: info}
 	for _, a := range c.Applications {
-		if a.Matches(info) {
+		if m.matches(a.Clusters, a.Selector) {
 			out = append(out, a)
 		}
 	}
