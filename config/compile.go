@@ -5,20 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -82,9 +76,11 @@ func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 }
 
 func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
-	var out []hub.NodeSpec
-	for _, a := range c.AppsFor(info) {
-		out = append(out, compileApp(c, a, info)...)
+	apps := c.AppsFor(info)
+	out := make([]hub.NodeSpec, 0, 3*len(apps)) // at most 3 objects an app
+	w := &bodyWriter{}
+	for _, a := range apps {
+		out = compileApp(out, c, a, info, w)
 	}
 	specs, err := c.compileSources(info)
 	if err != nil {
@@ -93,22 +89,24 @@ func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 	return append(out, specs...), nil
 }
 
+// sortSpecs sorts specs by NodeID string, without building the strings.
 func sortSpecs(specs []hub.NodeSpec) {
-	slices.SortFunc(specs, func(a, b hub.NodeSpec) int { return strings.Compare(a.ID.String(), b.ID.String()) })
+	slices.SortFunc(specs, func(a, b hub.NodeSpec) int { return hub.CompareText(a.ID, b.ID) })
 }
 
-// compileApp builds the objects of one application on one cluster.
-func compileApp(c *Config, a Application, info ClusterInfo) []hub.NodeSpec {
-	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a)}
+// compileApp appends the objects of one application on one cluster to out,
+// writing their bodies with w.
+func compileApp(out []hub.NodeSpec, c *Config, a Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
+	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a), w: w}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
-	specs := []hub.NodeSpec{b.deployment()}
+	out = append(out, b.deployment())
 	if a.Service != nil {
-		specs = append(specs, b.service())
+		out = append(out, b.service())
 	}
 	if len(a.Config) > 0 {
-		specs = append(specs, b.configMap())
+		out = append(out, b.configMap())
 	}
-	return specs
+	return out
 }
 
 // appBuilder builds the objects of one application on one cluster.
@@ -122,38 +120,13 @@ type appBuilder struct {
 	// share: one string per app, not one per kind, in every NodeID the
 	// hub keeps.
 	resource string
+	// w writes the objects' bodies, one at a time.
+	w *bodyWriter
 }
 
 // id returns the NodeID of the app's object of the given kind.
 func (b appBuilder) id(kind hub.Kind) hub.NodeID {
 	return hub.NodeID{Cluster: b.cluster, Resource: b.resource, Kind: kind}
-}
-
-// meta returns the object metadata every kind shares, for the given NodeID.
-func (b appBuilder) meta(id hub.NodeID) metav1.ObjectMeta {
-	a := b.app
-	managedBy := b.cfg.Hub.ManagedBy
-	if managedBy == "" {
-		managedBy = kubeobj.DefaultManagedBy
-	}
-	labels := maps.Clone(a.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[kubeobj.ManagedByLabel] = managedBy
-	labels[kubeobj.AppLabel] = a.ID
-	labels[kubeobj.ApplicationLabel] = a.ID
-	annotations := maps.Clone(a.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[kubeobj.NodeIDAnnotation] = id.String()
-	annotations[kubeobj.HubAnnotation] = b.hubID()
-	if a.Tenancy != "" {
-		labels[kubeobj.TenancyLabel] = TenancyLabelValue(a.Tenancy)
-		annotations[kubeobj.TenancyLabel] = a.Tenancy
-	}
-	return metav1.ObjectMeta{Name: a.ID, Namespace: a.Namespace, Labels: labels, Annotations: annotations}
 }
 
 // hubID is the id of the hub that owns the objects.
@@ -164,10 +137,9 @@ func (b appBuilder) hubID() string {
 	return b.cfg.Hub.ID
 }
 
-// spec wraps a typed object into a NodeSpec.
-func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Duration) hub.NodeSpec {
+// spec wraps an object's JSON body into a NodeSpec.
+func (b appBuilder) spec(kind hub.Kind, body []byte, deadline time.Duration) hub.NodeSpec {
 	a := b.app
-	body := kubeobj.MustEncodeBody(toUnstructured(obj))
 	return hub.NodeSpec{
 		ID:               b.id(kind),
 		Namespace:        a.Namespace,
@@ -183,167 +155,238 @@ func (b appBuilder) spec(kind hub.Kind, obj runtime.Object, deadline time.Durati
 	}
 }
 
+// The objects' bodies are written as JSON directly (bodyWriter), in the
+// bytes encoding/json gives for the unstructured form of the typed
+// Kubernetes object: keys sorted, a field tagged omitempty left out when
+// empty, no null, no empty map or list (no creationTimestamp, status,
+// strategy or empty resources). The desired object holds only fields
+// driftwatch manages, because drift classification compares each of its
+// leaves with the live object; and the bytes and their hash are those the
+// applied records hold, so they must not change.
+// TestCompileMatchesTypedObjects checks them against the typed objects.
+
+// metadata writes the object metadata every kind shares, for the given
+// NodeID.
+func (b appBuilder) metadata(w *bodyWriter, id hub.NodeID) {
+	a := b.app
+	managedBy := b.cfg.Hub.ManagedBy
+	if managedBy == "" {
+		managedBy = kubeobj.DefaultManagedBy
+	}
+	w.key("metadata")
+	w.open('{')
+	w.key("annotations")
+	if a.Tenancy != "" {
+		w.strMap(a.Annotations, mapEntry{kubeobj.NodeIDAnnotation, id.String()}, mapEntry{kubeobj.HubAnnotation, b.hubID()}, mapEntry{kubeobj.TenancyLabel, a.Tenancy})
+	} else {
+		w.strMap(a.Annotations, mapEntry{kubeobj.NodeIDAnnotation, id.String()}, mapEntry{kubeobj.HubAnnotation, b.hubID()})
+	}
+	w.key("labels")
+	if a.Tenancy != "" {
+		w.strMap(a.Labels, mapEntry{kubeobj.ManagedByLabel, managedBy}, mapEntry{kubeobj.AppLabel, a.ID}, mapEntry{kubeobj.ApplicationLabel, a.ID}, mapEntry{kubeobj.TenancyLabel, TenancyLabelValue(a.Tenancy)})
+	} else {
+		w.strMap(a.Labels, mapEntry{kubeobj.ManagedByLabel, managedBy}, mapEntry{kubeobj.AppLabel, a.ID}, mapEntry{kubeobj.ApplicationLabel, a.ID})
+	}
+	w.optStr("name", a.ID)
+	w.optStr("namespace", a.Namespace)
+	w.close('}')
+}
+
 func (b appBuilder) deployment() hub.NodeSpec {
 	a := b.app
-	id := b.id(hub.KindDeployment)
-	selector := map[string]string{kubeobj.AppLabel: a.ID}
-
-	podLabels := maps.Clone(a.Labels)
-	if podLabels == nil {
-		podLabels = map[string]string{}
+	w := b.w
+	w.reset()
+	w.open('{')
+	w.key("apiVersion")
+	w.str("apps/v1")
+	w.key("kind")
+	w.str("Deployment")
+	b.metadata(w, b.id(hub.KindDeployment))
+	w.key("spec")
+	w.open('{')
+	deadline := DefaultProgressDeadline
+	if s := a.ProgressDeadlineSeconds; s > 0 {
+		w.key("progressDeadlineSeconds")
+		w.int(int64(s))
+		deadline = time.Duration(s) * time.Second
 	}
-	podLabels[kubeobj.AppLabel] = a.ID
-	var podAnnotations map[string]string
+	w.key("replicas")
+	w.int(int64(a.Replicas))
+	w.key("selector")
+	w.open('{')
+	w.key("matchLabels")
+	w.strMap(nil, mapEntry{kubeobj.AppLabel, a.ID})
+	w.close('}')
+	w.key("template")
+	w.open('{')
+	w.key("metadata")
+	w.open('{')
 	if len(a.Config) > 0 {
-		podAnnotations = map[string]string{kubeobj.ConfigHashAnnotation: configHash(a.Config)}
+		w.key("annotations")
+		w.strMap(nil, mapEntry{kubeobj.ConfigHashAnnotation, configHash(a.Config)})
 	}
+	w.key("labels")
+	w.strMap(a.Labels, mapEntry{kubeobj.AppLabel, a.ID})
+	w.close('}')
+	w.key("spec")
+	w.open('{')
+	w.key("containers")
+	w.open('[')
+	b.container(w)
+	w.close(']')
+	if len(a.NodeSelector) > 0 {
+		w.key("nodeSelector")
+		w.strMap(a.NodeSelector)
+	}
+	w.close('}') // template.spec
+	w.close('}') // template
+	w.close('}') // spec
+	w.close('}')
+	return b.spec(hub.KindDeployment, w.body(), deadline)
+}
 
-	ctr := corev1.Container{Name: ContainerName, Image: a.Image}
-	if a.Port != 0 {
-		ctr.Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: a.Port, Protocol: corev1.ProtocolTCP}}
-	}
+// container writes the application's only container.
+func (b appBuilder) container(w *bodyWriter) {
+	a := b.app
+	w.open('{')
 	// Secret references come first, sorted, then plain values, sorted: a
 	// plain value can then use a secret one, as in $(DB_PASSWORD), since
 	// Kubernetes expands only variables defined earlier in the list.
-	for _, name := range slices.Sorted(maps.Keys(a.SecretEnv)) {
-		ref := a.SecretEnv[name]
-		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
-				Key:                  ref.Key,
-			},
-		}})
-	}
-	for _, name := range slices.Sorted(maps.Keys(a.Env)) {
-		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name, Value: a.Env[name]})
+	if len(a.SecretEnv)+len(a.Env) > 0 {
+		w.key("env")
+		w.open('[')
+		for _, name := range slices.Sorted(maps.Keys(a.SecretEnv)) {
+			ref := a.SecretEnv[name]
+			w.open('{')
+			w.key("name")
+			w.str(name)
+			w.key("valueFrom")
+			w.open('{')
+			w.key("secretKeyRef")
+			w.open('{')
+			w.key("key")
+			w.str(ref.Key)
+			w.optStr("name", ref.Name)
+			w.close('}')
+			w.close('}')
+			w.close('}')
+		}
+		for _, name := range slices.Sorted(maps.Keys(a.Env)) {
+			w.open('{')
+			w.key("name")
+			w.str(name)
+			w.optStr("value", a.Env[name])
+			w.close('}')
+		}
+		w.close(']')
 	}
 	if len(a.Config) > 0 {
-		ctr.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: a.ID},
-		}}}
+		w.key("envFrom")
+		w.open('[')
+		w.open('{')
+		if a.ID != "" {
+			w.key("configMapRef")
+			w.open('{')
+			w.key("name")
+			w.str(a.ID)
+			w.close('}')
+		}
+		w.close('}')
+		w.close(']')
 	}
-	ctr.Resources = corev1.ResourceRequirements{
-		Requests: resourceList(a.Resources.Requests),
-		Limits:   resourceList(a.Resources.Limits),
+	w.optStr("image", a.Image)
+	w.key("name")
+	w.str(ContainerName)
+	if a.Port != 0 {
+		w.key("ports")
+		w.open('[')
+		w.open('{')
+		w.key("containerPort")
+		w.int(int64(a.Port))
+		w.key("name")
+		w.str(PortName)
+		w.key("protocol")
+		w.str(string(corev1.ProtocolTCP))
+		w.close('}')
+		w.close(']')
 	}
-
-	replicas := a.Replicas
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: b.meta(id),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
-				Spec: corev1.PodSpec{
-					Containers:   []corev1.Container{ctr},
-					NodeSelector: maps.Clone(a.NodeSelector),
-				},
-			},
-		},
+	if len(a.Resources.Limits)+len(a.Resources.Requests) > 0 {
+		w.key("resources")
+		w.open('{')
+		if len(a.Resources.Limits) > 0 {
+			w.key("limits")
+			w.strMap(canonicalQuantities(a.Resources.Limits))
+		}
+		if len(a.Resources.Requests) > 0 {
+			w.key("requests")
+			w.strMap(canonicalQuantities(a.Resources.Requests))
+		}
+		w.close('}')
 	}
-	deadline := DefaultProgressDeadline
-	if a.ProgressDeadlineSeconds > 0 {
-		s := a.ProgressDeadlineSeconds
-		d.Spec.ProgressDeadlineSeconds = &s
-		deadline = time.Duration(s) * time.Second
-	}
-	return b.spec(hub.KindDeployment, d, deadline)
+	w.close('}')
 }
 
 func (b appBuilder) service() hub.NodeSpec {
 	a := b.app
-	id := b.id(hub.KindService)
-	s := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: b.meta(id),
-		Spec: corev1.ServiceSpec{
-			// The minimal selector: changing other labels must never
-			// disconnect the Service from its pods.
-			Selector: map[string]string{kubeobj.AppLabel: a.ID},
-			Ports: []corev1.ServicePort{{
-				Name:       PortName,
-				Port:       a.Service.Port,
-				TargetPort: intstr.FromInt32(a.Service.TargetPort),
-				Protocol:   corev1.ProtocolTCP,
-			}},
-			Type: a.Service.Type,
-		},
-	}
-	return b.spec(hub.KindService, s, 0)
+	w := b.w
+	w.reset()
+	w.open('{')
+	w.key("apiVersion")
+	w.str("v1")
+	w.key("kind")
+	w.str("Service")
+	b.metadata(w, b.id(hub.KindService))
+	w.key("spec")
+	w.open('{')
+	w.key("ports")
+	w.open('[')
+	w.open('{')
+	w.key("name")
+	w.str(PortName)
+	w.key("port")
+	w.int(int64(a.Service.Port))
+	w.key("protocol")
+	w.str(string(corev1.ProtocolTCP))
+	w.key("targetPort")
+	w.int(int64(a.Service.TargetPort))
+	w.close('}')
+	w.close(']')
+	// The minimal selector: changing other labels must never disconnect
+	// the Service from its pods.
+	w.key("selector")
+	w.strMap(nil, mapEntry{kubeobj.AppLabel, a.ID})
+	w.optStr("type", string(a.Service.Type))
+	w.close('}')
+	w.close('}')
+	return b.spec(hub.KindService, w.body(), 0)
 }
 
 func (b appBuilder) configMap() hub.NodeSpec {
 	a := b.app
-	id := b.id(hub.KindConfigMap)
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: b.meta(id),
-		Data:       maps.Clone(a.Config),
-	}
-	return b.spec(hub.KindConfigMap, cm, 0)
+	w := b.w
+	w.reset()
+	w.open('{')
+	w.key("apiVersion")
+	w.str("v1")
+	w.key("data")
+	w.strMap(a.Config)
+	w.key("kind")
+	w.str("ConfigMap")
+	b.metadata(w, b.id(hub.KindConfigMap))
+	w.close('}')
+	return b.spec(hub.KindConfigMap, w.body(), 0)
 }
 
-// resourceList converts canonical quantity strings; nil when empty.
-func resourceList(m map[string]string) corev1.ResourceList {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(corev1.ResourceList, len(m))
+// canonicalQuantities returns the quantities in canonical form, as the
+// apiserver stores them (Load has canonicalised and validated them
+// already: this is for a Config built by hand).
+func canonicalQuantities(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
 	for name, v := range m {
-		// Quantities serialise in canonical form, as the apiserver stores
-		// them; Load has validated them already.
-		out[corev1.ResourceName(name)] = resource.MustParse(v)
+		q := resource.MustParse(v)
+		out[name] = q.String()
 	}
 	return out
-}
-
-// toUnstructured converts a typed object and removes the artefacts of the
-// conversion (null creationTimestamp, empty status, strategy or resources):
-// the desired object holds only fields driftwatch manages, because drift
-// classification compares each of its leaves with the live object.
-func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		// Only reachable with a type the converter cannot handle: a bug.
-		panic(fmt.Sprintf("config: convert %T: %v", obj, err))
-	}
-	prune(m)
-	u := &unstructured.Unstructured{Object: m}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	u.SetAPIVersion(gvk.GroupVersion().String())
-	u.SetKind(gvk.Kind)
-	return u
-}
-
-// prune deletes nil values, empty maps and empty lists, innermost first, and
-// reports whether m is empty afterwards.
-func prune(m map[string]any) bool {
-	for k, v := range m {
-		if pruneValue(v) {
-			delete(m, k)
-		}
-	}
-	return len(m) == 0
-}
-
-// pruneValue prunes v in place and reports whether it should be removed.
-func pruneValue(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return prune(x)
-	case []any:
-		for _, e := range x {
-			if m, ok := e.(map[string]any); ok {
-				prune(m)
-			}
-		}
-		return len(x) == 0
-	}
-	return false
 }
 
 // hashBody is the SHA-256 (hex) of the object's JSON, whose map keys

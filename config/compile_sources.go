@@ -306,12 +306,18 @@ func (e *DuplicateError) Error() string {
 // placeCluster places every source targeting the cluster, and reports a
 // NodeID that two of them, or an application and a source, both want.
 func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
-	owners := map[hub.NodeID]string{}
-	for _, a := range c.AppsFor(info) {
-		for _, k := range appKinds(a) {
-			id := hub.NewNodeID(info.ID, a.Namespace, a.ID, k)
-			owners[id] = fmt.Sprintf("application %q", a.ID)
+	// The applications' objects are looked up only when a source places
+	// one: most clusters of a large config have no source.
+	var owners map[hub.NodeID]string
+	appOwners := func() map[hub.NodeID]string {
+		owners = map[hub.NodeID]string{}
+		for _, a := range c.AppsFor(info) {
+			for _, k := range appKinds(a) {
+				id := hub.NewNodeID(info.ID, a.Namespace, a.ID, k)
+				owners[id] = fmt.Sprintf("application %q", a.ID)
+			}
 		}
+		return owners
 	}
 	var out []placed
 	for i := range c.Sources {
@@ -322,6 +328,9 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 		ps, err := c.place(s, info)
 		if err != nil {
 			return nil, err
+		}
+		if len(ps) > 0 && owners == nil {
+			owners = appOwners()
 		}
 		for _, p := range ps {
 			if first, dup := owners[p.id]; dup {

@@ -451,11 +451,21 @@ func (c *Config) TargetClusters(app Application) []Cluster {
 // AppsFor returns the applications that target the cluster, in file order.
 // The cluster need not be in the file.
 func (c *Config) AppsFor(info ClusterInfo) []Application {
-	var out []Application
-	for _, a := range c.Applications {
-		if a.Matches(info) {
-			out = append(out, a)
+	// The matching indexes first, so the result, large for a large
+	// config, is allocated once.
+	var idx []int
+	m := clusterMatcher{info: info}
+	for i := range c.Applications {
+		if a := &c.Applications[i]; m.matches(a.Clusters, a.Selector) {
+			idx = append(idx, i)
 		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]Application, len(idx))
+	for j, i := range idx {
+		out[j] = c.Applications[i]
 	}
 	return out
 }

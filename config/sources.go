@@ -274,6 +274,30 @@ func matches(clusters []string, selector string, info ClusterInfo) bool {
 	return sel.Matches(labels.Set(info.Labels))
 }
 
+// clusterMatcher is matches for one cluster that parses and matches each
+// distinct selector once: the applications of a large config share a few
+// selectors.
+type clusterMatcher struct {
+	info       ClusterInfo
+	bySelector map[string]bool
+}
+
+// matches is matches(clusters, selector, m.info).
+func (m *clusterMatcher) matches(clusters []string, selector string) bool {
+	if selector == "" {
+		return slices.Contains(clusters, m.info.ID)
+	}
+	ok, seen := m.bySelector[selector]
+	if !seen {
+		ok = matches(nil, selector, m.info)
+		if m.bySelector == nil {
+			m.bySelector = map[string]bool{}
+		}
+		m.bySelector[selector] = ok
+	}
+	return ok
+}
+
 // SourcesFor returns the sources that target the cluster, in file order.
 // The cluster need not be in the file.
 func (c *Config) SourcesFor(info ClusterInfo) []Source {

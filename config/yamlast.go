@@ -288,8 +288,9 @@ func (w *walker) entries(n ast.Node, field string, depth int) ([]entry, bool) {
 		w.errorf(posOf(n), field, "want a mapping, got %s", describe(n))
 		return nil, false
 	}
-	var explicit, merged []entry
-	index := map[string]int{} // key -> position in explicit
+	var merged []entry
+	explicit := make([]entry, 0, len(values))
+	index := make(map[string]int, len(values)) // key -> position in explicit
 	for _, mv := range values {
 		if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
 			if depth >= maxAliasDepth {
