@@ -17,7 +17,7 @@ import (
 type passRunner interface {
 	// reconcile runs a pass over a NodeID up to its write; when the pass
 	// must write it returns the write as a step for a writer to run.
-	reconcile(ctx context.Context, id NodeID) (Result, writeStep, error)
+	reconcile(ctx context.Context, id NodeID) (Result, *writeStep, error)
 	// panicked records a pass that panicked on a NodeID.
 	panicked(id NodeID, err error, now time.Time)
 }
@@ -34,10 +34,23 @@ type controller struct {
 	metrics *metrics
 	queue   workqueue.TypedRateLimitingInterface[NodeID]
 	// writeQ holds the writes workers handed off (see writeQueue).
-	writeQ           *writeQueue
-	rec              passRunner
+	writeQ *writeQueue
+	rec    passRunner
+	// recorders run the writes' ahead steps (writeStep.ahead), one
+	// goroutine each while it runs, at most maxAhead at once: a slot is
+	// taken by the worker handing off, so a worker waits only when
+	// maxAhead are already waiting for the state file.
+	recorders        conc.WaitGroup
+	aheadSlots       chan struct{}
 	workers, writers conc.WaitGroup
 }
+
+// maxAhead bounds the writes' ahead steps in flight: as many first applies'
+// records as wait for one group commit of the state file. A cold sync of
+// 25,000 objects queues that many first applies at once; with the records
+// of only a worker's count per fsync, the fsyncs, not the apiservers, set
+// the pace.
+const maxAhead = 1024
 
 // newController returns a controller over rec (set before start).
 func newController(opts Options, m *metrics) *controller {
@@ -47,6 +60,8 @@ func newController(opts Options, m *metrics) *controller {
 		metrics: m,
 		queue:   newQueue(opts),
 		writeQ:  newWriteQueue(opts.Writers),
+		// The slots are taken before each recorder starts.
+		aheadSlots: make(chan struct{}, maxAhead),
 	}
 }
 
@@ -92,8 +107,11 @@ func (c *controller) shutDown() { c.queue.ShutDown() }
 // shutDown).
 func (c *controller) wait() {
 	c.workers.Wait()
-	// No worker hands off a write any more: the writers run what waits
-	// (the gate refuses every write once the hub stops) and end.
+	// No worker hands off a write any more; the recorders hand theirs to
+	// the writers and end.
+	c.recorders.Wait()
+	// The writers run what waits (the gate refuses every write once the
+	// hub stops) and end.
 	c.writeQ.close()
 	c.writers.Wait()
 }
@@ -132,17 +150,44 @@ func (c *controller) reconcileHandler(ctx context.Context, id NodeID) (handedOff
 	c.metrics.reconciles.Inc()
 	defer c.recoverPass(id, &handedOff)
 	res, write, err := c.rec.reconcile(ctx, id)
+	if write != nil && write.ahead != nil {
+		// The write's place among its cluster's writes is taken now.
+		give := c.writeQ.reserve(id.Cluster)
+		c.aheadSlots <- struct{}{}
+		c.recorders.Go(func() { c.runAhead(id, write, give) })
+		return true
+	}
 	if write != nil {
-		c.writeQ.submit(id.Cluster, func(ctx context.Context) { c.runWrite(ctx, id, write) })
+		c.writeQ.submit(id.Cluster, func(ctx context.Context) { c.runWrite(ctx, id, write.run) })
 		return true
 	}
 	c.requeue(id, res, err)
 	return false
 }
 
+// runAhead runs a handed-off write's ahead step on a recorder, then gives
+// the write to its place among the writes (give); a panic is recovered like
+// a pass's: the NodeID is retried and its place given a write that does
+// nothing.
+func (c *controller) runAhead(id NodeID, write *writeStep, give func(writeJob)) {
+	defer func() { <-c.aheadSlots }()
+	job := writeJob(func(context.Context) {})
+	handedOff := false
+	defer func() {
+		give(job)
+		if !handedOff {
+			c.queue.Done(id)
+		}
+	}()
+	defer c.recoverPass(id, &handedOff)
+	write.ahead()
+	job = func(ctx context.Context) { c.runWrite(ctx, id, write.run) }
+	handedOff = true
+}
+
 // runWrite runs a handed-off write on a writer, then does with the NodeID
 // what the handler would have, and calls Done.
-func (c *controller) runWrite(ctx context.Context, id NodeID, write writeStep) {
+func (c *controller) runWrite(ctx context.Context, id NodeID, write func(ctx context.Context) (Result, error)) {
 	defer c.queue.Done(id)
 	var handedOff bool
 	defer c.recoverPass(id, &handedOff)

@@ -73,18 +73,32 @@ const noBackendRetry = time.Second
 func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
 	res, write, err := h.rec.reconcile(ctx, id)
 	if write != nil {
-		return write(ctx)
+		if write.ahead != nil {
+			write.ahead()
+		}
+		return write.run(ctx)
 	}
 	return res, err
 }
 
 // writeStep is the part of a pass that writes, and what follows the write.
-type writeStep func(ctx context.Context) (Result, error)
+type writeStep struct {
+	// ahead, when set, must be done before the write: a first apply's
+	// applied record, made durable in the state file. The controller runs
+	// it on a recorder, neither on the worker (which goes on classifying)
+	// nor on a writer (whose turn is one of the cluster's calls in
+	// flight), so the records of many first applies wait for one fsync
+	// together (the state file group-commits them) while the writers keep
+	// the apiservers busy.
+	ahead func()
+	// run writes, then records what the write did.
+	run func(ctx context.Context) (Result, error)
+}
 
 // reconcile runs a pass up to its write: when the pass must write, it
 // returns the write as a step to run (with a context of its own), and the
 // drift is already classified and published.
-func (r *reconciler) reconcile(ctx context.Context, id NodeID) (Result, writeStep, error) {
+func (r *reconciler) reconcile(ctx context.Context, id NodeID) (Result, *writeStep, error) {
 	p, res, ok := r.begin(id)
 	if !ok {
 		return res, nil, nil
@@ -100,19 +114,19 @@ func (r *reconciler) reconcile(ctx context.Context, id NodeID) (Result, writeSte
 	}
 	callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 	defer cancel()
-	var write writeStep
+	var write *writeStep
 	if p.dec != nil {
 		res, err = r.decommission(callCtx, p)
 	} else {
 		res, write, err = r.sync(callCtx, p)
 	}
 	if write != nil && err == nil {
-		return Result{}, func(ctx context.Context) (Result, error) {
+		return Result{}, &writeStep{ahead: write.ahead, run: func(ctx context.Context) (Result, error) {
 			wctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 			defer cancel()
-			res, err := write(wctx)
+			res, err := write.run(wctx)
 			return r.outcome(p, res, err)
-		}, nil
+		}}, nil
 	}
 	res, err = r.outcome(p, res, err)
 	return res, nil, err
@@ -390,7 +404,7 @@ func (r *reconciler) attribute(ctx context.Context, p pass, o *observation) {
 // sync reconciles a desired NodeID: it observes, decides (choose) and
 // carries the decision out. When it must write, it returns the write (and
 // what follows it) as a step, the drift already classified and published.
-func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error) {
+func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, error) {
 	o, managed, err := r.observe(ctx, p)
 	if err != nil || !managed {
 		return Result{}, nil, err
@@ -398,7 +412,17 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error
 	act := choose(o.d, o.first, o.plan, o.fighting)
 	switch act {
 	case actCreate:
-		return Result{}, func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) }, nil
+		// The applied record is written ahead of the first apply (see
+		// create and writeStep.ahead); a create the gate refuses as
+		// things stand writes no record.
+		return Result{}, &writeStep{
+			ahead: func() {
+				if r.plan(&p, writeCreate).allow {
+					r.noteApplied(p.spec)
+				}
+			},
+			run: func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) },
+		}, nil
 	case actInSync:
 		return r.inSync(p, o.st, o.d), nil, nil
 	}
@@ -434,7 +458,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, writeStep, error
 
 	// Classified: published now (a repair queued), written by a writer.
 	r.out.record(p, rep, StatusRepairing, "", StepClassified)
-	return Result{}, func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }, nil
+	return Result{}, &writeStep{run: func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }}, nil
 }
 
 // repair writes a classified drift's repair, through the write gate, and
@@ -560,16 +584,19 @@ func (r *reconciler) contest(id NodeID, att *Attribution, wait time.Duration) Co
 // apply, not a drift. It passes the write gate like every write: a paused or
 // held cluster creates nothing ("would create").
 func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Result, error) {
+	// The applied record was written before the write (the write step's
+	// ahead, see sync): a hub killed between the apiserver's answer and the record
+	// would otherwise leave an object no record knows (after a restart an
+	// orphan, never pruned when its application leaves). A record whose
+	// write is refused or fails is taken back (the next pass is a first
+	// apply again).
 	wctx, release, v := r.admit(ctx, &p, writeCreate)
 	if !v.allow {
+		r.unnoteApplied(p.spec)
 		return r.out.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: r.opts.Now()}, v)
 	}
-	// The applied record is written before the write: a hub killed
-	// between the apiserver's answer and the record would otherwise leave
-	// an object no record knows (after a restart an orphan, never pruned
-	// when its application leaves). A record whose write then failed
-	// is taken back when the write failed (the next pass is a first
-	// apply again).
+	// Written already unless the gate refused at the pass and allows
+	// now (the intent changed meanwhile).
 	r.noteApplied(p.spec)
 	rr, err := p.backend.Repair(wctx, p.desired, st, d)
 	release()

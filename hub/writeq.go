@@ -16,18 +16,27 @@ import (
 // context.
 type writeJob func(ctx context.Context)
 
+// queuedWrite is a write in its cluster's FIFO: job is nil while its place
+// is reserved (see reserve) and the job not given yet.
+type queuedWrite struct {
+	job writeJob
+}
+
 // writeQueue holds the handed-off writes, one FIFO per cluster, served
 // round-robin across clusters so one cluster's burst never delays another
 // cluster's repairs, and no cluster runs more than perCluster writes at
 // once, so a cluster whose writes hang (until CallTimeout) leaves writers
 // for the others. It is bounded by the workqueue: a NodeID has at most one
-// write waiting.
+// write waiting. A write may hold its place in its cluster's FIFO before
+// it can run (reserve): the cluster's later writes wait behind it (a
+// cluster's writes keep the order they were handed off in: namespaces and
+// CRDs before what needs them), other clusters' writes do not.
 type writeQueue struct {
 	perCluster int
 
 	mu      sync.Mutex
 	wake    *sync.Cond
-	jobs    map[string][]writeJob
+	jobs    map[string][]*queuedWrite
 	order   []string // clusters with jobs, in turn order
 	running map[string]int
 	closed  bool
@@ -36,20 +45,34 @@ type writeQueue struct {
 // newWriteQueue returns a queue for writers writers: a cluster may run all
 // but one of them at once (one writer stays for the other clusters).
 func newWriteQueue(writers int) *writeQueue {
-	q := &writeQueue{perCluster: max(1, writers-1), jobs: make(map[string][]writeJob), running: make(map[string]int)}
+	q := &writeQueue{perCluster: max(1, writers-1), jobs: make(map[string][]*queuedWrite), running: make(map[string]int)}
 	q.wake = sync.NewCond(&q.mu)
 	return q
 }
 
 // submit queues a cluster's write.
 func (q *writeQueue) submit(cluster string, j writeJob) {
+	q.reserve(cluster)(j)
+}
+
+// reserve holds a place at the end of a cluster's FIFO for a write given
+// later: the returned func gives it (exactly once, never nil; a write that
+// has nothing to do gives a job that does nothing). Until then the
+// cluster's later writes wait.
+func (q *writeQueue) reserve(cluster string) func(writeJob) {
+	w := &queuedWrite{}
 	q.mu.Lock()
 	if len(q.jobs[cluster]) == 0 {
 		q.order = append(q.order, cluster)
 	}
-	q.jobs[cluster] = append(q.jobs[cluster], j)
+	q.jobs[cluster] = append(q.jobs[cluster], w)
 	q.mu.Unlock()
-	q.wake.Signal()
+	return func(j writeJob) {
+		q.mu.Lock()
+		w.job = j
+		q.mu.Unlock()
+		q.wake.Broadcast()
+	}
 }
 
 // next blocks until a write may run and returns it, from the first cluster
@@ -60,12 +83,12 @@ func (q *writeQueue) next() (writeJob, string, bool) {
 	defer q.mu.Unlock()
 	for {
 		for i, c := range q.order {
-			if q.running[c] >= q.perCluster {
+			js := q.jobs[c]
+			if q.running[c] >= q.perCluster || js[0].job == nil {
 				continue
 			}
 			q.order = append(q.order[:i], q.order[i+1:]...)
-			js := q.jobs[c]
-			j := js[0]
+			j := js[0].job
 			js[0] = nil
 			if js = js[1:]; len(js) > 0 {
 				q.jobs[c] = js

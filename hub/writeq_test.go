@@ -58,6 +58,36 @@ func TestWriteQueueTurnsAndLimits(t *testing.T) {
 	}
 }
 
+// A reserved place keeps its cluster's order: the cluster's later writes
+// wait until it is given its job, other clusters' writes do not.
+func TestWriteQueueReservedKeepsOrder(t *testing.T) {
+	q := newWriteQueue(4)
+	var got []string
+	job := func(name string) writeJob { return func(context.Context) { got = append(got, name) } }
+	give := q.reserve("a")
+	q.submit("a", job("a2"))
+	q.submit("b", job("b1"))
+	run := func() {
+		t.Helper()
+		j, c, ok := q.next()
+		if !ok {
+			t.Fatal("closed")
+		}
+		j(t.Context())
+		q.done(c)
+	}
+	run()
+	if s := strings.Join(got, ","); s != "b1" {
+		t.Fatalf("ran %s before a's reserved place was given, want b1 alone", s)
+	}
+	give(job("a1"))
+	run()
+	run()
+	if s := strings.Join(got, ","); s != "b1,a1,a2" {
+		t.Fatalf("order %s, want b1,a1,a2", s)
+	}
+}
+
 // Detection never waits for repairs: with every writer held by one
 // cluster's slow writes, every drift of that cluster is still classified
 // and shown (repairing) at once, and another cluster's drift is classified

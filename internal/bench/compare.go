@@ -79,9 +79,9 @@ func figures(rep *benchReport) []figure {
 		}
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
-		dur(r.Mode+" raw apply floor", r.ApplyFloor)
-		if r.Elapsed > 0 && r.ApplyFloor > 0 {
-			out = append(out, figure{r.Mode + " all repaired / raw apply floor", unitRatio, float64(r.Elapsed) / float64(r.ApplyFloor)})
+		dur(r.Mode+" raw repair floor", r.RepairFloor)
+		if r.Elapsed > 0 && r.RepairFloor > 0 {
+			out = append(out, figure{r.Mode + " all repaired / raw repair floor", unitRatio, float64(r.Elapsed) / float64(r.RepairFloor)})
 		}
 		if r.RepairsPerSecond > 0 {
 			out = append(out, figure{r.Mode + " repairs/s", unitRate, r.RepairsPerSecond})

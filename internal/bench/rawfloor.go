@@ -189,14 +189,17 @@ func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]
 	return p.Wait()
 }
 
-// burstApplyFloor is the raw apply floor of the burst's repairs, measured
-// after the hub's run (the hub stopped): the bench's client deletes the
-// burst's objects again, then a plain client server-side applies the same
-// bodies with the hub's field manager, as many at once as the hub's
-// writers run on one cluster, leaving every object as desired again. It
-// returns the re-apply time, the calls in flight, and how long the deletes
-// before it took (as many at once as the burst's).
-func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step, workers int) (took time.Duration, inFlight int, deletes time.Duration, err error) {
+// burstRepairFloor is the raw repair floor of the burst, measured after
+// the hub's run (the hub stopped): the bench's client deletes the burst's
+// objects again, as many at once as the burst's deletes, while a plain
+// client server-side applies each one again with the hub's field manager
+// as soon as its delete returned, as many at once as the hub's writers run
+// on one cluster, leaving every object as desired again. Both sides then
+// hold the same deletes on the same apiserver: the floor is the burst
+// without the detection. It returns the time from the first delete's start
+// to the last apply returning, the applies in flight, and when the last
+// delete returned.
+func (b *bencher) burstRepairFloor(ctx context.Context, w *workload, steps []Step, workers int) (took time.Duration, inFlight int, deletes time.Duration, err error) {
 	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
 	for _, s := range w.specs {
 		byID[s.ID] = s
@@ -209,30 +212,43 @@ func (b *bencher) burstApplyFloor(ctx context.Context, w *workload, steps []Step
 		}
 		calls = append(calls, rawApply{client: b.clients[s.ID.Cluster], spec: s})
 	}
-	var deleted atomic.Int64
-	b.progress("burst: raw apply floor: deleting the %d objects again", len(calls))
-	began := time.Now()
-	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(benchBurstWorkers)
-	for _, a := range calls {
-		p.Go(func(ctx context.Context) error {
-			if err := deleteSpec(ctx, a.client, a.spec); err != nil {
-				return err
-			}
-			deleted.Add(1)
-			return nil
-		})
-	}
-	if err := p.Wait(); err != nil {
-		return 0, 0, 0, fmt.Errorf("raw apply floor: %w", err)
-	}
-	deletes = time.Since(began)
 	inFlight = hubWritesPerCluster(workers)
-	b.progress("burst: raw apply floor: a plain client applying the %d objects, %d at a time", deleted.Load(), inFlight)
-	if took, err = timeApplies(ctx, nil, calls, inFlight); err != nil {
-		return 0, 0, 0, err
+	b.progress("burst: raw repair floor: deleting the %d objects again (%d at a time), a plain client applying each again once deleted (%d at a time)", len(calls), benchBurstWorkers, inFlight)
+	// Deleted objects wait here for an applier; it holds every call, so
+	// a delete never waits for the applies.
+	deleted := make(chan rawApply, len(calls))
+	var deletesDone atomic.Int64 // nanoseconds from began
+	began := time.Now()
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError()
+	p.Go(func(ctx context.Context) error {
+		defer close(deleted)
+		dp := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(benchBurstWorkers)
+		for _, a := range calls {
+			dp.Go(func(ctx context.Context) error {
+				if err := deleteSpec(ctx, a.client, a.spec); err != nil {
+					return err
+				}
+				deleted <- a
+				return nil
+			})
+		}
+		err := dp.Wait()
+		deletesDone.Store(int64(time.Since(began)))
+		return err
+	})
+	p.Go(func(ctx context.Context) error {
+		ap := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(max(1, inFlight))
+		for a := range deleted {
+			ap.Go(func(ctx context.Context) error { return benchApply(ctx, a.client, a.spec) })
+		}
+		return ap.Wait()
+	})
+	if err := p.Wait(); err != nil {
+		return 0, 0, 0, fmt.Errorf("raw repair floor: %w", err)
 	}
-	b.progress("burst: raw apply floor: %s", took.Round(time.Millisecond))
-	return took, inFlight, deletes, nil
+	took = time.Since(began)
+	b.progress("burst: raw repair floor: %s (its deletes done after %s)", took.Round(time.Millisecond), time.Duration(deletesDone.Load()).Round(time.Millisecond))
+	return took, inFlight, time.Duration(deletesDone.Load()), nil
 }
 
 // deleteSpec deletes spec's object (gone already is fine).

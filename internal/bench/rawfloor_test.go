@@ -56,26 +56,26 @@ func TestInNamespace(t *testing.T) {
 	}
 }
 
-// TestBurstApplyFloorReport checks the burst's raw apply floor: its ratio
+// TestBurstRepairFloorReport checks the burst's raw repair floor: its ratio
 // and target in the report, and its figures in bench compare.
-func TestBurstApplyFloorReport(t *testing.T) {
+func TestBurstRepairFloorReport(t *testing.T) {
 	for _, tc := range []struct {
 		floor time.Duration
 		met   bool
 	}{{10 * time.Second, true}, {5 * time.Second, false}} {
 		rep := testReport(ModeBurst)
 		r := &rep.Runs[0]
-		r.ApplyFloor = msDuration(tc.floor)
+		r.RepairFloor = msDuration(tc.floor)
 		r.Repaired = r.Drifts
 		rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
 		rep.finish(Options{Mode: ModeBurst, Rate: 1})
 		want := float64(r.Elapsed) / float64(tc.floor)
-		if rep.Ratios == nil || rep.Ratios.BurstRepairedOverApplyFloor != want {
+		if rep.Ratios == nil || rep.Ratios.BurstRepairedOverRepairFloor != want {
 			t.Fatalf("floor %s: ratios %+v, want %.3f", tc.floor, rep.Ratios, want)
 		}
 		found := false
 		for _, g := range rep.Targets {
-			if strings.HasPrefix(g.Goal, "burst all repaired within 1.5x the raw apply floor") {
+			if strings.HasPrefix(g.Goal, "burst all repaired within 1.5x the raw repair floor") {
 				found = true
 				if g.Met != tc.met {
 					t.Errorf("floor %s: target %+v, want met %v", tc.floor, g, tc.met)
@@ -83,34 +83,34 @@ func TestBurstApplyFloorReport(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("floor %s: no raw apply floor target in %+v", tc.floor, rep.Targets)
+			t.Errorf("floor %s: no raw repair floor target in %+v", tc.floor, rep.Targets)
 		}
 	}
 	// A floor that failed says why, in the table and the JSON, and makes
 	// no ratio.
 	failed := testReport(ModeBurst)
-	failed.Runs[0].ApplyFloor, failed.Runs[0].ApplyFloorError = 0, "cluster \"c1\": apply c1:bench/a00001:deployment: timeout"
+	failed.Runs[0].RepairFloor, failed.Runs[0].RepairFloorError = 0, "cluster \"c1\": apply c1:bench/a00001:deployment: timeout"
 	failed.Targets, failed.Notes, failed.Ratios = nil, nil, nil
 	failed.finish(Options{Mode: ModeBurst, Rate: 1})
 	var table bytes.Buffer
 	if err := failed.writeTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), `burst: raw apply floor not measured: cluster "c1": apply c1:bench/a00001:deployment: timeout`) ||
-		strings.Contains(table.String(), "within 1.5x the raw apply floor") || failed.Ratios != nil && failed.Ratios.BurstRepairedOverApplyFloor != 0 {
+	if !strings.Contains(table.String(), `burst: raw repair floor not measured: cluster "c1": apply c1:bench/a00001:deployment: timeout`) ||
+		strings.Contains(table.String(), "within 1.5x the raw repair floor") || failed.Ratios != nil && failed.Ratios.BurstRepairedOverRepairFloor != 0 {
 		t.Errorf("a failed floor:\n%s", &table)
 	}
-	if js, err := json.Marshal(failed); err != nil || !strings.Contains(string(js), `"applyFloorError":`) {
+	if js, err := json.Marshal(failed); err != nil || !strings.Contains(string(js), `"repairFloorError":`) {
 		t.Errorf("the JSON lacks the floor's error: %v", err)
 	}
 
 	old, cur := testReport(ModeBurst), testReport(ModeBurst)
-	cur.Runs[0].ApplyFloor = msDuration(4 * time.Second)
+	cur.Runs[0].RepairFloor = msDuration(4 * time.Second)
 	var out bytes.Buffer
 	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range [][]string{{"burst raw apply floor", "5.00s", "4.00s", "better"}, {"burst all repaired / raw apply floor", "2.02x", "2.53x", "+0.51x", "worse"}} {
+	for _, want := range [][]string{{"burst raw repair floor", "5.00s", "4.00s", "better"}, {"burst all repaired / raw repair floor", "2.02x", "2.53x", "+0.51x", "worse"}} {
 		found := false
 		for _, line := range strings.Split(out.String(), "\n") {
 			if f := strings.Fields(strings.TrimPrefix(line, want[0])); strings.HasPrefix(line, want[0]) && len(f) == 5 &&
