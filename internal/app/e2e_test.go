@@ -54,6 +54,13 @@ func (a *testApp) stop() {
 // changes them).
 func startApp(t testing.TB, path string, mutate func(*Options)) *testApp {
 	t.Helper()
+	return runApp(t, newApp(t, path, mutate))
+}
+
+// newApp loads the config at path and makes its App, not running yet (see
+// startApp).
+func newApp(t testing.TB, path string, mutate func(*Options)) *App {
+	t.Helper()
 	opts := Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Health: fastHealth,
 		LoadOptions: config.LoadOptions{IsolateSources: true}}
 	if mutate != nil {
@@ -67,6 +74,12 @@ func startApp(t testing.TB, path string, mutate func(*Options)) *testApp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// runApp runs a until the test ends (or stop).
+func runApp(t testing.TB, a *App) *testApp {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	wg := &conc.WaitGroup{}
 	wg.Go(func() { _ = a.Run(ctx) })

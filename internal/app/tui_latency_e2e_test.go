@@ -30,10 +30,12 @@ import (
 // program (bubbletea, 160x48, output discarded). The objects exist before
 // each run (a relaunch); per run:
 //
-//   - first-rows-ms: from the launch of the hub and the UI to the overview
+//   - load-ms: the config loaded and compiled (the 5,000 manifests
+//     parsed) and the hub made, before it starts;
+//   - first-rows-ms: from the start of the hub and the UI to the overview
 //     showing the cluster's row (its watch manager listed the objects);
-//   - in-sync-ms: from the launch to the header saying every object is in
-//     sync;
+//   - in-sync-ms: from the same start to the header saying every object is
+//     in sync;
 //   - delete-on-screen-ms: with the cluster drill-down open, from a client
 //     deleting one object (as kubectl delete does; timed from the call)
 //     to the frame that shows its row out of sync.
@@ -44,11 +46,12 @@ func BenchmarkTUIControlPlane5k(b *testing.B) {
 	set := lctest.Start(b, localcluster.Options{Count: 1})
 	path := tuiBenchConfig(b, set, 5000)
 	prime(b, path, 5000)
-	var first, synced, deleted []time.Duration
+	var loads, first, synced, deleted []time.Duration
 	for b.Loop() {
-		f, s, d := tuiControlPlaneRun(b, set, path, 5000)
-		first, synced, deleted = append(first, f), append(synced, s), append(deleted, d)
+		l, f, s, d := tuiControlPlaneRun(b, set, path, 5000)
+		loads, first, synced, deleted = append(loads, l), append(first, f), append(synced, s), append(deleted, d)
 	}
+	b.ReportMetric(medianMillis(loads), "load-ms")
 	b.ReportMetric(medianMillis(first), "first-rows-ms")
 	b.ReportMetric(medianMillis(synced), "in-sync-ms")
 	b.ReportMetric(medianMillis(deleted), "delete-on-screen-ms")
@@ -60,8 +63,9 @@ func TestTUIControlPlaneLatency(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	path := tuiBenchConfig(t, set, 30)
 	prime(t, path, 30)
-	f, s, d := tuiControlPlaneRun(t, set, path, 30)
-	if f <= 0 || s < f || d <= 0 {
+	l, f, s, d := tuiControlPlaneRun(t, set, path, 30)
+	t.Logf("load %s, first rows %s, in sync %s, deletion on screen %s", l, f, s, d)
+	if l <= 0 || f <= 0 || s < f || d <= 0 {
 		t.Errorf("first rows %s, in sync %s, deletion %s", f, s, d)
 	}
 }
@@ -101,9 +105,9 @@ func prime(tb testing.TB, path string, n int) {
 }
 
 // tuiControlPlaneRun launches the hub and the UI program over the config
-// at path, and returns the three latencies BenchmarkTUIControlPlane5k
+// at path, and returns the four figures BenchmarkTUIControlPlane5k
 // reports.
-func tuiControlPlaneRun(tb testing.TB, set *localcluster.Set, path string, n int) (firstRows, inSync, deleteOnScreen time.Duration) {
+func tuiControlPlaneRun(tb testing.TB, set *localcluster.Set, path string, n int) (load, firstRows, inSync, deleteOnScreen time.Duration) {
 	tb.Helper()
 	cluster := set.Clusters[0].Name
 	target := "cm-00000" // first by name: the drill-down's top row
@@ -123,8 +127,11 @@ func tuiControlPlaneRun(tb testing.TB, set *localcluster.Set, path string, n int
 		return hit
 	}, marks: map[string]chan time.Time{"first": make(chan time.Time, 1), "synced": make(chan time.Time, 1), "deleted": make(chan time.Time, 1)}}
 
+	t0 := time.Now()
+	made := newApp(tb, path, nil)
+	load = time.Since(t0)
 	start := time.Now()
-	a := startApp(tb, path, nil)
+	a := runApp(tb, made)
 	defer a.stop()
 	frames.m = tui.New(tui.HubSource(a.hub), tui.Options{NoColor: true})
 	defer frames.m.Close()
@@ -162,7 +169,7 @@ func tuiControlPlaneRun(tb testing.TB, set *localcluster.Set, path string, n int
 	deleteOnScreen = wait("deleted").Sub(at)
 	// The hub repairs it before the next run.
 	a.waitSnap(tb, time.Minute, "the deleted object repaired", allInSync(n+1))
-	return firstRows, inSync, deleteOnScreen
+	return load, firstRows, inSync, deleteOnScreen
 }
 
 // frameWatch wraps the UI's model: every frame it renders is checked for
