@@ -119,6 +119,7 @@ type gitReport struct {
 	Pushes        []gitPush     `json:"pushes"`
 	PushToApplied latencyReport `json:"pushToApplied"`
 	PushToFirst   latencyReport `json:"pushToFirstApplied"`
+	PushToInForce latencyReport `json:"pushToInForce"`
 	// Floor is a plain client applying the next commit's objects (the hub
 	// stopped), from its first call to the raw watch seeing the last, with
 	// FloorConcurrency calls in flight.
@@ -136,6 +137,10 @@ type gitPush struct {
 	Commit string `json:"commit"`
 	// Webhook is how long the webhook's POST took to answer (202).
 	Webhook msDuration `json:"webhookMs"`
+	// InForce runs from the webhook's POST to the hub's snapshot showing
+	// the commit in force (fetched, rendered, desired state replaced): the
+	// hub's own view, a breakdown of Applied.
+	InForce msDuration `json:"inForceMs,omitempty"`
 	// First and Applied run from the webhook's POST to the raw watch
 	// seeing the first and the last object with the new label.
 	First   msDuration `json:"firstMs"`
@@ -559,7 +564,7 @@ func (b *bencher) gitRun(ctx context.Context, rep *benchReport) error {
 	hook := pushHook{endpoint: l.url + "/api/v1/webhooks/git", repoURL: g.URL, secret: secret, client: &http.Client{Timeout: 30 * time.Second}}
 
 	for i := 1; i <= o.Pushes; i++ {
-		p, err := b.gitPush(ctx, repo, hook, tr, strconv.Itoa(i), g.Applied)
+		p, err := b.gitPush(ctx, rh.app.Hub(), repo, hook, tr, strconv.Itoa(i), g.Applied)
 		g.Pushes = append(g.Pushes, p)
 		if err != nil {
 			g.Error = err.Error()
@@ -568,13 +573,16 @@ func (b *bencher) gitRun(ctx context.Context, rep *benchReport) error {
 		b.progress("git: push %d/%d applied on every cluster %s after the webhook (first object %s)", i, o.Pushes,
 			fmtDur(p.Applied.dur()), fmtDur(p.First.dur()))
 	}
-	var applied, first []time.Duration
+	var applied, first, inForce []time.Duration
 	for _, p := range g.Pushes {
 		if !p.TimedOut {
 			applied, first = append(applied, p.Applied.dur()), append(first, p.First.dur())
 		}
+		if p.InForce > 0 {
+			inForce = append(inForce, p.InForce.dur())
+		}
 	}
-	g.PushToApplied, g.PushToFirst = latencyOf(applied), latencyOf(first)
+	g.PushToApplied, g.PushToFirst, g.PushToInForce = latencyOf(applied), latencyOf(first), latencyOf(inForce)
 	if g.Error != "" {
 		return fmt.Errorf("git run: %s", g.Error)
 	}
@@ -610,15 +618,17 @@ func (b *bencher) gitRun(ctx context.Context, rep *benchReport) error {
 
 // gitPush makes push rev: a commit changing every object's label, then the
 // webhook, then the wait until the raw watch saw all total objects with
-// it.
-func (b *bencher) gitPush(ctx context.Context, repo *benchRepo, hook pushHook, tr *revTracker, rev string, total int) (gitPush, error) {
+// it; on the way it notes when h showed the commit in force.
+func (b *bencher) gitPush(ctx context.Context, h *hub.Hub, repo *benchRepo, hook pushHook, tr *revTracker, rev string, total int) (gitPush, error) {
 	var p gitPush
+	snaps, unsubscribe := h.Subscribe()
+	defer unsubscribe()
 	done := tr.expect(rev, total)
-	h, err := repo.commit(gitFiles(b.opts.Objects, rev), "bench: push "+rev)
+	commit, err := repo.commit(gitFiles(b.opts.Objects, rev), "bench: push "+rev)
 	if err != nil {
 		return p, err
 	}
-	p.Commit = h.String()
+	p.Commit = commit.String()
 	t0 := repo.traffic()
 	began := time.Now()
 	if err := hook.post(ctx, p.Commit); err != nil {
@@ -627,14 +637,23 @@ func (b *bencher) gitPush(ctx context.Context, repo *benchRepo, hook pushHook, t
 	p.Webhook = msDuration(time.Since(began))
 	timer := time.NewTimer(gitApplyLimit)
 	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return p, ctx.Err()
-	case <-timer.C:
-		p.TimedOut = true
-		_, _, have := tr.times()
-		return p, fmt.Errorf("push %s (commit %s): %d of %d objects applied after %s", rev, p.Commit[:min(7, len(p.Commit))], have, total, gitApplyLimit)
-	case <-done:
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-timer.C:
+			p.TimedOut = true
+			_, _, have := tr.times()
+			return p, fmt.Errorf("push %s (commit %s): %d of %d objects applied after %s", rev, p.Commit[:min(7, len(p.Commit))], have, total, gitApplyLimit)
+		case s := <-snaps:
+			for _, r := range s.Revisions {
+				if p.InForce == 0 && r.ID == gitSourceID && r.Commit == p.Commit {
+					p.InForce = msDuration(time.Since(began))
+				}
+			}
+		case <-done:
+			waiting = false
+		}
 	}
 	first, last, _ := tr.times()
 	p.First, p.Applied = msDuration(first.Sub(began)), msDuration(last.Sub(began))
@@ -791,7 +810,7 @@ func (rep *benchReport) finishGit(o Options) {
 	}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("git: the repository is served over smart HTTP on loopback by the bench's in-process server (go-git's upload-pack, no git binary); go-git's server side does not serve shallow fetches, so fetches take the whole history (%d commits at the end); a fetch after a push sends only the new objects (the client's haves are taken).", 1+n),
-		"git push: a commit changes the label "+gitRevLabel+" of every object, then a signed GitHub push webhook is POSTed to the hub's API listener; applied is the webhook's POST to an independent raw watch of the clusters seeing the last object with the new label (first: the first object). Raw apply floor: with the hub stopped, a plain client server-side applies the next commit's objects, as many calls in flight as the hub's writers, to the raw watch seeing the last one.",
+		"git push: a commit changes the label "+gitRevLabel+" of every object, then a signed GitHub push webhook is POSTed to the hub's API listener; applied is the webhook's POST to an independent raw watch of the clusters seeing the last object with the new label (first: the first object); in force is the hub's own snapshot showing the commit in force (fetched, rendered, desired state replaced), the part of applied before the writes. Raw apply floor: with the hub stopped, a plain client server-side applies the next commit's objects, as many calls in flight as the hub's writers, to the raw watch seeing the last one.",
 		fmt.Sprintf("git poll: per fetch with nothing new (what the poller runs every interval), averaged over %d fetches in this process with the hub stopped; cpu counts the fetcher and the in-process server; per source-hour is per poll x %.0f polls (interval %s). hub polls: the running hub's own polls counted at the server over the window; its cpu per poll is the whole process's (idle hub and raw watch included).", gitPollFetches, g.Poll.perHour(), gitPollInterval),
 		"git clone and render: a first fetch into an empty cache (checkout included) of a repository of 1,000 objects (ConfigMaps, Deployments, Services, a file each); render: config.Load of a config with that source at the checkout, and config.Compile, for every cluster.")
 }
@@ -807,7 +826,7 @@ func (g *gitReport) writeTable(tw io.Writer) {
 	for _, l := range []struct {
 		name string
 		p    latencyReport
-	}{{"webhook to first object applied", g.PushToFirst}, {"webhook to all objects applied", g.PushToApplied}} {
+	}{{"webhook to the commit in force (the hub's view)", g.PushToInForce}, {"webhook to first object applied", g.PushToFirst}, {"webhook to all objects applied", g.PushToApplied}} {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", l.name, l.p.N, fmtDur(l.p.P50.dur()), fmtDur(l.p.P95.dur()), fmtDur(l.p.P99.dur()), fmtDur(l.p.Max.dur()))
 	}
 	switch {
@@ -884,7 +903,7 @@ func gitFigures(g *gitReport, dur func(string, msDuration), bytes func(string, f
 	for _, l := range []struct {
 		name string
 		p    latencyReport
-	}{{"git push to first applied", g.PushToFirst}, {"git push to all applied", g.PushToApplied}} {
+	}{{"git push to in force", g.PushToInForce}, {"git push to first applied", g.PushToFirst}, {"git push to all applied", g.PushToApplied}} {
 		if l.p.N > 0 {
 			dur(l.name+" p50", l.p.P50)
 			dur(l.name+" p99", l.p.P99)

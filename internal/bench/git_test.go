@@ -191,16 +191,16 @@ func testGitReport() *benchReport {
 			HeapGrowth: -2048, Sent: 204, Received: 0, Requests: 1, HubWindow: msDuration(25 * time.Second), HubPolls: 2, HubSent: 204,
 			HubCPU: msDuration(60 * time.Millisecond)},
 		Big: gitBigRepo{Objects: 1000, Runs: 3, Files: 1000, Rendered: 3000, Sent: 126000, Pack: 125700,
-			Clone: latencyOf([]time.Duration{800 * time.Millisecond, 900 * time.Millisecond, time.Second}),
+			Clone:  latencyOf([]time.Duration{800 * time.Millisecond, 900 * time.Millisecond, time.Second}),
 			Render: latencyOf([]time.Duration{300 * time.Millisecond, 350 * time.Millisecond, 400 * time.Millisecond})}}
-	var applied, first []time.Duration
+	var applied, first, inForce []time.Duration
 	for i := range 5 {
-		p := gitPush{Commit: strings.Repeat(string(rune('a'+i)), 40), Webhook: msDuration(time.Millisecond),
+		p := gitPush{Commit: strings.Repeat(string(rune('a'+i)), 40), Webhook: msDuration(time.Millisecond), InForce: msDuration(time.Duration(40+i) * time.Millisecond),
 			First: msDuration(time.Duration(50+i) * time.Millisecond), Applied: msDuration(time.Duration(600+100*i) * time.Millisecond), Sent: 9000}
 		g.Pushes = append(g.Pushes, p)
-		applied, first = append(applied, p.Applied.dur()), append(first, p.First.dur())
+		applied, first, inForce = append(applied, p.Applied.dur()), append(first, p.First.dur()), append(inForce, p.InForce.dur())
 	}
-	g.PushToApplied, g.PushToFirst = latencyOf(applied), latencyOf(first)
+	g.PushToApplied, g.PushToFirst, g.PushToInForce = latencyOf(applied), latencyOf(first), latencyOf(inForce)
 	rep.Git = g
 	rep.finish(o)
 	return rep
@@ -220,6 +220,7 @@ func TestGitReport(t *testing.T) {
 		"git source http://127.0.0.1:4000/bench.git: 100 objects per cluster, 300 over all clusters; initial sync 2.10s",
 		"webhook to all objects applied 5 800.0ms 1.00s 1.00s 1.00s",
 		"webhook to first object applied 5 52.0ms",
+		"webhook to the commit in force (the hub's view) 5 42.0ms",
 		"raw apply floor (a plain client, 8 at a time) 1 400.0ms (2.00x the floor: push p50)",
 		"bytes the git server sent per push 8.79 KiB",
 		"git push to all applied p50 / raw apply floor 2.00x",
@@ -297,7 +298,7 @@ func TestCompareGit(t *testing.T) {
 	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"git push to all applied p50", "git push to first applied p99", "git raw apply floor", "git push p50 / raw apply floor",
+	for _, s := range []string{"git push to all applied p50", "git push to first applied p99", "git push to in force p50", "git raw apply floor", "git push p50 / raw apply floor",
 		"git poll cpu per poll", "git poll allocated per poll", "git poll bytes from the server per poll", "git running hub process cpu per poll",
 		"git 1000-object clone p50", "git 1000-object render max", "git 1000-object bytes per clone", "git initial sync"} {
 		if !strings.Contains(out.String(), s) {
@@ -341,8 +342,11 @@ func TestBenchGitRealCluster(t *testing.T) {
 	if g == nil || g.Applied != 9 || g.InitialSync <= 0 || len(g.Pushes) != 2 || g.PushToApplied.N != 2 || g.PushToFirst.N != 2 || g.Error != "" {
 		t.Fatalf("git report %+v\nstderr:\n%s", g, &errOut)
 	}
+	if g.PushToInForce.N != 2 {
+		t.Errorf("the hub showed %d of 2 commits in force", g.PushToInForce.N)
+	}
 	for i, p := range g.Pushes {
-		if len(p.Commit) != 40 || p.Applied <= 0 || p.First <= 0 || p.First > p.Applied || p.Sent <= 0 {
+		if len(p.Commit) != 40 || p.Applied <= 0 || p.First <= 0 || p.First > p.Applied || p.Sent <= 0 || p.InForce <= 0 || p.InForce > p.Applied {
 			t.Errorf("push %d: %+v", i+1, p)
 		}
 	}
