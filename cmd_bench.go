@@ -37,6 +37,15 @@ loaded from a generated config of plain-files sources: initial sync, heap
 per object, idle CPU, detect/repair against a raw watch of the same kinds,
 and what rendering a 100-object kustomize folder and Helm chart costs; with
 --baseline (the default) it also runs --mode scale at the same count.
+--mode git serves a Git repository of --objects objects (default 100;
+ConfigMaps, Deployments and Services) over smart HTTP from the bench's own
+process and has a hub follow it as a Git source on every cluster: it pushes
+--pushes commits (default 5) that change every object, each announced by a
+signed push webhook to the hub's API, and measures the webhook to every
+object applied on every cluster (seen by a raw watch) beside a plain
+client applying the same objects; then the cost of a poll with nothing
+new (cpu, heap, bytes; the running hub's polls are counted over --idle,
+default 25s), and a 1,000-object repository's clone and render.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
 once (about 15-20 minutes and 3 GB of disk on 2 cores). The burst run also shows each apiserver's own request
@@ -53,6 +62,7 @@ burst's repairs over time.`,
   driftwatch bench --mode scale --objects 10000 --clusters 1
   driftwatch bench --mode fleet --clusters 250 --objects 100 --apiservers 3
   driftwatch bench --mode mixed --clusters 1 --objects 10000
+  driftwatch bench --mode git
   driftwatch bench --chart bench.svg -o json > bench.json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,6 +73,7 @@ burst's repairs over time.`,
 				return err
 			}
 			bench.FleetDefaults(&o, func(name string) bool { return cmd.Flags().Changed(name) })
+			bench.GitDefaults(&o, func(name string) bool { return cmd.Flags().Changed(name) })
 			if err := o.Validate(); err != nil {
 				return usageError("bench: %v", err)
 			}
@@ -144,10 +155,10 @@ cannot be read). One of the reports may be -, read from standard input.`,
 
 // addBenchFlags registers bench's flags on fs.
 func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
-	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), scale, fleet (many cluster entries on a few apiservers), or mixed (eleven kinds from manifest sources)")
+	fs.StringVar(&o.Mode, "mode", bench.ModeAll, "watch (driftwatch), poll (watches off, resync only), burst, all (watch, poll and burst in turn), scale, fleet (many cluster entries on a few apiservers), mixed (eleven kinds from manifest sources), or git (a Git source: push to applied, poll cost, a large repository's clone)")
 	fs.IntVar(&o.Clusters, "clusters", 3, fmt.Sprintf("local control planes to start (fleet: cluster entries, default %d)", bench.FleetClusters))
 	fs.IntVar(&o.APIServers, "apiservers", bench.FleetAPIServers, "fleet: local control planes serving the cluster entries")
-	fs.IntVar(&o.Objects, "objects", 300, fmt.Sprintf("managed objects per cluster (Deployments, Services and ConfigMaps; fleet: per entry, Deployments and ConfigMaps, default %d; mixed: at least %d, over eleven kinds and a CRD)", bench.FleetObjects, bench.MixedMinObjects))
+	fs.IntVar(&o.Objects, "objects", 300, fmt.Sprintf("managed objects per cluster (Deployments, Services and ConfigMaps; fleet: per entry, Deployments and ConfigMaps, default %d; mixed: at least %d, over eleven kinds and a CRD; git: the source's, default %d, at most %d)", bench.FleetObjects, bench.MixedMinObjects, bench.GitObjects, bench.GitMaxObjects))
 	fs.IntVar(&o.Drifts, "drifts", 200, "drifts to make in the watch and poll runs, over all clusters")
 	fs.Float64Var(&o.Rate, "rate", 20, fmt.Sprintf("drifts per second per cluster (fleet: per entry, default %g)", bench.FleetRate))
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "poll run: the hub's resync period (real poll tools use about 5m)")
@@ -156,7 +167,8 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (a table) or json")
 	fs.Float64Var(&o.QPS, "qps", 0, "the hub's client rate limit per cluster, burst twice that (0: the config default, adaptive: APF-aware)")
 	fs.IntVar(&o.Workers, "workers", 0, "the hub's reconcile workers (0: the config default, 4 per cluster, 8 to 64)")
-	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale, fleet and mixed runs: how long idle CPU is measured (fleet default %s)", bench.FleetIdle))
+	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale, fleet and mixed runs: how long idle CPU is measured (fleet default %s); git: how long the running hub's polls are counted (default %s)", bench.FleetIdle, bench.GitIdle))
+	fs.IntVar(&o.Pushes, "pushes", 5, "git: commits pushed, each announced by a webhook")
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

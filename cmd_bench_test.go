@@ -36,6 +36,7 @@ func TestParseBench(t *testing.T) {
 		{"--rate", "0"}, {"--interval", "0s"}, {"--burst", "0"}, {"--qps", "-1"}, {"extra"}, {"--nope"},
 		{"--mode", "fleet", "--apiservers", "0"}, {"--mode", "fleet", "--duration", "0s"}, {"--mode", "fleet", "--clusters", "2", "--apiservers", "3"},
 		{"--clusters", "250"},
+		{"--mode", "git", "--pushes", "0"}, {"--mode", "git", "--objects", "601"}, {"--mode", "git", "--chart", "x.svg"},
 	} {
 		err := run(t.Context(), append([]string{"bench"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
 		var ee *app.ExitError

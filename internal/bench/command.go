@@ -82,7 +82,7 @@ func overFloor(d, floor msDuration, what string) string {
 // defaults are the command's).
 type Options struct {
 	// Mode is ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale,
-	// ModeFleet or ModeMixed.
+	// ModeFleet, ModeMixed or ModeGit.
 	Mode string
 	// Clusters is how many local control planes to start (1 to 20); for
 	// ModeFleet, how many cluster entries the config has (1 to 2000),
@@ -129,13 +129,16 @@ type Options struct {
 	// Baseline, with ModeMixed, also runs ModeScale's measures (the three
 	// kinds) at the same object count in the same run, for the ratios.
 	Baseline bool
+	// Pushes is how many commits ModeGit pushes (each announced by a
+	// webhook).
+	Pushes int
 }
 
 // Validate checks the options; its errors say which flag is wrong.
 func (o Options) Validate() error {
 	switch {
-	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet, ModeMixed}, o.Mode):
-		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale, fleet or mixed", o.Mode)
+	case !slices.Contains([]string{ModeWatch, ModePoll, ModeBurst, ModeAll, ModeScale, ModeFleet, ModeMixed, ModeGit}, o.Mode):
+		return fmt.Errorf("--mode %q: want watch, poll, burst, all, scale, fleet, mixed or git", o.Mode)
 	case o.Output != "text" && o.Output != "table" && o.Output != "json":
 		return fmt.Errorf("-o %q: want text or json", o.Output)
 	case o.Mode == ModeFleet && (o.Clusters < 1 || o.Clusters > 2000):
@@ -150,6 +153,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--objects must be between 1 and 100000")
 	case o.Mode == ModeMixed && o.Objects < MixedMinObjects:
 		return fmt.Errorf("--objects must be at least %d with --mode mixed (a CRD and one object of each other kind)", MixedMinObjects)
+	case o.Mode == ModeGit && (o.Objects < 3 || o.Objects > GitMaxObjects):
+		return fmt.Errorf("--objects must be between 3 and %d with --mode git (a third of them Services)", GitMaxObjects)
+	case o.Mode == ModeGit && (o.Pushes < 1 || o.Pushes > 100):
+		return fmt.Errorf("--pushes must be between 1 and 100 with --mode git")
 	case o.Drifts < 1:
 		return fmt.Errorf("--drifts must be positive")
 	case o.Rate <= 0:
@@ -166,7 +173,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--idle-cpuprofile and --cpuprofile: one CPU profile at a time")
 	case o.IdleCPUProfile != "" && o.Mode != ModeScale && o.Mode != ModeFleet && o.Mode != ModeMixed:
 		return fmt.Errorf("--idle-cpuprofile profiles the idle window of --mode scale, fleet or mixed")
-	case o.Chart != "" && (o.Mode == ModeScale || o.Mode == ModeMixed):
+	case o.Chart != "" && (o.Mode == ModeScale || o.Mode == ModeMixed || o.Mode == ModeGit):
 		return fmt.Errorf("--chart draws the watch, poll and burst runs: not with --mode %s", o.Mode)
 	}
 	return nil
@@ -261,6 +268,8 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 	case ModeMixed:
 		rep.Drifts, rep.Rate = o.Drifts, o.Rate
 		err = b.mixed(ctx, &rep)
+	case ModeGit:
+		err = b.gitRun(ctx, &rep)
 	default:
 		rep.Drifts, rep.Rate = o.Drifts, o.Rate
 		rep.Runs, err = b.driftRuns(ctx, &rep)
@@ -327,6 +336,10 @@ type workload struct {
 	specs []hub.NodeSpec
 	// mix counts the objects per kind on the first cluster.
 	mix map[hub.Kind]int
+	// git fetches cfg's Git sources, loaded with loadOpts (its
+	// LoadOptions); nil without Git sources.
+	git      *app.GitSources
+	loadOpts config.LoadOptions
 }
 
 // targets returns the workload's objects as drift targets.
@@ -520,7 +533,7 @@ type runningHub struct {
 func (b *bencher) startHub(ctx context.Context, w *workload, hubOpts hub.Options, disableWatch bool) (*runningHub, error) {
 	b.hubs++
 	a, err := app.New(w.cfg, app.Options{Logger: b.log, HubOptions: hubOpts, DisableWatch: disableWatch,
-		StateFile: filepath.Join(b.dir, fmt.Sprintf("state-%d.db", b.hubs))})
+		StateFile: filepath.Join(b.dir, fmt.Sprintf("state-%d.db", b.hubs)), Git: w.git, LoadOptions: w.loadOpts})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -985,6 +998,7 @@ type benchReport struct {
 	Scale        *scaleReport `json:"scale,omitempty"`
 	Fleet        *fleetReport `json:"fleet,omitempty"`
 	Mixed        *mixedReport `json:"mixed,omitempty"`
+	Git          *gitReport   `json:"git,omitempty"`
 	Targets      []benchGoal  `json:"targets,omitempty"`
 	Notes        []string     `json:"notes,omitempty"`
 	// CPUs is the machine's CPU count; LoadBefore its 1, 5 and 15 minute
@@ -1134,6 +1148,9 @@ type benchRatios struct {
 	// over its raw create floor.
 	BurstRepairedOverRepairFloor float64 `json:"burstRepairedOverRepairFloor,omitempty"`
 	FleetColdSyncOverCreateFloor float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
+	// GitPushOverFloor is the git run's push to all applied p50 over its
+	// raw apply floor.
+	GitPushOverFloor float64 `json:"gitPushOverFloor,omitempty"`
 }
 
 // benchGoal is one target of the issue, checked against the figures.
@@ -1175,6 +1192,9 @@ func (rep *benchReport) failed() bool {
 		return true
 	}
 	if rep.Mixed != nil && (rep.Mixed.SyncFailed || len(rep.Mixed.Failures) > 0) {
+		return true
+	}
+	if rep.Git != nil && rep.Git.Error != "" {
 		return true
 	}
 	return rep.Scale != nil && (rep.Scale.SyncFailed || len(rep.Scale.Failures) > 0)
@@ -1249,6 +1269,7 @@ func (rep *benchReport) finish(o Options) {
 	}
 	rep.finishFleet()
 	rep.finishMixed(o)
+	rep.finishGit(o)
 	if rep.Scale != nil || rep.Mixed != nil || rep.Fleet != nil {
 		rep.Notes = append(rep.Notes, heapNote)
 	}
@@ -1310,6 +1331,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			kinds = append(kinds, fmt.Sprintf("%d %s", k.N, k.Kind))
 		}
 		mixText = fmt.Sprintf("%d kinds each: %s", len(rep.Mixed.Kinds), strings.Join(kinds, ", "))
+	}
+	if rep.Git != nil {
+		mixText = "ConfigMaps, Deployments and Services in turn, from a Git source"
 	}
 	fmt.Fprintf(tw, "driftwatch bench --mode %s: %s x %d objects (%s); hub: %d workers, client rate limit %s per cluster\n",
 		rep.Mode, clustersText, rep.ObjectsPerCluster, mixText, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
@@ -1411,6 +1435,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		if rep.Ratios.MixedHeapOverScaleHeap > 0 {
 			fmt.Fprintf(tw, "mixed heap per object / three kinds' heap per object\t%.2fx\n", rep.Ratios.MixedHeapOverScaleHeap)
 		}
+		if rep.Ratios.GitPushOverFloor > 0 {
+			fmt.Fprintf(tw, "git push to all applied p50 / raw apply floor\t%.2fx\n", rep.Ratios.GitPushOverFloor)
+		}
 	}
 	if s := rep.Scale; s != nil {
 		fmt.Fprintln(tw)
@@ -1430,6 +1457,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	}
 	rep.Fleet.writeTable(tw)
 	rep.Mixed.writeTable(tw, rep.Scale)
+	rep.Git.writeTable(tw)
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "target\tresult\tactual")

@@ -116,6 +116,11 @@ func figures(rep *benchReport) []figure {
 			bytes("render "+c.Source+" bytes allocated", float64(c.Bytes))
 		}
 	}
+	gitFigures(rep.Git, dur, bytes, func(name string, v float64) {
+		if v > 0 {
+			out = append(out, figure{name, unitRatio, v})
+		}
+	})
 	if f := rep.Fleet; f != nil {
 		dur("fleet every entry synced", f.ClustersSynced)
 		dur("fleet cold sync", f.ColdSync)
