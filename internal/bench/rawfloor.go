@@ -158,6 +158,23 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 	return took, writers, nil
 }
 
+// retryCollection runs a collection delete until it succeeds, at most 10
+// times a second apart: one of thousands of objects can outlast the
+// apiserver's request timeout (the stream is reset) after deleting part of
+// them, and the next call goes on with the rest.
+func retryCollection(ctx context.Context, del func() error) error {
+	var err error
+	for range 10 {
+		if err = del(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !sleepCtx(ctx, time.Second) {
+			return ctx.Err()
+		}
+	}
+	return err
+}
+
 // deleteFloorObjects deletes every object of the bench's kinds in each
 // namespace (one collection delete per kind and namespace).
 func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]kubernetes.Interface) error {
@@ -167,10 +184,10 @@ func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]
 		p.Go(func(ctx context.Context) error {
 			var o metav1.DeleteOptions
 			var l metav1.ListOptions
-			if err := c.AppsV1().Deployments(ns).DeleteCollection(ctx, o, l); err != nil {
+			if err := retryCollection(ctx, func() error { return c.AppsV1().Deployments(ns).DeleteCollection(ctx, o, l) }); err != nil {
 				return fmt.Errorf("bench: raw floor: delete the Deployments of %s: %w", ns, err)
 			}
-			if err := c.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, o, l); err != nil {
+			if err := retryCollection(ctx, func() error { return c.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, o, l) }); err != nil {
 				return fmt.Errorf("bench: raw floor: delete the ConfigMaps of %s: %w", ns, err)
 			}
 			// Services have no collection delete; the fleet makes none.

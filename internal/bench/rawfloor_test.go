@@ -2,9 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -122,4 +125,34 @@ func TestBurstRepairFloorReport(t *testing.T) {
 			t.Errorf("compare lacks %v:\n%s", want, &out)
 		}
 	}
+}
+
+// TestRetryCollection: a collection delete that fails (a stream reset
+// after part of the objects went) is called again until it succeeds, at
+// most 10 times; a cancelled context stops the retries.
+func TestRetryCollection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		err := retryCollection(t.Context(), func() error {
+			calls++
+			if calls < 3 {
+				return errors.New("stream error: INTERNAL_ERROR")
+			}
+			return nil
+		})
+		if err != nil || calls != 3 {
+			t.Errorf("failing twice: err %v after %d calls, want nil after 3", err, calls)
+		}
+		calls = 0
+		err = retryCollection(t.Context(), func() error { calls++; return errors.New("down") })
+		if err == nil || calls != 10 {
+			t.Errorf("always failing: err %v after %d calls, want an error after 10", err, calls)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		calls = 0
+		err = retryCollection(ctx, func() error { calls++; cancel(); return errors.New("down") })
+		if err == nil || calls != 1 {
+			t.Errorf("cancelled: err %v after %d calls, want an error after 1", err, calls)
+		}
+	})
 }
