@@ -189,7 +189,21 @@ func (r *replicas) revisionsCurrent() error {
 	if len(revs) == 0 {
 		return nil
 	}
+	// Clusters are taken over many at once (a replica starting or
+	// another leaving): one read of the record serves those of the same
+	// second, at the same revisions.
+	r.mu.Lock()
+	fresh := time.Since(r.revsCheckedAt) < time.Second && slices.Equal(r.revsChecked, revs)
+	r.mu.Unlock()
+	if fresh {
+		return nil
+	}
 	_, _, err := r.writeAhead(revs)
+	if err == nil {
+		r.mu.Lock()
+		r.revsChecked, r.revsCheckedAt = revs, time.Now()
+		r.mu.Unlock()
+	}
 	if !errors.Is(err, errBehindFleet) {
 		return err
 	}

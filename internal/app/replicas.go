@@ -48,8 +48,11 @@ type replicas struct {
 	pending map[string]bool
 	why     map[string]string
 	// lastFetchAsk is when a takeover behind the fleet's Git revisions
-	// last asked for a fetch.
-	lastFetchAsk time.Time
+	// last asked for a fetch; revsChecked are the revisions last found
+	// current, at revsCheckedAt.
+	lastFetchAsk  time.Time
+	revsChecked   []gitRevision
+	revsCheckedAt time.Time
 }
 
 // ResolveReplicaID returns the replica id: flag when set, else $POD_NAME,
