@@ -81,7 +81,7 @@ func newFleetReplica(t *testing.T, cs *fake.Clientset, id, url, state string) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replicas{a: a, coord: c, lease: time.Second, owned: map[string]bool{}, pending: map[string]bool{},
+	r := &replicas{a: a, coord: c, lease: time.Second, owned: map[string]bool{}, pending: map[string]string{},
 		wanted: map[string]clusters.ClusterConfig{"c1": {ID: "c1", Kubeconfig: "/nonexistent"}}}
 	a.rep = r
 	p := filepath.Join(t.TempDir(), "driftwatch.yaml")

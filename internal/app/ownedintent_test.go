@@ -104,7 +104,7 @@ func TestTakeOverBeforeRegister(t *testing.T) {
 	h := hub.New(hub.Options{ID: "hub", Intent: store})
 	reg := clusters.NewRegistry(h, clusters.RegistryOptions{})
 	a := &App{log: slog.New(slog.DiscardHandler), hub: h, reg: reg}
-	r := &replicas{a: a, owned: make(map[string]bool), pending: make(map[string]bool), wanted: map[string]clusters.ClusterConfig{
+	r := &replicas{a: a, owned: make(map[string]bool), pending: make(map[string]string), wanted: map[string]clusters.ClusterConfig{
 		"c1": {ID: "c1", Kubeconfig: "/nonexistent"}, "c2": {ID: "c2", Kubeconfig: "/nonexistent"},
 	}}
 	registered := func() []string { return reg.IDs() }

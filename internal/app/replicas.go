@@ -43,10 +43,10 @@ type replicas struct {
 	mu     sync.Mutex
 	wanted map[string]clusters.ClusterConfig
 	owned  map[string]bool
-	// pending are owned clusters whose takeover failed: not registered,
-	// retried every renewal period; why says why each is still pending.
-	pending map[string]bool
-	why     map[string]string
+	// pending are owned clusters not taken over yet (not registered,
+	// retried every renewal period), each with why its last takeover
+	// failed ("": not tried yet).
+	pending map[string]string
 	// lastFetchAsk is when a takeover behind the fleet's Git revisions
 	// last asked for a fetch; revsChecked are the revisions last found
 	// current, at revsCheckedAt.
@@ -104,7 +104,7 @@ func openSharedIntent(co *config.Coordination, hubID, managedBy string, getenv f
 // desiredHash is the hash of the desired state it starts with.
 func newReplicas(a *App, co *config.Coordination, cs kubernetes.Interface, replicaID, desiredHash string) (*replicas, error) {
 	r := &replicas{a: a, client: cs, lease: co.LeaseDuration, wanted: make(map[string]clusters.ClusterConfig),
-		owned: make(map[string]bool), pending: make(map[string]bool), why: make(map[string]string)}
+		owned: make(map[string]bool), pending: make(map[string]string)}
 	var err error
 	r.coord, err = coord.New(coord.Options{
 		Client: cs, Namespace: co.Namespace, HubID: a.hub.ID(), ReplicaID: replicaID,
@@ -130,7 +130,8 @@ func (r *replicas) put(cc clusters.ClusterConfig) error {
 	r.mu.Lock()
 	_, known := r.wanted[cc.ID]
 	r.wanted[cc.ID] = cc
-	registered := r.owned[cc.ID] && !r.pending[cc.ID]
+	_, pending := r.pending[cc.ID]
+	registered := r.owned[cc.ID] && !pending
 	ids := slices.Collect(maps.Keys(r.wanted))
 	r.mu.Unlock()
 	if !known {
@@ -165,7 +166,8 @@ func (r *replicas) config(id string) (clusters.ClusterConfig, bool) {
 func (r *replicas) owns(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.owned[id] && !r.pending[id]
+	_, pending := r.pending[id]
+	return r.owned[id] && !pending
 }
 
 // Own implements coord.Handler: the hub takes the cluster over (it adopts
@@ -179,7 +181,7 @@ func (r *replicas) Own(id string) {
 	defer r.regMu.Unlock()
 	r.mu.Lock()
 	r.owned[id] = true
-	r.pending[id] = true
+	r.pending[id] = ""
 	r.mu.Unlock()
 	r.takeOverLocked(id)
 }
@@ -201,7 +203,6 @@ func (r *replicas) takeOverLocked(id string) {
 		return
 	}
 	delete(r.pending, id)
-	delete(r.why, id)
 	cc, ok := r.wanted[id]
 	r.mu.Unlock()
 	if !ok {
@@ -216,12 +217,10 @@ func (r *replicas) takeOverLocked(id string) {
 // the reason changed (it is retried every renewal period).
 func (r *replicas) stillPending(id, msg string, err error) {
 	r.mu.Lock()
-	if r.why == nil {
-		r.why = make(map[string]string)
-	}
-	changed := r.why[id] != err.Error()
-	if r.pending[id] {
-		r.why[id] = err.Error()
+	why, pending := r.pending[id]
+	changed := why != err.Error()
+	if pending {
+		r.pending[id] = err.Error()
 	}
 	r.mu.Unlock()
 	if changed {
@@ -249,7 +248,6 @@ func (r *replicas) Disown(id string) {
 	r.mu.Lock()
 	delete(r.owned, id)
 	delete(r.pending, id)
-	delete(r.why, id)
 	r.mu.Unlock()
 	r.a.reg.Remove(id)
 }
@@ -301,7 +299,7 @@ func (r *replicas) pendingErr() error {
 	}
 	reasons := make([]string, 0, len(pending))
 	for _, id := range pending {
-		why := r.why[id]
+		why := r.pending[id]
 		if why == "" {
 			why = "taking over"
 		}
