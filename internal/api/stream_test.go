@@ -537,15 +537,23 @@ func TestWatchBroadcasterStopsWithLastStream(t *testing.T) {
 		t.Fatal("no broadcaster while a stream is open")
 	}
 	a.close()
-	testwait.For(t, 5*time.Second, "the broadcaster to stop after the last stream ended", func() error {
-		return testwait.Check(!running(), "it still runs")
-	})
-	src.mu.Lock()
-	subs := len(src.subs)
-	src.mu.Unlock()
-	if subs != 0 {
-		t.Fatalf("%d subscriptions left", subs)
+	// leave clears the run under the lock and then waits for the goroutine
+	// outside it, so its subscription ends a moment after running() turns
+	// false: wait for both.
+	subs := func() int {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return len(src.subs)
 	}
+	testwait.For(t, 5*time.Second, "the broadcaster to stop after the last stream ended", func() error {
+		if running() {
+			return errors.New("it still runs")
+		}
+		if n := subs(); n != 0 {
+			return fmt.Errorf("%d subscriptions left", n)
+		}
+		return nil
+	})
 }
 
 func TestSSEReader(t *testing.T) {
