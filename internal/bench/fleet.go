@@ -144,6 +144,11 @@ type fleetReport struct {
 	CreateFloorConcurrency int        `json:"createFloorConcurrency,omitempty"`
 	// CreateFloorError says why the raw create floor was not measured.
 	CreateFloorError string `json:"createFloorError,omitempty"`
+	// CreateFloorCost and ColdSyncCost are what the floor and the cold
+	// sync cost the control planes and this process, and the calls the
+	// apiservers served meanwhile.
+	CreateFloorCost *spanCost `json:"createFloorCost,omitempty"`
+	ColdSyncCost    *spanCost `json:"coldSyncCost,omitempty"`
 	// PeakRSS is this process's peak resident set during the cold sync;
 	// RSS, HeapInUse, OpenFDs and Goroutines are measured once it settled.
 	PeakRSS   uint64 `json:"peakRSSBytes"`
@@ -185,7 +190,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
 	// A floor that fails is reported, not the run's failure.
-	createFloor, floorConc, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
+	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
 	floorErr := ""
 	if err != nil {
 		if ctx.Err() != nil {
@@ -210,6 +215,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f := &fleetReport{Entries: len(entries), APIServers: len(b.set.Clusters), ObjectsPerEntry: o.Objects,
 		Objects: len(specs), Mix: mixOf(mix), DriftFor: msDuration(o.Duration),
 		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc, CreateFloorError: floorErr}
+	f.CreateFloorCost = floorCost
 	rep.Mix = f.Mix
 	specs = nil
 	// From here on only the hub holds the config (as much of it as it
@@ -223,6 +229,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
 	b.progress("fleet: a fresh hub creating %d objects of %d cluster entries on %d apiserver(s)", f.Objects, f.Entries, f.APIServers)
+	coldCost := b.readCost(ctx)
 	began := time.Now()
 	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
 	cfg = nil
@@ -245,6 +252,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		return f, nil, fmt.Errorf("fleet cold sync: %w", err)
 	}
 	f.ColdSync = msDuration(time.Since(began))
+	f.ColdSyncCost = b.costSince(ctx, coldCost)
 	f.PeakRSS, _ = PeakRSS()
 	b.progress("fleet: every entry synced after %s, every object in sync after %s; settling, then measuring memory and %s of idle CPU",
 		synced.Round(time.Millisecond), f.ColdSync.dur().Round(time.Millisecond), o.Idle)
@@ -487,6 +495,12 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	}
 	if f.CreateFloorError != "" {
 		fmt.Fprintf(tw, "raw create floor\tnot measured: %s\n", f.CreateFloorError)
+	}
+	if f.ColdSyncCost != nil {
+		fmt.Fprintf(tw, "cold sync's cost\t%s\n", f.ColdSyncCost)
+	}
+	if f.CreateFloorCost != nil {
+		fmt.Fprintf(tw, "raw create floor's cost\t%s\n", f.CreateFloorCost)
 	}
 	fmt.Fprintf(tw, "peak rss during the cold sync\t%s\n", fmtBytes(f.PeakRSS))
 	fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(f.RSS))

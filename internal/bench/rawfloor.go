@@ -125,7 +125,7 @@ func floorNamespace(ns string) string { return "floor-" + ns }
 // The floor's objects are deleted afterwards (the empty namespaces stay:
 // the local control planes run no namespace controller to finalize a
 // namespace deletion). It returns the time and the calls in flight.
-func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int) (time.Duration, int, error) {
+func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int) (time.Duration, int, *spanCost, error) {
 	byID := make(map[string]fleetEntry, len(entries))
 	namespaces := make(map[string]kubernetes.Interface, len(entries))
 	for _, e := range entries {
@@ -136,26 +136,28 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 	for _, s := range interleave(specs) {
 		e, ok := byID[s.ID.Cluster]
 		if !ok {
-			return 0, 0, fmt.Errorf("bench: %s: no fleet entry %s", s.ID, s.ID.Cluster)
+			return 0, 0, nil, fmt.Errorf("bench: %s: no fleet entry %s", s.ID, s.ID.Cluster)
 		}
 		moved, err := inNamespace(s, floorNamespace(s.Namespace))
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		calls = append(calls, rawApply{client: b.clients[e.APIServer.Name], spec: moved})
 	}
 	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own, %d at a time", len(calls), len(namespaces), writers)
+	before := b.readCost(ctx)
 	took, err := timeApplies(ctx, namespaces, calls, writers)
+	cost := b.costSince(ctx, before)
 	if err != nil {
 		// What it created goes too, so that nothing but empty
 		// namespaces stays beside the hub's run.
-		return 0, 0, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
+		return 0, 0, nil, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
 	}
 	b.progress("fleet: raw create floor: %s; deleting its objects", took.Round(time.Millisecond))
 	if err := b.deleteFloorObjects(ctx, namespaces); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	return took, writers, nil
+	return took, writers, cost, nil
 }
 
 // retryCollection runs a collection delete until it succeeds, at most 10

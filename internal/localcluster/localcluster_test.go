@@ -40,6 +40,12 @@ func TestThreeClusters(t *testing.T) {
 	}
 	logMemory(t, set)
 	for _, c := range set.Clusters {
+		// Starting etcd and kube-apiserver takes seconds of CPU.
+		if cpu, err := c.CPUTime(); err != nil || cpu <= 0 {
+			t.Fatalf("cluster %s: CPUTime = %v, %v", c.Name, cpu, err)
+		}
+	}
+	for _, c := range set.Clusters {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			t.Cleanup(func() {

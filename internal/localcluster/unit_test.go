@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftwatch/driftwatch/internal/localcluster/kwokstages"
 )
@@ -231,6 +232,20 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 	for _, dir := range []string{live, unowned, other} {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("%s removed: %v", dir, err)
+		}
+	}
+}
+
+func TestStatCPU(t *testing.T) {
+	// utime 250 and stime 50 ticks; the command name holds a space and a ')'.
+	line := []byte("4242 (kube apiserver) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0\n")
+	d, err := statCPU(line)
+	if err != nil || d != 3*time.Second {
+		t.Fatalf("statCPU = %v, %v; want 3s", d, err)
+	}
+	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 eleven 12"} {
+		if _, err := statCPU([]byte(bad)); err == nil {
+			t.Errorf("statCPU(%q): no error", bad)
 		}
 	}
 }

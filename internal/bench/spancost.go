@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// spanCost is what one span of a run cost, and where: this process's CPU
+// (the hub, or the plain client of a floor, and the bench's own watches),
+// the local control planes' CPU (every etcd and kube-apiserver), and the
+// calls the apiservers served (their own request histograms, every client
+// counted). Set beside a floor's, it says whether a slower span did more
+// work or waited.
+type spanCost struct {
+	ProcessCPU      msDuration `json:"processCPUMs"`
+	ControlPlaneCPU msDuration `json:"controlPlaneCPUMs"`
+	Mutating        uint64     `json:"mutatingCalls"`
+	Reads           uint64     `json:"readCalls"`
+	MutatingP99     msDuration `json:"mutatingP99Ms"`
+	// Error says what could not be measured (the rest is still set).
+	Error string `json:"error,omitempty"`
+}
+
+// costReading is one side of a span: spanCost subtracts two.
+type costReading struct {
+	process, controlPlane time.Duration
+	requests              map[string]RequestDurations
+	err                   error
+}
+
+// readCost reads this process's and the control planes' CPU and scrapes
+// every apiserver's request histogram.
+func (b *bencher) readCost(ctx context.Context) costReading {
+	r := costReading{process: CPUTime()}
+	for _, lc := range b.set.Clusters {
+		d, err := lc.CPUTime()
+		if err != nil {
+			r.err = err
+			break
+		}
+		r.controlPlane += d
+	}
+	req, err := b.scrapeAPIServers(ctx)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	r.requests = req
+	return r
+}
+
+// costSince returns the cost of the span from before to now.
+func (b *bencher) costSince(ctx context.Context, before costReading) *spanCost {
+	after := b.readCost(ctx)
+	c := &spanCost{ProcessCPU: msDuration(after.process - before.process)}
+	for _, err := range []error{before.err, after.err} {
+		if err != nil && c.Error == "" {
+			c.Error = err.Error()
+		}
+	}
+	if before.err == nil && after.err == nil {
+		c.ControlPlaneCPU = msDuration(after.controlPlane - before.controlPlane)
+		var mutating Histogram
+		for name, a := range after.requests {
+			old := before.requests[name]
+			m := a[VerbsMutating].Sub(old[VerbsMutating])
+			c.Mutating += m.Count
+			c.Reads += a[VerbsRead].Sub(old[VerbsRead]).Count
+			mutating = mutating.plus(m)
+		}
+		if q := mutating.Quantile(0.99); mutating.Count > 0 {
+			c.MutatingP99 = secondsDuration(q)
+		}
+	}
+	return c
+}
+
+// plus returns the sum of two histograms of the same buckets.
+func (h Histogram) plus(o Histogram) Histogram {
+	s := Histogram{Count: h.Count + o.Count, Buckets: make(map[float64]uint64, max(len(h.Buckets), len(o.Buckets)))}
+	for ub, n := range h.Buckets {
+		s.Buckets[ub] += n
+	}
+	for ub, n := range o.Buckets {
+		s.Buckets[ub] += n
+	}
+	return s
+}
+
+// String is the cost as one table cell.
+func (c *spanCost) String() string {
+	if c == nil {
+		return "not measured"
+	}
+	s := fmt.Sprintf("control planes %s, this process %s cpu; %d writes (p99 %s), %d reads",
+		fmtDur(c.ControlPlaneCPU.dur()), fmtDur(c.ProcessCPU.dur()), c.Mutating, fmtDur(c.MutatingP99.dur()), c.Reads)
+	if c.Error != "" {
+		s += " (partly not measured: " + c.Error + ")"
+	}
+	return s
+}

@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSpanCost(t *testing.T) {
+	a := Histogram{Count: 3, Buckets: map[float64]uint64{0.1: 2, 1: 3}}
+	b := Histogram{Count: 1, Buckets: map[float64]uint64{0.1: 0, 1: 1}}
+	s := a.plus(b)
+	if s.Count != 4 || s.Buckets[0.1] != 2 || s.Buckets[1] != 4 {
+		t.Fatalf("plus = %+v", s)
+	}
+	c := &spanCost{ProcessCPU: msDuration(2 * time.Second), ControlPlaneCPU: msDuration(30 * time.Second),
+		Mutating: 2500, Reads: 12, MutatingP99: msDuration(80 * time.Millisecond)}
+	for _, want := range []string{"control planes 30", "this process 2", "2500 writes", "12 reads"} {
+		if !strings.Contains(c.String(), want) {
+			t.Errorf("%q lacks %q", c, want)
+		}
+	}
+	c.Error = "cluster c1: no process running"
+	if !strings.Contains(c.String(), "partly not measured: cluster c1") {
+		t.Errorf("%q does not say what was not measured", c)
+	}
+	if (*spanCost)(nil).String() != "not measured" {
+		t.Error("nil cost")
+	}
+}
