@@ -3,7 +3,6 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -144,10 +143,7 @@ func (ds *desiredStore) ForgetCluster(cluster string) {
 // must be deleted (after the lock is released).
 func (ds *desiredStore) forgetClusterLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for id, n := range ds.nodes.all() {
-		if id.Cluster != cluster {
-			continue
-		}
+	for id, n := range ds.nodes.inCluster(cluster) {
 		if n.dec != nil || n.applied != nil {
 			ids = append(ids, id)
 		}
@@ -325,11 +321,7 @@ func (ds *desiredStore) guardLocked(leaving map[NodeID]*NodeSpec, scope func(Nod
 func (ds *desiredStore) RecordedClusters() []string {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	seen := make(map[string]bool)
-	for id := range ds.nodes.all() {
-		seen[id.Cluster] = true
-	}
-	return slices.Sorted(maps.Keys(seen))
+	return slices.Sorted(ds.nodes.clusterNames())
 }
 
 // Desired returns the desired spec of a NodeID, with its Body.

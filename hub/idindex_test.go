@@ -61,7 +61,12 @@ func TestIDIndex(t *testing.T) {
 					delete(want, k)
 				case op < 9:
 					cluster := k.Cluster
-					removed := x.deleteFunc(func(r *indexed) bool { return r.id.Cluster == cluster && r.val%3 == 0 })
+					var removed int
+					if step%2 == 0 {
+						removed = x.deleteFunc(func(r *indexed) bool { return r.id.Cluster == cluster && r.val%3 == 0 })
+					} else {
+						removed = x.deleteInCluster(cluster, func(r *indexed) bool { return r.val%3 == 0 })
+					}
 					n := 0
 					for w, r := range want {
 						if w.Cluster == cluster && r.val%3 == 0 {
@@ -92,8 +97,28 @@ func TestIDIndex(t *testing.T) {
 				}
 			}
 			check(-1)
-			if tc.sum == nil && len(x.other) > 0 {
-				t.Errorf("%d collisions with the real hash over 80 NodeIDs", len(x.other))
+			collided := 0
+			for _, sh := range x.clusters {
+				collided += len(sh.other)
+			}
+			if tc.sum == nil && collided > 0 {
+				t.Errorf("%d collisions with the real hash over 80 NodeIDs", collided)
+			}
+			// One cluster's records, alone; then all of them deleted
+			// from inside the loop, which drops the cluster's shard.
+			for id, r := range x.inCluster("c0") {
+				if id.Cluster != "c0" || want[id] != r {
+					t.Fatalf("inCluster(c0) yields %s, %v", id, r)
+				}
+				x.del(id)
+				delete(want, id)
+			}
+			check(-2)
+			if x.clusters["c0"] != nil {
+				t.Error("a cluster without records keeps its shard")
+			}
+			for range x.inCluster("c0") {
+				t.Fatal("inCluster of a cluster without records yields")
 			}
 		})
 	}

@@ -23,8 +23,8 @@ func (h *Hub) KnowsCluster(cluster string) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id, n := range h.nodes.all() {
-		if id.Cluster == cluster && n.managed() {
+	for _, n := range h.nodes.inCluster(cluster) {
+		if n.managed() {
 			return true
 		}
 	}

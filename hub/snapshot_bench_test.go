@@ -29,3 +29,30 @@ func BenchmarkSnapshotFleet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClusterChangedFleet measures one cluster of a fleet of 250
+// clusters of 100 NodeIDs reporting new watches (a generation): the hub
+// takes that cluster's NodeIDs to reconcile them, which costs its own 100
+// NodeIDs, not the fleet's 25,000. The queue is drained between calls.
+func BenchmarkClusterChangedFleet(b *testing.B) {
+	h := New(Options{Workers: 1, Resync: -1})
+	var specs []NodeSpec
+	for c := range 250 {
+		cluster := fmt.Sprintf("f%03d", c)
+		for i := range 100 {
+			specs = append(specs, spec(cluster, fmt.Sprintf("app-%d", i), "v1"))
+		}
+	}
+	h.SetDesired(specs)
+	gen := int64(0)
+	for b.Loop() {
+		gen++
+		h.ClusterChanged(ClusterHealth{Cluster: "f123", State: ClusterSynced, Generation: gen})
+		b.StopTimer()
+		for h.ctrl.queue.Len() > 0 {
+			id, _ := h.ctrl.queue.Get()
+			h.ctrl.queue.Done(id)
+		}
+		b.StartTimer()
+	}
+}

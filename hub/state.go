@@ -99,8 +99,8 @@ func (l *loopState) withLoop(id NodeID, fn func(n *nodeLoop)) {
 
 func (l *loopState) clusterIDsLocked(cluster string) []NodeID {
 	var ids []NodeID
-	for id, n := range l.nodes.all() {
-		if id.Cluster == cluster && n.managed() {
+	for id, n := range l.nodes.inCluster(cluster) {
+		if n.managed() {
 			ids = append(ids, id)
 		}
 	}

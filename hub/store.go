@@ -190,7 +190,7 @@ func (s *store) untrack(id NodeID) {
 
 func (s *store) forgetCluster(cluster string) {
 	s.mu.Lock()
-	if s.nodes.deleteFunc(func(n *nodeStatus) bool { return n.spec.ID.Cluster == cluster }) > 0 {
+	if s.nodes.deleteInCluster(cluster, func(*nodeStatus) bool { return true }) > 0 {
 		s.orderDirty = true
 	}
 	delete(s.clusters, cluster)
@@ -202,9 +202,9 @@ func (s *store) forgetCluster(cluster string) {
 // setOrphans replaces a cluster's orphans.
 func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason string, now time.Time) {
 	s.mu.Lock()
-	if s.nodes.deleteFunc(func(n *nodeStatus) bool {
+	if s.nodes.deleteInCluster(cluster, func(n *nodeStatus) bool {
 		_, still := orphans[n.spec.ID]
-		return n.orphan && n.spec.ID.Cluster == cluster && !still
+		return n.orphan && !still
 	}) > 0 {
 		s.orderDirty = true
 	}
