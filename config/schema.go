@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goccy/go-yaml/ast"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -146,7 +146,7 @@ var (
 // schema order: with their hook when they have one, else by their type
 // (see read). It returns the object read, or nil when n is not a mapping
 // (reported); a null n reads as an empty mapping.
-func (d *decoder) fields(n ast.Node, field string, p pos, v any, hooks ...hook) *object {
+func (d *decoder) fields(n *yaml.Node, field string, p pos, v any, hooks ...hook) *object {
 	rv := reflect.ValueOf(v).Elem()
 	s := schemaOf(rv.Type())
 	readers := make([]func(child), len(s.fields))
