@@ -592,6 +592,8 @@ func templateMsg(err error) string {
 
 func (d *decoder) appList(c child) {
 	items, _ := d.list(c)
+	d.cfg.Applications = slices.Grow(d.cfg.Applications, len(items))
+	d.apps = slices.Grow(d.apps, len(items))
 	for _, it := range items {
 		d.app(it)
 	}

@@ -491,14 +491,14 @@ type object struct {
 	w      *walker
 	field  string
 	pos    pos
-	fields map[string]entry
+	fields []entry // the known keys present, in file order
 }
 
 // object reads n as a mapping whose keys must be among known; unknown keys
 // are reported with a did-you-mean hint. It returns nil when n is not a
 // mapping (reported). A null n gives an empty object.
 func (w *walker) object(n *yaml.Node, field string, p pos, known ...string) *object {
-	o := &object{w: w, field: field, pos: p, fields: map[string]entry{}}
+	o := &object{w: w, field: field, pos: p}
 	n = w.resolve(n, field)
 	if n == nil {
 		return o
@@ -508,6 +508,7 @@ func (w *walker) object(n *yaml.Node, field string, p pos, known ...string) *obj
 	if !ok {
 		return nil
 	}
+	o.fields = es[:0] // es is this object's own
 	for _, e := range es {
 		if !slices.Contains(known, e.key) {
 			msg := "unknown field"
@@ -517,7 +518,7 @@ func (w *walker) object(n *yaml.Node, field string, p pos, known ...string) *obj
 			w.errorf(e.keyPos, joinField(field, e.key), "%s", msg)
 			continue
 		}
-		o.fields[e.key] = e
+		o.fields = append(o.fields, e)
 	}
 	return o
 }
@@ -534,10 +535,11 @@ type child struct {
 // get returns the named field.
 func (o *object) get(name string) child {
 	f := joinField(o.field, name)
-	e, ok := o.fields[name]
-	if !ok {
+	i := slices.IndexFunc(o.fields, func(e entry) bool { return e.key == name })
+	if i < 0 {
 		return child{field: f, pos: o.pos}
 	}
+	e := o.fields[i]
 	n := o.w.resolve(e.value, f)
 	p := o.w.posOf(n)
 	if n == nil {
