@@ -26,12 +26,7 @@ const maxLocateDepth = 16
 // position.
 func NewLocator(path string, data []byte) *Locator {
 	l := &Locator{file: path, text: source{data: data}}
-	docs, err := parseDocuments(data)
-	if err != nil && strings.Contains(err.Error(), "unknown anchor") {
-		if fixed, unknown := nullUnknownAliases(data); len(unknown) > 0 {
-			docs, err = parseDocuments(fixed)
-		}
-	}
+	docs, _, err := parseTree(data)
 	if err != nil {
 		return l
 	}

@@ -39,17 +39,7 @@ const maxNesting = 64
 // w.errs and give ok false: a syntax error or a file beyond the limits.
 func (w *walker) parseYAML(data []byte) (docs []*yaml.Node, ok bool) {
 	w.text = source{data: data}
-	docs, err := parseDocuments(data)
-	var unknown map[pos]string
-	if err != nil && strings.Contains(err.Error(), "unknown anchor") {
-		// An alias to no anchor before it: parse it as a null, so that
-		// the rest of the file is read and the alias reported where it
-		// is used.
-		var fixed []byte
-		if fixed, unknown = nullUnknownAliases(data); len(unknown) > 0 {
-			docs, err = parseDocuments(fixed)
-		}
-	}
+	docs, unknown, err := parseTree(data)
 	if err != nil {
 		w.reportSyntax(data, err)
 		return nil, false
@@ -58,8 +48,38 @@ func (w *walker) parseYAML(data []byte) (docs []*yaml.Node, ok bool) {
 	return docs, w.treeBounds(docs)
 }
 
+// parseTree parses every document of data, past what go.yaml.in/yaml/v3
+// refuses of what goccy/go-yaml (which parsed configs before) accepts:
+// an alias to no anchor before it is parsed as a null (~), which unknown
+// gives by position with the alias's name, and a %YAML 1.2 directive as
+// %YAML 1.1 (the version go.yaml.in/yaml/v3 knows; it reads both alike).
+func parseTree(data []byte) (docs []*yaml.Node, unknown map[pos]string, err error) {
+	docs, err = parseDocuments(data)
+	if err != nil && strings.Contains(err.Error(), "incompatible YAML document") {
+		if fixed := yaml12.ReplaceAll(data, []byte("${1}1.1")); !bytes.Equal(fixed, data) {
+			data = fixed
+			docs, err = parseDocuments(data)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "unknown anchor") {
+		var fixed []byte
+		if fixed, unknown = nullUnknownAliases(data); len(unknown) > 0 {
+			docs, err = parseDocuments(fixed)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return docs, unknown, nil
+}
+
+// yaml12 is a %YAML 1.2 directive.
+var yaml12 = regexp.MustCompile(`(?m)^(%YAML[ \t]+)1\.2\b`)
+
 // parseDocuments parses every document of data.
 func parseDocuments(data []byte) ([]*yaml.Node, error) {
+	// A Decoder, not Unmarshal, even for one document: Unmarshal stops
+	// after the first, and misses what follows it that is not YAML.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
 	for {
@@ -92,7 +112,27 @@ func (w *walker) reportSyntax(data []byte, err error) {
 		p.line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
 	}
+	if parserProblem(msg) {
+		// The parser's lines count from 0 (and line 0 goes unsaid), the
+		// scanner's from 1.
+		p.line++
+	}
 	w.errorf(p, "", "yaml: %s", msg)
+}
+
+// parserProblem reports whether msg is a problem that the parser of
+// go.yaml.in/yaml/v3 finds, not its scanner.
+func parserProblem(msg string) bool {
+	switch msg {
+	case "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"did not find expected '-' indicator", "did not find expected <document start>",
+		"did not find expected <stream-start>", "did not find expected key",
+		"did not find expected node content", "found duplicate %TAG directive",
+		"found duplicate %YAML directive", "found incompatible YAML document",
+		"found undefined tag handle":
+		return true
+	}
+	return false
 }
 
 // parseGoccy parses data with goccy/go-yaml once bounds found no problem
