@@ -184,9 +184,11 @@ const (
 
 // kindOf returns the type of n. Plain scalars are typed as the YAML 1.2
 // core schema says, less a few forms that read as strings: numbers with an
-// exponent but no decimal point (1e3), integers with an upper-case base
-// prefix (0X1F) and timestamps. An explicit tag (!!str 3) does not change
-// the type: the value is typed as it is written.
+// exponent but no decimal point (1e3), +.inf, integers with an upper-case
+// base prefix (0X1F) and timestamps. A standard tag (!!str 3) does not
+// change the type: the value is typed as it is written; a scalar with a
+// local tag (!foo 3) is a string. (This is how goccy/go-yaml, which parsed
+// configs before, types them.)
 func kindOf(n *yaml.Node) valueKind {
 	if n == nil {
 		return kindNull
@@ -207,6 +209,9 @@ func kindOf(n *yaml.Node) valueKind {
 	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
 		return kindStr
 	case n.Style&yaml.TaggedStyle != 0:
+		if !strings.HasPrefix(n.Tag, "!!") {
+			return kindStr // a local tag, !foo
+		}
 		return plainKind(n.Value)
 	}
 	switch n.Tag {
@@ -229,9 +234,11 @@ func kindOf(n *yaml.Node) valueKind {
 
 // floatKind returns the type of a plain scalar that YAML reads as a float.
 func floatKind(s string) valueKind {
-	switch strings.TrimLeft(s, "+-") {
+	switch strings.TrimPrefix(s, "-") {
 	case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
 		return kindInfNaN
+	case "+.inf", "+.Inf", "+.INF":
+		return kindStr
 	}
 	if !strings.Contains(s, ".") {
 		return kindStr
@@ -250,11 +257,13 @@ func plainKind(s string) valueKind {
 	if _, _, ok := intValue(s); ok && !strings.ContainsAny(s, "XBO") {
 		return kindInt
 	}
-	if k := floatKind(s); k == kindInfNaN {
+	switch k := floatKind(s); k {
+	case kindInfNaN:
 		return k
-	}
-	if _, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil && strings.Contains(s, ".") {
-		return kindFloat
+	case kindFloat:
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil {
+			return k
+		}
 	}
 	return kindStr
 }
