@@ -94,8 +94,15 @@ func rawPos(n *yaml.Node) pos {
 // source is the text of a YAML file, to find where a node's value starts
 // after its anchor and tag.
 type source struct {
-	data  []byte
-	lines []int // where each line starts, made when first needed
+	data []byte
+	// lines are where each line starts, and ascii whether it is ASCII
+	// alone (a column is then a byte offset); made when first needed.
+	lines []int
+	ascii []bool
+	// last is the last position offset found on a line that is not
+	// ASCII, from which the next one on the line is found.
+	last    pos
+	lastOff int
 }
 
 // posOf returns where the value of a node starts as a user would point at
@@ -112,30 +119,57 @@ func (s *source) posOf(n *yaml.Node) pos {
 	case n.Anchor == "" && n.Style&yaml.TaggedStyle == 0:
 		return rawPos(n)
 	}
-	return s.skipProperties(rawPos(n))
+	return s.skipProperties(rawPos(n), n.Anchor != "", n.Style&yaml.TaggedStyle != 0)
 }
 
-// skipProperties returns where the first thing after p that is not an
-// anchor, a tag, a comment or white space starts.
-func (s *source) skipProperties(p pos) pos {
+// offset returns the byte offset of p (whose column counts characters),
+// or -1 when p is not in the text.
+func (s *source) offset(p pos) int {
 	if s.lines == nil {
-		s.lines = append(s.lines, 0)
+		s.lines, s.ascii = append(s.lines, 0), append(s.ascii, true)
 		for i, c := range s.data {
-			if c == '\n' {
-				s.lines = append(s.lines, i+1)
+			switch {
+			case c == '\n':
+				s.lines, s.ascii = append(s.lines, i+1), append(s.ascii, true)
+			case c >= utf8.RuneSelf:
+				s.ascii[len(s.ascii)-1] = false
 			}
 		}
 	}
-	if p.line < 1 || p.line > len(s.lines) {
-		return p
+	if p.line < 1 || p.line > len(s.lines) || p.col < 1 {
+		return -1
 	}
-	i := s.lines[p.line-1]
-	for range p.col - 1 {
+	i, col := s.lines[p.line-1], 1
+	if s.ascii[p.line-1] {
+		i += p.col - 1
+		if i > len(s.data) {
+			return -1
+		}
+		return i
+	}
+	if s.last.line == p.line && s.last.col <= p.col {
+		// Positions are mostly asked for in file order: go on from the
+		// last one rather than from the start of a long line.
+		i, col = s.lastOff, s.last.col
+	}
+	for ; col < p.col; col++ {
 		if i >= len(s.data) {
-			return p
+			return -1
 		}
 		_, size := utf8.DecodeRune(s.data[i:])
 		i += size
+	}
+	s.last, s.lastOff = p, i
+	return i
+}
+
+// skipProperties returns where the value of a node at p starts: after its
+// anchor (&name) when it has one and its tag (!tag) when it has one, and
+// the white space and comments around them.
+func (s *source) skipProperties(p pos, anchor, tag bool) pos {
+	i := s.offset(p)
+	if i < 0 {
+		return p
 	}
 	at := p
 	for i < len(s.data) {
@@ -150,7 +184,8 @@ func (s *source) skipProperties(p pos) pos {
 			for i < len(s.data) && s.data[i] != '\n' {
 				i++
 			}
-		case c == '&' || c == '!':
+		case c == '&' && anchor, c == '!' && tag:
+			anchor, tag = anchor && c != '&', tag && c != '!'
 			for i < len(s.data) && !strings.ContainsRune(" \t\r\n,[]{}", rune(s.data[i])) {
 				_, size := utf8.DecodeRune(s.data[i:])
 				at.col++

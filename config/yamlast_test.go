@@ -161,3 +161,23 @@ config.yaml:5:5: applications[1]: one of clusters or selector is required`
 
 // validMinimal is a small valid config.
 const validMinimal = "clusters:\n  - id: a\n    kubeconfig: k\napplications:\n  - id: x\n    namespace: ns\n    clusters: [a]\n    image: nginx\n"
+
+// TestValuePositions checks that a value with an anchor or a tag is placed
+// after them (the parser places it at them), on lines with characters of
+// more than one byte too, and that a block mapping is placed at its first
+// key, anchor included.
+func TestValuePositions(t *testing.T) {
+	src := "hub: &h {id: a}\nclusters:\n  - &c\n    &k id: b\n    kubeconfig: !!str 7\n  - {id: \"é\", kubeconfig: &z [1], context: !!str &y x}\n"
+	l := NewLocator("config.yaml", []byte(src))
+	for field, want := range map[string][2]int{
+		"hub":                    {1, 9},
+		"clusters[0]":            {4, 5},
+		"clusters[0].kubeconfig": {5, 23},
+		"clusters[1].kubeconfig": {6, 30},
+		"clusters[1].context":    {6, 53},
+	} {
+		if line, col := l.Position(field); line != want[0] || col != want[1] {
+			t.Errorf("%s at %d:%d, want %d:%d", field, line, col, want[0], want[1])
+		}
+	}
+}
