@@ -25,7 +25,8 @@ import (
 // pos is a 1-based line and column in the config file.
 type pos struct{ line, col int }
 
-// maxAliasDepth bounds alias and merge-key resolution.
+// maxAliasDepth bounds how deep merge keys may nest (<<: *a, where a has
+// a merge key of its own, and so on).
 const maxAliasDepth = 32
 
 // maxMergedEntries bounds how many entries merge keys may expand to in one
