@@ -27,7 +27,7 @@ func AddIgnoreRule(path string, data []byte, app, rule string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: add ignore rule: the rule must start with an ignore: line and hold items", path)
 	}
 	w := &walker{file: path}
-	file, err := w.parseYAML(data, parser.ParseComments)
+	file, err := w.parseGoccy(data, parser.ParseComments)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -57,7 +57,7 @@ func AddIgnoreRule(path string, data []byte, app, rule string) ([]byte, error) {
 	}
 	for i, item := range seq.Values {
 		fields := mappingValues(item)
-		id, _ := scalar(valueOf(fields, "id"))
+		id, _ := goccyScalar(valueOf(fields, "id"))
 		if id != app || len(fields) == 0 {
 			continue
 		}
@@ -70,7 +70,7 @@ func AddIgnoreRule(path string, data []byte, app, rule string) ([]byte, error) {
 			if mv.Key.GetToken().Position.Line >= itemEnd {
 				continue
 			}
-			if k, _ := scalar(mv.Key); k != "ignore" {
+			if k, _ := goccyScalar(mv.Key); k != "ignore" {
 				continue
 			}
 			list, ok := mv.Value.(*ast.SequenceNode)
@@ -105,11 +105,28 @@ func mappingValues(n ast.Node) []*ast.MappingValueNode {
 // valueOf is the value of key in a mapping's entries (nil when absent).
 func valueOf(values []*ast.MappingValueNode, key string) ast.Node {
 	for _, mv := range values {
-		if k, _ := scalar(mv.Key); k == key {
+		if k, _ := goccyScalar(mv.Key); k == key {
 			return mv.Value
 		}
 	}
 	return nil
+}
+
+// goccyScalar returns the text of a scalar node; numbers and booleans give
+// their source text.
+func goccyScalar(n ast.Node) (string, bool) {
+	switch v := n.(type) {
+	case *ast.StringNode:
+		return v.Value, true
+	case *ast.LiteralNode:
+		if v.Value == nil {
+			return "", true
+		}
+		return v.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return v.GetToken().Value, true
+	}
+	return "", false
 }
 
 // lastContentLine returns the last line (1-based) in [from, before) that

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -113,34 +112,33 @@ type decoder struct {
 	sourceNames map[string]bool
 }
 
+// emptyNode reports whether n is a document's empty content: nothing
+// written, not even null.
+func emptyNode(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Value == "" && n.Tag == "!!null" && n.Style == 0 && n.Anchor == ""
+}
+
 // parse parses data and validates it, recording every problem in w.errs.
 func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
-	f, err := w.parseYAML(data, 0, parser.AllowDuplicateMapKey())
-	if err != nil {
-		w.syntaxError(err)
-	}
-	if f == nil {
+	docs, ok := w.parseYAML(data)
+	if !ok {
 		return nil
 	}
-	var body ast.Node
-	for _, doc := range f.Docs {
-		if doc == nil || doc.Body == nil {
-			continue
-		}
-		if _, ok := doc.Body.(*ast.CommentNode); ok {
+	var body *yaml.Node
+	for _, doc := range docs {
+		if len(doc.Content) == 0 || emptyNode(doc.Content[0]) {
 			continue
 		}
 		if body != nil {
-			w.errorf(posOf(doc.Body), "", "want a single YAML document, found another one")
+			w.errorf(w.posOf(doc.Content[0]), "", "want a single YAML document, found another one")
 			break
 		}
-		body = doc.Body
+		body = doc.Content[0]
 	}
 	if body == nil {
 		w.errorf(pos{1, 1}, "", "config is empty")
 		return nil
 	}
-	w.collectAnchors(body)
 
 	base, err := filepath.Abs(filepath.Dir(path))
 	if path == "" || err != nil {
@@ -352,7 +350,7 @@ const defaultKubeconfig = "$KUBECONFIG or ~/.kube/config"
 // reach when that alone says which cluster it is.
 func (d *decoder) connection(o *object, context string, inCluster bool) reach {
 	kc, ctx, ic := o.get("kubeconfig"), o.get("context"), o.get("inCluster")
-	if _, isBool := ic.node.(*ast.BoolNode); ic.node != nil && !isBool {
+	if ic.node != nil && kindOf(ic.node) != kindBool {
 		return reach{} // reported; whether it is in-cluster is unknown
 	}
 	if inCluster {
@@ -594,6 +592,8 @@ func templateMsg(err error) string {
 
 func (d *decoder) appList(c child) {
 	items, _ := d.list(c)
+	d.cfg.Applications = slices.Grow(d.cfg.Applications, len(items))
+	d.apps = slices.Grow(d.apps, len(items))
 	for _, it := range items {
 		d.app(it)
 	}

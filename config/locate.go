@@ -5,8 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // Locator positions errors found after Load, about what a valid config
@@ -14,47 +13,28 @@ import (
 // the field they are about. It reads the file again, so make one only when
 // there is an error to report.
 type Locator struct {
-	file    string
-	root    ast.Node
-	anchors []locAnchor
+	file string
+	text source
+	root *yaml.Node
 }
 
-// locAnchor is an anchor (&name) of the file, in file order.
-type locAnchor struct {
-	name   string
-	offset int
-	value  ast.Node
-}
-
-// maxLocateDepth bounds aliases and merge keys followed by Locate.
+// maxLocateDepth bounds merge keys followed by Locate.
 const maxLocateDepth = 16
 
 // NewLocator parses data, the config file read from path (as given to
 // Parse). Data that does not parse gives a Locator whose errors have no
 // position.
 func NewLocator(path string, data []byte) *Locator {
-	l := &Locator{file: path}
-	f, err := parser.ParseBytes(data, 0)
+	l := &Locator{file: path, text: source{data: data}}
+	docs, _, err := parseTree(data)
 	if err != nil {
 		return l
 	}
-	for _, doc := range f.Docs {
-		if doc == nil || doc.Body == nil {
-			continue
+	for _, doc := range docs {
+		if len(doc.Content) > 0 && !emptyNode(doc.Content[0]) {
+			l.root = doc.Content[0]
+			break
 		}
-		if _, ok := doc.Body.(*ast.CommentNode); ok {
-			continue
-		}
-		l.root = doc.Body
-		break
-	}
-	if l.root != nil {
-		ast.Walk(visitFunc(func(n ast.Node) ast.Visitor {
-			if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-				l.anchors = append(l.anchors, locAnchor{name: a.Name.GetToken().Value, offset: offsetOf(a), value: a.Value})
-			}
-			return nil // the same visitor
-		}), l.root)
 	}
 	return l
 }
@@ -75,12 +55,12 @@ func (l *Locator) Position(field string) (line, col int) {
 		return 0, 0
 	}
 	n := l.resolve(l.root)
-	at := posOf(n)
+	at := l.text.posOf(n)
 	for _, seg := range fieldSegments(field) {
-		var next, key ast.Node
+		var next, key *yaml.Node
 		if i, err := strconv.Atoi(seg); err == nil {
-			if seq, ok := n.(*ast.SequenceNode); ok && i >= 0 && i < len(seq.Values) {
-				next = seq.Values[i]
+			if n != nil && n.Kind == yaml.SequenceNode && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
 			}
 		} else {
 			key, next = l.lookup(n, seg, 0)
@@ -91,9 +71,9 @@ func (l *Locator) Position(field string) (line, col int) {
 		n = l.resolve(next)
 		switch {
 		case n != nil:
-			at = posOf(n)
+			at = l.text.posOf(n)
 		case key != nil:
-			at = posOf(key) // a null value: point at its key
+			at = rawPos(key) // a null value: point at its key
 		}
 		if n == nil {
 			break
@@ -122,40 +102,28 @@ func fieldSegments(field string) []string {
 
 // lookup returns the key and value of name in the mapping n, following
 // merge keys (explicit keys win); nil, nil when it has none.
-func (l *Locator) lookup(n ast.Node, name string, depth int) (ast.Node, ast.Node) {
-	var values []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		values = v.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{v}
-	default:
+func (l *Locator) lookup(n *yaml.Node, name string, depth int) (*yaml.Node, *yaml.Node) {
+	if n == nil || n.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	var merges []ast.Node
-	for _, mv := range values {
-		if mv.Key == nil {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			merges = append(merges, v)
 			continue
 		}
-		if mv.Key.IsMergeKey() {
-			merges = append(merges, mv.Value)
-			continue
-		}
-		var kn ast.Node = mv.Key
-		if mk, ok := kn.(*ast.MappingKeyNode); ok {
-			kn = mk.Value
-		}
-		if k := l.resolve(kn); k != nil && k.GetToken() != nil && k.GetToken().Value == name {
-			return mv.Key, mv.Value
+		if r := l.resolve(k); r != nil && r.Kind == yaml.ScalarNode && r.Value == name {
+			return k, v
 		}
 	}
 	if depth >= maxLocateDepth {
 		return nil, nil
 	}
 	for _, m := range merges {
-		targets := []ast.Node{l.resolve(m)}
-		if seq, ok := targets[0].(*ast.SequenceNode); ok {
-			targets = seq.Values
+		targets := []*yaml.Node{l.resolve(m)}
+		if t := targets[0]; t != nil && t.Kind == yaml.SequenceNode {
+			targets = t.Content
 		}
 		for _, t := range targets {
 			if k, v := l.lookup(l.resolve(t), name, depth+1); k != nil {
@@ -166,35 +134,17 @@ func (l *Locator) lookup(n ast.Node, name string, depth int) (ast.Node, ast.Node
 	return nil, nil
 }
 
-// resolve follows anchors, tags and aliases to the node holding a value;
-// nil for a null value or an unknown alias.
-func (l *Locator) resolve(n ast.Node) ast.Node {
-	for range maxLocateDepth {
-		switch v := n.(type) {
-		case nil, *ast.NullNode:
+// resolve follows an alias to the node holding a value; nil for a null
+// value or an alias inside the node it refers to.
+func (l *Locator) resolve(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.AliasNode {
+		if n.Alias == nil || inside(n, n.Alias) {
 			return nil
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			if v.Value == nil {
-				return nil
-			}
-			name, off := v.Value.GetToken().Value, offsetOf(v)
-			var found ast.Node
-			for _, a := range l.anchors {
-				if a.name == name && a.offset < off {
-					found = a.value
-				}
-			}
-			if found == nil {
-				return nil
-			}
-			n = found
-		default:
-			return n
 		}
+		n = n.Alias
 	}
-	return nil
+	if kindOf(n) == kindNull {
+		return nil
+	}
+	return n
 }

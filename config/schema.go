@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goccy/go-yaml/ast"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -38,6 +38,8 @@ import (
 type schemaField struct {
 	name     string // the YAML key
 	index    int    // the struct field's index
+	offset   uintptr
+	typ      reflect.Type
 	required bool
 	min, max int64 // an integer field's range
 }
@@ -92,7 +94,7 @@ func buildSchema(t reflect.Type) (*schema, error) {
 				return nil, fmt.Errorf("config: %s.%s: yaml key %q is also %s.%s's", t, sf.Name, name, t, t.Field(f.index).Name)
 			}
 		}
-		f := schemaField{name: name, index: i, max: math.MaxInt32}
+		f := schemaField{name: name, index: i, offset: sf.Offset, typ: sf.Type, max: math.MaxInt32}
 		for opt := range strings.SplitSeq(opts, ",") {
 			key, val, _ := strings.Cut(opt, "=")
 			var err error
@@ -146,7 +148,7 @@ var (
 // schema order: with their hook when they have one, else by their type
 // (see read). It returns the object read, or nil when n is not a mapping
 // (reported); a null n reads as an empty mapping.
-func (d *decoder) fields(n ast.Node, field string, p pos, v any, hooks ...hook) *object {
+func (d *decoder) fields(n *yaml.Node, field string, p pos, v any, hooks ...hook) *object {
 	rv := reflect.ValueOf(v).Elem()
 	s := schemaOf(rv.Type())
 	readers := make([]func(child), len(s.fields))
@@ -158,7 +160,7 @@ func (d *decoder) fields(n ast.Node, field string, p pos, v any, hooks ...hook) 
 		readers[i] = h.read
 	}
 	for i, f := range s.fields {
-		if readers[i] == nil && !readable(rv.Field(f.index).Type()) {
+		if readers[i] == nil && !readable(f.typ) {
 			panic(fmt.Sprintf("config: %s.%s (%s) needs a hook: its type is not read by type", rv.Type(), rv.Type().Field(f.index).Name, f.name))
 		}
 	}
@@ -186,9 +188,9 @@ func (d *decoder) fields(n ast.Node, field string, p pos, v any, hooks ...hook) 
 // fieldAt returns the schema index of the field of struct rv that ptr
 // points to, or -1.
 func fieldAt(rv reflect.Value, s *schema, ptr reflect.Value) int {
+	off, t := ptr.Pointer()-rv.Addr().Pointer(), ptr.Type().Elem()
 	for i, f := range s.fields {
-		fv := rv.Field(f.index)
-		if fv.Addr().Pointer() == ptr.Pointer() && fv.Type() == ptr.Type().Elem() {
+		if f.offset == off && f.typ == t {
 			return i
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml/ast"
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -574,19 +574,19 @@ const maxValueNodes = 100000
 // file: mappings, lists, strings, booleans, null and numbers (float64, as
 // JSON has them). Aliases and merge keys are resolved; budget bounds the
 // nodes visited, so nested aliases cannot blow up.
-func (d *decoder) anyValue(n ast.Node, field string, budget *int) (any, bool) {
+func (d *decoder) anyValue(n *yaml.Node, field string, budget *int) (any, bool) {
 	if *budget--; *budget < 0 {
 		if *budget == -1 {
-			d.errorf(posOf(n), field, "values expand to more than %d nodes", maxValueNodes)
+			d.errorf(rawPos(n), field, "values expand to more than %d nodes", maxValueNodes)
 		}
 		return nil, false
 	}
 	n = d.resolve(n, field)
-	switch v := n.(type) {
-	case nil:
+	switch kindOf(n) {
+	case kindNull:
 		return nil, true
-	case *ast.MappingNode, *ast.MappingValueNode:
-		es, ok := d.entries(v, field, 0)
+	case kindMap:
+		es, ok := d.entries(n, field, 0)
 		if !ok {
 			return nil, false
 		}
@@ -598,33 +598,31 @@ func (d *decoder) anyValue(n ast.Node, field string, budget *int) (any, bool) {
 			out[e.key] = x
 		}
 		return out, good
-	case *ast.SequenceNode:
-		out := make([]any, 0, len(v.Values))
+	case kindSeq:
+		out := make([]any, 0, len(n.Content))
 		good := true
-		for i, e := range v.Values {
+		for i, e := range n.Content {
 			x, ok := d.anyValue(e, fmt.Sprintf("%s[%d]", field, i), budget)
 			good = good && ok
 			out = append(out, x)
 		}
 		return out, good
-	case *ast.BoolNode:
-		return v.Value, true
-	case *ast.IntegerNode:
-		switch x := v.Value.(type) {
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
+	case kindBool:
+		return n.Value[0] == 't' || n.Value[0] == 'T', true
+	case kindInt:
+		i, big, _ := intValue(n.Value)
+		if big > 0 {
+			return float64(big), true
 		}
-	case *ast.FloatNode:
-		if !math.IsInf(v.Value, 0) && !math.IsNaN(v.Value) {
-			return v.Value, true
+		return float64(i), true
+	case kindFloat:
+		if f := floatValue(n.Value); !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f, true
 		}
-	case *ast.StringNode, *ast.LiteralNode:
-		s, _ := scalar(v)
-		return s, true
+	case kindStr, kindBlock:
+		return n.Value, true
 	}
-	d.errorf(posOf(n), field, "unsupported value %s (want what JSON can hold)", describe(n))
+	d.errorf(d.posOf(n), field, "unsupported value %s (want what JSON can hold)", describe(n))
 	return nil, false
 }
 

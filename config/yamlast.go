@@ -8,22 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
+	goccy "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/token"
+	yaml "go.yaml.in/yaml/v3"
 )
 
-// This file holds a small typed reader over the goccy/go-yaml AST. Reading the
-// AST ourselves (instead of letting a YAML library decode into structs) is
-// what lets Load report every problem at once, each with the line and column
-// of the node it is about: unknown fields, wrong types and bad values alike.
-// schema.go reads mappings into the config's structs with it.
+// This file holds a small typed reader over the node tree of
+// go.yaml.in/yaml/v3. Reading the tree ourselves (instead of letting a YAML
+// library decode into structs) is what lets Load report every problem at
+// once, each with the line and column of the node it is about: unknown
+// fields, wrong types and bad values alike. schema.go reads mappings into
+// the config's structs with it; yamlbounds.go parses the file.
 
 // pos is a 1-based line and column in the config file.
 type pos struct{ line, col int }
 
-// maxAliasDepth bounds alias and merge-key resolution.
+// maxAliasDepth bounds how deep merge keys may nest (<<: *a, where a has
+// a merge key of its own, and so on).
 const maxAliasDepth = 32
 
 // maxMergedEntries bounds how many entries merge keys may expand to in one
@@ -31,23 +34,17 @@ const maxAliasDepth = 32
 // blow up.
 const maxMergedEntries = 10000
 
-// anchor is an `&name` definition, kept so aliases can be resolved.
-type anchor struct {
-	name   string
-	offset int // where the anchor starts
-	end    int // where its value's last token starts
-	value  ast.Node
-	parent int // the index of the innermost anchor around it, or -1
-}
-
 // walker reads one YAML document and collects errors.
 type walker struct {
 	file string
 	errs ErrorList
 	seen map[Error]bool // errs, for deduplication
-	// anchors are the anchors of the document by name, each name's in
-	// file order.
-	anchors map[string][]anchor
+	// text is the file parsed, for positions inside nodes.
+	text source
+	// unknown are the aliases that refer to no anchor before them, by
+	// position: the YAML parser refuses them, so parseYAML parses them
+	// as nulls (~) and resolve reports them where they are read.
+	unknown map[pos]string
 	// merged counts the entries merge keys expanded to (maxMergedEntries).
 	merged int
 }
@@ -66,81 +63,16 @@ func (w *walker) errorf(p pos, field, format string, args ...any) {
 	w.errs = append(w.errs, &e)
 }
 
-// syntaxError converts a parser error into an Error with its position.
+// syntaxError converts an error of the goccy/go-yaml parser into an Error
+// with its position.
 func (w *walker) syntaxError(err error) {
-	var ye yaml.Error
+	var ye goccy.Error
 	if errors.As(err, &ye) {
 		p := tokenPos(ye.GetToken())
 		w.errorf(p, "", "yaml: %s", ye.GetMessage())
 		return
 	}
 	w.errorf(pos{}, "", "yaml: %v", err)
-}
-
-// collectAnchors records every anchor of root, in one walk of the tree.
-func (w *walker) collectAnchors(root ast.Node) {
-	v := &anchorVisitor{}
-	ast.Walk(v.at(-1), root)
-	// A nested anchor's value ends inside its parent's: it comes after
-	// its parent in walk order, so one pass from the end carries every
-	// end outwards.
-	all := v.anchors
-	for i := len(all) - 1; i >= 0; i-- {
-		if p := all[i].parent; p >= 0 {
-			all[p].end = max(all[p].end, all[i].end)
-		}
-	}
-	w.anchors = map[string][]anchor{}
-	for _, a := range all {
-		w.anchors[a.name] = append(w.anchors[a.name], a)
-	}
-	for _, as := range w.anchors {
-		slices.SortStableFunc(as, func(a, b anchor) int { return a.offset - b.offset })
-	}
-}
-
-// anchorVisitor collects the anchors of a tree and where their values
-// end.
-type anchorVisitor struct {
-	anchors []anchor
-}
-
-// at returns the visitor of the nodes inside the value of anchor i (-1:
-// inside no anchor).
-func (v *anchorVisitor) at(i int) visitFunc {
-	return func(n ast.Node) ast.Visitor {
-		if i >= 0 {
-			v.anchors[i].end = max(v.anchors[i].end, offsetOf(n))
-		}
-		a, ok := n.(*ast.AnchorNode)
-		if !ok || a.Name == nil {
-			return nil // the same visitor
-		}
-		v.anchors = append(v.anchors, anchor{name: a.Name.GetToken().Value, offset: offsetOf(a), value: a.Value, parent: i})
-		return v.at(len(v.anchors) - 1)
-	}
-}
-
-// visitFunc is an ast.Visitor that visits the children of a node with
-// the visitor it returns, or with itself when it returns nil.
-type visitFunc func(ast.Node) ast.Visitor
-
-// Visit calls f on a non-nil n.
-func (f visitFunc) Visit(n ast.Node) ast.Visitor {
-	if n == nil {
-		return nil
-	}
-	if next := f(n); next != nil {
-		return next
-	}
-	return f
-}
-
-func offsetOf(n ast.Node) int {
-	if tk := n.GetToken(); tk != nil && tk.Position != nil {
-		return tk.Position.Offset
-	}
-	return 0
 }
 
 func tokenPos(tk *token.Token) pos {
@@ -150,118 +82,334 @@ func tokenPos(tk *token.Token) pos {
 	return pos{line: tk.Position.Line, col: tk.Position.Column}
 }
 
-// posOf returns where a node starts as a user would point at it: a block
-// mapping starts at its first key (the parser's own token is the first ':').
-func posOf(n ast.Node) pos {
-	switch v := n.(type) {
-	case nil:
+// rawPos returns where the parser says a node starts: at its anchor or tag
+// when it has one, at the first key of a block mapping, at the first '-'
+// of a block list.
+func rawPos(n *yaml.Node) pos {
+	if n == nil {
 		return pos{}
-	case *ast.DocumentNode:
-		if v.Body == nil {
+	}
+	return pos{n.Line, n.Column}
+}
+
+// source is the text of a YAML file, to find where a node's value starts
+// after its anchor and tag.
+type source struct {
+	data []byte
+	// lines are where each line starts, and ascii whether it is ASCII
+	// alone (a column is then a byte offset); made when first needed.
+	lines []int
+	ascii []bool
+	// last is the last position offset found on a line that is not
+	// ASCII, from which the next one on the line is found.
+	last    pos
+	lastOff int
+}
+
+// posOf returns where the value of a node starts as a user would point at
+// it: after its anchor and tag, at the first key of a block mapping.
+func (s *source) posOf(n *yaml.Node) pos {
+	switch {
+	case n == nil:
+		return pos{}
+	case n.Kind == yaml.DocumentNode:
+		if len(n.Content) == 0 {
 			return pos{1, 1}
 		}
-		return posOf(v.Body)
-	case *ast.MappingNode:
-		if v.IsFlowStyle || len(v.Values) == 0 {
-			return tokenPos(v.Start)
-		}
-		return posOf(v.Values[0])
-	case *ast.MappingValueNode:
-		return posOf(v.Key)
-	case *ast.MappingKeyNode:
-		return tokenPos(v.Start)
-	case *ast.LiteralNode:
-		return tokenPos(v.Start)
+		return s.posOf(n.Content[0])
+	case n.Anchor == "" && n.Style&yaml.TaggedStyle == 0:
+		return rawPos(n)
 	}
-	return tokenPos(n.GetToken())
+	return s.skipProperties(rawPos(n), n.Anchor != "", n.Style&yaml.TaggedStyle != 0)
 }
 
-// resolve follows anchors, aliases and tags to the node holding the value.
-// It returns nil for a null value or an unknown alias (reported).
-func (w *walker) resolve(n ast.Node, field string) ast.Node {
-	for range maxAliasDepth {
-		switch v := n.(type) {
-		case nil, *ast.NullNode:
-			return nil
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			name := ""
-			if v.Value != nil {
-				name = v.Value.GetToken().Value
-			}
-			a, ok := w.anchorBefore(name, offsetOf(v))
+// offset returns the byte offset of p (whose column counts characters),
+// or -1 when p is not in the text.
+func (s *source) offset(p pos) int {
+	if s.lines == nil {
+		s.lines, s.ascii = append(s.lines, 0), append(s.ascii, true)
+		for i, c := range s.data {
 			switch {
-			case !ok:
-				w.errorf(posOf(v), field, "unknown alias *%s", name)
-				return nil
-			case offsetOf(v) <= a.end:
-				w.errorf(posOf(v), field, "alias *%s is inside the node it refers to", name)
-				return nil
+			case c == '\n':
+				s.lines, s.ascii = append(s.lines, i+1), append(s.ascii, true)
+			case c >= utf8.RuneSelf:
+				s.ascii[len(s.ascii)-1] = false
 			}
-			n = a.value
-		default:
-			return n
 		}
 	}
-	w.errorf(posOf(n), field, "aliases nested too deeply")
-	return nil
-}
-
-// anchorBefore returns the last anchor called name defined before offset,
-// as YAML specifies.
-func (w *walker) anchorBefore(name string, offset int) (anchor, bool) {
-	as := w.anchors[name]
-	i, _ := slices.BinarySearchFunc(as, offset, func(a anchor, offset int) int {
-		if a.offset < offset {
+	if p.line < 1 || p.line > len(s.lines) || p.col < 1 {
+		return -1
+	}
+	i, col := s.lines[p.line-1], 1
+	if s.ascii[p.line-1] {
+		i += p.col - 1
+		if i > len(s.data) {
 			return -1
 		}
-		return 1
-	})
-	if i == 0 {
-		return anchor{}, false
+		return i
 	}
-	return as[i-1], true
+	if s.last.line == p.line && s.last.col <= p.col {
+		// Positions are mostly asked for in file order: go on from the
+		// last one rather than from the start of a long line.
+		i, col = s.lastOff, s.last.col
+	}
+	for ; col < p.col; col++ {
+		if i >= len(s.data) {
+			return -1
+		}
+		_, size := utf8.DecodeRune(s.data[i:])
+		i += size
+	}
+	s.last, s.lastOff = p, i
+	return i
+}
+
+// skipProperties returns where the value of a node at p starts: after its
+// anchor (&name) when it has one and its tag (!tag) when it has one, and
+// the white space and comments around them.
+func (s *source) skipProperties(p pos, anchor, tag bool) pos {
+	i := s.offset(p)
+	if i < 0 {
+		return p
+	}
+	at := p
+	for i < len(s.data) {
+		switch c := s.data[i]; {
+		case c == '\n':
+			at.line, at.col = at.line+1, 1
+			i++
+		case c == ' ' || c == '\t' || c == '\r':
+			at.col++
+			i++
+		case c == '#':
+			for i < len(s.data) && s.data[i] != '\n' {
+				i++
+			}
+		case c == '&' && anchor, c == '!' && tag:
+			anchor, tag = anchor && c != '&', tag && c != '!'
+			for i < len(s.data) && !strings.ContainsRune(" \t\r\n,[]{}", rune(s.data[i])) {
+				_, size := utf8.DecodeRune(s.data[i:])
+				at.col++
+				i += size
+			}
+		default:
+			return at
+		}
+	}
+	return at
+}
+
+// posOf returns where the value of n starts (see source.posOf).
+func (w *walker) posOf(n *yaml.Node) pos { return w.text.posOf(n) }
+
+// The types of YAML values that the decoder tells apart.
+type valueKind uint8
+
+const (
+	kindNull   valueKind = iota
+	kindMap              // a mapping
+	kindSeq              // a list
+	kindBool             // true or false
+	kindInt              // an integer
+	kindFloat            // a decimal number, such as 1.5
+	kindInfNaN           // .inf, -.inf or .nan
+	kindStr              // a plain or quoted string
+	kindBlock            // a | or > block string
+	kindAlias            // an alias (unresolved)
+)
+
+// kindOf returns the type of n. Plain scalars are typed as the YAML 1.2
+// core schema says, less a few forms that read as strings: numbers with an
+// exponent but no decimal point (1e3), +.inf, integers with an upper-case
+// base prefix (0X1F) and timestamps. A standard tag (!!str 3) does not
+// change the type: the value is typed as it is written; a scalar with a
+// local tag (!foo 3) is a string. (This is how goccy/go-yaml, which parsed
+// configs before, types them.)
+func kindOf(n *yaml.Node) valueKind {
+	if n == nil {
+		return kindNull
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return kindMap
+	case yaml.SequenceNode:
+		return kindSeq
+	case yaml.AliasNode:
+		return kindAlias
+	case yaml.DocumentNode:
+		return kindMap
+	}
+	switch {
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return kindBlock
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		return kindStr
+	case n.Style&yaml.TaggedStyle != 0:
+		if !strings.HasPrefix(n.Tag, "!!") {
+			return kindStr // a local tag, !foo
+		}
+		return plainKind(n.Value)
+	}
+	switch n.Tag {
+	case "!!null":
+		return kindNull
+	case "!!str":
+		return kindStr
+	case "!!bool":
+		return kindBool
+	case "!!int":
+		if strings.ContainsAny(n.Value, "XBO") {
+			return kindStr
+		}
+		return kindInt
+	case "!!float":
+		return floatKind(n.Value)
+	}
+	return kindStr
+}
+
+// floatKind returns the type of a plain scalar that YAML reads as a float.
+func floatKind(s string) valueKind {
+	switch strings.TrimPrefix(s, "-") {
+	case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
+		return kindInfNaN
+	case "+.inf", "+.Inf", "+.INF":
+		return kindStr
+	}
+	if !strings.Contains(s, ".") {
+		return kindStr
+	}
+	return kindFloat
+}
+
+// plainKind returns the type of the plain scalar s (see kindOf).
+func plainKind(s string) valueKind {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return kindNull
+	case "true", "True", "TRUE", "false", "False", "FALSE":
+		return kindBool
+	}
+	if _, _, ok := intValue(s); ok && !strings.ContainsAny(s, "XBO") {
+		return kindInt
+	}
+	switch k := floatKind(s); k {
+	case kindInfNaN:
+		return k
+	case kindFloat:
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil {
+			return k
+		}
+	}
+	return kindStr
+}
+
+// intValue parses an integer as YAML writes it: decimal, 0x, 0o or 0b,
+// with underscores. big is set (and i zero) for a value above
+// math.MaxInt64.
+func intValue(s string) (i int64, big uint64, ok bool) {
+	p := strings.ReplaceAll(s, "_", "")
+	if i, err := strconv.ParseInt(p, 0, 64); err == nil {
+		return i, 0, true
+	}
+	if u, err := strconv.ParseUint(strings.TrimPrefix(p, "+"), 0, 64); err == nil {
+		return 0, u, true
+	}
+	return 0, 0, false
+}
+
+// floatValue parses a decimal number.
+func floatValue(s string) float64 {
+	f, _ := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	return f
+}
+
+// isMergeKey reports whether the key node k is <<.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Tag == "!!merge" && k.Style == 0
+}
+
+// resolve follows an alias to the node holding the value. It returns nil
+// for a null value or a bad alias (reported).
+func (w *walker) resolve(n *yaml.Node, field string) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if kindOf(n) != kindNull {
+			return n
+		}
+		if len(w.unknown) > 0 {
+			if name, ok := w.unknown[rawPos(n)]; ok && n.Value == "~" {
+				w.errorf(rawPos(n), field, "unknown alias *%s", name)
+			}
+		}
+		return nil
+	case yaml.AliasNode:
+		if n.Alias == nil || inside(n, n.Alias) {
+			w.errorf(rawPos(n), field, "alias *%s is inside the node it refers to", n.Value)
+			return nil
+		}
+		return w.resolve(n.Alias, field) // an alias never names an alias
+	}
+	return n
+}
+
+// isAlias reports whether n is an alias, good or bad.
+func (w *walker) isAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	_, unknown := w.unknown[rawPos(n)]
+	return unknown && n.Kind == yaml.ScalarNode && n.Value == "~"
+}
+
+// inside reports whether the alias a is inside the node n it refers to: a
+// is after n starts (the anchor comes first), so it is inside unless it
+// comes after the last node of n.
+func inside(a, n *yaml.Node) bool {
+	last := n
+	for last.Kind != yaml.AliasNode && len(last.Content) > 0 {
+		last = last.Content[len(last.Content)-1]
+	}
+	return !after(rawPos(a), rawPos(last))
+}
+
+// after reports whether p comes after q in the file.
+func after(p, q pos) bool {
+	return p.line > q.line || p.line == q.line && p.col > q.col
 }
 
 // describe names the YAML type of a resolved node for type errors.
-func describe(n ast.Node) string {
-	switch v := n.(type) {
-	case nil:
+func describe(n *yaml.Node) string {
+	switch kindOf(n) {
+	case kindNull:
 		return "null"
-	case *ast.MappingNode, *ast.MappingValueNode:
+	case kindMap:
 		return "a mapping"
-	case *ast.SequenceNode:
+	case kindSeq:
 		return "a list"
-	case *ast.IntegerNode:
-		return "integer " + v.GetToken().Value
-	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "number " + v.GetToken().Value
-	case *ast.BoolNode:
-		return "boolean " + v.GetToken().Value
-	case *ast.StringNode:
-		return strconv.Quote(v.Value)
-	case *ast.LiteralNode:
+	case kindInt:
+		return "integer " + n.Value
+	case kindFloat, kindInfNaN:
+		return "number " + n.Value
+	case kindBool:
+		return "boolean " + n.Value
+	case kindStr:
+		return strconv.Quote(n.Value)
+	case kindBlock:
 		return "a block string"
 	}
-	return n.Type().String()
+	return "an alias"
 }
 
 // scalar returns the text of a scalar node. Numbers and booleans give their
 // source text, so `version: 1.10` reads as "1.10".
-func scalar(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value == nil {
-			return "", true
-		}
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		return v.GetToken().Value, true
+func scalar(n *yaml.Node) (string, bool) {
+	switch kindOf(n) {
+	case kindStr, kindBlock, kindInt, kindFloat, kindInfNaN, kindBool:
+		return n.Value, true
 	}
 	return "", false
 }
@@ -270,77 +418,97 @@ func scalar(n ast.Node) (string, bool) {
 type entry struct {
 	key    string
 	keyPos pos
-	value  ast.Node
+	value  *yaml.Node
 }
 
 // entries returns the keys of a mapping node in file order, expanding merge
 // keys (`<<: *defaults`); explicit keys win over merged ones. A duplicate
 // key is reported and the first one kept. ok is false when n is not a
 // mapping (reported).
-func (w *walker) entries(n ast.Node, field string, depth int) ([]entry, bool) {
-	var values []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		values = v.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{v}
-	default:
-		w.errorf(posOf(n), field, "want a mapping, got %s", describe(n))
+func (w *walker) entries(n *yaml.Node, field string, depth int) ([]entry, bool) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		w.errorf(w.posOf(n), field, "want a mapping, got %s", describe(n))
 		return nil, false
 	}
 	var merged []entry
-	explicit := make([]entry, 0, len(values))
-	index := make(map[string]int, len(values)) // key -> position in explicit
-	for _, mv := range values {
-		if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
+	explicit := make([]entry, 0, len(n.Content)/2)
+	// index maps keys to their position in explicit, for mappings too
+	// large to search.
+	var index map[string]int
+	if len(n.Content) > 2*smallMapping {
+		index = make(map[string]int, len(n.Content)/2)
+	}
+	find := func(key string) (int, bool) {
+		if index != nil {
+			i, ok := index[key]
+			return i, ok
+		}
+		for i := range explicit {
+			if explicit[i].key == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	add := func(e entry) {
+		if index != nil {
+			index[e.key] = len(explicit)
+		}
+		explicit = append(explicit, e)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
 			if depth >= maxAliasDepth {
-				w.errorf(posOf(mv), field, "merge keys nested too deeply")
+				w.errorf(rawPos(k), field, "merge keys nested too deeply")
 				continue
 			}
-			merged = append(merged, w.mergeEntries(mv.Value, posOf(mv), field, depth+1)...)
+			merged = append(merged, w.mergeEntries(v, rawPos(k), field, depth+1)...)
 			continue
 		}
-		kn := ast.Node(mv.Key)
-		if mk, ok := kn.(*ast.MappingKeyNode); ok {
-			kn = mk.Value
-		}
-		key, ok := scalar(w.resolve(kn, field))
+		key, ok := scalar(w.resolve(k, field))
 		if !ok {
-			w.errorf(posOf(mv), field, "mapping keys must be strings")
+			w.errorf(rawPos(k), field, "mapping keys must be strings")
 			continue
 		}
-		e := entry{key: key, keyPos: posOf(mv.Key), value: mv.Value}
-		if i, dup := index[key]; dup {
+		e := entry{key: key, keyPos: rawPos(k), value: v}
+		if i, dup := find(key); dup {
 			w.errorf(e.keyPos, joinField(field, key), "duplicate key (first at line %d)", explicit[i].keyPos.line)
 			continue
 		}
-		index[key] = len(explicit)
-		explicit = append(explicit, e)
+		add(e)
+	}
+	if len(merged) > 0 && index == nil {
+		index = make(map[string]int, len(explicit)+len(merged))
+		for i, e := range explicit {
+			index[e.key] = i
+		}
 	}
 	for _, m := range merged {
 		if _, ok := index[m.key]; !ok {
-			index[m.key] = len(explicit)
-			explicit = append(explicit, m)
+			add(m)
 		}
 	}
 	return explicit, true
 }
 
+// smallMapping is the most keys a mapping may have for entries to look
+// for duplicates without a map.
+const smallMapping = 16
+
 // mergeEntries expands the value of a merge key at p: a mapping or a list
 // of mappings, where earlier mappings win.
-func (w *walker) mergeEntries(n ast.Node, p pos, field string, depth int) []entry {
-	var values []ast.Node
-	if seq, ok := w.resolve(n, field).(*ast.SequenceNode); ok {
-		values = seq.Values
-	} else {
-		values = []ast.Node{n}
+func (w *walker) mergeEntries(n *yaml.Node, p pos, field string, depth int) []entry {
+	values := []*yaml.Node{n}
+	if seq := w.resolve(n, field); seq != nil && seq.Kind == yaml.SequenceNode {
+		values = seq.Content
 	}
 	var out []entry
 	have := map[string]bool{}
 	for _, v := range values {
 		r := w.resolve(v, field)
 		if r == nil {
-			if _, alias := v.(*ast.AliasNode); !alias { // a bad alias is reported
+			if !w.isAlias(v) { // a bad alias is reported
 				w.errorf(p, field, "merge key (<<) needs a mapping or a list of mappings")
 			}
 			continue
@@ -368,23 +536,24 @@ type object struct {
 	w      *walker
 	field  string
 	pos    pos
-	fields map[string]entry
+	fields []entry // the known keys present, in file order
 }
 
 // object reads n as a mapping whose keys must be among known; unknown keys
 // are reported with a did-you-mean hint. It returns nil when n is not a
 // mapping (reported). A null n gives an empty object.
-func (w *walker) object(n ast.Node, field string, p pos, known ...string) *object {
-	o := &object{w: w, field: field, pos: p, fields: map[string]entry{}}
+func (w *walker) object(n *yaml.Node, field string, p pos, known ...string) *object {
+	o := &object{w: w, field: field, pos: p}
 	n = w.resolve(n, field)
 	if n == nil {
 		return o
 	}
-	o.pos = posOf(n)
+	o.pos = w.posOf(n)
 	es, ok := w.entries(n, field, 0)
 	if !ok {
 		return nil
 	}
+	o.fields = es[:0] // es is this object's own
 	for _, e := range es {
 		if !slices.Contains(known, e.key) {
 			msg := "unknown field"
@@ -394,7 +563,7 @@ func (w *walker) object(n ast.Node, field string, p pos, known ...string) *objec
 			w.errorf(e.keyPos, joinField(field, e.key), "%s", msg)
 			continue
 		}
-		o.fields[e.key] = e
+		o.fields = append(o.fields, e)
 	}
 	return o
 }
@@ -402,7 +571,7 @@ func (w *walker) object(n ast.Node, field string, p pos, known ...string) *objec
 // child is a field's resolved value with its path and position. node is nil
 // when the field is absent or null.
 type child struct {
-	node  ast.Node
+	node  *yaml.Node
 	field string
 	pos   pos
 	set   bool // the key is present (even if null)
@@ -411,12 +580,13 @@ type child struct {
 // get returns the named field.
 func (o *object) get(name string) child {
 	f := joinField(o.field, name)
-	e, ok := o.fields[name]
-	if !ok {
+	i := slices.IndexFunc(o.fields, func(e entry) bool { return e.key == name })
+	if i < 0 {
 		return child{field: f, pos: o.pos}
 	}
+	e := o.fields[i]
 	n := o.w.resolve(e.value, f)
-	p := posOf(n)
+	p := o.w.posOf(n)
 	if n == nil {
 		p = e.keyPos
 	}
@@ -453,12 +623,11 @@ func (w *walker) boolean(c child) (bool, bool) {
 	if c.node == nil {
 		return false, false
 	}
-	v, ok := c.node.(*ast.BoolNode)
-	if !ok {
+	if kindOf(c.node) != kindBool {
 		w.errorf(c.pos, c.field, "want true or false, got %s", describe(c.node))
 		return false, false
 	}
-	return v.Value, true
+	return c.node.Value[0] == 't' || c.node.Value[0] == 'T', true
 }
 
 // int reads an integer field and checks it against [lo, hi].
@@ -466,21 +635,14 @@ func (w *walker) int(c child, lo, hi int64) (int64, bool) {
 	if c.node == nil {
 		return 0, false
 	}
-	v, ok := c.node.(*ast.IntegerNode)
-	if !ok {
+	if kindOf(c.node) != kindInt {
 		w.errorf(c.pos, c.field, "want an integer, got %s", describe(c.node))
 		return 0, false
 	}
-	var i int64
-	switch x := v.Value.(type) {
-	case int64:
-		i = x
-	case uint64:
-		if x > math.MaxInt64 {
-			w.errorf(c.pos, c.field, "%d is out of range", x)
-			return 0, false
-		}
-		i = int64(x)
+	i, big, _ := intValue(c.node.Value)
+	if big > 0 {
+		w.errorf(c.pos, c.field, "%d is out of range", big)
+		return 0, false
 	}
 	unbounded := hi == math.MaxInt32 || hi == math.MaxInt64
 	switch {
@@ -502,22 +664,21 @@ func (w *walker) positive(c child) (float64, bool) {
 		return 0, false
 	}
 	var f float64
-	switch v := c.node.(type) {
-	case *ast.IntegerNode:
-		switch x := v.Value.(type) {
-		case int64:
-			f = float64(x)
-		case uint64:
-			f = float64(x)
+	switch kindOf(c.node) {
+	case kindInt:
+		i, big, _ := intValue(c.node.Value)
+		f = float64(i)
+		if big > 0 {
+			f = float64(big)
 		}
-	case *ast.FloatNode:
-		f = v.Value
+	case kindFloat:
+		f = floatValue(c.node.Value)
 	default:
 		w.errorf(c.pos, c.field, "want a number, got %s", describe(c.node))
 		return 0, false
 	}
 	if !(f > 0) || math.IsInf(f, 0) || f > math.MaxFloat32 {
-		w.errorf(c.pos, c.field, "%s must be a positive number", c.node.GetToken().Value)
+		w.errorf(c.pos, c.field, "%s must be a positive number", c.node.Value)
 		return 0, false
 	}
 	return f, true
@@ -547,7 +708,7 @@ func (w *walker) duration(c child) (time.Duration, bool) {
 
 // item is one element of a list with its path and position.
 type item struct {
-	node  ast.Node
+	node  *yaml.Node
 	field string
 	pos   pos
 }
@@ -557,18 +718,18 @@ func (w *walker) list(c child) ([]item, bool) {
 	if c.node == nil {
 		return nil, false
 	}
-	seq, ok := c.node.(*ast.SequenceNode)
-	if !ok {
+	seq := c.node
+	if seq.Kind != yaml.SequenceNode {
 		w.errorf(c.pos, c.field, "want a list, got %s", describe(c.node))
 		return nil, false
 	}
-	items := make([]item, 0, len(seq.Values))
-	for i, v := range seq.Values {
-		f := fmt.Sprintf("%s[%d]", c.field, i)
+	items := make([]item, 0, len(seq.Content))
+	for i, v := range seq.Content {
+		f := c.field + "[" + strconv.Itoa(i) + "]"
 		r := w.resolve(v, f)
-		p := posOf(r)
+		p := w.posOf(r)
 		if r == nil {
-			p = posOf(v)
+			p = rawPos(v)
 		}
 		items = append(items, item{node: r, field: f, pos: p})
 	}
@@ -622,7 +783,7 @@ func (w *walker) strMap(c child) ([]kv, bool) {
 		s := ""
 		vp := e.keyPos
 		if v != nil {
-			vp = posOf(v)
+			vp = w.posOf(v)
 			var ok bool
 			if s, ok = scalar(v); !ok {
 				w.errorf(vp, f, "want a string, got %s", describe(v))

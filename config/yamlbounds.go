@@ -1,18 +1,29 @@
 package config
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	yaml "go.yaml.in/yaml/v3"
 )
 
-// The YAML parser takes time quadratic in two shapes of input: a block
-// mapping with many keys (it recurses once per key and copies the keys
-// parsed so far at each level) and deep nesting (each level copies the
-// path of its parent). bounds checks the tokens for both, in linear time,
-// before the parser runs, so that the time to parse a file of any shape
-// grows linearly with its size.
+// A config is parsed into a node tree by go.yaml.in/yaml/v3, in time that
+// grows linearly with its size. Its tree is then checked against two
+// limits that bound hostile input and the work of the decoder: how many
+// keys a block mapping has and how deep mappings and lists nest. A file
+// that go.yaml.in/yaml/v3 refuses is parsed again by goccy/go-yaml, whose
+// syntax errors are the ones reported; as that parser takes time
+// quadratic in two shapes of input (a block mapping with many keys, deep
+// nesting), bounds checks its tokens for the same two limits first.
 
 // maxMappingKeys is the most keys one block mapping may have (a flow
 // mapping, {a: 1, b: 2}, is not limited). The schema's own mappings have
@@ -24,16 +35,205 @@ const maxMappingKeys = 1000
 // together. The schema nests six levels deep at most.
 const maxNesting = 64
 
-// parseYAML parses data with the YAML parser once bounds found no problem.
-// The problems bounds finds are recorded in w.errs and give a nil file and
-// a nil error; err is a syntax error.
-func (w *walker) parseYAML(data []byte, mode parser.Mode, opts ...parser.Option) (f *ast.File, err error) {
+// parseYAML parses data into its documents. Problems are recorded in
+// w.errs and give ok false: a syntax error or a file beyond the limits.
+func (w *walker) parseYAML(data []byte) (docs []*yaml.Node, ok bool) {
+	w.text = source{data: data}
+	docs, unknown, err := parseTree(data)
+	if err != nil {
+		w.reportSyntax(data, err)
+		return nil, false
+	}
+	w.unknown = unknown
+	return docs, w.treeBounds(docs)
+}
+
+// parseTree parses every document of data, past what go.yaml.in/yaml/v3
+// refuses of what goccy/go-yaml (which parsed configs before) accepts:
+// an alias to no anchor before it is parsed as a null (~), which unknown
+// gives by position with the alias's name, and a %YAML 1.2 directive as
+// %YAML 1.1 (the version go.yaml.in/yaml/v3 knows; it reads both alike).
+func parseTree(data []byte) (docs []*yaml.Node, unknown map[pos]string, err error) {
+	docs, err = parseDocuments(data)
+	if err != nil && strings.Contains(err.Error(), "incompatible YAML document") {
+		if fixed := yaml12.ReplaceAll(data, []byte("${1}1.1")); !bytes.Equal(fixed, data) {
+			data = fixed
+			docs, err = parseDocuments(data)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "unknown anchor") {
+		var fixed []byte
+		if fixed, unknown = nullUnknownAliases(data); len(unknown) > 0 {
+			docs, err = parseDocuments(fixed)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return docs, unknown, nil
+}
+
+// yaml12 is a %YAML 1.2 directive.
+var yaml12 = regexp.MustCompile(`(?m)^(%YAML[ \t]+)1\.2\b`)
+
+// parseDocuments parses every document of data.
+func parseDocuments(data []byte) ([]*yaml.Node, error) {
+	// A Decoder, not Unmarshal, even for one document: Unmarshal stops
+	// after the first, and misses what follows it that is not YAML.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	for {
+		doc := &yaml.Node{}
+		err := dec.Decode(doc)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// reportSyntax reports why data does not parse: err is the error of
+// go.yaml.in/yaml/v3. The error reported is that of goccy/go-yaml, after
+// its token bounds, or err with its line when goccy/go-yaml accepts data.
+func (w *walker) reportSyntax(data []byte, err error) {
+	f, gerr := w.parseGoccy(data, 0, parser.AllowDuplicateMapKey())
+	if gerr != nil {
+		w.syntaxError(gerr)
+	}
+	if f == nil {
+		return
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var p pos
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		p.line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	if parserProblem(msg) {
+		// The parser's lines count from 0 (and line 0 goes unsaid), the
+		// scanner's from 1.
+		p.line++
+	}
+	w.errorf(p, "", "yaml: %s", msg)
+}
+
+// parserProblem reports whether msg is a problem that the parser of
+// go.yaml.in/yaml/v3 finds, not its scanner.
+func parserProblem(msg string) bool {
+	switch msg {
+	case "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"did not find expected '-' indicator", "did not find expected <document start>",
+		"did not find expected <stream-start>", "did not find expected key",
+		"did not find expected node content", "found duplicate %TAG directive",
+		"found duplicate %YAML directive", "found incompatible YAML document",
+		"found undefined tag handle":
+		return true
+	}
+	return false
+}
+
+// parseGoccy parses data with goccy/go-yaml once bounds found no problem
+// in its tokens. The problems bounds finds are recorded in w.errs and give
+// a nil file and a nil error; err is a syntax error.
+func (w *walker) parseGoccy(data []byte, mode parser.Mode, opts ...parser.Option) (f *ast.File, err error) {
 	tokens := lexer.Tokenize(string(data))
 	// An invalid token is a syntax error, which the parser reports.
 	if tokens.InvalidToken() == nil && !w.bounds(tokens) {
 		return nil, nil
 	}
 	return parser.Parse(tokens, mode, opts...)
+}
+
+// yamlLine is the position that starts a message of go.yaml.in/yaml/v3.
+var yamlLine = regexp.MustCompile(`^line ([0-9]+): `)
+
+// nullUnknownAliases returns data with every alias that refers to no
+// anchor before it replaced by a null (~) of the same width, and the
+// positions and names of those aliases.
+func nullUnknownAliases(data []byte) ([]byte, map[pos]string) {
+	tokens := lexer.Tokenize(string(data))
+	defined := map[string]bool{}
+	unknown := map[pos]string{}
+	var at []pos
+	for i, tk := range tokens {
+		if i+1 >= len(tokens) || tk.Position == nil {
+			continue
+		}
+		name := tokens[i+1].Value
+		switch tk.Type {
+		case token.AnchorType:
+			defined[name] = true
+		case token.AliasType:
+			if !defined[name] {
+				p := tokenPos(tk)
+				unknown[p] = name
+				at = append(at, p)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return data, nil
+	}
+	out := make([]byte, 0, len(data))
+	line, col, next := 1, 1, 0
+	for i := 0; i < len(data); {
+		if next < len(at) && at[next] == (pos{line, col}) {
+			// "*name" becomes "~" and as many spaces as name has
+			// characters.
+			name := unknown[at[next]]
+			next++
+			if bytes.HasPrefix(data[i:], []byte("*"+name)) {
+				out = append(out, '~')
+				n := utf8.RuneCountInString(name)
+				out = append(out, bytes.Repeat([]byte{' '}, n)...)
+				i += 1 + len(name)
+				col += 1 + n
+				continue
+			}
+		}
+		r, size := utf8.DecodeRune(data[i:])
+		out = append(out, data[i:i+size]...)
+		i += size
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return out, unknown
+}
+
+// treeBounds checks that no block mapping of docs has more than
+// maxMappingKeys keys and that nothing nests deeper than maxNesting,
+// recording each problem in w.errs. It reports whether there was none.
+func (w *walker) treeBounds(docs []*yaml.Node) bool {
+	ok, deep := true, false
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		switch n.Kind {
+		case yaml.MappingNode, yaml.SequenceNode:
+			if depth++; depth > maxNesting && !deep {
+				deep, ok = true, false
+				w.errorf(w.posOf(n), "", "nested more than %d levels deep", maxNesting)
+			}
+			if n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle == 0 && len(n.Content) > 2*maxMappingKeys {
+				ok = false
+				w.errorf(rawPos(n.Content[2*maxMappingKeys]), "", "a mapping has more than %d keys", maxMappingKeys)
+			}
+		case yaml.AliasNode:
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth)
+		}
+	}
+	for _, doc := range docs {
+		walk(doc, 0)
+	}
+	return ok
 }
 
 // bounds checks that no block mapping of tokens has more than

@@ -17,14 +17,11 @@ func keys(indent string, from, n int) string {
 	return b.String()
 }
 
-// TestBounds checks which shapes bounds refuses, and where it says so.
-func TestBounds(t *testing.T) {
+// boundsTests are shapes of input at and beyond the limits, with the error
+// that bounds and treeBounds give ("" for none).
+func boundsTests() []struct{ name, src, want string } {
 	const max = maxMappingKeys
-	tests := []struct {
-		name string
-		src  string
-		want string // the error, "" for none
-	}{
+	return []struct{ name, src, want string }{
 		{name: "keys at the limit", src: keys("", 0, max)},
 		{name: "one key too many", src: keys("", 0, max+1),
 			want: fmt.Sprintf("x.yaml:%d:1: a mapping has more than %d keys", max+1, max)},
@@ -52,7 +49,12 @@ func TestBounds(t *testing.T) {
 			want: fmt.Sprintf("x.yaml:%d:%d: nested more than %d levels deep", maxNesting+1, maxNesting+1, maxNesting)},
 		{name: "block mappings at the limit", src: nestedMappings(maxNesting)},
 	}
-	for _, tt := range tests {
+}
+
+// TestBounds checks which shapes bounds refuses in goccy/go-yaml's tokens,
+// and where it says so.
+func TestBounds(t *testing.T) {
+	for _, tt := range boundsTests() {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &walker{file: "x.yaml"}
 			ok := w.bounds(lexer.Tokenize(tt.src))
@@ -62,6 +64,32 @@ func TestBounds(t *testing.T) {
 			}
 			if got != tt.want || ok != (tt.want == "") {
 				t.Errorf("bounds = %v, %q; want %q", ok, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTreeBounds checks that treeBounds refuses the same shapes in the
+// node tree as bounds does in the tokens, at the same positions but for
+// explicit keys (`? k`), which the tree places at the key, not at the '?'.
+func TestTreeBounds(t *testing.T) {
+	for _, tt := range boundsTests() {
+		if tt.name == "explicit keys" {
+			tt.want = strings.Replace(tt.want, ":1: a mapping", ":3: a mapping", 1)
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := parseDocuments([]byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &walker{file: "x.yaml", text: source{data: []byte(tt.src)}}
+			ok := w.treeBounds(docs)
+			got := ""
+			if len(w.errs) > 0 {
+				got = w.errs.Error()
+			}
+			if got != tt.want || ok != (tt.want == "") {
+				t.Errorf("treeBounds = %v, %q; want %q", ok, got, tt.want)
 			}
 		})
 	}
