@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sourcegraph/conc/iter"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -48,16 +49,43 @@ func (c *Config) WithoutDesired() *Config {
 // its sources does not render: use CompileCluster, which returns the
 // error.
 func Compile(c *Config) []hub.NodeSpec {
+	infos := make([]ClusterInfo, len(c.Clusters))
+	for i, cl := range c.Clusters {
+		infos[i] = cl.Info()
+	}
+	perCluster, err := CompileClusters(c, infos)
+	if err != nil {
+		panic(fmt.Sprintf("config: Compile: %v", err))
+	}
 	var out []hub.NodeSpec
-	for _, cl := range c.Clusters {
-		specs, err := compileCluster(c, cl.Info())
-		if err != nil {
-			panic(fmt.Sprintf("config: Compile: %v", err))
-		}
+	for _, specs := range perCluster {
 		out = append(out, specs...)
 	}
 	sortSpecs(out)
 	return out
+}
+
+// CompileClusters is CompileCluster for each cluster of infos, the clusters
+// compiled in parallel (one per core at most): the desired states in the
+// order of infos, or the first cluster's error in that order.
+func CompileClusters(c *Config, infos []ClusterInfo) ([][]hub.NodeSpec, error) {
+	type result struct {
+		specs []hub.NodeSpec
+		err   error
+	}
+	// A panic in one is re-raised here, once every cluster is done.
+	results := iter.Map(infos, func(info *ClusterInfo) result {
+		specs, err := CompileCluster(c, *info)
+		return result{specs, err}
+	})
+	out := make([][]hub.NodeSpec, len(results))
+	for i, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[i] = r.specs
+	}
+	return out, nil
 }
 
 // CompileCluster returns the desired state of one cluster, which need not be

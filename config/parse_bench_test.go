@@ -111,8 +111,8 @@ func BenchmarkParse(b *testing.B) {
 }
 
 // BenchmarkCheck is what `driftwatch check` does with a file of 10,000
-// applications, printing aside: Load, then per cluster the applications
-// targeting it, its compiled objects and its namespaces.
+// applications, printing aside: Load, the clusters compiled in parallel,
+// then per cluster the applications targeting it and its namespaces.
 func BenchmarkCheck(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.yaml")
 	if err := os.WriteFile(path, benchApps(10000), 0o600); err != nil {
@@ -125,10 +125,18 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			infos := make([]ClusterInfo, len(cfg.Clusters))
+			for i, cl := range cfg.Clusters {
+				infos[i] = cl.Info()
+			}
+			compiled, err := CompileClusters(cfg, infos)
+			if err != nil {
+				b.Fatal(err)
+			}
 			objects := 0
-			for _, cl := range cfg.Clusters {
+			for i, cl := range cfg.Clusters {
 				_ = cfg.AppsFor(cl.Info())
-				objects += len(mustCompileCluster(b, cfg, cl.Info()))
+				objects += len(compiled[i])
 				_ = cfg.Namespaces(cl.ID)
 			}
 			if objects == 0 {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -326,6 +327,21 @@ sources:
 	_, err = CompileCluster(cfg, cfg.ClusterAPI[0].Info("fleet-2", map[string]string{"env": "qa"}))
 	if err == nil || !strings.Contains(err.Error(), `cluster "fleet-2": source "shop": sources/kustomize/overlays/qa: `) {
 		t.Errorf("unknown overlay: %v", err)
+	}
+	// In parallel: each cluster's own result in order, the discovered
+	// ones rendered once, and the first failing cluster's error in the
+	// order given, not the first to fail.
+	prod, qa := info, cfg.ClusterAPI[0].Info("fleet-2", map[string]string{"env": "qa"})
+	all, err := CompileClusters(cfg, []ClusterInfo{cfg.Clusters[0].Info(), prod, prod})
+	if err != nil || len(all) != 3 || !reflect.DeepEqual(all[1], specs) || !reflect.DeepEqual(all[2], specs) {
+		t.Fatalf("CompileClusters = %d results, %v", len(all), err)
+	}
+	if want := mustCompileCluster(t, cfg, cfg.Clusters[0].Info()); !reflect.DeepEqual(all[0], want) {
+		t.Error("CompileClusters differs from CompileCluster on the file's cluster")
+	}
+	uat := cfg.ClusterAPI[0].Info("fleet-3", map[string]string{"env": "uat"})
+	if _, err := CompileClusters(cfg, []ClusterInfo{prod, qa, uat}); err == nil || !strings.Contains(err.Error(), `cluster "fleet-2"`) {
+		t.Errorf("CompileClusters with a failing cluster: %v", err)
 	}
 	if got := cfg.NamespacesFor(cfg.ClusterAPI[0].Info("fleet-2", map[string]string{"env": "qa"})); len(got) != 0 {
 		t.Errorf("NamespacesFor a broken variant = %v", got)

@@ -221,11 +221,16 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	tw.Flush()
 
 	total := 0
-	for _, cl := range cfg.Clusters {
-		specs, err := config.CompileCluster(cfg, cl.Info())
-		if err != nil {
-			return fmt.Errorf("check: %w", err)
-		}
+	infos := make([]config.ClusterInfo, len(cfg.Clusters))
+	for i, cl := range cfg.Clusters {
+		infos[i] = cl.Info()
+	}
+	compiled, err := config.CompileClusters(cfg, infos)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	for i, cl := range cfg.Clusters {
+		specs := compiled[i]
 		total += len(specs)
 		ns := strings.Join(cfg.Namespaces(cl.ID), ", ")
 		switch {
@@ -277,7 +282,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		summary = append(summary, plural(n, "webhook"))
 	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Join(summary, ", "))
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
