@@ -104,11 +104,11 @@ func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 }
 
 func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
-	apps := c.AppsFor(info)
+	apps := c.appIndexes(info)
 	out := make([]hub.NodeSpec, 0, 3*len(apps)) // at most 3 objects an app
 	w := &bodyWriter{}
-	for _, a := range apps {
-		out = compileApp(out, c, a, info, w)
+	for _, i := range apps {
+		out = compileApp(out, c, &c.Applications[i], info, w)
 	}
 	specs, err := c.compileSources(info)
 	if err != nil {
@@ -124,8 +124,8 @@ func sortSpecs(specs []hub.NodeSpec) {
 
 // compileApp appends the objects of one application on one cluster to out,
 // writing their bodies with w.
-func compileApp(out []hub.NodeSpec, c *Config, a Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
-	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a), w: w}
+func compileApp(out []hub.NodeSpec, c *Config, a *Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
+	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(*a, info), ignore: c.IgnoreFor(*a), w: w}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
 	out = append(out, b.deployment())
 	if a.Service != nil {
@@ -139,8 +139,9 @@ func compileApp(out []hub.NodeSpec, c *Config, a Application, info ClusterInfo, 
 
 // appBuilder builds the objects of one application on one cluster.
 type appBuilder struct {
-	cfg     *Config
-	app     Application
+	cfg *Config
+	// app is the application (in cfg, not copied: read only).
+	app     *Application
 	cluster string
 	policy  hub.Policy
 	ignore  *hub.IgnoreSet

@@ -30,7 +30,7 @@ import (
 
 // typedCompileApp is compileApp through typed objects.
 func typedCompileApp(c *Config, a Application, info ClusterInfo) []hub.NodeSpec {
-	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a)}
+	b := appBuilder{cfg: c, app: &a, cluster: info.ID, policy: c.PolicyFor(a, info), ignore: c.IgnoreFor(a)}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
 	specs := []hub.NodeSpec{b.typedDeployment()}
 	if a.Service != nil {
@@ -325,7 +325,7 @@ func TestCompileMatchesTypedObjects(t *testing.T) {
 		cfg := &Config{Hub: hubs[i%len(hubs)]}
 		info := ClusterInfo{ID: []string{"dev", "prod-eu"}[i%2], Policy: []hub.Policy{"", hub.PolicyWarn}[rng.IntN(2)]}
 		want := typedCompileApp(cfg, a, info)
-		got := compileApp(nil, cfg, a, info, &bodyWriter{})
+		got := compileApp(nil, cfg, &a, info, &bodyWriter{})
 		if len(got) != len(want) {
 			t.Fatalf("app %d: %d specs, want %d", i, len(got), len(want))
 		}

@@ -453,13 +453,7 @@ func (c *Config) TargetClusters(app Application) []Cluster {
 func (c *Config) AppsFor(info ClusterInfo) []Application {
 	// The matching indexes first, so the result, large for a large
 	// config, is allocated once.
-	var idx []int
-	m := clusterMatcher{info: info}
-	for i := range c.Applications {
-		if a := &c.Applications[i]; m.matches(a.Clusters, a.Selector) {
-			idx = append(idx, i)
-		}
-	}
+	idx := c.appIndexes(info)
 	if len(idx) == 0 {
 		return nil
 	}
@@ -468,6 +462,19 @@ func (c *Config) AppsFor(info ClusterInfo) []Application {
 		out[j] = c.Applications[i]
 	}
 	return out
+}
+
+// appIndexes returns the indexes in c.Applications of the applications
+// that target the cluster, in file order.
+func (c *Config) appIndexes(info ClusterInfo) []int {
+	var idx []int
+	m := clusterMatcher{info: info}
+	for i := range c.Applications {
+		if a := &c.Applications[i]; m.matches(a.Clusters, a.Selector) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // Namespaces returns the sorted managed namespaces of a cluster: its

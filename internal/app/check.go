@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -193,9 +194,10 @@ func printObjectsJSON(w io.Writer, specs []hub.NodeSpec) error {
 // stateFile is the resolved state file ("" for none, or when there is no
 // default path).
 func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
-	var b strings.Builder
+	// Written as it goes: the plan of a large config is tens of MB.
+	b := bufio.NewWriterSize(w, 64<<10)
 	h := cfg.Hub
-	tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
+	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "hub %s\n", h.ID)
 	fmt.Fprintf(tw, "  managedBy:\t%s\n", h.ManagedBy)
 	fmt.Fprintf(tw, "  policy:\t%s\n", h.Policy)
@@ -243,8 +245,8 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		case cl.Namespaces == nil:
 			ns += " (from the applications)"
 		}
-		fmt.Fprintf(&b, "\ncluster %s\n", cl.ID)
-		tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
+		fmt.Fprintf(b, "\ncluster %s\n", cl.ID)
+		tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
 		printKubeconfig(tw, cl.Kubeconfig, cl.Context, cl.InCluster)
 		fmt.Fprintf(tw, "  namespaces:\t%s\n", ns)
 		fmt.Fprintf(tw, "  labels:\t%s\n", formatLabels(cl.Labels))
@@ -252,20 +254,20 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		fmt.Fprintf(tw, "  qps/burst:\t%s\n", clusters.DescribeRateLimit(cl.QPS, cl.Burst))
 		fmt.Fprintf(tw, "  objects:\t%d\n", len(specs))
 		tw.Flush()
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw = tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		for _, s := range specs {
 			fmt.Fprintf(tw, "    %s\t%s\t%s%s\n", s.ID, s.Application, s.Policy, ignoreNote(s))
 		}
 		tw.Flush()
 	}
 	for _, src := range cfg.Sources {
-		printManifestSource(&b, cfg, src)
+		printManifestSource(b, cfg, src)
 	}
 	for _, src := range cfg.ClusterAPI {
-		printSource(&b, cfg, src)
+		printSource(b, cfg, src)
 	}
-	printWorkspaces(&b, cfg)
-	printNotifications(&b, cfg)
+	printWorkspaces(b, cfg)
+	printNotifications(b, cfg)
 	summary := []string{plural(len(cfg.Clusters), "cluster")}
 	if len(cfg.ClusterAPI) > 0 {
 		summary = append(summary, plural(len(cfg.ClusterAPI), "clusterAPI source"))
@@ -281,16 +283,15 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	if n := len(cfg.Notifications.Webhooks); n > 0 {
 		summary = append(summary, plural(n, "webhook"))
 	}
-	fmt.Fprintf(&b, "\n%s\n", strings.Join(summary, ", "))
-	_, err = io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "\n%s\n", strings.Join(summary, ", "))
+	return b.Flush()
 }
 
 // printNotifications writes the webhooks of the plan: where each goes (the
 // URL's scheme and host only: its path and query often hold the secret,
 // e.g. a chat incoming-webhook URL), which events it takes, and the names of
 // its headers (never their values).
-func printNotifications(b *strings.Builder, cfg *config.Config) {
+func printNotifications(b *bufio.Writer, cfg *config.Config) {
 	for _, w := range cfg.Notifications.Webhooks {
 		fmt.Fprintf(b, "\nwebhook %s\n", w.Name)
 		tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
@@ -340,7 +341,7 @@ func webhookTarget(raw string) string {
 // printManifestSource writes a manifest source of the plan: how it
 // renders and from where, what it targets, and per target cluster of the
 // file the number of its objects and their kinds.
-func printManifestSource(b *strings.Builder, cfg *config.Config, src config.Source) {
+func printManifestSource(b *bufio.Writer, cfg *config.Config, src config.Source) {
 	fmt.Fprintf(b, "\nsource %s\n", src.ID)
 	tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "  %s:\t%s\n", src.Kind(), cfg.RelPath(src.Location()))
@@ -405,7 +406,7 @@ func printManifestSource(b *strings.Builder, cfg *config.Config, src config.Sour
 // printSource writes a Cluster API source of the plan. Its clusters are
 // only known at runtime, so it lists the applications that the source's
 // labels select on their own; a Cluster object's labels may add more.
-func printSource(b *strings.Builder, cfg *config.Config, src config.ClusterAPISource) {
+func printSource(b *bufio.Writer, cfg *config.Config, src config.ClusterAPISource) {
 	ns := strings.Join(src.Namespaces, ", ")
 	if ns == "" {
 		ns = "(all)"

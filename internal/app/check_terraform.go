@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ func warnWorkspaces(w io.Writer, cfg *config.Config) {
 }
 
 // printWorkspaces adds the config's Terraform workspaces to the plan.
-func printWorkspaces(b *strings.Builder, cfg *config.Config) {
+func printWorkspaces(b *bufio.Writer, cfg *config.Config) {
 	for _, ws := range cfg.Terraform {
 		fmt.Fprintf(b, "\nterraform workspace %s\n", ws.ID)
 		tw := tabwriter.NewWriter(b, 0, 4, 1, ' ', 0)
