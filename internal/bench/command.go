@@ -741,6 +741,10 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	if err := ResetPeakRSS(); err != nil {
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
+	var cost costReading
+	if mode == ModeFleet {
+		cost = b.readCost(ctx)
+	}
 	cpu0 := CPUTime()
 	issued := time.Now()
 	Execute(ctx, gen, tr, steps, workers)
@@ -764,6 +768,9 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	timer.Stop()
 	stopProgress()
 	r.CPU = msDuration(CPUTime() - cpu0)
+	if mode == ModeFleet {
+		r.Cost = b.costSince(ctx, cost)
+	}
 	r.PeakRSS, _ = PeakRSS()
 	if before != nil {
 		if after, err := b.scrapeAPIServers(ctx); err != nil {
@@ -1078,6 +1085,10 @@ type runReport struct {
 	// CPU is this process's CPU time from the first drift to the last
 	// repair (the hub, its clients, the raw watch and the drift client).
 	CPU msDuration `json:"cpuMs"`
+	// Cost is what the fleet's drift phase cost the control planes and
+	// this process, and the calls the apiservers served, over the same
+	// span (fleet runs only).
+	Cost *spanCost `json:"cost,omitempty"`
 	// PeakRSS is this process's peak resident set over the same span.
 	PeakRSS uint64 `json:"peakRSSBytes"`
 	// APIServer is each apiserver's own request latency over the burst
@@ -1465,6 +1476,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), s.IdleCPUPercent)
 	}
 	rep.Fleet.writeTable(tw)
+	if r := findRun(rep.Runs, ModeFleet); rep.Fleet != nil && r != nil && r.Cost != nil {
+		fmt.Fprintf(tw, "drift phase's cost (first drift to last repair)\t%s\n", r.Cost)
+	}
 	rep.Mixed.writeTable(tw, rep.Scale)
 	rep.Git.writeTable(tw)
 	if len(rep.Targets) > 0 {
