@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 func TestDataKey(t *testing.T) {
@@ -467,6 +468,12 @@ func testCMRBAC(t *testing.T, env cmEnv) {
 		return kubernetes.NewForConfigOrDie(cfg)
 	}
 	sa := as("driftwatch")
+	// The apiserver's RBAC authorizer reads Roles and RoleBindings from
+	// its informers: a binding just created takes a moment to hold.
+	testwait.For(t, 10*time.Second, "the RoleBinding to hold", func() error {
+		_, err := sa.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 	roundTrip(t, newCMStore(t, sa, ns), newCMStore(t, sa, ns), env.admin)
 
 	for name, tt := range map[string]struct {
