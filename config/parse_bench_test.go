@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/benchconfig"
 )
 
 // Parse time must grow linearly with the size of the file: compare
@@ -31,44 +33,12 @@ clusters:
 applications:
 `
 
-// writeBenchApp appends application i: every other one targets clusters
-// by selector, the others by list; each has labels, environment variables,
-// a ConfigMap entry and resources. With anchors, each even application
-// anchors its resources and the next one refers to them.
-func writeBenchApp(b *strings.Builder, i int, anchors bool) {
-	target := "selector: env in (dev, prod)"
-	if i%2 == 1 {
-		target = "clusters: [dev, staging]"
-	}
-	resources := "\n      requests: {cpu: 100m, memory: 64Mi}"
-	switch {
-	case anchors && i%2 == 0:
-		resources = fmt.Sprintf(" &res-%d%s", i, resources)
-	case anchors:
-		resources = fmt.Sprintf(" *res-%d", i-1)
-	}
-	fmt.Fprintf(b, `  - id: app-%d
-    namespace: ns-%d
-    %s
-    image: registry.example/app-%d:1.2.3
-    replicas: 2
-    port: 8080
-    labels: {team: t%d, tier: web}
-    env:
-      LOG_LEVEL: info
-      SHARD: "%d"
-    config:
-      app.properties: "key=%d"
-    resources:%s
-`, i, i%50, target, i, i%7, i, i, resources)
-}
-
 // benchConfig returns a valid config of at least size bytes.
 func benchConfig(size int, anchors bool) []byte {
 	var b strings.Builder
 	b.WriteString(benchClusters)
 	for i := 0; b.Len() < size; i++ {
-		writeBenchApp(&b, i, anchors)
+		benchconfig.App(&b, i, anchors)
 	}
 	return []byte(b.String())
 }
@@ -78,7 +48,7 @@ func benchApps(n int) []byte {
 	var b strings.Builder
 	b.WriteString(benchClusters)
 	for i := range n {
-		writeBenchApp(&b, i, false)
+		benchconfig.App(&b, i, false)
 	}
 	return []byte(b.String())
 }

@@ -10,15 +10,7 @@ import (
 // clusters of 100 NodeIDs (25,000), as the publisher does up to 10 times a
 // second (bounded to a tenth of the time by publishPause).
 func BenchmarkSnapshotFleet(b *testing.B) {
-	h := New(Options{Workers: 1, Resync: -1})
-	var specs []NodeSpec
-	for c := range 250 {
-		cluster := fmt.Sprintf("f%03d", c)
-		for i := range 100 {
-			specs = append(specs, spec(cluster, fmt.Sprintf("app-%d", i), "v1"))
-		}
-	}
-	h.SetDesired(specs)
+	h, specs := fleetHub()
 	for c := range 250 {
 		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
 	}
@@ -35,15 +27,7 @@ func BenchmarkSnapshotFleet(b *testing.B) {
 // takes that cluster's NodeIDs to reconcile them, which costs its own 100
 // NodeIDs, not the fleet's 25,000. The queue is drained between calls.
 func BenchmarkClusterChangedFleet(b *testing.B) {
-	h := New(Options{Workers: 1, Resync: -1})
-	var specs []NodeSpec
-	for c := range 250 {
-		cluster := fmt.Sprintf("f%03d", c)
-		for i := range 100 {
-			specs = append(specs, spec(cluster, fmt.Sprintf("app-%d", i), "v1"))
-		}
-	}
-	h.SetDesired(specs)
+	h, _ := fleetHub()
 	gen := int64(0)
 	for b.Loop() {
 		gen++
@@ -55,4 +39,19 @@ func BenchmarkClusterChangedFleet(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// fleetHub returns a hub (not running) desiring 250 clusters of 100
+// NodeIDs, f000 to f249, and its specs.
+func fleetHub() (*Hub, []NodeSpec) {
+	h := New(Options{Workers: 1, Resync: -1})
+	var specs []NodeSpec
+	for c := range 250 {
+		cluster := fmt.Sprintf("f%03d", c)
+		for i := range 100 {
+			specs = append(specs, spec(cluster, fmt.Sprintf("app-%d", i), "v1"))
+		}
+	}
+	h.SetDesired(specs)
+	return h, specs
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/benchconfig"
 )
 
 // BenchmarkCheckCommand is `driftwatch check` of a config of 10,000
@@ -25,25 +27,7 @@ func BenchmarkCheckCommand(b *testing.B) {
 	}
 	cfg.WriteString("applications:\n")
 	for i := range 10000 {
-		target := "selector: env in (dev, prod)"
-		if i%2 == 1 {
-			target = "clusters: [dev, staging]"
-		}
-		fmt.Fprintf(&cfg, `  - id: app-%d
-    namespace: ns-%d
-    %s
-    image: registry.example/app-%d:1.2.3
-    replicas: 2
-    port: 8080
-    labels: {team: t%d, tier: web}
-    env:
-      LOG_LEVEL: info
-      SHARD: "%d"
-    config:
-      app.properties: "key=%d"
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-`, i, i%50, target, i, i%7, i, i)
+		benchconfig.App(&cfg, i, false)
 	}
 	file := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(file, []byte(cfg.String()), 0o600); err != nil {
