@@ -49,11 +49,7 @@ func (c *Config) WithoutDesired() *Config {
 // its sources does not render: use CompileCluster, which returns the
 // error.
 func Compile(c *Config) []hub.NodeSpec {
-	infos := make([]ClusterInfo, len(c.Clusters))
-	for i, cl := range c.Clusters {
-		infos[i] = cl.Info()
-	}
-	perCluster, err := CompileClusters(c, infos)
+	perCluster, err := compileEach(c, c.ClusterInfos(), false)
 	if err != nil {
 		panic(fmt.Sprintf("config: Compile: %v", err))
 	}
@@ -61,7 +57,7 @@ func Compile(c *Config) []hub.NodeSpec {
 	for _, specs := range perCluster {
 		out = append(out, specs...)
 	}
-	sortSpecs(out)
+	sortSpecs(out) // once, over every cluster's
 	return out
 }
 
@@ -69,13 +65,22 @@ func Compile(c *Config) []hub.NodeSpec {
 // compiled in parallel (one per core at most): the desired states in the
 // order of infos, or the first cluster's error in that order.
 func CompileClusters(c *Config, infos []ClusterInfo) ([][]hub.NodeSpec, error) {
+	return compileEach(c, infos, true)
+}
+
+// compileEach compiles each cluster of infos in parallel, each cluster's
+// specs sorted when sorted is set.
+func compileEach(c *Config, infos []ClusterInfo, sorted bool) ([][]hub.NodeSpec, error) {
 	type result struct {
 		specs []hub.NodeSpec
 		err   error
 	}
 	// A panic in one is re-raised here, once every cluster is done.
 	results := iter.Map(infos, func(info *ClusterInfo) result {
-		specs, err := CompileCluster(c, *info)
+		specs, err := compileCluster(c, *info)
+		if err == nil && sorted {
+			sortSpecs(specs)
+		}
 		return result{specs, err}
 	})
 	out := make([][]hub.NodeSpec, len(results))

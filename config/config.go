@@ -464,6 +464,16 @@ func (c *Config) AppsFor(info ClusterInfo) []Application {
 	return out
 }
 
+// ClusterInfos returns what compiling needs of each cluster of the file,
+// in file order.
+func (c *Config) ClusterInfos() []ClusterInfo {
+	infos := make([]ClusterInfo, len(c.Clusters))
+	for i, cl := range c.Clusters {
+		infos[i] = cl.Info()
+	}
+	return infos
+}
+
 // appIndexes returns the indexes in c.Applications of the applications
 // that target the cluster, in file order.
 func (c *Config) appIndexes(info ClusterInfo) []int {

@@ -95,11 +95,7 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			infos := make([]ClusterInfo, len(cfg.Clusters))
-			for i, cl := range cfg.Clusters {
-				infos[i] = cl.Info()
-			}
-			compiled, err := CompileClusters(cfg, infos)
+			compiled, err := CompileClusters(cfg, cfg.ClusterInfos())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -223,11 +223,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	tw.Flush()
 
 	total := 0
-	infos := make([]config.ClusterInfo, len(cfg.Clusters))
-	for i, cl := range cfg.Clusters {
-		infos[i] = cl.Info()
-	}
-	compiled, err := config.CompileClusters(cfg, infos)
+	compiled, err := config.CompileClusters(cfg, cfg.ClusterInfos())
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
