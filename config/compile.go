@@ -49,7 +49,7 @@ func (c *Config) WithoutDesired() *Config {
 // its sources does not render: use CompileCluster, which returns the
 // error.
 func Compile(c *Config) []hub.NodeSpec {
-	perCluster, err := compileEach(c, c.ClusterInfos(), false)
+	perCluster, err := compileEach(c, c.ClusterInfos(), 0)
 	if err != nil {
 		panic(fmt.Sprintf("config: Compile: %v", err))
 	}
@@ -65,20 +65,39 @@ func Compile(c *Config) []hub.NodeSpec {
 // compiled in parallel (one per core at most): the desired states in the
 // order of infos, or the first cluster's error in that order.
 func CompileClusters(c *Config, infos []ClusterInfo) ([][]hub.NodeSpec, error) {
-	return compileEach(c, infos, true)
+	return compileEach(c, infos, compileSorted)
 }
 
-// compileEach compiles each cluster of infos in parallel, each cluster's
-// specs sorted when sorted is set.
-func compileEach(c *Config, infos []ClusterInfo, sorted bool) ([][]hub.NodeSpec, error) {
+// OutlineClusters is CompileClusters without the bodies of the
+// applications' objects: their NodeSpecs have no Body and no Hash, the
+// rest is what CompileClusters gives. Writing and hashing the bodies is
+// most of compiling a large config, and a plan of what would be managed
+// (`driftwatch check`) reads none of them. The source objects are
+// rendered, and their errors returned, as CompileClusters does.
+func OutlineClusters(c *Config, infos []ClusterInfo) ([][]hub.NodeSpec, error) {
+	return compileEach(c, infos, compileSorted|compileOutline)
+}
+
+// compileMode says how compileEach compiles.
+type compileMode uint8
+
+const (
+	// compileSorted sorts each cluster's specs.
+	compileSorted compileMode = 1 << iota
+	// compileOutline leaves the applications' bodies out.
+	compileOutline
+)
+
+// compileEach compiles each cluster of infos in parallel.
+func compileEach(c *Config, infos []ClusterInfo, mode compileMode) ([][]hub.NodeSpec, error) {
 	type result struct {
 		specs []hub.NodeSpec
 		err   error
 	}
 	// A panic in one is re-raised here, once every cluster is done.
 	results := iter.Map(infos, func(info *ClusterInfo) result {
-		specs, err := compileCluster(c, *info)
-		if err == nil && sorted {
+		specs, err := compileCluster(c, *info, mode&compileOutline != 0)
+		if err == nil && mode&compileSorted != 0 {
 			sortSpecs(specs)
 		}
 		return result{specs, err}
@@ -100,7 +119,7 @@ func compileEach(c *Config, infos []ClusterInfo, sorted bool) ([][]hub.NodeSpec,
 // does not render, names a label the cluster lacks, or gives the cluster
 // an object that another source or an application has too.
 func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
-	out, err := compileCluster(c, info)
+	out, err := compileCluster(c, info, false)
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +127,15 @@ func CompileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
 	return out, nil
 }
 
-func compileCluster(c *Config, info ClusterInfo) ([]hub.NodeSpec, error) {
+// compileCluster compiles one cluster, unsorted; outline leaves the
+// applications' bodies out.
+func compileCluster(c *Config, info ClusterInfo, outline bool) ([]hub.NodeSpec, error) {
 	apps := c.appIndexes(info)
 	out := make([]hub.NodeSpec, 0, 3*len(apps)) // at most 3 objects an app
 	w := &bodyWriter{}
+	if outline {
+		w = nil
+	}
 	for _, i := range apps {
 		out = compileApp(out, c, &c.Applications[i], info, w)
 	}
@@ -128,7 +152,7 @@ func sortSpecs(specs []hub.NodeSpec) {
 }
 
 // compileApp appends the objects of one application on one cluster to out,
-// writing their bodies with w.
+// writing their bodies with w, or none when w is nil.
 func compileApp(out []hub.NodeSpec, c *Config, a *Application, info ClusterInfo, w *bodyWriter) []hub.NodeSpec {
 	b := appBuilder{cfg: c, app: a, cluster: info.ID, policy: c.PolicyFor(*a, info), ignore: c.IgnoreFor(*a), w: w}
 	b.resource = hub.NewNodeID(info.ID, a.Namespace, a.ID, hub.KindDeployment).Resource
@@ -154,7 +178,7 @@ type appBuilder struct {
 	// share: one string per app, not one per kind, in every NodeID the
 	// hub keeps.
 	resource string
-	// w writes the objects' bodies, one at a time.
+	// w writes the objects' bodies, one at a time; nil leaves them out.
 	w *bodyWriter
 }
 
@@ -171,9 +195,14 @@ func (b appBuilder) hubID() string {
 	return b.cfg.Hub.ID
 }
 
-// spec wraps an object's JSON body into a NodeSpec.
+// spec wraps an object's JSON body into a NodeSpec (no body, no hash:
+// an outline).
 func (b appBuilder) spec(kind hub.Kind, body []byte, deadline time.Duration) hub.NodeSpec {
 	a := b.app
+	hash := ""
+	if body != nil {
+		hash = hashBody(body)
+	}
 	return hub.NodeSpec{
 		ID:               b.id(kind),
 		Namespace:        a.Namespace,
@@ -184,7 +213,7 @@ func (b appBuilder) spec(kind hub.Kind, body []byte, deadline time.Duration) hub
 		Policy:           b.policy,
 		ProgressDeadline: deadline,
 		Body:             body,
-		Hash:             hashBody(body),
+		Hash:             hash,
 		Ignore:           b.ignore,
 	}
 }
@@ -229,6 +258,9 @@ func (b appBuilder) metadata(w *bodyWriter, id hub.NodeID) {
 func (b appBuilder) deployment() hub.NodeSpec {
 	a := b.app
 	w := b.w
+	if w == nil {
+		return b.spec(hub.KindDeployment, nil, progressDeadline(a))
+	}
 	w.reset()
 	w.open('{')
 	w.key("apiVersion")
@@ -238,11 +270,9 @@ func (b appBuilder) deployment() hub.NodeSpec {
 	b.metadata(w, b.id(hub.KindDeployment))
 	w.key("spec")
 	w.open('{')
-	deadline := DefaultProgressDeadline
 	if s := a.ProgressDeadlineSeconds; s > 0 {
 		w.key("progressDeadlineSeconds")
 		w.int(int64(s))
-		deadline = time.Duration(s) * time.Second
 	}
 	w.key("replicas")
 	w.int(int64(a.Replicas))
@@ -276,7 +306,15 @@ func (b appBuilder) deployment() hub.NodeSpec {
 	w.close('}') // template
 	w.close('}') // spec
 	w.close('}')
-	return b.spec(hub.KindDeployment, w.body(), deadline)
+	return b.spec(hub.KindDeployment, w.body(), progressDeadline(a))
+}
+
+// progressDeadline is how long the application's rollout may take.
+func progressDeadline(a *Application) time.Duration {
+	if s := a.ProgressDeadlineSeconds; s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return DefaultProgressDeadline
 }
 
 // container writes the application's only container.
@@ -363,6 +401,9 @@ func (b appBuilder) container(w *bodyWriter) {
 func (b appBuilder) service() hub.NodeSpec {
 	a := b.app
 	w := b.w
+	if w == nil {
+		return b.spec(hub.KindService, nil, 0)
+	}
 	w.reset()
 	w.open('{')
 	w.key("apiVersion")
@@ -398,6 +439,9 @@ func (b appBuilder) service() hub.NodeSpec {
 func (b appBuilder) configMap() hub.NodeSpec {
 	a := b.app
 	w := b.w
+	if w == nil {
+		return b.spec(hub.KindConfigMap, nil, 0)
+	}
 	w.reset()
 	w.open('{')
 	w.key("apiVersion")

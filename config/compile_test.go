@@ -68,6 +68,60 @@ func TestCompileDeterministic(t *testing.T) {
 	}
 }
 
+func TestOutlineClusters(t *testing.T) {
+	cfg := loadExample(t)
+	infos := cfg.ClusterInfos()
+	compiled, err := CompileClusters(cfg, infos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutline(t, cfg, infos, compiled)
+}
+
+// checkOutline checks that OutlineClusters gives compiled (CompileClusters
+// of infos) without the applications' bodies and hashes, and with the
+// source objects' bodies.
+func checkOutline(t *testing.T, cfg *Config, infos []ClusterInfo, compiled [][]hub.NodeSpec) {
+	t.Helper()
+	outlined, err := OutlineClusters(cfg, infos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outlined) != len(compiled) {
+		t.Fatalf("OutlineClusters = %d clusters, want %d", len(outlined), len(compiled))
+	}
+	apps := map[string]bool{}
+	for _, a := range cfg.Applications {
+		apps[a.ID] = true
+	}
+	bare := 0
+	for i := range compiled {
+		if len(outlined[i]) != len(compiled[i]) {
+			t.Fatalf("cluster %s: %d specs outlined, %d compiled", infos[i].ID, len(outlined[i]), len(compiled[i]))
+		}
+		for j, want := range compiled[i] {
+			got := outlined[i][j]
+			if got.Body == nil {
+				bare++
+				if got.Hash != "" {
+					t.Errorf("%s: a hash without a body", got.ID)
+				}
+				want.Body, want.Hash = nil, ""
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s outlined:\n%+v\nwant\n%+v", got.ID, got, want)
+			}
+			// An application's object has no body; a source's has its own.
+			if fromApp := apps[want.Application]; fromApp != (got.Body == nil) {
+				t.Errorf("%s: outlined body %d bytes, from an application: %v", got.ID, len(got.Body), fromApp)
+			}
+		}
+	}
+	if len(cfg.Applications) > 0 && bare == 0 {
+		t.Error("no application object outlined")
+	}
+}
+
 func TestCompileInvariants(t *testing.T) {
 	cfg := loadExample(t)
 	specs := Compile(cfg)

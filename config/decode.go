@@ -5,10 +5,12 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"text/template"
 
+	"github.com/sourcegraph/conc/iter"
 	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -594,9 +596,71 @@ func (d *decoder) appList(c child) {
 	items, _ := d.list(c)
 	d.cfg.Applications = slices.Grow(d.cfg.Applications, len(items))
 	d.apps = slices.Grow(d.apps, len(items))
+	if len(items) >= 2*appsPerFork && d.appsInParallel(items) {
+		return
+	}
 	for _, it := range items {
 		d.app(it)
 	}
+}
+
+// appsPerFork is the fewest applications appsInParallel gives a core.
+const appsPerFork = 256
+
+// appsInParallel decodes items in a chunk per core, each chunk by a
+// decoder of its own, and then takes what they read and the errors they
+// found in the file's order: the result is what decoding the items one
+// after the other gives. Decoding 10,000 applications takes about a
+// third of loading them, and nothing in one reads another (the checks
+// across them come later, in references). When merge keys in the items
+// expand to more entries than a file may have, it gives up having changed
+// nothing, so that the items are decoded again one by one and the error
+// is reported where it always is.
+func (d *decoder) appsInParallel(items []item) bool {
+	n := min(runtime.GOMAXPROCS(0), len(items)/appsPerFork)
+	if n < 2 {
+		return false
+	}
+	chunks := make([][]item, n)
+	for i := range n {
+		chunks[i] = items[i*len(items)/n : (i+1)*len(items)/n]
+	}
+	forks := iter.Map(chunks, func(chunk *[]item) *decoder {
+		f := d.fork()
+		for _, it := range *chunk {
+			f.app(it)
+		}
+		return f
+	})
+	merged := d.merged
+	for _, f := range forks {
+		merged += f.merged - d.merged
+	}
+	if merged > maxMergedEntries {
+		return false
+	}
+	for _, f := range forks {
+		d.cfg.Applications = append(d.cfg.Applications, f.cfg.Applications...)
+		d.apps = append(d.apps, f.apps...)
+		for _, e := range f.errs {
+			d.addError(e)
+		}
+	}
+	d.merged = merged
+	return true
+}
+
+// fork returns a decoder for some of the applications, run beside d: it
+// reads what d has read, and has its own errors, positions cache and
+// results.
+func (d *decoder) fork() *decoder {
+	f := *d
+	f.walker = &walker{file: d.file, text: source{data: d.text.data, lines: d.text.lines, ascii: d.text.ascii}, unknown: d.unknown, merged: d.merged}
+	cfg := *d.cfg
+	cfg.Applications = nil
+	f.cfg = &cfg
+	f.apps = nil
+	return &f
 }
 
 func (d *decoder) app(it item) {

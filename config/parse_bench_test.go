@@ -81,7 +81,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 // BenchmarkCheck is what `driftwatch check` does with a file of 10,000
-// applications, printing aside: Load, the clusters compiled in parallel,
+// applications, printing aside: Load, the clusters outlined in parallel,
 // then per cluster the applications targeting it and its namespaces.
 func BenchmarkCheck(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.yaml")
@@ -95,7 +95,7 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			compiled, err := CompileClusters(cfg, cfg.ClusterInfos())
+			compiled, err := OutlineClusters(cfg, cfg.ClusterInfos())
 			if err != nil {
 				b.Fatal(err)
 			}

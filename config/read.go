@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -20,17 +21,30 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxConfigSize {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return Read(path, f)
+	}
+	if fi.Size() > MaxConfigSize {
 		return nil, tooLarge(path, fmt.Sprintf("config file is %s: the limit is %s", size(fi.Size()), size(MaxConfigSize)))
 	}
-	return Read(path, f)
+	// Read into a buffer of the file's size and room to see its end (or
+	// that it grew), not in doubling steps.
+	return read(path, f, int(fi.Size())+bytes.MinRead)
 }
 
 // Read reads a config from r, such as standard input, reading at most
 // MaxConfigSize bytes: a longer config is refused with an ErrorList of one
 // Error. name names the config in errors.
 func Read(name string, r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	return read(name, r, bytes.MinRead)
+}
+
+// read is Read into a buffer of capacity hint at first.
+func read(name string, r io.Reader, hint int) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, hint))
+	_, err := buf.ReadFrom(io.LimitReader(r, MaxConfigSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", name, err)
 	}

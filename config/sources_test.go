@@ -339,9 +339,13 @@ sources:
 	if want := mustCompileCluster(t, cfg, cfg.Clusters[0].Info()); !reflect.DeepEqual(all[0], want) {
 		t.Error("CompileClusters differs from CompileCluster on the file's cluster")
 	}
+	checkOutline(t, cfg, []ClusterInfo{cfg.Clusters[0].Info(), prod, prod}, all)
 	uat := cfg.ClusterAPI[0].Info("fleet-3", map[string]string{"env": "uat"})
 	if _, err := CompileClusters(cfg, []ClusterInfo{prod, qa, uat}); err == nil || !strings.Contains(err.Error(), `cluster "fleet-2"`) {
 		t.Errorf("CompileClusters with a failing cluster: %v", err)
+	}
+	if _, err := OutlineClusters(cfg, []ClusterInfo{prod, qa, uat}); err == nil || !strings.Contains(err.Error(), `cluster "fleet-2"`) {
+		t.Errorf("OutlineClusters with a failing cluster: %v", err)
 	}
 	if got := cfg.NamespacesFor(cfg.ClusterAPI[0].Info("fleet-2", map[string]string{"env": "qa"})); len(got) != 0 {
 		t.Errorf("NamespacesFor a broken variant = %v", got)

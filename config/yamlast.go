@@ -52,15 +52,19 @@ type walker struct {
 // errorf records a problem at p. The same problem found twice (a bad alias
 // is resolved by each reader of its value) is recorded once.
 func (w *walker) errorf(p pos, field, format string, args ...any) {
-	e := Error{File: w.file, Line: p.line, Column: p.col, Field: field, Msg: fmt.Sprintf(format, args...)}
-	if w.seen[e] {
+	w.addError(&Error{File: w.file, Line: p.line, Column: p.col, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// addError records e unless the same problem is recorded already.
+func (w *walker) addError(e *Error) {
+	if w.seen[*e] {
 		return
 	}
 	if w.seen == nil {
 		w.seen = map[Error]bool{}
 	}
-	w.seen[e] = true
-	w.errs = append(w.errs, &e)
+	w.seen[*e] = true
+	w.errs = append(w.errs, e)
 }
 
 // syntaxError converts an error of the goccy/go-yaml parser into an Error

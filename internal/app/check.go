@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -223,7 +224,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 	tw.Flush()
 
 	total := 0
-	compiled, err := config.CompileClusters(cfg, cfg.ClusterInfos())
+	compiled, err := config.OutlineClusters(cfg, cfg.ClusterInfos())
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
@@ -250,11 +251,7 @@ func printPlan(w io.Writer, cfg *config.Config, stateFile string) error {
 		fmt.Fprintf(tw, "  qps/burst:\t%s\n", clusters.DescribeRateLimit(cl.QPS, cl.Burst))
 		fmt.Fprintf(tw, "  objects:\t%d\n", len(specs))
 		tw.Flush()
-		tw = tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-		for _, s := range specs {
-			fmt.Fprintf(tw, "    %s\t%s\t%s%s\n", s.ID, s.Application, s.Policy, ignoreNote(s))
-		}
-		tw.Flush()
+		printSpecs(b, specs)
 	}
 	for _, src := range cfg.Sources {
 		printManifestSource(b, cfg, src)
@@ -470,7 +467,53 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// ignoreNote lists the ignore rules that apply to a spec, for the plan.
+// printSpecs writes a cluster's objects, one a line: NodeID, application
+// and policy in aligned columns, then the ignore rules an object has. The
+// lines are those a tabwriter (padding 2) gives, written directly: the
+// tabwriter kept every cell of a cluster's tens of thousands of lines.
+func printSpecs(b *bufio.Writer, specs []hub.NodeSpec) {
+	const indent, padding = "    ", 2
+	ids := make([]string, len(specs))
+	notes := make([]string, len(specs))
+	idWidth, appWidth := 0, 0
+	for i, s := range specs {
+		ids[i], notes[i] = s.ID.String(), ignoreNote(s)
+		idWidth = max(idWidth, len(indent)+utf8.RuneCountInString(ids[i]))
+		appWidth = max(appWidth, utf8.RuneCountInString(s.Application))
+	}
+	// The policy is a column only in the runs of lines with a note.
+	policyWidth := make([]int, len(specs))
+	for i := 0; i < len(specs); {
+		j, w := i, 0
+		for ; j < len(specs) && notes[j] != ""; j++ {
+			w = max(w, utf8.RuneCountInString(string(specs[j].Policy)))
+		}
+		for k := i; k < j; k++ {
+			policyWidth[k] = w
+		}
+		i = max(j, i+1)
+	}
+	cell := func(s string, width int) {
+		b.WriteString(s)
+		for range width + padding - utf8.RuneCountInString(s) {
+			b.WriteByte(' ')
+		}
+	}
+	for i, s := range specs {
+		cell(indent+ids[i], idWidth)
+		cell(s.Application, appWidth)
+		if notes[i] == "" {
+			b.WriteString(string(s.Policy))
+		} else {
+			cell(string(s.Policy), policyWidth[i])
+			b.WriteString(notes[i])
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// ignoreNote is what printSpecs writes after an object's policy: the names
+// of the ignore rules that apply to it, or "".
 func ignoreNote(s hub.NodeSpec) string {
 	rules := s.Ignore.For(s.Kind)
 	if len(rules) == 0 {
@@ -480,5 +523,5 @@ func ignoreNote(s hub.NodeSpec) string {
 	for i, r := range rules {
 		names[i] = r.Name
 	}
-	return "\tignoring: " + strings.Join(names, "; ")
+	return "ignoring: " + strings.Join(names, "; ")
 }
