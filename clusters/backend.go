@@ -261,16 +261,53 @@ func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav
 	return acc.GetManagedFields(), nil
 }
 
-// Attribute GETs the live object's managedFields and says which field
-// manager changed d's fields last, and when (see drift.Attribute). A drift
-// without fields, or a missing object, has no attribution.
+// cachedManagedFields returns the managedFields entries the watch cache
+// keeps of spec's object (compactManagedFields: those of other managers
+// that touched spec or metadata), and whether the cache holds the object.
+func (m *Manager) cachedManagedFields(spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, bool) {
+	inf := m.informerFor(spec.Namespace, spec.Kind)
+	if inf == nil {
+		return nil, false
+	}
+	item, ok, err := inf.GetIndexer().GetByKey(cacheKey(spec.Namespace, spec.Name))
+	c, isCached := item.(*cachedObject)
+	if err != nil || !ok || !isCached {
+		return nil, false
+	}
+	obj, err := c.object()
+	if err != nil {
+		return nil, false
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	return acc.GetManagedFields(), true
+}
+
+// Attribute says which field manager changed d's fields last, and when
+// (see drift.Attribute), from the live object's managedFields: those the
+// watch cache keeps when it holds the object (every entry attribution
+// reads: it skips our own, and a status entry owns no field drift is
+// found in), else a GET's. A drift without fields, or a missing object,
+// has no attribution.
+//
+// The cache's entries are those of the object the drift was classified
+// from, or a later one; reading them spares the apiserver a GET for every
+// edit the hub repairs.
 func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift) (*hub.Attribution, error) {
 	if len(d.Fields) == 0 {
 		return nil, nil
 	}
-	mf, err := m.managedFields(ctx, spec)
-	if err != nil || mf == nil {
-		return nil, err
+	mf, cached := m.cachedManagedFields(spec)
+	if !cached {
+		var err error
+		if mf, err = m.managedFields(ctx, spec); err != nil {
+			return nil, err
+		}
+	}
+	if mf == nil {
+		return nil, nil
 	}
 	owners, err := fieldOwners(mf)
 	if err != nil {

@@ -452,7 +452,7 @@ func TestBackend(t *testing.T) {
 			t.Fatalf("cached state %+v, want version %s", cachedSt, edited.ResourceVersion)
 		}
 		checkDrift(t, cd)
-		// Attribution reads what the cache dropped with a GET.
+		// Attribution reads the entries the cache kept (ours it skips).
 		if a, err := be.Attribute(ctx, spec, cd); err != nil || a == nil || a.Manager != "kubectl-edit" {
 			t.Fatalf("attribution from a cached drift = %+v, %v", a, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
+	"path"
 	"slices"
 	"sync"
 	"testing"
@@ -497,4 +498,80 @@ func waitCached(t *testing.T, be hub.Backend, spec hub.NodeSpec) {
 		st, _ := readDetect(t, be, spec, false)
 		return testwait.Check(st.Exists, "not cached")
 	})
+}
+
+// TestAttributeFromTheCache: the manager that edited a Deployment is told
+// from the managedFields the watch cache keeps, without a GET; an object
+// the cache does not hold (another namespace, not watched) is read with a
+// GET, and one that is gone has no attribution.
+func TestAttributeFromTheCache(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns, other = "attribute", "attribute-unwatched"
+	createNamespace(t, admin, ns)
+	createNamespace(t, admin, other)
+	var mu sync.Mutex
+	gets := 0
+	cc := clusterConfig(lc, ns)
+	cc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" && path.Base(req.URL.Path) == "api" {
+				mu.Lock()
+				gets++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	countGets := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return gets
+	}
+	_, be := runRegistryFor(t, cc)
+	ctx := t.Context()
+	for _, n := range []string{ns, other} {
+		spec := deploymentSpec(t, lc.Name, n, "api")
+		st, d := readDetect(t, be, spec, true)
+		if _, err := be.Repair(ctx, spec, st, d); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.AppsV1().Deployments(n).Patch(ctx, "api", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	spec := deploymentSpec(t, lc.Name, ns, "api")
+	var d hub.Drift
+	testwait.For(t, 10*time.Second, "the cache to show the edit", func() error {
+		if _, d = readDetect(t, be, spec, false); d.InSync() {
+			return errors.New("in sync")
+		}
+		return nil
+	})
+	before := countGets()
+	a, err := be.Attribute(ctx, spec, d)
+	if err != nil || a == nil || a.Manager != "kubectl-edit" || a.At.IsZero() {
+		t.Fatalf("attribution from the cache = %+v, %v", a, err)
+	}
+	if n := countGets() - before; n != 0 {
+		t.Errorf("attribution from the cache sent %d GETs", n)
+	}
+
+	unwatched := deploymentSpec(t, lc.Name, other, "api")
+	_, d = readDetect(t, be, unwatched, true)
+	before = countGets()
+	if a, err := be.Attribute(ctx, unwatched, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
+		t.Fatalf("attribution of an object the cache does not hold = %+v, %v", a, err)
+	}
+	if n := countGets() - before; n != 1 {
+		t.Errorf("attribution of an object the cache does not hold sent %d GETs, want 1", n)
+	}
+	if err := admin.AppsV1().Deployments(other).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := be.Attribute(ctx, unwatched, d); a != nil || err != nil {
+		t.Fatalf("attribution of a deleted object = %+v, %v", a, err)
+	}
 }
