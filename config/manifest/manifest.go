@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/sourcegraph/conc/iter"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -253,20 +255,55 @@ func blankOrComment(line []byte) bool {
 	return len(t) == 0 || t[0] == '#'
 }
 
+// docsPerCore is how many documents a stream needs for decodeYAML to
+// decode them on every core.
+const docsPerCore = 64
+
 // decodeYAML decodes the documents of a YAML (or JSON) stream read from
-// file and adds their objects to c.
+// file and adds their objects to c. The documents are decoded on every
+// core when there are many (a file of thousands of objects is common: a
+// rendered chart, a generated list), each on its own; their objects are
+// then added, and the first error is returned, in the file's order, as
+// decoding them one after the other does.
 func (c *collector) decodeYAML(data []byte, file string) error {
-	for _, d := range splitDocuments(data) {
-		o := Origin{File: file, Line: d.line}
-		j, err := yaml.YAMLToJSON(d.data)
-		if err != nil {
-			return errorAt(o, "invalid YAML: %s", yamlMsg(err, d.start))
+	docs := splitDocuments(data)
+	decoded := make([]decodedDoc, len(docs))
+	decode := func(i int, d *document) { decoded[i] = decodeDocument(*d, file) }
+	if len(docs) >= 2*docsPerCore {
+		iter.Iterator[document]{MaxGoroutines: min(runtime.GOMAXPROCS(0), len(docs)/docsPerCore)}.ForEachIdx(docs, decode)
+	} else {
+		for i := range docs {
+			decode(i, &docs[i])
 		}
-		if err := c.decodeJSON(j, o); err != nil {
+	}
+	for _, d := range decoded {
+		if d.err != nil {
+			return d.err
+		}
+		if err := c.addValue(d.value, d.origin); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// decodedDoc is one document decoded: its value (nil for an empty
+// document) or why it does not decode.
+type decodedDoc struct {
+	value  any
+	origin Origin
+	err    error
+}
+
+// decodeDocument decodes one document of file, on its own.
+func decodeDocument(d document, file string) decodedDoc {
+	o := Origin{File: file, Line: d.line}
+	j, err := yaml.YAMLToJSON(d.data)
+	if err != nil {
+		return decodedDoc{origin: o, err: errorAt(o, "invalid YAML: %s", yamlMsg(err, d.start))}
+	}
+	v, err := unmarshalDocument(j, o)
+	return decodedDoc{value: v, origin: o, err: err}
 }
 
 // yamlMsg shortens a YAML decoder error: it drops the "error converting
@@ -291,10 +328,25 @@ var yamlLine = regexp.MustCompile(`line [0-9]+`)
 // decodeJSON decodes one document's JSON at o and adds its objects: none
 // for an empty document, the items of a List, else the object.
 func (c *collector) decodeJSON(j []byte, o Origin) error {
+	v, err := unmarshalDocument(j, o)
+	if err != nil {
+		return err
+	}
+	return c.addValue(v, o)
+}
+
+// unmarshalDocument decodes one document's JSON at o.
+func unmarshalDocument(j []byte, o Origin) (any, error) {
 	var v any
 	if err := utiljson.Unmarshal(j, &v); err != nil {
-		return errorAt(o, "invalid document: %v", err)
+		return nil, errorAt(o, "invalid document: %v", err)
 	}
+	return v, nil
+}
+
+// addValue adds the objects of a decoded document at o: none for an empty
+// document, the items of a List, else the object.
+func (c *collector) addValue(v any, o Origin) error {
 	if v == nil {
 		return nil // an empty document
 	}

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -497,4 +499,60 @@ func unstructuredInt(m map[string]any, path ...string) (int64, bool, error) {
 		return int64(x), true, nil
 	}
 	return 0, false, nil
+}
+
+// TestRenderManyDocumentsInParallel: a stream of enough documents is
+// decoded on every core, and gives what one core gives: the same objects
+// in the file's order (lists, empty documents and comments among them),
+// and, when several documents are broken, the first broken one's error.
+func TestRenderManyDocumentsInParallel(t *testing.T) {
+	var ok, broken strings.Builder
+	objects := 0
+	for i := range 4 * docsPerCore {
+		doc := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d}\ndata: {n: %q}\n", i, fmt.Sprint(i))
+		switch i % 50 {
+		case 7:
+			doc = fmt.Sprintf("kind: ConfigMapList\napiVersion: v1\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: item-%d}}\n", i)
+		case 13:
+			doc = "# nothing here\n"
+			objects--
+		}
+		objects++
+		ok.WriteString("---\n" + doc)
+		switch i {
+		case 70:
+			doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: [not, a, map]\n"
+		case 200:
+			doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n" // invalid YAML
+		}
+		broken.WriteString("---\n" + doc)
+	}
+	dir := writeTree(t, map[string]string{"ok.yaml": ok.String(), "broken/broken.yaml": broken.String()})
+	render := func(procs int, path string) ([]string, error) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		objs, err := Render(t.Context(), Request{Path: filepath.Join(dir, path)})
+		return summary(objs), err
+	}
+	one, err := render(1, "ok.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := render(4, "ok.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(one, four) {
+		t.Fatalf("four cores give other objects than one:\n%q\n%q", four, one)
+	}
+	if want := objects; len(four) != want || four[0] != "ConfigMap cm-0 @ok.yaml:2" || four[7] != "ConfigMap item-7 @ok.yaml:37" {
+		t.Errorf("%d objects (want %d), first %q", len(four), want, four[:8])
+	}
+	_, err1 := render(1, "broken")
+	_, err4 := render(4, "broken")
+	if err1 == nil || err4 == nil || err1.Error() != err4.Error() || !strings.Contains(err4.Error(), "broken.yaml:") {
+		t.Fatalf("errors: one core %v, four cores %v", err1, err4)
+	}
+	if strings.Contains(err4.Error(), "invalid YAML") {
+		t.Errorf("the error is the later document's: %v", err4)
+	}
 }
