@@ -92,17 +92,12 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 		return hub.State{}, m.callError("read", spec, err)
 	}
 	if !fresh {
-		if inf := m.informerFor(spec.Namespace, spec.Kind); inf != nil {
-			item, ok, err := inf.GetIndexer().GetByKey(cacheKey(spec.Namespace, spec.Name))
+		if c, watched, err := m.cachedOf(spec); watched {
 			if err != nil {
 				return hub.State{}, m.callError("read cached", spec, err)
 			}
-			if !ok {
+			if c == nil {
 				return hub.State{}, nil
-			}
-			c, ok := item.(*cachedObject)
-			if !ok {
-				return hub.State{}, m.callError("read cached", spec, fmt.Errorf("cache holds %T", item))
 			}
 			obj, err := c.object()
 			if err != nil {
@@ -261,17 +256,30 @@ func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav
 	return acc.GetManagedFields(), nil
 }
 
+// cachedOf looks spec's object up in the watch cache: watched says whether
+// an informer covers it, c is nil when the cache does not hold it.
+func (m *Manager) cachedOf(spec hub.NodeSpec) (c *cachedObject, watched bool, err error) {
+	inf := m.informerFor(spec.Namespace, spec.Kind)
+	if inf == nil {
+		return nil, false, nil
+	}
+	item, ok, err := inf.GetIndexer().GetByKey(cacheKey(spec.Namespace, spec.Name))
+	if err != nil || !ok {
+		return nil, true, err
+	}
+	c, ok = item.(*cachedObject)
+	if !ok {
+		return nil, true, fmt.Errorf("cache holds %T", item)
+	}
+	return c, true, nil
+}
+
 // cachedManagedFields returns the managedFields entries the watch cache
 // keeps of spec's object (compactManagedFields: those of other managers
 // that touched spec or metadata), and whether the cache holds the object.
 func (m *Manager) cachedManagedFields(spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, bool) {
-	inf := m.informerFor(spec.Namespace, spec.Kind)
-	if inf == nil {
-		return nil, false
-	}
-	item, ok, err := inf.GetIndexer().GetByKey(cacheKey(spec.Namespace, spec.Name))
-	c, isCached := item.(*cachedObject)
-	if err != nil || !ok || !isCached {
+	c, _, err := m.cachedOf(spec)
+	if err != nil || c == nil {
 		return nil, false
 	}
 	obj, err := c.object()
