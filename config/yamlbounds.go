@@ -2,8 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,25 +73,6 @@ func parseTree(data []byte) (docs []*yaml.Node, unknown map[pos]string, err erro
 
 // yaml12 is a %YAML 1.2 directive.
 var yaml12 = regexp.MustCompile(`(?m)^(%YAML[ \t]+)1\.2\b`)
-
-// parseDocuments parses every document of data.
-func parseDocuments(data []byte) ([]*yaml.Node, error) {
-	// A Decoder, not Unmarshal, even for one document: Unmarshal stops
-	// after the first, and misses what follows it that is not YAML.
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*yaml.Node
-	for {
-		doc := &yaml.Node{}
-		err := dec.Decode(doc)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, doc)
-	}
-}
 
 // reportSyntax reports why data does not parse: err is the error of
 // go.yaml.in/yaml/v3. The error reported is that of goccy/go-yaml, after
