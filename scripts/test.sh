@@ -72,6 +72,10 @@ grep -E '^(ok|FAIL|panic:|---|    ---)' "${log}" || true
 if [[ ${status} -ne 0 ]]; then
   printf '\ntests failed; full output:\n' >&2
   cat "${log}" >&2
+  # The end of the output is what a reader sees first: repeat there which
+  # tests failed, each with the lines it logged just before its verdict.
+  printf '\n==> the failures again (go test exit %d):\n' "${status}" >&2
+  grep -n -B 25 -E '^\s*--- FAIL|^panic:|^WARNING: DATA RACE|^FAIL\s' "${log}" | tail -n 300 >&2 || true
   exit 1
 fi
 
