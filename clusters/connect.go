@@ -24,7 +24,8 @@ func Connect(ctx context.Context, cfg ClusterConfig, log *slog.Logger) (m *Manag
 	}
 	cfg.DisableWatch = true
 	m = newManager(cfg, nopSink{}, log, HealthOptions{}, nil)
-	release, err = m.connect()
+	// The manager outlives ctx (the probe's): its discovery is not bound.
+	release, err = m.connect(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, nil, err
 	}

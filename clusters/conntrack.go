@@ -2,7 +2,9 @@ package clusters
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -109,4 +111,56 @@ func (c *trackedConn) Close() error {
 		c.t.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// boundTransport ends each request it sends when life ends, besides when
+// the request's own context does. client-go's discovery (the REST mapper's
+// and the schema cache's reads of /api, /apis and the OpenAPI documents)
+// sends its requests on context.TODO(): bound to the manager's run, a
+// discovery in flight when the manager stops fails at once instead of
+// holding the manager, and the hub's shutdown, until the apiserver answers.
+//
+// It also drops the Retry-After of the answers: client-go sleeps it out
+// before retrying, a sleep nothing cancels (up to ten times a throttled
+// apiserver's 30 s). A discovery that fails is tried again by the
+// manager's own retries instead (a kind not yet watched: every second,
+// every ten after a minute), which end with the manager.
+type boundTransport struct {
+	rt   http.RoundTripper
+	life context.Context
+}
+
+// RoundTrip sends req on a context that also ends with life, until the
+// response's body is closed.
+func (b boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := context.Cause(b.life); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stop := context.AfterFunc(b.life, func() { cancel(context.Cause(b.life)) })
+	end := func() {
+		stop()
+		cancel(nil)
+	}
+	resp, err := b.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		end()
+		return nil, err
+	}
+	resp.Header.Del("Retry-After")
+	resp.Body = &endingBody{ReadCloser: resp.Body, end: end}
+	return resp, nil
+}
+
+// endingBody is a response body that calls end once closed.
+type endingBody struct {
+	io.ReadCloser
+	once sync.Once
+	end  func()
+}
+
+func (b *endingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.end)
+	return err
 }

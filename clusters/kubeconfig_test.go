@@ -291,7 +291,7 @@ func TestUntrustedDialGuard(t *testing.T) {
 		c.Clusters["w"].CertificateAuthorityData = pemCert(srv)
 	})
 	m := newManager(ClusterConfig{ID: "w", KubeconfigData: data}, newRecordingSink(), discardLogger(), HealthOptions{}, nil)
-	release, err := m.connect()
+	release, err := m.connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

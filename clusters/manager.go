@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/pack"
 )
@@ -202,7 +204,7 @@ func (m *Manager) ID() string { return m.cfg.ID }
 // or a handler panics. It returns an error when the cluster cannot be set up
 // (bad kubeconfig) or a handler panicked; the registry restarts it then.
 func (m *Manager) Run(ctx context.Context) error {
-	release, err := m.connect()
+	release, err := m.connect(ctx)
 	if err != nil {
 		m.setError(hub.ClusterUnreachable, err.Error())
 		return err
@@ -213,8 +215,9 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // connect builds the cluster's client on its own connection tracker (so
 // closing the connections of a stopped manager never touches another's) and
-// installs it; release closes every connection it opened.
-func (m *Manager) connect() (release func(), err error) {
+// installs it; release closes every connection it opened. Discovery, which
+// client-go sends without a context, ends when life does (boundTransport).
+func (m *Manager) connect(life context.Context) (release func(), err error) {
 	rc, err := restConfig(m.cfg, m.log)
 	if err != nil {
 		return nil, err
@@ -241,13 +244,18 @@ func (m *Manager) connect() (release func(), err error) {
 		release()
 		return nil, fmt.Errorf("cluster %q: dynamic client: %w", m.cfg.ID, err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, &http.Client{Transport: boundTransport{rt: hc.Transport, life: life}, Timeout: hc.Timeout})
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("cluster %q: discovery client: %w", m.cfg.ID, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	m.mu.Lock()
 	m.restConfig = rc
 	m.client = client
 	m.dyn = dyn
 	m.mapper = mapper
-	m.schemas = newSchemaCache(client.Discovery(), m.log)
+	m.schemas = newSchemaCache(disc, m.log)
 	m.mu.Unlock()
 	return release, nil
 }

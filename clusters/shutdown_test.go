@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -80,20 +81,28 @@ func throttled(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
+// TestManagerStopsWithoutWaitingForTheCluster runs managers of the three
+// built-in kinds and, in the "discovery" cases, of a kind beyond them too:
+// that one's REST mapping is discovered (client-go sends discovery on
+// context.TODO()) before Run goes on, so its manager stops only if its
+// discovery ends with it.
 func TestManagerStopsWithoutWaitingForTheCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		answer func(*http.Request) (*http.Response, error)
+		kinds  []schema.GroupVersionKind
 	}{
-		{"refused", refused},
-		{"hanging", hang},
-		{"throttled", throttled},
+		{"refused", refused, nil},
+		{"hanging", hang, nil},
+		{"throttled", throttled, nil},
+		{"hanging discovery", hang, []schema.GroupVersionKind{{Group: "batch", Version: "v1", Kind: "CronJob"}}},
+		{"throttled discovery", throttled, []schema.GroupVersionKind{{Group: "batch", Version: "v1", Kind: "CronJob"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kubeconfig := stubKubeconfig(t)
 			synctest.Test(t, func(t *testing.T) {
 				stub := &stubTransport{answer: tc.answer}
-				cfg := ClusterConfig{ID: "c1", Kubeconfig: kubeconfig, Namespaces: []string{"a", "b"},
+				cfg := ClusterConfig{ID: "c1", Kubeconfig: kubeconfig, Namespaces: []string{"a", "b"}, Kinds: tc.kinds,
 					WrapTransport: func(http.RoundTripper) http.RoundTripper { return stub }}
 				sink := newRecordingSink()
 				m := newManager(cfg, sink, testLogger(t), fastHealth, nil)

@@ -233,10 +233,11 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	if err != nil {
 		return fmt.Errorf("demo: start local clusters: %w", err)
 	}
-	defer func() {
+	stopClusters := sync.OnceFunc(func() {
 		progress("stopping the local clusters")
 		_ = set.Stop()
-	}()
+	})
+	defer stopClusters()
 	// A Terraform workspace of local files beside the clusters, when the
 	// tools are built.
 	ws, err := setupDemoWorkspace(ctx, dir, getenv)
@@ -351,7 +352,13 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		uiErr = runDemoTUI(runCtx, a.hub, gen, o.ReadOnly, status, getenv)
 	}
 	stop()
+	// The clusters are the demo's own: they stop beside the hub, not
+	// after it, so that the demo ends within its budget (the hub writes
+	// nothing once stopping; its watches end with errors nobody reads).
+	var stopping conc.WaitGroup
+	stopping.Go(stopClusters)
 	wg.Wait()
+	stopping.Wait()
 	if errors.Is(uiErr, tui.ErrHangup) {
 		log.Warn("terminal gone: stopping the demo", "cause", uiErr.Error())
 		uiErr = nil
