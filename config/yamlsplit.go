@@ -70,17 +70,28 @@ func parseWhole(data []byte) ([]*yaml.Node, error) {
 // at column 0, with nothing but a comment after it.
 var listKey = []byte("applications:")
 
-// splitLayout is where parseSplit cuts a file: the list's lines are
-// [first, end) (line indexes from 0, starts[i] the offset of line i), and
-// cuts are the line indexes where the pieces start, first among them.
+// splitLayout is where parseSplit cuts a file of size bytes: the list's
+// lines are [first, end) (line indexes from 0, starts[i] the offset of
+// line i), and cuts are the line indexes where the pieces start, first
+// among them.
 type splitLayout struct {
+	size       int
 	starts     []int
 	key        int
 	first, end int
 	cuts       []int
 }
 
-// parseSplit parses data in n pieces or more (see above). ok false means
+// offset returns where line i starts, or the file's size past its last
+// line.
+func (l *splitLayout) offset(i int) int {
+	if i < len(l.starts) {
+		return l.starts[i]
+	}
+	return l.size
+}
+
+// parseSplit parses data in at most n pieces (see above). ok false means
 // that data is not a file it can cut, or that a piece did not parse:
 // then data is to be parsed whole, which says why if it does not parse.
 func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
@@ -88,13 +99,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	if !ok {
 		return nil, false
 	}
-	lineAt := func(i int) int {
-		if i < len(l.starts) {
-			return l.starts[i]
-		}
-		return len(data)
-	}
-	from, to := lineAt(l.first), lineAt(l.end)
+	from, to := l.offset(l.first), l.offset(l.end)
 	// The rest of the file, the list's lines blank.
 	rest := make([]byte, 0, len(data)-(to-from)+(l.end-l.first))
 	rest = append(rest, data[:from]...)
@@ -119,7 +124,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	bounds := append(l.cuts[:len(l.cuts):len(l.cuts)], l.end)
 	parsed := make([]piece, len(l.cuts))
 	iter.ForEachIdx(parsed, func(i int, p *piece) {
-		docs, err := parseWhole(data[lineAt(bounds[i]):lineAt(bounds[i+1])])
+		docs, err := parseWhole(data[l.offset(bounds[i]):l.offset(bounds[i+1])])
 		if err != nil || len(docs) != 1 || len(docs[0].Content) != 1 {
 			return
 		}
@@ -143,7 +148,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	return docs, true
 }
 
-// layout finds where data can be cut into n pieces or more. ok false
+// layout finds where data can be cut into at most n pieces. ok false
 // means it cannot: no applications key alone on its line, or more than
 // one, a list not written as a block list, carriage returns or tabs
 // that start a line, or no item to cut before.
@@ -151,7 +156,7 @@ func layout(data []byte, n int) (l splitLayout, ok bool) {
 	if bytes.IndexByte(data, '\r') >= 0 {
 		return l, false
 	}
-	l.key = -1
+	l.size, l.key = len(data), -1
 	for off := 0; off < len(data); {
 		l.starts = append(l.starts, off)
 		next := bytes.IndexByte(data[off:], '\n')
@@ -171,12 +176,9 @@ func layout(data []byte, n int) (l splitLayout, ok bool) {
 	if l.key < 0 {
 		return l, false
 	}
+	// line is line i without its newline.
 	line := func(i int) []byte {
-		end := len(data)
-		if i+1 < len(l.starts) {
-			end = l.starts[i+1] - 1
-		}
-		return data[l.starts[i]:end]
+		return bytes.TrimSuffix(data[l.starts[i]:l.offset(i+1)], []byte{'\n'})
 	}
 	indent := -1
 	var items []int
@@ -221,11 +223,7 @@ func layout(data []byte, n int) (l splitLayout, ok bool) {
 			if j+1 < len(items) {
 				next = items[j+1]
 			}
-			to := len(data)
-			if next < len(l.starts) {
-				to = l.starts[next]
-			}
-			if bytes.IndexByte(data[l.starts[it]:to], '*') < 0 {
+			if bytes.IndexByte(data[l.starts[it]:l.offset(next)], '*') < 0 {
 				l.cuts = append(l.cuts, it)
 				break
 			}
