@@ -60,9 +60,9 @@ const hangupExitBudget = 2 * time.Second
 
 // demoExitBudget is how long `driftwatch demo` may take to exit once its
 // terminal is gone: the TUI's budget and one second more, for its three
-// clusters of five processes each, stopped beside the hub (it exits in
-// 0.6-0.9 s on a machine at load 10; under -race at load 13 and more the
-// hub's own stop alone has taken 1.8 s).
+// clusters of five processes each, stopped beside the hub (under -race it
+// exits in 0.6-0.7 s at load average 5-13, and once the hub's own stop
+// took 1.8 s at load 13).
 const demoExitBudget = hangupExitBudget + time.Second
 
 // TestTUIEndsWithItsTerminal starts the TUI mode (`driftwatch -f FILE`, hub

@@ -352,9 +352,10 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		uiErr = runDemoTUI(runCtx, a.hub, gen, o.ReadOnly, status, getenv)
 	}
 	stop()
-	// The clusters are the demo's own: they stop beside the hub, not
-	// after it, so that the demo ends within its budget (the hub writes
-	// nothing once stopping; its watches end with errors nobody reads).
+	// The clusters are the demo's own and disposable: they stop beside
+	// the hub, not after it, so that the demo ends within its budget. The
+	// hub starts no write once stopping; a call still in flight may fail,
+	// and its watches end with errors in the demo's log.
 	var stopping conc.WaitGroup
 	stopping.Go(stopClusters)
 	wg.Wait()
