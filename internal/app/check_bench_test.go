@@ -16,8 +16,21 @@ import (
 // and the plan printed, as a user runs it:
 //
 //	go test -run '^$' -bench CheckCommand -benchtime 5x ./internal/app/
+//
+// With DRIFTWATCH_BENCH_CONFIG_DIR set to a folder, the config
+// (config.yaml) and its kubeconfigs are written there and kept, so that
+// the command itself can be timed on the same file:
+//
+//	DRIFTWATCH_BENCH_CONFIG_DIR=/tmp/check10k go test -run '^$' -bench CheckCommand -benchtime 1x ./internal/app/
+//	time driftwatch check -f /tmp/check10k/config.yaml > /dev/null
 func BenchmarkCheckCommand(b *testing.B) {
 	dir := b.TempDir()
+	if keep := os.Getenv("DRIFTWATCH_BENCH_CONFIG_DIR"); keep != "" {
+		if err := os.MkdirAll(keep, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		dir = keep
+	}
 	var cfg strings.Builder
 	cfg.WriteString("hub:\n  id: bench\nclusters:\n")
 	for i, c := range []string{"dev", "staging", "prod"} {
