@@ -368,9 +368,15 @@ const conflictRetries = 3
 // conflictRetries times (counted in driftwatch_write_conflicts_total).
 //
 // The apply is a server-side apply with the hub's field manager
-// (kubeobj.FieldManagerFor): without force first; on a conflict with other
-// field managers it records the conflicts and applies with force. A missing
-// namespace is created.
+// (kubeobj.FieldManagerFor). The repair of an object st holds, when it
+// needs no fresh read, is one forced apply pinned to the resourceVersion of
+// st's object, the one whose hub annotation was checked (applyPinned): a
+// change since, another hub's takeover included, makes it a conflict,
+// retried from a fresh read; the fields it takes over from other managers
+// are named from the watch cache's managedFields (takenOver). Any other
+// apply goes without force first; on a conflict with other field managers
+// it records the conflicts and applies with force. A missing namespace is
+// created.
 //
 // When st came from the label-filtered cache and said the object was gone,
 // and the applied object has the UID the watch last saw before it left the
@@ -429,15 +435,33 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	var out runtime.Object
 	for attempt := 0; ; attempt++ {
 		body, removed, err := spec.Body, false, error(nil)
-		if fresh {
+		// An edit of an object the state holds, the hub's own checks
+		// passed on it (refuseOther above), is applied at once with
+		// force, pinned to that object's resourceVersion: one write
+		// instead of a refused apply and a forced one. The pin keeps
+		// the guard of the refused apply: the write lands only on the
+		// very object whose hub annotation was checked.
+		pinned := !fresh && live != nil && live.GetResourceVersion() != ""
+		switch {
+		case fresh:
 			body, removed, err = m.freshBody(writeCtx, kc, kind, spec, key, remove)
+		case pinned:
+			body, err = pinBody(spec, live.GetResourceVersion())
+			if err != nil {
+				err = m.callError("apply", spec, err)
+			}
 		}
 		if removed && stopPair == nil {
 			res.Action = actionRemoveApply
 			writeCtx, stopPair = pairContext(ctx)
 		}
 		if err == nil {
-			out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key)
+			if pinned {
+				res.Conflicts = m.takenOver(spec, d)
+				out, err = m.applyPinned(writeCtx, kind, c, spec, body, key)
+			} else {
+				out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key)
+			}
 		}
 		if err == nil {
 			break
@@ -781,6 +805,70 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		acc.SetManagedFields(nil)
 	}
 	return out, conflicts, nil
+}
+
+// applyPinned server-side applies body, pinned to the resourceVersion of
+// an object Repair checked (see pinBody), with force: it fails with a
+// conflict error (isConflictError) when the object changed since, or was
+// deleted and created again. An object deleted since is created, as an
+// unpinned apply creates it (TestApiserverConflictAnswers); a NotFound
+// answer (its namespace gone) is a conflict too, so the retry's unpinned
+// apply creates the namespace.
+func (m *Manager) applyPinned(ctx context.Context, kind kindInfo, c kubernetes.Interface, spec hub.NodeSpec, body []byte, key goneKey) (runtime.Object, error) {
+	force := true
+	m.beginWrite(key)
+	out, err := kind.clientFor(c, spec.Namespace).patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
+	m.endWrite(key, out, err)
+	switch {
+	case isPreconditionConflict(err), apierrors.IsNotFound(err):
+		return nil, m.conflictError("apply", spec, err)
+	case err != nil:
+		return nil, m.callError("apply", spec, err)
+	}
+	if acc, err := meta.Accessor(out); err == nil {
+		acc.SetManagedFields(nil)
+	}
+	return out, nil
+}
+
+// pinBody returns spec.Body with metadata.resourceVersion set to rv.
+func pinBody(spec hub.NodeSpec, rv string) ([]byte, error) {
+	desired, err := kubeobj.Object(spec)
+	if err != nil {
+		return nil, err
+	}
+	if desired == nil {
+		return nil, errors.New("no desired object")
+	}
+	desired.SetResourceVersion(rv)
+	return kubeobj.EncodeBody(desired)
+}
+
+// takenOver lists the fields a forced apply of d's repair takes over from
+// other field managers, as the watch cache's managedFields of the object
+// name them: each drifted field another manager owns (the field, a field
+// inside it, or the entry holding it). It is what the apiserver's conflict
+// answer to an unforced apply would list, without sending one.
+func (m *Manager) takenOver(spec hub.NodeSpec, d hub.Drift) []hub.Conflict {
+	mf, _ := m.cachedManagedFields(spec)
+	if len(mf) == 0 || len(d.Fields) == 0 {
+		return nil
+	}
+	owners, err := fieldOwners(mf)
+	if err != nil {
+		return nil
+	}
+	var out []hub.Conflict
+	for _, f := range d.Fields {
+		for _, o := range owners {
+			if o.Manager == m.fieldManager || !drift.OwnsAny(o.Fields, f.Path) {
+				continue
+			}
+			out = append(out, hub.Conflict{Field: f.Path, Manager: o.Manager})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
 }
 
 // isNamespaceNotFound reports whether err says the object's namespace does

@@ -459,12 +459,16 @@ var namespaceSkips = map[schema.GroupKind]bool{
 // kind the cluster serves that can be listed.
 func (m *Manager) unmanagedIn(ctx context.Context, namespace string) (string, error) {
 	m.mu.Lock()
-	c, dyn := m.client, m.dyn
+	dyn := m.dyn
 	m.mu.Unlock()
-	if c == nil || dyn == nil {
+	if dyn == nil {
 		return "", errNotConnected
 	}
-	lists, err := c.Discovery().ServerPreferredNamespacedResources()
+	disc, err := m.discoveryFor(ctx)
+	if err != nil {
+		return "", err
+	}
+	lists, err := disc.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
 		return "", fmt.Errorf("list the namespaced kinds before a namespace prune: %w", err)
 	}

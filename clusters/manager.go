@@ -81,6 +81,10 @@ type Manager struct {
 	// schemas are the cluster's OpenAPI schemas of the kinds client-go
 	// does not know (custom resources), for drift detection.
 	schemas *schemaCache
+	// discovery sends the discovery requests of a call (see
+	// discoveryFor): the connection's transport, its requests ended with
+	// the manager's run (boundTransport).
+	discovery *http.Client
 
 	rate rateWindow
 
@@ -244,7 +248,8 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 		release()
 		return nil, fmt.Errorf("cluster %q: dynamic client: %w", m.cfg.ID, err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, &http.Client{Transport: boundTransport{rt: hc.Transport, life: life}, Timeout: hc.Timeout})
+	dhc := &http.Client{Transport: boundTransport{rt: hc.Transport, life: life}, Timeout: hc.Timeout}
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, dhc)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("cluster %q: discovery client: %w", m.cfg.ID, err)
@@ -256,8 +261,22 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 	m.dyn = dyn
 	m.mapper = mapper
 	m.schemas = newSchemaCache(disc, m.log)
+	m.discovery = dhc
 	m.mu.Unlock()
 	return release, nil
+}
+
+// discoveryFor returns an uncached discovery client whose requests end when
+// ctx does, besides when the manager's run does: client-go's discovery
+// takes no context.
+func (m *Manager) discoveryFor(ctx context.Context) (discovery.DiscoveryInterface, error) {
+	m.mu.Lock()
+	rc, hc := m.restConfig, m.discovery
+	m.mu.Unlock()
+	if rc == nil || hc == nil {
+		return nil, errNotConnected
+	}
+	return discovery.NewDiscoveryClientForConfigAndClient(rc, &http.Client{Transport: boundTransport{rt: hc.Transport, life: ctx}, Timeout: hc.Timeout})
 }
 
 func (m *Manager) run(parent context.Context) error {

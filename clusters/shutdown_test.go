@@ -133,6 +133,65 @@ func TestManagerStopsWithoutWaitingForTheCluster(t *testing.T) {
 	}
 }
 
+// TestNamespacePruneCheckEndsWithItsCall: the check for objects driftwatch
+// does not manage before a namespace prune (unmanagedIn) lists the kinds
+// the cluster serves through discovery, which client-go sends without a
+// context. Against an apiserver that never answers, the check returns once
+// its caller's context ends, or once the manager's run does, rather than
+// hold a hub's shutdown until the apiserver answers.
+func TestNamespacePruneCheckEndsWithItsCall(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(call, life context.CancelFunc)
+	}{
+		{"the caller gives up", func(call, _ context.CancelFunc) { call() }},
+		{"the manager stops", func(_, life context.CancelFunc) { life() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeconfig := stubKubeconfig(t)
+			synctest.Test(t, func(t *testing.T) {
+				stub := &stubTransport{answer: hang}
+				cfg := ClusterConfig{ID: "c1", Kubeconfig: kubeconfig, Namespaces: []string{"a"},
+					WrapTransport: func(http.RoundTripper) http.RoundTripper { return stub }}
+				m := newManager(cfg, newRecordingSink(), testLogger(t), fastHealth, nil)
+				life, stopLife := context.WithCancel(t.Context())
+				defer stopLife()
+				release, err := m.connect(life)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer release()
+				call, stopCall := context.WithCancel(t.Context())
+				defer stopCall()
+				done := make(chan error, 1)
+				var wg conc.WaitGroup
+				wg.Go(func() {
+					_, err := m.unmanagedIn(call, "a")
+					done <- err
+				})
+				time.Sleep(time.Minute)
+				if stub.calls.Load() == 0 {
+					t.Fatal("the check sent no request")
+				}
+				tc.end(stopCall, stopLife)
+				synctest.Wait()
+				select {
+				case err := <-done:
+					if err == nil {
+						t.Error("the check found the namespace empty without an answer")
+					}
+				default:
+					t.Error("the check still waits for the apiserver after it was given up")
+					stopCall()
+					stopLife()
+					<-done
+				}
+				wg.Wait()
+			})
+		})
+	}
+}
+
 // TestRegistryStopsWithoutWaitingForClusters: the registry's Run returns
 // once its context ends, without waiting out a restart backoff or a
 // cluster's retries.

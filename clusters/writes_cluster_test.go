@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
@@ -182,6 +183,159 @@ func TestApiserverConflictAnswers(t *testing.T) {
 			t.Fatal("not recognised as a precondition conflict")
 		}
 	})
+
+	// A repair's forced apply pinned to the version the state held
+	// (applyPinned) must not land on an object created again under the
+	// same name since: the answer must be a precondition conflict, so the
+	// repair reads the object again (and refuses it if another hub's).
+	// An object deleted since is created, as an unpinned apply creates it:
+	// the pin guards the object the hub checked, not its existence.
+	t.Run("forced apply pinned to a deleted object", func(t *testing.T) {
+		cur, err := c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned := func() error {
+			whole := deployment(ns, "web", labelled(nil))
+			whole.APIVersion, whole.Kind, whole.ResourceVersion = "apps/v1", "Deployment", cur.ResourceVersion
+			body, err := json.Marshal(whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			force := true
+			_, err = c.AppsV1().Deployments(ns).Patch(ctx, "web", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "driftwatch", Force: &force})
+			return err
+		}
+		if err := c.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", labelled(nil)), metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+			t.Fatal(err)
+		}
+		err = pinned()
+		status(err)
+		if !isPreconditionConflict(err) {
+			t.Fatal("an apply pinned to the version of a deleted object, sent to the object created again, not recognised as a precondition conflict")
+		}
+		if err := c.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pinned(); err != nil {
+			t.Fatalf("an apply pinned to the version of a deleted object: %v (it creates the object, as an unpinned one does)", err)
+		}
+	})
+}
+
+// TestPinnedRepairOnARealControlPlane: the repair of an edit is one forced
+// apply, pinned to the version the watch cache showed, and names the field
+// it took over from the editor's managedFields. When another hub takes the
+// object over between the hub's read and its write, the pinned apply meets
+// the change, the fresh read shows the other hub, and nothing is written.
+func TestPinnedRepairOnARealControlPlane(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns = "pinned-repair"
+	createNamespace(t, admin, ns)
+	var mu sync.Mutex
+	var forced []bool
+	cc := clusterConfig(lc, ns)
+	cc.HubID = "hub-a"
+	cc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && types.PatchType(req.Header.Get("Content-Type")) == types.ApplyPatchType {
+				mu.Lock()
+				forced = append(forced, req.URL.Query().Get("force") == "true")
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	applies := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		out := forced
+		forced = nil
+		return out
+	}
+	_, be := runRegistryFor(t, cc)
+	ctx := t.Context()
+	spec := deploymentSpec(t, lc.Name, ns, "api")
+	obj, err := kubeobj.Object(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	annots := obj.GetAnnotations()
+	annots[kubeobj.HubAnnotation] = "hub-a"
+	obj.SetAnnotations(annots)
+	spec.Body = kubeobj.MustEncodeBody(obj)
+	st, d := readDetect(t, be, spec, true)
+	if _, err := be.Repair(ctx, spec, st, d); err != nil {
+		t.Fatal(err)
+	}
+	applies()
+
+	edit := func(manager, patch string) {
+		t.Helper()
+		if _, err := admin.AppsV1().Deployments(ns).Patch(ctx, "api", types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: manager}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cachedDrift := func() (hub.State, hub.Drift) {
+		t.Helper()
+		var st hub.State
+		var d hub.Drift
+		testwait.For(t, 10*time.Second, "the cache to show the edit", func() error {
+			st, d = readDetect(t, be, spec, false)
+			return testwait.Check(!d.InSync(), "in sync")
+		})
+		return st, d
+	}
+
+	edit("kubectl-scale", `{"spec":{"replicas":5}}`)
+	st, d = cachedDrift()
+	res, err := be.Repair(ctx, spec, st, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := applies(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("applies (forced or not) %v, want one forced apply", got)
+	}
+	if !slices.Contains(res.Conflicts, hub.Conflict{Field: "spec.replicas", Manager: "kubectl-scale"}) {
+		t.Fatalf("conflicts %+v, want spec.replicas taken from kubectl-scale", res.Conflicts)
+	}
+	live, err := admin.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *live.Spec.Replicas == 5 {
+		t.Fatal("the edit is still there")
+	}
+
+	// Another edit; then, before the repair is written, another hub
+	// takes the object over.
+	edit("kubectl-scale", `{"spec":{"replicas":6}}`)
+	st, d = cachedDrift()
+	edit("driftwatch-hub-b", fmt.Sprintf(`{"metadata":{"annotations":{%q:"hub-b"}}}`, kubeobj.HubAnnotation))
+	taken, err := admin.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = be.Repair(ctx, spec, st, d)
+	var o hub.OwnedByOtherError
+	if !errors.Is(err, hub.ErrOwnedByOther) || !errors.As(err, &o) || o.Hub != "hub-b" {
+		t.Fatalf("err = %v, want owned by hub-b", err)
+	}
+	if got := applies(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("applies (forced or not) %v, want only the pinned one, refused", got)
+	}
+	after, err := admin.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != taken.ResourceVersion || *after.Spec.Replicas != 6 {
+		t.Fatalf("the other hub's object changed: resourceVersion %s (was %s), replicas %d", after.ResourceVersion, taken.ResourceVersion, *after.Spec.Replicas)
+	}
 }
 
 // runRegistryFor starts a registry of cfg (whose metrics are read through

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,11 +269,11 @@ func TestPinnedValuesComeFromAFreshRead(t *testing.T) {
 		}
 	})
 
-	t.Run("no ignore rules: no read, no guard", func(t *testing.T) {
+	t.Run("no ignore rules: one forced apply pinned to the state's object", func(t *testing.T) {
 		api := newFakeAPI(t, liveDeployment("hub-a", 7, "10"))
 		m, _ := fakeManager(api, "hub-a")
 		spec := webSpec(t, "hub-a")
-		st := stateOf(t, m, cached, false)
+		st := stateOf(t, m, liveDeployment("hub-a", 7, "10"), false)
 		if _, err := m.Repair(t.Context(), spec, st, hub.Drift{Class: hub.DriftModified}); err != nil {
 			t.Fatal(err)
 		}
@@ -281,10 +282,50 @@ func TestPinnedValuesComeFromAFreshRead(t *testing.T) {
 				t.Fatalf("a repair without ignore rules or added entries read the object: %v", a)
 			}
 		}
-		if n, rv := appliedReplicas(t, api.sent(types.ApplyPatchType)[0]); n != 2 || rv != "" {
-			t.Fatalf("applied replicas %d, resourceVersion %q; want the desired 2, unguarded", n, rv)
+		if forced := appliesForced(api); !slices.Equal(forced, []bool{true}) {
+			t.Fatalf("applies forced %v, want one forced apply", forced)
+		}
+		if n, rv := appliedReplicas(t, api.sent(types.ApplyPatchType)[0]); n != 2 || rv != "10" {
+			t.Fatalf("applied replicas %d, resourceVersion %q; want the desired 2, pinned to the state's 10", n, rv)
 		}
 	})
+
+	t.Run("no ignore rules, stale state: the pin meets the change, then a fresh read", func(t *testing.T) {
+		api := newFakeAPI(t, liveDeployment("hub-a", 7, "10"))
+		m, met := fakeManager(api, "hub-a")
+		spec := webSpec(t, "hub-a")
+		st := stateOf(t, m, cached, false)
+		if _, err := m.Repair(t.Context(), spec, st, hub.Drift{Class: hub.DriftModified}); err != nil {
+			t.Fatalf("repair: %v (a conflict must be retried)", err)
+		}
+		if forced := appliesForced(api); !slices.Equal(forced, []bool{true, false}) {
+			t.Fatalf("applies forced %v, want the pinned forced apply, then an unforced one", forced)
+		}
+		applies := api.sent(types.ApplyPatchType)
+		if _, rv := appliedReplicas(t, applies[0]); rv != "5" {
+			t.Fatalf("first apply pinned to %q, want the state's 5", rv)
+		}
+		if n, rv := appliedReplicas(t, applies[1]); n != 2 || rv != "" {
+			t.Fatalf("retried apply: replicas %d, resourceVersion %q; want the desired 2, unpinned", n, rv)
+		}
+		if got := testutil.ToFloat64(met.conflicts.WithLabelValues("c1", conflictRetried)); got != 1 {
+			t.Fatalf("retried conflicts = %v, want 1", got)
+		}
+	})
+}
+
+// appliesForced returns the force option of each server-side apply api
+// received, in order.
+func appliesForced(api *fakeAPI) []bool {
+	var out []bool
+	for _, a := range api.cs.Actions() {
+		pa, ok := a.(k8stesting.PatchActionImpl)
+		if !ok || pa.GetPatchType() != types.ApplyPatchType {
+			continue
+		}
+		out = append(out, pa.PatchOptions.Force != nil && *pa.PatchOptions.Force)
+	}
+	return out
 }
 
 // addedEnvDrift is a Deployment with an env entry someone added, and its
@@ -469,6 +510,23 @@ func TestOtherHubsObjectsAreRefused(t *testing.T) {
 		check(t, api, err)
 		if n := len(api.sent(types.ApplyPatchType)); n != 0 {
 			t.Fatalf("%d applies", n)
+		}
+	})
+
+	t.Run("repair: the state is behind, the pinned apply meets the takeover", func(t *testing.T) {
+		api := newFakeAPI(t, theirs)
+		m, _ := fakeManager(api, "hub-a")
+		spec := webSpec(t, "hub-a")
+		// The loop read our object at version 9; hub-b has taken it since.
+		st := stateOf(t, m, liveDeployment("hub-a", 2, "9"), false)
+		_, err := m.Repair(t.Context(), spec, st, hub.Drift{Class: hub.DriftModified})
+		check(t, api, err)
+		applies := api.sent(types.ApplyPatchType)
+		if len(applies) != 1 {
+			t.Fatalf("%d applies, want the one pinned to version 9", len(applies))
+		}
+		if _, rv := appliedReplicas(t, applies[0]); rv != "9" {
+			t.Fatalf("the forced apply was pinned to %q, want 9", rv)
 		}
 	})
 

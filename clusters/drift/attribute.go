@@ -48,6 +48,18 @@ func Attribute(d hub.Drift, owners []FieldOwner, self string) *hub.Attribution {
 	return best
 }
 
+// OwnsAny reports whether any of the owned paths covers the drifted path
+// f: the same field, a field or list entry inside f, or a field f lies
+// inside (paths as FieldsV1Paths and a Drift's fields spell them).
+func OwnsAny(owned []string, f string) bool {
+	for _, p := range owned {
+		if owns(p, f) {
+			return true
+		}
+	}
+	return false
+}
+
 // owns reports whether an owned path p covers the drifted path f: the same
 // field, a field or list entry inside f, or a field f lies inside.
 func owns(p, f string) bool {
