@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -18,12 +19,19 @@ type spanCost struct {
 	Mutating        uint64     `json:"mutatingCalls"`
 	Reads           uint64     `json:"readCalls"`
 	MutatingP99     msDuration `json:"mutatingP99Ms"`
+	// CoresBusy is the CPU above (the control planes' and this process's)
+	// over the span's length, in cores, and Cores how many the machine
+	// has: a span that keeps every core busy is bound by the machine, not
+	// by waiting.
+	CoresBusy float64 `json:"coresBusy,omitempty"`
+	Cores     int     `json:"cores,omitempty"`
 	// Error says what could not be measured (the rest is still set).
 	Error string `json:"error,omitempty"`
 }
 
 // costReading is one side of a span: spanCost subtracts two.
 type costReading struct {
+	at                    time.Time
 	process, controlPlane time.Duration
 	requests              map[string]RequestDurations
 	err                   error
@@ -32,7 +40,7 @@ type costReading struct {
 // readCost reads this process's and the control planes' CPU and scrapes
 // every apiserver's request histogram.
 func (b *bencher) readCost(ctx context.Context) costReading {
-	r := costReading{process: CPUTime()}
+	r := costReading{at: time.Now(), process: CPUTime()}
 	for _, lc := range b.set.Clusters {
 		d, err := lc.CPUTime()
 		if err != nil {
@@ -71,8 +79,19 @@ func (b *bencher) costSince(ctx context.Context, before costReading) *spanCost {
 		if q := mutating.Quantile(0.99); mutating.Count > 0 {
 			c.MutatingP99 = secondsDuration(q)
 		}
+		c.busy(after.at.Sub(before.at), runtime.NumCPU())
 	}
 	return c
+}
+
+// busy sets CoresBusy and Cores for a span of length span on a machine of
+// cores.
+func (c *spanCost) busy(span time.Duration, cores int) {
+	if span <= 0 {
+		return
+	}
+	c.CoresBusy = (c.ControlPlaneCPU.dur() + c.ProcessCPU.dur()).Seconds() / span.Seconds()
+	c.Cores = cores
 }
 
 // plus returns the sum of two histograms of the same buckets.
@@ -94,6 +113,9 @@ func (c *spanCost) String() string {
 	}
 	s := fmt.Sprintf("control planes %s, this process %s cpu; %d writes (p99 %s), %d reads",
 		fmtDur(c.ControlPlaneCPU.dur()), fmtDur(c.ProcessCPU.dur()), c.Mutating, fmtDur(c.MutatingP99.dur()), c.Reads)
+	if c.Cores > 0 {
+		s += fmt.Sprintf("; %.2f of %d cores busy", c.CoresBusy, c.Cores)
+	}
 	if c.Error != "" {
 		s += " (partly not measured: " + c.Error + ")"
 	}

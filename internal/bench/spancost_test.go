@@ -20,6 +20,13 @@ func TestSpanCost(t *testing.T) {
 			t.Errorf("%q lacks %q", c, want)
 		}
 	}
+	if strings.Contains(c.String(), "cores busy") {
+		t.Errorf("%q tells cores busy for a span of no length", c)
+	}
+	c.busy(16*time.Second, 2)
+	if c.CoresBusy != 2 || !strings.Contains(c.String(), "2.00 of 2 cores busy") {
+		t.Errorf("32 s of cpu in 16 s on 2 cores: %q (CoresBusy %v)", c, c.CoresBusy)
+	}
 	c.Error = "cluster c1: no process running"
 	if !strings.Contains(c.String(), "partly not measured: cluster c1") {
 		t.Errorf("%q does not say what was not measured", c)
