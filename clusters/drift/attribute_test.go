@@ -127,3 +127,26 @@ func TestAttribute(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnsAny: an owned path covers a drifted path when it is the same
+// field, lies inside it (a field or a list entry), or holds it; a sibling
+// that merely shares a prefix does not.
+func TestOwnsAny(t *testing.T) {
+	for _, tc := range []struct {
+		owned []string
+		f     string
+		want  bool
+	}{
+		{[]string{"spec.replicas"}, "spec.replicas", true},
+		{[]string{"metadata.labels", "spec.replicas"}, "spec.replicas", true},
+		{[]string{`spec.template.spec.containers[name="app"].image`}, "spec.template.spec.containers", true},
+		{[]string{"spec.template"}, `spec.template.spec.containers[name="app"].image`, true},
+		{[]string{"spec.replicasMax"}, "spec.replicas", false},
+		{[]string{"spec.replicas"}, "spec.replicasMax", false},
+		{nil, "spec.replicas", false},
+	} {
+		if got := OwnsAny(tc.owned, tc.f); got != tc.want {
+			t.Errorf("OwnsAny(%q, %q) = %v, want %v", tc.owned, tc.f, got, tc.want)
+		}
+	}
+}
