@@ -370,10 +370,10 @@ const conflictRetries = 3
 // The apply is a server-side apply with the hub's field manager
 // (kubeobj.FieldManagerFor). The repair of an object st holds, when it
 // needs no fresh read, is one forced apply pinned to the resourceVersion of
-// st's object, the one whose hub annotation was checked (applyPinned): a
+// st's object, the one whose hub annotation was checked (see apply): a
 // change since, another hub's takeover included, makes it a conflict,
 // retried from a fresh read; the fields it takes over from other managers
-// are named from the watch cache's managedFields (takenOver). Any other
+// are named from the managedFields of st's object (takenOver). Any other
 // apply goes without force first; on a conflict with other field managers
 // it records the conflicts and applies with force. A missing namespace is
 // created.
@@ -456,11 +456,9 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 			writeCtx, stopPair = pairContext(ctx)
 		}
 		if err == nil {
-			if pinned {
-				res.Conflicts = m.takenOver(spec, d)
-				out, err = m.applyPinned(writeCtx, kind, c, spec, body, key)
-			} else {
-				out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key)
+			out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key, pinned)
+			if pinned && err == nil {
+				res.Conflicts = m.takenOver(live, d)
 			}
 		}
 		if err == nil {
@@ -758,7 +756,13 @@ const hubAnnotationField = "metadata.annotations." + kubeobj.HubAnnotation
 // driftwatch.io/hub annotation is among them and names another hub; a
 // missing namespace is created first. A conflict with the body's
 // resourceVersion (a pinned apply) is a conflict error (isConflictError).
-func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec, body []byte, key goneKey) (runtime.Object, []hub.Conflict, error) {
+//
+// pinned is a body pinned to the resourceVersion of an object Repair
+// checked (pinBody): it is applied once, with force, and a NotFound answer
+// (its namespace gone) is a conflict error too, so the retry's unpinned
+// apply creates the namespace. An object deleted since is created, as an
+// unpinned apply creates it (TestApiserverConflictAnswers).
+func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindInfo, spec hub.NodeSpec, body []byte, key goneKey, pinned bool) (runtime.Object, []hub.Conflict, error) {
 	kc := kind.clientFor(c, spec.Namespace)
 	patch := func(force bool) (runtime.Object, error) {
 		m.beginWrite(key)
@@ -767,8 +771,8 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		return out, err
 	}
 	var conflicts []hub.Conflict
-	out, err := patch(false)
-	if isFieldConflict(err) {
+	out, err := patch(pinned)
+	if !pinned && isFieldConflict(err) {
 		conflicts = conflictsOf(err)
 		if slices.ContainsFunc(conflicts, func(c hub.Conflict) bool { return c.Field == hubAnnotationField }) {
 			// Another writer set the annotation to another value: never
@@ -787,7 +791,7 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		}
 		out, err = patch(true)
 	}
-	if spec.Namespace != "" && isNamespaceNotFound(err) {
+	if !pinned && spec.Namespace != "" && isNamespaceNotFound(err) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
 		_, cerr := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: m.fieldManager})
 		if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
@@ -795,7 +799,7 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		}
 		out, err = patch(true)
 	}
-	if isPreconditionConflict(err) {
+	if isPreconditionConflict(err) || pinned && apierrors.IsNotFound(err) {
 		return nil, conflicts, m.conflictError("apply", spec, err)
 	}
 	if err != nil {
@@ -805,30 +809,6 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		acc.SetManagedFields(nil)
 	}
 	return out, conflicts, nil
-}
-
-// applyPinned server-side applies body, pinned to the resourceVersion of
-// an object Repair checked (see pinBody), with force: it fails with a
-// conflict error (isConflictError) when the object changed since, or was
-// deleted and created again. An object deleted since is created, as an
-// unpinned apply creates it (TestApiserverConflictAnswers); a NotFound
-// answer (its namespace gone) is a conflict too, so the retry's unpinned
-// apply creates the namespace.
-func (m *Manager) applyPinned(ctx context.Context, kind kindInfo, c kubernetes.Interface, spec hub.NodeSpec, body []byte, key goneKey) (runtime.Object, error) {
-	force := true
-	m.beginWrite(key)
-	out, err := kind.clientFor(c, spec.Namespace).patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
-	m.endWrite(key, out, err)
-	switch {
-	case isPreconditionConflict(err), apierrors.IsNotFound(err):
-		return nil, m.conflictError("apply", spec, err)
-	case err != nil:
-		return nil, m.callError("apply", spec, err)
-	}
-	if acc, err := meta.Accessor(out); err == nil {
-		acc.SetManagedFields(nil)
-	}
-	return out, nil
 }
 
 // pinBody returns spec.Body with metadata.resourceVersion set to rv.
@@ -845,13 +825,18 @@ func pinBody(spec hub.NodeSpec, rv string) ([]byte, error) {
 }
 
 // takenOver lists the fields a forced apply of d's repair takes over from
-// other field managers, as the watch cache's managedFields of the object
-// name them: each drifted field another manager owns (the field, a field
-// inside it, or the entry holding it). It is what the apiserver's conflict
-// answer to an unforced apply would list, without sending one.
-func (m *Manager) takenOver(spec hub.NodeSpec, d hub.Drift) []hub.Conflict {
-	mf, _ := m.cachedManagedFields(spec)
-	if len(mf) == 0 || len(d.Fields) == 0 {
+// other field managers, as the managedFields of live (the object the apply
+// is pinned to, with the entries ReadState keeps: those of other managers
+// that touched spec or metadata) name them: each drifted field another
+// manager owns (the field, a field inside it, or the entry holding it). It
+// is what the apiserver's conflict answer to an unforced apply would list,
+// without sending one.
+func (m *Manager) takenOver(live *unstructured.Unstructured, d hub.Drift) []hub.Conflict {
+	if len(d.Fields) == 0 {
+		return nil
+	}
+	mf := live.GetManagedFields()
+	if len(mf) == 0 {
 		return nil
 	}
 	owners, err := fieldOwners(mf)

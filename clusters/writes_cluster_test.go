@@ -185,7 +185,7 @@ func TestApiserverConflictAnswers(t *testing.T) {
 	})
 
 	// A repair's forced apply pinned to the version the state held
-	// (applyPinned) must not land on an object created again under the
+	// (apply, pinned) must not land on an object created again under the
 	// same name since: the answer must be a precondition conflict, so the
 	// repair reads the object again (and refuses it if another hub's).
 	// An object deleted since is created, as an unpinned apply creates it:
