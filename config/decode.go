@@ -626,7 +626,7 @@ func (d *decoder) appsInParallel(items []item) bool {
 		chunks[i] = items[i*len(items)/n : (i+1)*len(items)/n]
 	}
 	forks := iter.Map(chunks, func(chunk *[]item) *decoder {
-		f := d.fork()
+		f := d.fork(len(*chunk))
 		for _, it := range *chunk {
 			f.app(it)
 		}
@@ -650,16 +650,16 @@ func (d *decoder) appsInParallel(items []item) bool {
 	return true
 }
 
-// fork returns a decoder for some of the applications, run beside d: it
+// fork returns a decoder for n of the applications, run beside d: it
 // reads what d has read, and has its own errors, positions cache and
-// results.
-func (d *decoder) fork() *decoder {
+// results, sized for n.
+func (d *decoder) fork(n int) *decoder {
 	f := *d
 	f.walker = &walker{file: d.file, text: source{data: d.text.data, lines: d.text.lines, ascii: d.text.ascii}, unknown: d.unknown, merged: d.merged}
 	cfg := *d.cfg
-	cfg.Applications = nil
+	cfg.Applications = make([]Application, 0, n)
 	f.cfg = &cfg
-	f.apps = nil
+	f.apps = make([]appSrc, 0, n)
 	return &f
 }
 

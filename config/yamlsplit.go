@@ -11,9 +11,10 @@ import (
 )
 
 // A large config is nearly all its applications list, and the node tree
-// go.yaml.in/yaml/v3 builds of it is most of loading it. parseSplit
-// parses that list in pieces, one per core, and the rest of the file
-// apart, and joins the trees: the result is the tree parsing the whole
+// built of it is most of loading it. parseSplit parses that list in
+// pieces, one per core (each as parseOne does: parseFast's, or
+// go.yaml.in/yaml/v3's when a piece leaves parseFast's part of YAML), and
+// the rest of the file apart, and joins the trees: the result is the tree parsing the whole
 // file gives, or nothing (ok false) and the whole file is parsed as
 // before. Comments, which the decoder does not read, may sit on other
 // nodes than in the whole file's tree.
@@ -37,12 +38,21 @@ import (
 const splitMinBytes = 256 << 10
 
 // parseDocuments parses every document of data, in pieces on every core
-// when data is a large config (parseSplit).
+// when data is a large config (parseSplit), each piece as parseOne does.
 func parseDocuments(data []byte) ([]*yaml.Node, error) {
 	if n := runtime.GOMAXPROCS(0); n >= 2 && len(data) >= splitMinBytes {
 		if docs, ok := parseSplit(data, n); ok {
 			return docs, nil
 		}
+	}
+	return parseOne(data)
+}
+
+// parseOne parses every document of data in one pass: parseFast's when
+// data is in the part of YAML it reads, else the library's.
+func parseOne(data []byte) ([]*yaml.Node, error) {
+	if doc, ok := parseFast(data); ok {
+		return []*yaml.Node{doc}, nil
 	}
 	return parseWhole(data)
 }
@@ -105,7 +115,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	rest = append(rest, data[:from]...)
 	rest = append(rest, bytes.Repeat([]byte{'\n'}, l.end-l.first)...)
 	rest = append(rest, data[to:]...)
-	docs, err := parseWhole(rest)
+	docs, err := parseOne(rest)
 	if err != nil {
 		return nil, false
 	}
@@ -124,7 +134,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	bounds := append(l.cuts[:len(l.cuts):len(l.cuts)], l.end)
 	parsed := make([]piece, len(l.cuts))
 	iter.ForEachIdx(parsed, func(i int, p *piece) {
-		docs, err := parseWhole(data[l.offset(bounds[i]):l.offset(bounds[i+1])])
+		docs, err := parseOne(data[l.offset(bounds[i]):l.offset(bounds[i+1])])
 		if err != nil || len(docs) != 1 || len(docs[0].Content) != 1 {
 			return
 		}
