@@ -86,7 +86,9 @@ func parseFast(data []byte) (doc *yaml.Node, ok bool) {
 // and reports false for a byte or a line parseFast does not read.
 func (p *fastParser) scanLines() bool {
 	t := p.text
-	p.lines = make([]fastLine, 0, strings.Count(t, "\n")+1)
+	// Room for every line, but not for a file of blank lines: a line a
+	// config reads is seldom under 16 bytes, and appends past that.
+	p.lines = make([]fastLine, 0, min(strings.Count(t, "\n")+1, len(t)/16+1))
 	num := 0
 	for ls := 0; ls < len(t); {
 		num++

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -166,4 +167,22 @@ func FuzzParseFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		checkFast(t, []byte(data))
 	})
+}
+
+// TestParseFastBlankLinesAllocateLittle: a file of blank lines (hostile
+// input within the size limit) must not make parseFast reserve a line
+// record for each of them.
+func TestParseFastBlankLinesAllocateLittle(t *testing.T) {
+	data := []byte(strings.Repeat("\n", 1<<20) + "a: 1\n")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if !checkFast(t, data) {
+		t.Fatal("parseFast gave up on it")
+	}
+	runtime.ReadMemStats(&after)
+	// parseWhole's share is in the figure too; a record a line would be
+	// 32 MiB more.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("parsing 1 MiB of blank lines allocated %d MiB, want at most 16", got>>20)
+	}
 }
