@@ -18,7 +18,8 @@ var fastCases = []struct {
 }{
 	{"generated", string(benchApps(50)), true},
 	{"comments, blank lines and a modeline", "# yaml-language-server: $schema=x\n\n# c\nhub:   # the hub\n  id: x # id\n\n    # deeper comment\nclusters:\n  - id: a  \n", true},
-	{"items at odd columns", "a:\n  -   b: 1\n      c: 2\n  -\n    d: 3\n  - - no\n", false},
+	{"items at odd columns", "a:\n  -   b: 1\n      c: 2\n  -\n    d: 3\n  -  e\n", true},
+	{"a list on a dash's line", "a:\n  - - no\n", false},
 	{"items of scalars and flows", "a:\n  - x\n  - \"y\"\n  - 'z'\n  - [1, 2]\n  - {k: v}\n  - []\n  - {}\n", true},
 	{"an item alone over a block", "a:\n  -\n    b: 1\n  -\n    - c\n", true},
 	{"tags of plain scalars", "a: [1, 0, 012, 0x1F, 1_000, 1.5, .5, .inf, -.Inf, +1, -2, 2001-12-14, 1e3, 089, ~, null, Null, true, False, yes, on, y, n, o, 99999999999999999999]\nb: 2001-12-14t21:59:43.10-05:00\nc: 123456789012345678\nd: 1234567890123456789\n", true},
