@@ -59,8 +59,9 @@ const (
 type Config struct {
 	// Path is the config file's path as given to Load or Parse.
 	Path string `yaml:"-"`
-	// data is the file's content as parsed (see Data).
-	data []byte
+	// text is the file's content as parsed (see Data); the config's
+	// strings read from the file share its memory.
+	text string
 	// Hub holds the hub-wide settings.
 	Hub Hub `yaml:"hub"`
 	// Clusters are the clusters named in the file, in file order. It may be
@@ -407,21 +408,29 @@ func Parse(path string, data []byte, opts LoadOptions) (*Config, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
+	// One string of the content: the values the config keeps are
+	// substrings of it (parseFast), and it is the config's Data.
+	text := string(data)
 	w := &walker{file: path}
-	cfg := w.parse(path, data, opts)
+	cfg := w.parse(path, data, text, opts)
 	if len(w.errs) > 0 {
 		sortErrors(w.errs)
 		return nil, w.errs
 	}
-	cfg.data = data
+	cfg.text = text
 	return cfg, nil
 }
 
-// Data returns the content the config was parsed from (shared: the caller
-// must not change it); nil for a Config built by hand. A hub parses it
+// Data returns a copy of the content the config was parsed from; nil for
+// a Config built by hand. A hub parses it
 // again when a Git source moves to a new commit, so that the commit, and
 // not an edit of the file nobody reloaded yet, is what changes.
-func (c *Config) Data() []byte { return c.data }
+func (c *Config) Data() []byte {
+	if c.text == "" {
+		return nil
+	}
+	return []byte(c.text)
+}
 
 // Cluster returns the cluster with the given id.
 func (c *Config) Cluster(id string) (Cluster, bool) {

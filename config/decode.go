@@ -120,9 +120,10 @@ func emptyNode(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "" && n.Tag == "!!null" && n.Style == 0 && n.Anchor == ""
 }
 
-// parse parses data and validates it, recording every problem in w.errs.
-func (w *walker) parse(path string, data []byte, opts LoadOptions) *Config {
-	docs, ok := w.parseYAML(data)
+// parse parses data (text as a string) and validates it, recording every
+// problem in w.errs.
+func (w *walker) parse(path string, data []byte, text string, opts LoadOptions) *Config {
+	docs, ok := w.parseYAML(data, text)
 	if !ok {
 		return nil
 	}

@@ -26,7 +26,7 @@ const maxLocateDepth = 16
 // position.
 func NewLocator(path string, data []byte) *Locator {
 	l := &Locator{file: path, text: source{data: data}}
-	docs, _, err := parseTree(data)
+	docs, _, err := parseTree(data, string(data))
 	if err != nil {
 		return l
 	}

@@ -100,7 +100,7 @@ func TestScalarKinds(t *testing.T) {
 			t.Fatalf("goccy: %q: %v", src, err)
 		}
 		want := goccyKind(f.Docs[0].Body.(*ast.MappingNode).Values[0].Value)
-		docs, err := parseDocuments([]byte(src))
+		docs, err := parseDocuments([]byte(src), src)
 		if err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}

@@ -35,9 +35,9 @@ const maxNesting = 64
 
 // parseYAML parses data into its documents. Problems are recorded in
 // w.errs and give ok false: a syntax error or a file beyond the limits.
-func (w *walker) parseYAML(data []byte) (docs []*yaml.Node, ok bool) {
+func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool) {
 	w.text = source{data: data}
-	docs, unknown, err := parseTree(data)
+	docs, unknown, err := parseTree(data, text)
 	if err != nil {
 		w.reportSyntax(data, err)
 		return nil, false
@@ -46,23 +46,23 @@ func (w *walker) parseYAML(data []byte) (docs []*yaml.Node, ok bool) {
 	return docs, w.treeBounds(docs)
 }
 
-// parseTree parses every document of data, past what go.yaml.in/yaml/v3
+// parseTree parses every document of data (text as a string), past what go.yaml.in/yaml/v3
 // refuses of what goccy/go-yaml (which parsed configs before) accepts:
 // an alias to no anchor before it is parsed as a null (~), which unknown
 // gives by position with the alias's name, and a %YAML 1.2 directive as
 // %YAML 1.1 (the version go.yaml.in/yaml/v3 knows; it reads both alike).
-func parseTree(data []byte) (docs []*yaml.Node, unknown map[pos]string, err error) {
-	docs, err = parseDocuments(data)
+func parseTree(data []byte, text string) (docs []*yaml.Node, unknown map[pos]string, err error) {
+	docs, err = parseDocuments(data, text)
 	if err != nil && strings.Contains(err.Error(), "incompatible YAML document") {
 		if fixed := yaml12.ReplaceAll(data, []byte("${1}1.1")); !bytes.Equal(fixed, data) {
 			data = fixed
-			docs, err = parseDocuments(data)
+			docs, err = parseDocuments(data, string(data))
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "unknown anchor") {
 		var fixed []byte
 		if fixed, unknown = nullUnknownAliases(data); len(unknown) > 0 {
-			docs, err = parseDocuments(fixed)
+			docs, err = parseDocuments(fixed, string(fixed))
 		}
 	}
 	if err != nil {

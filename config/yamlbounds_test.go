@@ -78,7 +78,7 @@ func TestTreeBounds(t *testing.T) {
 			tt.want = strings.Replace(tt.want, ":1: a mapping", ":3: a mapping", 1)
 		}
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := parseDocuments([]byte(tt.src))
+			docs, err := parseDocuments([]byte(tt.src), tt.src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,8 +14,8 @@ import (
 // applications. parseFast reads that part alone, a line at a time, and
 // builds the node tree go.yaml.in/yaml/v3 builds of it: the same kinds,
 // styles, tags, values, lines and columns (comments, which the decoder
-// does not read, are left out). Values are substrings of one copy of the
-// file, and nodes and their children lists are cut from shared slabs.
+// does not read, are left out). Values are substrings of the file as
+// one string (which the Config keeps as its content), and nodes and their children lists are cut from shared slabs.
 //
 // It is no YAML parser of its own: the moment a file leaves that part
 // (anchors, aliases, tags, block scalars, multi-line scalars, escapes,
@@ -65,10 +65,11 @@ type fastParser struct {
 	tags  map[string]string
 }
 
-// parseFast returns the document node of data when data is in the part
-// of YAML it reads, and ok false otherwise.
-func parseFast(data []byte) (doc *yaml.Node, ok bool) {
-	p := &fastParser{text: string(data)}
+// parseFast returns the document node of text when text is in the part
+// of YAML it reads, and ok false otherwise. The nodes' values are
+// substrings of text.
+func parseFast(text string) (doc *yaml.Node, ok bool) {
+	p := &fastParser{text: text}
 	if !p.scanLines() || len(p.lines) == 0 {
 		return nil, false
 	}

@@ -77,7 +77,7 @@ func deepMapping(n int) string {
 // parseFast gives a tree the library does not.
 func checkFast(t *testing.T, data []byte) bool {
 	t.Helper()
-	doc, ok := parseFast(data)
+	doc, ok := parseFast(string(data))
 	if !ok {
 		return false
 	}
@@ -185,5 +185,34 @@ func TestParseFastBlankLinesAllocateLittle(t *testing.T) {
 	// 32 MiB more.
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Errorf("parsing 1 MiB of blank lines allocated %d MiB, want at most 16", got>>20)
+	}
+}
+
+// TestParsedConfigKeepsOneCopy: the strings a config keeps share the
+// memory of its content (Data), so a config without its applications
+// keeps one copy of the file, not the file and a second copy that its
+// cluster ids would pin.
+func TestParsedConfigKeepsOneCopy(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	data := benchApps(600) // parsed whole: under splitMinBytes
+	size := len(data)
+	if size >= splitMinBytes {
+		t.Fatalf("the file is %d bytes, want under %d", size, splitMinBytes)
+	}
+	cfg, err := Parse("bench.yaml", data, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := cfg.WithoutDesired()
+	cfg, data = nil, nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := int64(after.HeapAlloc) - int64(before.HeapAlloc); got > int64(size)*3/2 {
+		t.Errorf("a config of %d bytes keeps %d bytes of heap, want under 1.5 times its size", size, got)
+	}
+	if len(kept.Clusters) != 3 {
+		t.Fatalf("%d clusters kept", len(kept.Clusters))
 	}
 }

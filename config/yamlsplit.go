@@ -39,19 +39,20 @@ const splitMinBytes = 256 << 10
 
 // parseDocuments parses every document of data, in pieces on every core
 // when data is a large config (parseSplit), each piece as parseOne does.
-func parseDocuments(data []byte) ([]*yaml.Node, error) {
+func parseDocuments(data []byte, text string) ([]*yaml.Node, error) {
 	if n := runtime.GOMAXPROCS(0); n >= 2 && len(data) >= splitMinBytes {
-		if docs, ok := parseSplit(data, n); ok {
+		if docs, ok := parseSplit(data, text, n); ok {
 			return docs, nil
 		}
 	}
-	return parseOne(data)
+	return parseOne(data, text)
 }
 
-// parseOne parses every document of data in one pass: parseFast's when
-// data is in the part of YAML it reads, else the library's.
-func parseOne(data []byte) ([]*yaml.Node, error) {
-	if doc, ok := parseFast(data); ok {
+// parseOne parses every document of data in one pass: parseFast's of
+// text, data as a string, when it is in the part of YAML it reads, else
+// the library's.
+func parseOne(data []byte, text string) ([]*yaml.Node, error) {
+	if doc, ok := parseFast(text); ok {
 		return []*yaml.Node{doc}, nil
 	}
 	return parseWhole(data)
@@ -101,10 +102,11 @@ func (l *splitLayout) offset(i int) int {
 	return l.size
 }
 
-// parseSplit parses data in at most n pieces (see above). ok false means
+// parseSplit parses data, text as a string, in at most n pieces (see
+// above). ok false means
 // that data is not a file it can cut, or that a piece did not parse:
 // then data is to be parsed whole, which says why if it does not parse.
-func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
+func parseSplit(data []byte, text string, n int) ([]*yaml.Node, bool) {
 	l, ok := layout(data, n)
 	if !ok {
 		return nil, false
@@ -115,7 +117,7 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	rest = append(rest, data[:from]...)
 	rest = append(rest, bytes.Repeat([]byte{'\n'}, l.end-l.first)...)
 	rest = append(rest, data[to:]...)
-	docs, err := parseOne(rest)
+	docs, err := parseOne(rest, string(rest))
 	if err != nil {
 		return nil, false
 	}
@@ -134,7 +136,8 @@ func parseSplit(data []byte, n int) ([]*yaml.Node, bool) {
 	bounds := append(l.cuts[:len(l.cuts):len(l.cuts)], l.end)
 	parsed := make([]piece, len(l.cuts))
 	iter.ForEachIdx(parsed, func(i int, p *piece) {
-		docs, err := parseOne(data[l.offset(bounds[i]):l.offset(bounds[i+1])])
+		from, to := l.offset(bounds[i]), l.offset(bounds[i+1])
+		docs, err := parseOne(data[from:to], text[from:to])
 		if err != nil || len(docs) != 1 || len(docs[0].Content) != 1 {
 			return
 		}

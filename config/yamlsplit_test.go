@@ -91,7 +91,7 @@ func TestParseSplit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			whole, werr := parseWhole([]byte(c.data))
 			for n := 2; n <= 6; n++ {
-				docs, ok := parseSplit([]byte(c.data), n)
+				docs, ok := parseSplit([]byte(c.data), c.data, n)
 				if n == 2 && ok != c.split && c.split {
 					t.Fatalf("parseSplit(2) ok = %v, want %v", ok, c.split)
 				}
@@ -140,7 +140,7 @@ func TestParseSplitCuts(t *testing.T) {
 			t.Fatalf("cut before an item that uses an alias: %q", itemText(data, cut))
 		}
 	}
-	docs, ok := parseSplit(data, 8)
+	docs, ok := parseSplit(data, string(data), 8)
 	whole, err := parseWhole(data)
 	if !ok || err != nil {
 		t.Fatalf("parseSplit ok %v, whole file %v", ok, err)
@@ -182,7 +182,7 @@ func FuzzParseSplit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data string, n int) {
 		n = 2 + (n&0xff)%6
-		docs, ok := parseSplit([]byte(data), n)
+		docs, ok := parseSplit([]byte(data), data, n)
 		if !ok {
 			return
 		}
