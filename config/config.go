@@ -422,9 +422,9 @@ func Parse(path string, data []byte, opts LoadOptions) (*Config, error) {
 }
 
 // Data returns a copy of the content the config was parsed from; nil for
-// a Config built by hand. A hub parses it
-// again when a Git source moves to a new commit, so that the commit, and
-// not an edit of the file nobody reloaded yet, is what changes.
+// a Config built by hand. A hub parses it again when a Git source moves
+// to a new commit, so that the commit, and not an edit of the file nobody
+// reloaded yet, is what changes.
 func (c *Config) Data() []byte {
 	if c.text == "" {
 		return nil

@@ -46,8 +46,9 @@ func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool
 	return docs, w.treeBounds(docs)
 }
 
-// parseTree parses every document of data (text as a string), past what go.yaml.in/yaml/v3
-// refuses of what goccy/go-yaml (which parsed configs before) accepts:
+// parseTree parses every document of data (text as a string), past what
+// go.yaml.in/yaml/v3 refuses of what goccy/go-yaml (which parsed configs
+// before) accepts:
 // an alias to no anchor before it is parsed as a null (~), which unknown
 // gives by position with the alias's name, and a %YAML 1.2 directive as
 // %YAML 1.1 (the version go.yaml.in/yaml/v3 knows; it reads both alike).

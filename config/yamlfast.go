@@ -188,20 +188,48 @@ func (p *fastParser) mapping(col, off, depth int) (*yaml.Node, bool) {
 			return nil, false
 		}
 		p.stack = append(p.stack, value)
-		if p.i == len(p.lines) {
+		more, ok := p.nextEntry(col, false)
+		if !ok {
+			return nil, false
+		}
+		if !more {
 			break
 		}
 		l = p.lines[p.i]
-		if l.indent() < col {
-			break
-		}
-		if l.indent() > col || p.isItem(l.start, l.end) {
-			return nil, false
-		}
 		off = l.start
 	}
 	m.Content = p.children(mark)
 	return m, true
+}
+
+// nextEntry reports whether line p.i is the next entry of the block at
+// column col, a list item if item is set, else a key (more), and false
+// ok for a line the block cannot be followed by: one indented past col,
+// or an entry of the other kind at col.
+func (p *fastParser) nextEntry(col int, item bool) (more, ok bool) {
+	if p.i == len(p.lines) {
+		return false, true
+	}
+	l := p.lines[p.i]
+	switch {
+	case l.indent() < col:
+		return false, true
+	case l.indent() > col || p.isItem(l.start, l.end) != item:
+		return false, false
+	}
+	return true, true
+}
+
+// below reads the block on the lines after line p.i, which must be
+// indented past col: the value of a key, or a list item, alone on its
+// line.
+func (p *fastParser) below(col, depth int) (*yaml.Node, bool) {
+	p.i++
+	if p.i == len(p.lines) || p.lines[p.i].indent() <= col {
+		// An empty value or item, or a list at its key's column.
+		return nil, false
+	}
+	return p.block(p.lines[p.i].indent(), depth+1)
 }
 
 // sequence reads the block sequence whose dashes are at column col, the
@@ -211,19 +239,12 @@ func (p *fastParser) sequence(col, depth int) (*yaml.Node, bool) {
 	s := p.node(yaml.SequenceNode, "!!seq", "", l.num, col+1)
 	mark := len(p.stack)
 	for {
-		j := l.start + 1
-		for j < l.end && p.text[j] == ' ' {
-			j++
-		}
+		j := p.skipSpaces(l.start+1, l.end)
 		var item *yaml.Node
 		var ok bool
 		switch {
 		case j == l.end: // the item is the block below the dash
-			p.i++
-			if p.i == len(p.lines) || p.lines[p.i].indent() <= col {
-				return nil, false // an empty item
-			}
-			item, ok = p.block(p.lines[p.i].indent(), depth+1)
+			item, ok = p.below(col, depth)
 		case p.text[j] == '#' || p.isItem(j, l.end):
 			return nil, false
 		case p.isKey(j, l.end): // a mapping starting on the dash's line
@@ -235,16 +256,14 @@ func (p *fastParser) sequence(col, depth int) (*yaml.Node, bool) {
 			return nil, false
 		}
 		p.stack = append(p.stack, item)
-		if p.i == len(p.lines) {
+		more, ok := p.nextEntry(col, true)
+		if !ok {
+			return nil, false
+		}
+		if !more {
 			break
 		}
 		l = p.lines[p.i]
-		if l.indent() < col {
-			break
-		}
-		if l.indent() > col || !p.isItem(l.start, l.end) {
-			return nil, false
-		}
 	}
 	s.Content = p.children(mark)
 	return s, true
@@ -303,17 +322,9 @@ func (p *fastParser) key(l fastLine, off int) (key *yaml.Node, after int, ok boo
 // the key being at column col: the block on the lines below, or a scalar
 // or flow collection on the line.
 func (p *fastParser) value(l fastLine, after, col, depth int) (*yaml.Node, bool) {
-	j := after
-	for j < l.end && p.text[j] == ' ' {
-		j++
-	}
+	j := p.skipSpaces(after, l.end)
 	if j == l.end || p.text[j] == '#' {
-		p.i++
-		if p.i == len(p.lines) || p.lines[p.i].indent() <= col {
-			// An empty value, or a sequence at the key's column.
-			return nil, false
-		}
-		return p.block(p.lines[p.i].indent(), depth+1)
+		return p.below(col, depth)
 	}
 	return p.inline(l, j, col, depth+1)
 }
@@ -350,9 +361,7 @@ func (p *fastParser) inline(l fastLine, j, col, depth int) (*yaml.Node, bool) {
 // then, after at least one, a comment.
 func (p *fastParser) restIsComment(k, end int) bool {
 	s := k
-	for k < end && p.text[k] == ' ' {
-		k++
-	}
+	k = p.skipSpaces(k, end)
 	return k == end || (k > s && p.text[k] == '#')
 }
 

@@ -14,9 +14,9 @@ import (
 // built of it is most of loading it. parseSplit parses that list in
 // pieces, one per core (each as parseOne does: parseFast's, or
 // go.yaml.in/yaml/v3's when a piece leaves parseFast's part of YAML), and
-// the rest of the file apart, and joins the trees: the result is the tree parsing the whole
-// file gives, or nothing (ok false) and the whole file is parsed as
-// before. Comments, which the decoder does not read, may sit on other
+// the rest of the file apart, and joins the trees: the result is the tree
+// parsing the whole file gives, or nothing (ok false) and the whole file
+// is parsed as before. Comments, which the decoder does not read, may sit on other
 // nodes than in the whole file's tree.
 //
 // Why the pieces parse as in the whole file: the list is the value of a
@@ -103,9 +103,9 @@ func (l *splitLayout) offset(i int) int {
 }
 
 // parseSplit parses data, text as a string, in at most n pieces (see
-// above). ok false means
-// that data is not a file it can cut, or that a piece did not parse:
-// then data is to be parsed whole, which says why if it does not parse.
+// above). ok false means that data is not a file it can cut, or that a
+// piece did not parse: then data is to be parsed whole, which says why if
+// it does not parse.
 func parseSplit(data []byte, text string, n int) ([]*yaml.Node, bool) {
 	l, ok := layout(data, n)
 	if !ok {
