@@ -274,47 +274,24 @@ func (m *Manager) cachedOf(spec hub.NodeSpec) (c *cachedObject, watched bool, er
 	return c, true, nil
 }
 
-// cachedManagedFields returns the managedFields entries the watch cache
-// keeps of spec's object (compactManagedFields: those of other managers
-// that touched spec or metadata), and whether the cache holds the object.
-func (m *Manager) cachedManagedFields(spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, bool) {
-	c, _, err := m.cachedOf(spec)
-	if err != nil || c == nil {
-		return nil, false
-	}
-	obj, err := c.object()
-	if err != nil {
-		return nil, false
-	}
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, false
-	}
-	return acc.GetManagedFields(), true
-}
-
 // Attribute says which field manager changed d's fields last, and when
-// (see drift.Attribute), from the live object's managedFields: those the
-// watch cache keeps when it holds the object (every entry attribution
-// reads: it skips our own, and a status entry owns no field drift is
-// found in), else a GET's. A drift without fields, or a missing object,
-// has no attribution.
-//
-// The cache's entries are those of the object the drift was classified
-// from, or a later one; reading them spares the apiserver a GET for every
-// edit the hub repairs.
-func (m *Manager) Attribute(ctx context.Context, spec hub.NodeSpec, d hub.Drift) (*hub.Attribution, error) {
-	if len(d.Fields) == 0 {
+// (see drift.Attribute), from the managedFields of st's object: the state d
+// was classified from, whether it came from the watch cache (which keeps
+// every entry attribution reads: it skips our own, and a status entry owns
+// no field drift is found in) or from a GET. It sends no request: a later
+// read could name someone who changed the object after the drift was seen,
+// and a cache behind a fresh read would name no one. A drift without
+// fields, or a missing object, has no attribution.
+func (m *Manager) Attribute(_ context.Context, spec hub.NodeSpec, st hub.State, d hub.Drift) (*hub.Attribution, error) {
+	if len(d.Fields) == 0 || !st.Exists {
 		return nil, nil
 	}
-	mf, cached := m.cachedManagedFields(spec)
-	if !cached {
-		var err error
-		if mf, err = m.managedFields(ctx, spec); err != nil {
-			return nil, err
-		}
+	live, err := m.liveOf(spec, st)
+	if err != nil {
+		return nil, err
 	}
-	if mf == nil {
+	mf := live.GetManagedFields()
+	if len(mf) == 0 {
 		return nil, nil
 	}
 	owners, err := fieldOwners(mf)

@@ -291,7 +291,7 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	})
 	st, _ = be.ReadState(ctx, widget, false)
 	d, _ := be.DetectDrift(ctx, widget, st)
-	if a, err := be.Attribute(ctx, widget, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
+	if a, err := be.Attribute(ctx, widget, st, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
 		t.Errorf("attribution of the edit: %+v, %v", a, err)
 	}
 	repair(widget)

@@ -453,12 +453,12 @@ func TestBackend(t *testing.T) {
 		}
 		checkDrift(t, cd)
 		// Attribution reads the entries the cache kept (ours it skips).
-		if a, err := be.Attribute(ctx, spec, cd); err != nil || a == nil || a.Manager != "kubectl-edit" {
+		if a, err := be.Attribute(ctx, spec, cachedSt, cd); err != nil || a == nil || a.Manager != "kubectl-edit" {
 			t.Fatalf("attribution from a cached drift = %+v, %v", a, err)
 		}
 		st, d := readDetect(t, true)
 		checkDrift(t, d)
-		a, err := be.Attribute(ctx, spec, d)
+		a, err := be.Attribute(ctx, spec, st, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +493,7 @@ func TestBackend(t *testing.T) {
 		if d.Class != hub.DriftModified || d.Summary() != "modified spec.replicas: 1 -> 4" || st.Progress == nil || st.Progress.Desired != 4 {
 			t.Fatalf("drift = %s, progress %+v", d.Summary(), st.Progress)
 		}
-		if a, err := be.Attribute(ctx, spec, d); err != nil || a == nil || a.Manager != "kubectl-scale" {
+		if a, err := be.Attribute(ctx, spec, st, d); err != nil || a == nil || a.Manager != "kubectl-scale" {
 			t.Fatalf("attribution = %+v, %v", a, err)
 		}
 		res, err := be.Repair(ctx, spec, st, d)
@@ -624,7 +624,7 @@ func TestBackend(t *testing.T) {
 		if err := be.Delete(ctx, spec, st); err != nil {
 			t.Fatalf("deleting a missing object: %v", err)
 		}
-		if a, err := be.Attribute(ctx, spec, hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}); a != nil || err != nil {
+		if a, err := be.Attribute(ctx, spec, hub.State{Fresh: true}, hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}); a != nil || err != nil {
 			t.Fatalf("attribution of a missing object = %+v, %v", a, err)
 		}
 	})

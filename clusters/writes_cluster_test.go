@@ -654,11 +654,15 @@ func waitCached(t *testing.T, be hub.Backend, spec hub.NodeSpec) {
 	})
 }
 
-// TestAttributeFromTheCache: the manager that edited a Deployment is told
-// from the managedFields the watch cache keeps, without a GET; an object
-// the cache does not hold (another namespace, not watched) is read with a
-// GET, and one that is gone has no attribution.
-func TestAttributeFromTheCache(t *testing.T) {
+// TestAttributeReadsTheClassifiedState: the manager that edited a
+// Deployment is told from the managedFields of the state the drift was
+// classified from, without a request: a cached state's (the watch cache
+// keeps the entries), a fresh read's for an object the cache does not hold
+// (another namespace, not watched). A state read before a later edit still
+// names the first editor once the cache shows the second, a fresh read of
+// the later edit names its editor whatever the cache holds, and a missing
+// object has no attribution.
+func TestAttributeReadsTheClassifiedState(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	lc := set.Clusters[0]
 	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
@@ -697,15 +701,16 @@ func TestAttributeFromTheCache(t *testing.T) {
 	}
 
 	spec := deploymentSpec(t, lc.Name, ns, "api")
+	var st hub.State
 	var d hub.Drift
 	testwait.For(t, 10*time.Second, "the cache to show the edit", func() error {
-		if _, d = readDetect(t, be, spec, false); d.InSync() {
+		if st, d = readDetect(t, be, spec, false); d.InSync() {
 			return errors.New("in sync")
 		}
 		return nil
 	})
 	before := countGets()
-	a, err := be.Attribute(ctx, spec, d)
+	a, err := be.Attribute(ctx, spec, st, d)
 	if err != nil || a == nil || a.Manager != "kubectl-edit" || a.At.IsZero() {
 		t.Fatalf("attribution from the cache = %+v, %v", a, err)
 	}
@@ -713,19 +718,37 @@ func TestAttributeFromTheCache(t *testing.T) {
 		t.Errorf("attribution from the cache sent %d GETs", n)
 	}
 
+	// A later edit by someone else: the earlier state still names the
+	// first editor once the cache holds the later object.
+	if _, err := admin.AppsV1().Deployments(ns).Patch(ctx, "api", types.MergePatchType, []byte(`{"spec":{"replicas":6}}`), metav1.PatchOptions{FieldManager: "kubectl-scale"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "the cache to show the second edit", func() error {
+		later, _ := readDetect(t, be, spec, false)
+		return testwait.Check(later.Version != st.Version, "still version %s", st.Version)
+	})
+	if a, err := be.Attribute(ctx, spec, st, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
+		t.Fatalf("attribution of the earlier state = %+v, %v", a, err)
+	}
+	fresh, fd := readDetect(t, be, spec, true)
+	if a, err := be.Attribute(ctx, spec, fresh, fd); err != nil || a == nil || a.Manager != "kubectl-scale" {
+		t.Fatalf("attribution of a fresh read = %+v, %v", a, err)
+	}
+
 	unwatched := deploymentSpec(t, lc.Name, other, "api")
-	_, d = readDetect(t, be, unwatched, true)
+	st, d = readDetect(t, be, unwatched, true)
 	before = countGets()
-	if a, err := be.Attribute(ctx, unwatched, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
+	if a, err := be.Attribute(ctx, unwatched, st, d); err != nil || a == nil || a.Manager != "kubectl-edit" {
 		t.Fatalf("attribution of an object the cache does not hold = %+v, %v", a, err)
 	}
-	if n := countGets() - before; n != 1 {
-		t.Errorf("attribution of an object the cache does not hold sent %d GETs, want 1", n)
+	if n := countGets() - before; n != 0 {
+		t.Errorf("attribution of a fresh read sent %d GETs", n)
 	}
 	if err := admin.AppsV1().Deployments(other).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := be.Attribute(ctx, unwatched, d); a != nil || err != nil {
+	gone, _ := readDetect(t, be, unwatched, true)
+	if a, err := be.Attribute(ctx, unwatched, gone, d); a != nil || err != nil {
 		t.Fatalf("attribution of a deleted object = %+v, %v", a, err)
 	}
 }

@@ -24,8 +24,9 @@ type Backend interface {
 	// classifies the difference. It must not write.
 	DetectDrift(ctx context.Context, spec NodeSpec, st State) (Drift, error)
 	// Attribute says who changed the drifted fields, and when; nil when
-	// the backend cannot tell.
-	Attribute(ctx context.Context, spec NodeSpec, d Drift) (*Attribution, error)
+	// the backend cannot tell. st is the state d was classified from: the
+	// answer is about that object, not a later one.
+	Attribute(ctx context.Context, spec NodeSpec, st State, d Drift) (*Attribution, error)
 	// Repair makes the object match spec again (it also creates a missing
 	// one). st and d are what the loop read and classified; the backend
 	// re-reads whatever a guarded write needs, and retries at once a write

@@ -197,7 +197,7 @@ func (b *fakeBackend) DetectDrift(_ context.Context, spec NodeSpec, st State) (D
 	return Drift{Class: DriftNone}, nil
 }
 
-func (b *fakeBackend) Attribute(_ context.Context, spec NodeSpec, _ Drift) (*Attribution, error) {
+func (b *fakeBackend) Attribute(_ context.Context, spec NodeSpec, _ State, _ Drift) (*Attribution, error) {
 	if b.onAttribute != nil {
 		b.onAttribute(spec.ID)
 	}

@@ -394,7 +394,7 @@ func (r *reconciler) attribute(ctx context.Context, p pass, o *observation) {
 	if o.d.InSync() || o.d.Class == DriftMissing || o.d.Class == DriftDeleting {
 		return
 	}
-	a, err := p.backend.Attribute(ctx, p.desired, o.d)
+	a, err := p.backend.Attribute(ctx, p.desired, o.st, o.d)
 	if err != nil {
 		r.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
 	}

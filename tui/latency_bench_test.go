@@ -260,7 +260,7 @@ func (b *memBackend) DetectDrift(_ context.Context, _ hub.NodeSpec, st hub.State
 	return hub.Drift{Class: hub.DriftNone}, nil
 }
 
-func (b *memBackend) Attribute(context.Context, hub.NodeSpec, hub.Drift) (*hub.Attribution, error) {
+func (b *memBackend) Attribute(context.Context, hub.NodeSpec, hub.State, hub.Drift) (*hub.Attribution, error) {
 	return nil, nil
 }
 

@@ -399,7 +399,7 @@ func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, 
 		return o, nil
 	}
 	if d.Class != hub.DriftMissing && d.Class != hub.DriftDeleting {
-		att, err := m.Attribute(ctx, spec, d)
+		att, err := m.Attribute(ctx, spec, st, d)
 		switch {
 		case errors.Is(err, hub.ErrUnreachable):
 			return o, err

@@ -74,7 +74,7 @@ func driftOf(desired, actual map[string]any) hub.Drift {
 
 // Attribute returns nil: Terraform does not record who changed a resource
 // outside it.
-func (w *Workspace) Attribute(context.Context, hub.NodeSpec, hub.Drift) (*hub.Attribution, error) {
+func (w *Workspace) Attribute(context.Context, hub.NodeSpec, hub.State, hub.Drift) (*hub.Attribution, error) {
 	return nil, nil
 }
 
