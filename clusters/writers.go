@@ -59,7 +59,20 @@ type ownWrite struct {
 	// uncertain is set when a write failed without an answer from the
 	// apiserver (it may have landed): the next change counts as ours.
 	uncertain bool
-	seq       uint64
+	// seen is the latest write time of our field manager the watch showed
+	// while the record was kept.
+	seen uint32
+	seq  uint64
+}
+
+// settled reports whether the record is no longer needed: no write on the
+// wire, none that may have landed unseen, and the watch has shown the
+// latest one that returned (or none returned a time: each failed with an
+// answer, so none landed). The watch shows an object's changes in order,
+// and checkWriter looks only at a write time that moved, so no later event
+// can carry one of the record's writes.
+func (w *ownWrite) settled() bool {
+	return w.inflight == 0 && !w.uncertain && w.seen >= w.at
 }
 
 // beginWrite records that a write of ours to key is about to be sent.
@@ -88,6 +101,9 @@ func (m *Manager) endWrite(key goneKey, out runtime.Object, err error) {
 	var status apierrors.APIStatus
 	if err != nil && !errors.As(err, &status) {
 		w.uncertain = true // no answer: it may have landed
+	}
+	if w.settled() {
+		delete(l.writes, key) // its echo came before the call returned
 	}
 }
 
@@ -121,7 +137,8 @@ func (l *writeLog) entryLocked(key goneKey) *ownWrite {
 // ours reports whether a watched write time of our field manager on key
 // comes from one of our writes (one on the wire, one that returned that
 // time or a later one, or one that failed without an answer: that one
-// counts once).
+// counts once). A record is dropped once settled, so the log holds only
+// writes whose echo is still to come, not one record per object written.
 func (l *writeLog) ours(key goneKey, at uint32) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -129,14 +146,15 @@ func (l *writeLog) ours(key goneKey, at uint32) bool {
 	if w == nil {
 		return false
 	}
-	if w.inflight > 0 || at <= w.at {
-		return true
+	w.seen = max(w.seen, at)
+	ours := w.inflight > 0 || at <= w.at
+	if !ours && w.uncertain {
+		w.uncertain, ours = false, true
 	}
-	if w.uncertain {
-		w.uncertain = false
-		return true
+	if ours && w.settled() {
+		delete(l.writes, key) // the echo of the latest write: done
 	}
-	return false
+	return ours
 }
 
 // checkWriter looks at a watched change of an object for a write by our

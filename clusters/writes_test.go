@@ -668,27 +668,46 @@ func TestSameIDWriterIsDetected(t *testing.T) {
 	key := goneKey{kind: hub.KindConfigMap, namespace: "shop", name: "web"}
 	written := func(at time.Time) runtime.Object { return configMap("web", "", applied(kubeobj.FieldManager, at)) }
 	seen := func() float64 { return testutil.ToFloat64(met.sameIDWrites.WithLabelValues("c1")) }
+	// The log keeps a record only while an echo is still to come.
+	logged := func(want int, when string) {
+		t.Helper()
+		m.writes.mu.Lock()
+		defer m.writes.mu.Unlock()
+		if n := len(m.writes.writes); n != want {
+			t.Fatalf("%s: the write log keeps %d records, want %d", when, n, want)
+		}
+	}
 
 	// The initial list: whatever wrote it.
 	h.OnAdd(obj("web", t0, applied(kubeobj.FieldManager, t0)), true)
 	// Our write: its echo before the call returns, then after.
 	m.beginWrite(key)
 	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0)), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(time.Second))))
+	logged(1, "a write on the wire")
 	m.endWrite(key, written(t0.Add(time.Second)), nil)
+	logged(0, "a write whose echo came before it returned")
 	m.beginWrite(key)
 	m.endWrite(key, written(t0.Add(3*time.Second)), nil)
 	m.beginWrite(key)
 	m.endWrite(key, written(t0.Add(4*time.Second)), nil)
 	// Echoes of both, after both returned (a remove and an apply).
 	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(3*time.Second))))
+	logged(1, "the echo of the first of two writes")
 	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(3*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))))
+	logged(0, "the echo of the last write")
+	// A write refused with an answer never landed: nothing to wait for.
+	m.beginWrite(key)
+	m.endWrite(key, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "web", errors.New("changed")))
+	logged(0, "a refused write")
 	// Someone else's write that does not touch our entry.
 	other := mfEntry("kubectl-edit", "", `{"f:data":{"f:b":{}}}`)
 	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second)), other))
 	// A write that failed without an answer may have landed.
 	m.beginWrite(key)
 	m.endWrite(key, nil, errors.New("connection reset"))
+	logged(1, "a write that may have landed")
 	h.OnUpdate(obj("web", t0, applied(kubeobj.FieldManager, t0.Add(4*time.Second))), obj("web", t0, applied(kubeobj.FieldManager, t0.Add(5*time.Second))))
+	logged(0, "the change a write without an answer is taken for")
 	// An object whose label was removed and restored.
 	back := obj("back", t0, applied(kubeobj.FieldManager, t0))
 	m.trackGone(hub.KindConfigMap, hub.EventDeleted, back)
