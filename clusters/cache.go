@@ -7,6 +7,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,38 @@ type cacheShared struct {
 	// dicts pack the bodies, one dictionary per kind shared by every
 	// informer of the registry (nil: bodies are kept unpacked).
 	dicts *pack.Dicts[hub.Kind]
+	// progresses interns the rollout progress of the informer's objects
+	// (see internProgress), under progressMu.
+	progressMu sync.Mutex
+	progresses map[hub.Progress]*hub.Progress
+}
+
+// maxInternedProgress bounds the progress values an informer interns.
+const maxInternedProgress = 256
+
+// internProgress returns a shared copy of p: the objects of one informer
+// mostly share a few progress values (ready and desired counts, a state),
+// and a cached object's progress is never changed (reads copy it), so
+// they can share one record instead of one each. A value with a reason or
+// a message (an object's own words), or past maxInternedProgress distinct
+// values, is kept as it is.
+func (s *cacheShared) internProgress(p *hub.Progress) *hub.Progress {
+	if p == nil || p.Stuck != "" || p.Message != "" {
+		return p
+	}
+	s.progressMu.Lock()
+	defer s.progressMu.Unlock()
+	if q, ok := s.progresses[*p]; ok {
+		return q
+	}
+	if len(s.progresses) >= maxInternedProgress {
+		return p
+	}
+	if s.progresses == nil {
+		s.progresses = make(map[hub.Progress]*hub.Progress)
+	}
+	s.progresses[*p] = p
+	return p
 }
 
 // Which ownership marks an object carries with their usual value (see
@@ -243,7 +276,7 @@ func (s *cacheShared) compact(obj any) (any, error) {
 		deletionTimestamp: po.GetDeletionTimestamp(),
 	}
 	if s.info.progress != nil {
-		c.progress = s.info.progress(po)
+		c.progress = s.internProgress(s.info.progress(po))
 	}
 	labels, annots := po.GetLabels(), po.GetAnnotations()
 	var own uint32

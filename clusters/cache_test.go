@@ -253,3 +253,62 @@ func TestCompactJSONManagedFields(t *testing.T) {
 		})
 	}
 }
+
+// TestCachedProgressIsShared: Deployments with the same rollout progress
+// share one record in the cache, a stuck one keeps its own, an informer
+// interns at most maxInternedProgress values, and a read hands out a copy,
+// so a caller changing it changes no other object's.
+func TestCachedProgressIsShared(t *testing.T) {
+	info, err := kindOf(hub.KindDeployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindDeployment, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager}
+	cached := func(name string, ready int32, stuck bool) *cachedObject {
+		t.Helper()
+		d := deployment("shop", name, labelled(nil))
+		d.Status.ReadyReplicas = ready
+		if stuck {
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: progressDeadlineExceeded, Message: "too slow"}}
+		}
+		out, err := shared.compact(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*cachedObject)
+	}
+	a, b := cached("a", 1, false), cached("b", 1, false)
+	if a.progress == nil || a.progress != b.progress || *a.progress != (hub.Progress{Ready: 1, Desired: 1}) {
+		t.Fatalf("progress of two alike Deployments: %p %+v and %p %+v, want one shared record", a.progress, a.progress, b.progress, b.progress)
+	}
+	if c := cached("c", 0, false); c.progress == a.progress || c.progress.Ready != 0 {
+		t.Fatalf("another progress value shares %+v", c.progress)
+	}
+	s1, s2 := cached("s1", 0, true), cached("s2", 0, true)
+	if s1.progress == s2.progress || s1.progress.Stuck == "" {
+		t.Fatalf("stuck progress %p %+v and %p: want a record each", s1.progress, s1.progress, s2.progress)
+	}
+	for i := range maxInternedProgress + 10 {
+		cached(fmt.Sprintf("n%d", i), int32(i+2), false)
+	}
+	if n := len(shared.progresses); n != maxInternedProgress {
+		t.Fatalf("interned %d progress values, want at most %d", n, maxInternedProgress)
+	}
+
+	// A read's progress is the caller's own.
+	m, _ := fakeManager(newFakeAPI(t), "hub-a")
+	m.informers[informerKey{namespace: "shop", kind: hub.KindDeployment}] = &informerState{informer: syncedInformer(t, shared), synced: true}
+	for _, c := range []*cachedObject{a, b} {
+		if err := m.informers[informerKey{namespace: "shop", kind: hub.KindDeployment}].informer.GetIndexer().Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := m.ReadState(t.Context(), hub.NodeSpec{ID: hub.NewNodeID("c1", "shop", "a", hub.KindDeployment), Namespace: "shop", Name: "a", Kind: hub.KindDeployment}, false)
+	if err != nil || st.Progress == nil || st.Fresh {
+		t.Fatalf("cached read: %+v, %v", st, err)
+	}
+	st.Progress.Ready = 99
+	if b.progress.Ready != 1 {
+		t.Fatalf("changing a read's progress changed the cache's: %+v", b.progress)
+	}
+}
