@@ -174,9 +174,9 @@ func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstruc
 // DetectDrift classifies how st's live object differs from spec (see
 // drift.ClassifyWith), along the schema of its kind (SchemaFor):
 // differences spec's ignore rules cover are set apart in Drift.Ignored. A
-// manager rule needs the live object's managedFields: from the cached
-// object when it kept them, else from a GET (only when such a rule must be
-// matched against a difference).
+// manager rule reads the managedFields st's object keeps (ownersOf), those
+// of the very object compared: a GET could name the manager of a later
+// change.
 func (m *Manager) DetectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State) (hub.Drift, error) {
 	return m.detectDrift(ctx, spec, st, nil)
 }
@@ -205,16 +205,7 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 	}
 	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager}
 	if len(ig.Rules) > 0 && live != nil {
-		ig.Owners = func() ([]drift.FieldOwner, error) {
-			if mf := live.GetManagedFields(); len(mf) > 0 {
-				return fieldOwners(mf)
-			}
-			mf, err := m.managedFields(ctx, spec)
-			if err != nil {
-				return nil, err
-			}
-			return fieldOwners(mf)
-		}
+		ig.Owners = func() ([]drift.FieldOwner, error) { return ownersOf(live) }
 	}
 	if sch == nil {
 		s, err := m.SchemaFor(ctx, desired.GroupVersionKind())
@@ -229,31 +220,6 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 		m.log.Debug("ignore rules: managedFields unavailable", "node", spec.ID.String(), "err", err)
 	}
 	return d, nil
-}
-
-// managedFields GETs the managedFields of spec's object (nil when it is
-// gone).
-func (m *Manager) managedFields(ctx context.Context, spec hub.NodeSpec) ([]metav1.ManagedFieldsEntry, error) {
-	kind, err := m.kindFor(spec)
-	if err != nil {
-		return nil, m.callError("get", spec, err)
-	}
-	c := m.clientset()
-	if c == nil {
-		return nil, m.callError("get", spec, errNotConnected)
-	}
-	obj, err := kind.clientFor(c, spec.Namespace).get(ctx, spec.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, m.callError("get", spec, err)
-	}
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, m.callError("get", spec, err)
-	}
-	return acc.GetManagedFields(), nil
 }
 
 // cachedOf looks spec's object up in the watch cache: watched says whether
@@ -290,15 +256,27 @@ func (m *Manager) Attribute(_ context.Context, spec hub.NodeSpec, st hub.State, 
 	if err != nil {
 		return nil, err
 	}
+	owners, err := ownersOf(live)
+	if err != nil {
+		return nil, m.callError("read managedFields of", spec, err)
+	}
+	if owners == nil {
+		return nil, nil
+	}
+	return drift.Attribute(d, owners, m.fieldManager), nil
+}
+
+// ownersOf turns the managedFields entries a live object from ReadState
+// keeps (those of other managers that touched spec or metadata) into field
+// owners; nil when it kept none. Drift classification, attribution and a
+// repair's taken-over fields all read the object the drift was classified
+// from, never a later read of it.
+func ownersOf(live *unstructured.Unstructured) ([]drift.FieldOwner, error) {
 	mf := live.GetManagedFields()
 	if len(mf) == 0 {
 		return nil, nil
 	}
-	owners, err := fieldOwners(mf)
-	if err != nil {
-		return nil, m.callError("read managedFields of", spec, err)
-	}
-	return drift.Attribute(d, owners, m.fieldManager), nil
+	return fieldOwners(mf)
 }
 
 // fieldOwners turns managedFields entries into field owners.
@@ -812,12 +790,8 @@ func (m *Manager) takenOver(live *unstructured.Unstructured, d hub.Drift) []hub.
 	if len(d.Fields) == 0 {
 		return nil
 	}
-	mf := live.GetManagedFields()
-	if len(mf) == 0 {
-		return nil
-	}
-	owners, err := fieldOwners(mf)
-	if err != nil {
+	owners, err := ownersOf(live)
+	if err != nil || owners == nil {
 		return nil
 	}
 	var out []hub.Conflict
