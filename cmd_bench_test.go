@@ -179,8 +179,21 @@ func TestBenchFleet(t *testing.T) {
 				N   int     `json:"n"`
 				P99 float64 `json:"p99Ms"`
 			} `json:"repair"`
-			ByAction map[string]any `json:"byAction"`
+			ByAction    map[string]any `json:"byAction"`
+			RepairFloor *struct {
+				N   int     `json:"n"`
+				P50 float64 `json:"p50Ms"`
+				P99 float64 `json:"p99Ms"`
+			} `json:"repairFloorLatency"`
+			RepairFloorInFlight int    `json:"repairFloorConcurrency"`
+			RepairFloorError    string `json:"repairFloorError"`
+			RepairFloorCost     *struct {
+				Mutating int `json:"mutatingCalls"`
+			} `json:"repairFloorCost"`
 		} `json:"runs"`
+		Ratios struct {
+			OverRepairFloor float64 `json:"fleetRepairP99OverRepairFloorP99"`
+		} `json:"ratios"`
 		Targets []struct {
 			Goal string `json:"goal"`
 		} `json:"targets"`
@@ -208,11 +221,17 @@ func TestBenchFleet(t *testing.T) {
 	if r.Mode != "fleet" || r.Drifts != 16 || r.Repaired != 16 || r.Failed != 0 || r.Detect.N != 16 || r.Repair.N != 16 || r.Repair.P99 <= 0 || len(r.ByAction) == 0 {
 		t.Errorf("fleet run: %+v", r)
 	}
+	// The raw repair floor made the same 16 drifts again and saw each
+	// repaired by its plain client: 16 drifts and 16 repairs written.
+	if fl := r.RepairFloor; r.RepairFloorError != "" || fl == nil || fl.N != 16 || fl.P50 <= 0 || fl.P99 < fl.P50 ||
+		r.RepairFloorInFlight < 1 || r.RepairFloorCost == nil || r.RepairFloorCost.Mutating < 32 || rep.Ratios.OverRepairFloor <= 0 {
+		t.Errorf("fleet raw repair floor: %+v, %d in flight, error %q, cost %+v, ratio %v", fl, r.RepairFloorInFlight, r.RepairFloorError, r.RepairFloorCost, rep.Ratios.OverRepairFloor)
+	}
 	var goals []string
 	for _, g := range rep.Targets {
 		goals = append(goals, g.Goal)
 	}
-	for _, want := range []string{"fleet cold sync", "fleet cold sync within 1.3x the raw create floor", "fleet steady rss", "fleet idle cpu", "fleet repair p99"} {
+	for _, want := range []string{"fleet cold sync", "fleet cold sync within 1.3x the raw create floor", "fleet steady rss", "fleet idle cpu", "fleet repair p99 under", "fleet repair p99 within 2x the raw-watch floor p99"} {
 		if !strings.Contains(strings.Join(goals, "\n"), want) {
 			t.Errorf("targets lack %q: %q", want, goals)
 		}

@@ -1080,6 +1080,19 @@ type runReport struct {
 	// RepairFloorDeletes is when the floor's last delete returned, from
 	// its first delete's start.
 	RepairFloorDeletes msDuration `json:"repairFloorDeletesMs,omitempty"`
+	// RepairFloorLatency (the fleet) is the raw repair floor's repair
+	// latencies, measured in the same run after the hub's: the same
+	// drifts made again, each drifted object applied again by a plain
+	// client as soon as its drift call returned (RepairFloorConcurrency
+	// applies in flight, the hub's writers), timed by the same raw watch
+	// from the drift call's start to the object seen as desired again.
+	// It is the fleet's drift run without the detection: what the hub's
+	// repair latencies (Repair) stand beside.
+	RepairFloorLatency *latencyReport `json:"repairFloorLatency,omitempty"`
+	// RepairFloorCost is what the fleet's raw repair floor cost, as Cost
+	// for the hub's drift run: from its first drift to its last repair
+	// seen.
+	RepairFloorCost *spanCost `json:"repairFloorCost,omitempty"`
 	// RepairFloorError says why the raw repair floor was not measured.
 	RepairFloorError string `json:"repairFloorError,omitempty"`
 	// CPU is this process's CPU time from the first drift to the last
@@ -1168,6 +1181,12 @@ type benchRatios struct {
 	// over its raw create floor.
 	BurstRepairedOverRepairFloor float64 `json:"burstRepairedOverRepairFloor,omitempty"`
 	FleetColdSyncOverCreateFloor float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
+	// FleetRepairP99OverFloorP99 is the fleet's repair p99 over its raw
+	// watch floor p99 (the drift seen); FleetRepairP99OverRepairFloorP99
+	// over its raw repair floor's repair p99 (a plain client repairing
+	// the same drifts).
+	FleetRepairP99OverFloorP99       float64 `json:"fleetRepairP99OverFloorP99,omitempty"`
+	FleetRepairP99OverRepairFloorP99 float64 `json:"fleetRepairP99OverRepairFloorP99,omitempty"`
 	// GitPushOverFloor is the git run's push to all applied p50 over its
 	// raw apply floor.
 	GitPushOverFloor float64 `json:"gitPushOverFloor,omitempty"`
@@ -1446,6 +1465,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		if rep.Ratios.FleetColdSyncOverCreateFloor > 0 {
 			fmt.Fprintf(tw, "fleet cold sync / raw create floor\t%.2fx\n", rep.Ratios.FleetColdSyncOverCreateFloor)
 		}
+		if rep.Ratios.FleetRepairP99OverFloorP99 > 0 {
+			fmt.Fprintf(tw, "fleet repair p99 / floor p99\t%.2fx\n", rep.Ratios.FleetRepairP99OverFloorP99)
+		}
+		if rep.Ratios.FleetRepairP99OverRepairFloorP99 > 0 {
+			fmt.Fprintf(tw, "fleet repair p99 / raw repair floor p99\t%.2fx\n", rep.Ratios.FleetRepairP99OverRepairFloorP99)
+		}
 		if rep.Ratios.MixedDetectP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "mixed detect p99 / floor p99\t%.2fx\n", rep.Ratios.MixedDetectP99OverFloorP99)
 		}
@@ -1476,8 +1501,17 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(s.IdleFor.dur()), fmtDur(s.IdleCPU.dur()), s.IdleCPUPercent)
 	}
 	rep.Fleet.writeTable(tw)
-	if r := findRun(rep.Runs, ModeFleet); rep.Fleet != nil && r != nil && r.Cost != nil {
-		fmt.Fprintf(tw, "drift phase's cost (first drift to last repair)\t%s\n", r.Cost)
+	if r := findRun(rep.Runs, ModeFleet); rep.Fleet != nil && r != nil {
+		if r.Cost != nil {
+			fmt.Fprintf(tw, "drift phase's cost (first drift to last repair)\t%s\n", r.Cost)
+		}
+		if l := r.RepairFloorLatency; l != nil {
+			fmt.Fprintf(tw, "raw repair floor (a plain client, the same drifts, %d at a time)\trepair p50 %s, p99 %s; the hub's p99 %s%s\n",
+				r.RepairFloorConcurrency, fmtDur(l.P50.dur()), fmtDur(l.P99.dur()), fmtDur(r.Repair.P99.dur()), overFloor(r.Repair.P99, l.P99, "floor"))
+		}
+		if r.RepairFloorCost != nil {
+			fmt.Fprintf(tw, "raw repair floor's cost (first drift to last repair)\t%s\n", r.RepairFloorCost)
+		}
 	}
 	rep.Mixed.writeTable(tw, rep.Scale)
 	rep.Git.writeTable(tw)

@@ -80,6 +80,12 @@ func figures(rep *benchReport) []figure {
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
 		dur(r.Mode+" raw repair floor", r.RepairFloor)
+		if l := r.RepairFloorLatency; l != nil {
+			lat(r.Mode+" raw repair floor repair", *l)
+			if r.Repair.P99 > 0 && l.P99 > 0 {
+				out = append(out, figure{r.Mode + " repair p99 / raw repair floor p99", unitRatio, float64(r.Repair.P99) / float64(l.P99)})
+			}
+		}
 		if r.Elapsed > 0 && r.RepairFloor > 0 {
 			out = append(out, figure{r.Mode + " all repaired / raw repair floor", unitRatio, float64(r.Elapsed) / float64(r.RepairFloor)})
 		}

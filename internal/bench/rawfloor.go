@@ -287,3 +287,97 @@ func deleteSpec(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) err
 	}
 	return nil
 }
+
+// repairFloorLimit bounds how long the fleet's raw repair floor waits for
+// its last repair after its last drift.
+const repairFloorLimit = 2 * time.Minute
+
+// plainRepairer is the fleet's raw repair floor's drifter: it makes each
+// drift through gen and, once the drift call returned, hands the drifted
+// object's desired spec to a plain client's appliers (repair). It knows
+// what it drifted, so it repairs without detecting anything.
+type plainRepairer struct {
+	gen     Drifter
+	specs   map[hub.NodeID]hub.NodeSpec
+	clients map[string]kubernetes.Interface
+	repair  chan<- rawApply
+}
+
+// Do makes the drift and queues its repair.
+func (p *plainRepairer) Do(ctx context.Context, t driftgen.Target, a driftgen.Action) driftgen.Drift {
+	d := p.gen.Do(ctx, t, a)
+	if d.Err == nil {
+		s := p.specs[t.ID]
+		p.repair <- rawApply{client: p.clients[t.ID.Cluster], spec: s}
+	}
+	return d
+}
+
+// fleetRepairFloor is the raw repair floor of the fleet's drift run,
+// measured after the hub's run on the same objects with the hub stopped:
+// the same drifts (the same plan, seed and schedule, made by the same
+// drift client) while a plain client server-side applies each drifted
+// object's desired body (the hub's field manager, forced) as soon as its
+// drift call returned, inFlight applies at once across the entries (the
+// hub's writers), in the order the drifts returned. The same raw watch
+// times each repair, from the drift call's start to the object seen as
+// desired again, as it times the hub's. It is the drift run without the
+// detection: what the hub's repair latencies stand beside.
+func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, steps []Step, inFlight int) (latencyReport, *spanCost, error) {
+	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
+	for _, s := range w.specs {
+		byID[s.ID] = s
+	}
+	for _, st := range steps {
+		if _, ok := byID[st.Target.ID]; !ok {
+			return latencyReport{}, nil, fmt.Errorf("bench: drift target %s is not in the config", st.Target.ID)
+		}
+	}
+	tr := NewTracker(len(steps), w.cfg.Hub.ManagedBy)
+	b.current.Store(tr)
+	defer b.current.Store(nil)
+	b.progress("fleet: raw repair floor: the same %d drifts again, a plain client applying each drifted object once its drift returned, %d at a time", len(steps), inFlight)
+	// The queue holds every repair, so a drift never waits for the
+	// appliers.
+	repairs := make(chan rawApply, len(steps))
+	gen := &plainRepairer{gen: driftgen.New(b.targets, b.opts.Seed), specs: byID, clients: b.targets, repair: repairs}
+	cost := b.readCost(ctx)
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError()
+	p.Go(func(ctx context.Context) error {
+		ap := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(max(1, inFlight))
+		for a := range repairs {
+			ap.Go(func(ctx context.Context) error { return benchApply(ctx, a.client, a.spec) })
+		}
+		return ap.Wait()
+	})
+	Execute(ctx, gen, tr, steps, 1)
+	close(repairs)
+	if err := p.Wait(); err != nil {
+		return latencyReport{}, nil, fmt.Errorf("raw repair floor: %w", err)
+	}
+	timer := time.NewTimer(repairFloorLimit)
+	defer timer.Stop()
+	select {
+	case <-tr.Done():
+	case <-timer.C:
+	case <-ctx.Done():
+		return latencyReport{}, nil, ctx.Err()
+	}
+	spent := b.costSince(ctx, cost)
+	samples := tr.Samples()
+	for _, s := range samples {
+		switch {
+		case errors.Is(s.Err, errSuperseded):
+			// Drifted again before the raw watch saw it repaired, as
+			// the hub's run counts it: the later drift is timed.
+		case s.Err != nil:
+			return latencyReport{}, nil, fmt.Errorf("raw repair floor: drift of %s: %w", s.Target.ID, s.Err)
+		case s.Repair.IsZero():
+			return latencyReport{}, nil, fmt.Errorf("raw repair floor: %s not seen repaired within %s of the last drift", s.Target.ID, repairFloorLimit)
+		}
+	}
+	lat := Collect(samples).Repair
+	rep := latencyOf(lat)
+	b.progress("fleet: raw repair floor: repair p50 %s, p99 %s", fmtDur(rep.P50.dur()), fmtDur(rep.P99.dur()))
+	return rep, spent, nil
+}

@@ -266,7 +266,11 @@ func testReport(mode string) *benchReport {
 			PeakRSS: 900 << 20, RSS: 700 << 20, HeapInUse: 300 << 20, BytesPerObject: 9876.5, OpenFDs: 260, Goroutines: 4100,
 			IdleCPU: msDuration(1234567 * time.Microsecond), IdleFor: msDuration(10 * time.Second), IdleCPUPercent: 12.34567,
 			DriftFor: msDuration(30 * time.Second), CreateFloor: msDuration(25432100 * time.Microsecond), CreateFloorConcurrency: 64}
-		rep.Runs = append(rep.Runs, testRun(ModeFleet, 7500, 3*time.Millisecond))
+		r := testRun(ModeFleet, 7500, 3*time.Millisecond)
+		floor := testLatency(7500, 5*time.Millisecond)
+		r.RepairFloorLatency, r.RepairFloorConcurrency = &floor, 64
+		r.RepairFloorCost = &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(40 * time.Second), Mutating: 15000, Reads: 20}
+		rep.Runs = append(rep.Runs, r)
 	case ModeScale:
 		rep.Scale = &scaleReport{Objects: 600, Mix: objectMix{240, 200, 160}, Precreate: msDuration(3456789 * time.Microsecond),
 			InitialSync: msDuration(2345678 * time.Microsecond), PeakRSS: 300 << 20, RSS: 250 << 20, HeapInUse: 90 << 20,
@@ -331,8 +335,12 @@ func TestJSONCompleteEveryMode(t *testing.T) {
 				ModeFleet: {"250 cluster entries on 3 apiserver(s) x 100 objects", "fleet by action", "cold sync (hub start to every object created and in sync)",
 					"fleet cold sync of 250 entries x 100 objects under 30.00s  met",
 					"28.77s (1.13x the raw create floor)", "raw create floor (a plain client, the same bodies, 64 at a time)  25.43s",
-					"fleet cold sync / raw create floor  1.13x", "fleet cold sync within 1.3x the raw create floor", "12.35% over 10.00s", "fleet steady rss under 1 GiB",
-					"fleet repair p99 under 250.0ms at 1 drifts/s per entry", "260 / 4100"},
+					"fleet cold sync / raw create floor       1.13x", "fleet cold sync within 1.3x the raw create floor", "12.35% over 10.00s", "fleet steady rss under 1 GiB",
+					"fleet repair p99 under 250.0ms at 1 drifts/s per entry", "260 / 4100",
+					"fleet repair p99 within 2x the raw-watch floor p99         MISSED  4.00x (36.0ms vs 9.00ms)", "fleet repair p99 / floor p99             4.00x",
+					"raw repair floor (a plain client, the same drifts, 64 at a time)  repair p50 5.00ms, p99 15.0ms; the hub's p99 36.0ms (2.40x the floor)",
+					"fleet repair p99 / raw repair floor p99  2.40x", "fleet raw repair floor: after the drift run's hub stopped",
+					"raw repair floor's cost (first drift to last repair)              control planes 40.00s"},
 			}[mode] {
 				if !strings.Contains(want.String(), s) {
 					t.Errorf("table lacks %q:\n%s", s, &want)
