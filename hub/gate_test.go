@@ -665,3 +665,60 @@ func TestAppliedRecordWrittenAhead(t *testing.T) {
 		}
 	})
 }
+
+// The pass marks a first apply's applied record itself and hands the
+// recorder only the state file's write: when the pass returns its write,
+// the record is in memory and not yet in the state file; the ahead step
+// writes it. A create the gate refuses (a paused cluster) marks nothing
+// and has no ahead step, so no recorder waits for the state file.
+func TestAppliedRecordMarkedByThePass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		h := New(Options{Intent: store, Workers: 1, Resync: -1})
+		defer h.ctrl.shutDown() // never started: only its queue runs
+		b.sink = h
+		h.SetBackends(b)
+		if err := h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		a, c := spec("c1", "a", "v1"), spec("c2", "c", "v1")
+		h.SetDesired([]NodeSpec{a, c})
+		h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterSynced, Generation: 1, Seq: 1})
+		h.ClusterChanged(ClusterHealth{Cluster: "c2", State: ClusterSynced, Generation: 1, Seq: 1})
+		if err := h.PauseCluster("c2", true); err != nil {
+			t.Fatal(err)
+		}
+		applied := func(id NodeID) bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			n := h.nodes.at(id)
+			return n != nil && n.applied != nil
+		}
+		stored := func(id NodeID) bool {
+			in, _ := store.Load()
+			_, ok := in.Applied[id]
+			return ok
+		}
+
+		_, write, err := h.rec.reconcile(t.Context(), a.ID)
+		if err != nil || write == nil || write.ahead == nil {
+			t.Fatalf("a first apply: write %+v, err %v; want a write with an ahead step", write, err)
+		}
+		if !applied(a.ID) || stored(a.ID) {
+			t.Fatalf("after the pass: marked %v, stored %v; want marked, not stored yet", applied(a.ID), stored(a.ID))
+		}
+		write.ahead()
+		if !stored(a.ID) {
+			t.Fatal("the ahead step did not store the applied record")
+		}
+
+		_, write, err = h.rec.reconcile(t.Context(), c.ID)
+		if err != nil || write == nil {
+			t.Fatalf("a paused first apply: write %+v, err %v; want the write (refused when it runs)", write, err)
+		}
+		if write.ahead != nil || applied(c.ID) || stored(c.ID) {
+			t.Fatalf("a paused first apply: ahead step %v, marked %v, stored %v; want none", write.ahead != nil, applied(c.ID), stored(c.ID))
+		}
+	})
+}

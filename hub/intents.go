@@ -86,6 +86,11 @@ func (in *intents) holdsLocked() []Hold {
 // holdForLocked returns the active hold covering a NodeID, if any; expired
 // holds are dropped and returned for deletion from the intent store.
 func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []HoldTarget) {
+	if len(in.holds) == 0 {
+		// Every pass asks, under the loop's lock: no NodeID text is
+		// built when nothing is held.
+		return nil, nil
+	}
 	var expired []HoldTarget
 	var found *Hold
 	for _, t := range []HoldTarget{{HoldNode, id.String()}, {HoldApplication, app}, {HoldCluster, id.Cluster}} {

@@ -54,7 +54,10 @@ type renewing struct {
 	// items cur held at once; renewals counts the queues replaced.
 	done, held int64
 	renewals   int
-	shutting   bool
+	// shutting is set (under mu) by ShutDown; ShuttingDown reads it
+	// without mu, as every pass's gate asks it while holding the loop's
+	// lock: the loop's lock never waits for the queue's.
+	shutting atomic.Bool
 }
 
 var _ workqueue.TypedInterface[NodeID] = (*renewing)(nil)
@@ -104,7 +107,7 @@ func (r *renewing) Get() (NodeID, bool) {
 			return item, false
 		}
 		r.mu.Lock()
-		stop := r.shutting || q == r.cur
+		stop := r.shutting.Load() || q == r.cur
 		r.mu.Unlock()
 		if stop {
 			return item, true
@@ -119,7 +122,7 @@ func (r *renewing) Done(item NodeID) {
 	defer r.mu.Unlock()
 	r.cur.Done(item)
 	r.done++
-	if r.shutting || r.held < int64(r.above) || r.cur.Len() != 0 || r.list.popped.Load() != r.done {
+	if r.shutting.Load() || r.held < int64(r.above) || r.cur.Len() != 0 || r.list.popped.Load() != r.done {
 		return
 	}
 	old := r.cur
@@ -132,7 +135,7 @@ func (r *renewing) Done(item NodeID) {
 // still waiting are handed out first (client-go's ShutDown).
 func (r *renewing) ShutDown() {
 	r.mu.Lock()
-	r.shutting = true
+	r.shutting.Store(true)
 	q := r.cur
 	r.mu.Unlock()
 	q.ShutDown()
@@ -142,7 +145,7 @@ func (r *renewing) ShutDown() {
 // processed are Done (client-go's ShutDownWithDrain).
 func (r *renewing) ShutDownWithDrain() {
 	r.mu.Lock()
-	r.shutting = true
+	r.shutting.Store(true)
 	q := r.cur
 	r.mu.Unlock()
 	q.ShutDownWithDrain() // not under mu: Done takes it
@@ -150,9 +153,7 @@ func (r *renewing) ShutDownWithDrain() {
 
 // ShuttingDown reports whether ShutDown was called.
 func (r *renewing) ShuttingDown() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.shutting
+	return r.shutting.Load()
 }
 
 // fifo is a workqueue.Queue: first in, first out, like client-go's default,

@@ -84,12 +84,14 @@ func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
 // writeStep is the part of a pass that writes, and what follows the write.
 type writeStep struct {
 	// ahead, when set, must be done before the write: a first apply's
-	// applied record, made durable in the state file. The controller runs
-	// it on a recorder, neither on the worker (which goes on classifying)
-	// nor on a writer (whose turn is one of the cluster's calls in
-	// flight), so the records of many first applies wait for one fsync
-	// together (the state file group-commits them) while the writers keep
-	// the apiservers busy.
+	// applied record (marked in memory by the pass) made durable in the
+	// state file. The controller runs it on a recorder, neither on the
+	// worker (which goes on classifying) nor on a writer (whose turn is
+	// one of the cluster's calls in flight), so the records of many first
+	// applies wait for one fsync together (the state file group-commits
+	// them) while the writers keep the apiservers busy. It takes none of
+	// the loop's locks: a thousand recorders waiting for a slow fsync
+	// never queue on the lock the informers' events and the workers need.
 	ahead func()
 	// run writes, then records what the write did.
 	run func(ctx context.Context) (Result, error)
@@ -412,16 +414,16 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 	act := choose(o.d, o.first, o.plan, o.fighting)
 	switch act {
 	case actCreate:
-		// The applied record is written ahead of the first apply (see
-		// create and writeStep.ahead); a create the gate refuses as
-		// things stand writes no record.
+		// The applied record is marked now and made durable ahead of the
+		// first apply (see create and writeStep.ahead); a create the gate
+		// refuses as things stand records nothing.
+		var persist func()
+		if r.plan(&p, writeCreate).allow {
+			persist = r.markApplied(p.spec)
+		}
 		return Result{}, &writeStep{
-			ahead: func() {
-				if r.plan(&p, writeCreate).allow {
-					r.noteApplied(p.spec)
-				}
-			},
-			run: func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) },
+			ahead: persist,
+			run:   func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) },
 		}, nil
 	case actInSync:
 		return r.inSync(p, o.st, o.d), nil, nil

@@ -128,16 +128,32 @@ func (l *loopState) desiredChanged(spec *NodeSpec) bool {
 }
 
 func (l *loopState) noteApplied(spec *NodeSpec) {
+	if persist := l.markApplied(spec); persist != nil {
+		persist()
+	}
+}
+
+// markApplied is noteApplied in two steps: it records spec in memory now
+// and returns what makes the record durable in the state file (nil when
+// there is nothing to write: the record says so already, the NodeID is no
+// longer managed, or the hub keeps no state file). A pass marks its first
+// apply's record itself, so the recorder that writes it ahead of the apply
+// (writeStep.ahead) waits for the state file's group commit alone, holding
+// none of the loop's locks.
+func (l *loopState) markApplied(spec *NodeSpec) (persist func()) {
 	ref := RefOf(*spec)
 	l.mu.Lock()
 	n := l.nodes.at(spec.ID)
 	if !n.managed() || n.applied == spec || (n.applied != nil && RefOf(*n.applied) == ref) {
 		l.mu.Unlock()
-		return
+		return nil
 	}
 	n.applied = spec
 	l.mu.Unlock()
-	if l.opts.Intent != nil {
+	if l.opts.Intent == nil {
+		return nil
+	}
+	return func() {
 		if err := l.opts.Intent.PutApplied(ref); err != nil {
 			l.log.Error("record applied spec", "node", spec.ID.String(), "err", err)
 		}
