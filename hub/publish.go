@@ -166,13 +166,27 @@ const minUrgentPause = 20 * time.Millisecond
 
 // urgentPublishPause is how long after a publish that took took a changed
 // status may be published: at least minUrgentPause, and long enough that
-// publishing still takes at most 1/publishShare of the time. Other changes
+// publishing still takes at most 1/publishShare of the time, up to
+// maxUrgentPause. Other changes
 // (health, counters, timelines) wait out publishPause: on a hub with fewer
 // than about ten thousand NodeIDs a drift reaches the UI within tens of
 // milliseconds instead of up to SnapshotInterval.
 func urgentPublishPause(took time.Duration) time.Duration {
-	return max(minUrgentPause, (publishShare-1)*took)
+	return min(max(minUrgentPause, (publishShare-1)*took), maxUrgentPause)
 }
+
+// maxUrgentPause and maxPublishPause bound the pauses publishShare asks
+// for. The time a publish took is wall time: on a busy machine a publish
+// of 25,000 NodeIDs that needs 50 ms of CPU can take seconds while its
+// goroutine waits for a core, and nine times that would leave every
+// subscriber (the TUI, the API's streams, the notifier) without a change
+// for half a minute. A changed status is shown at most maxUrgentPause
+// after the publish before it, anything else at most maxPublishPause
+// after it (or SnapshotInterval, when that is set longer).
+const (
+	maxUrgentPause  = time.Second
+	maxPublishPause = 2 * time.Second
+)
 
 // sleepUntil waits until t; false when ctx ended first.
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -204,7 +218,7 @@ const publishShare = 10
 
 // publishPause is how long the publisher waits after a publish that took
 // took: at least interval, and long enough that publishing takes at most
-// 1/publishShare of the time.
+// 1/publishShare of the time, up to maxPublishPause.
 func publishPause(interval, took time.Duration) time.Duration {
-	return max(interval, (publishShare-1)*took)
+	return min(max(interval, (publishShare-1)*took), max(interval, maxPublishPause))
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,12 @@ func TestPublishPause(t *testing.T) {
 		{100 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond},
 		{100 * time.Millisecond, 20 * time.Millisecond, 180 * time.Millisecond},
 		{100 * time.Millisecond, 200 * time.Millisecond, 1800 * time.Millisecond},
+		// A publish that took 3 s of wall time (its goroutine waiting
+		// for a core on a busy machine) pauses maxPublishPause, not 27 s;
+		// a longer interval set on purpose still holds.
+		{100 * time.Millisecond, 3 * time.Second, maxPublishPause},
+		{5 * time.Second, 3 * time.Second, 5 * time.Second},
+		{5 * time.Second, 10 * time.Second, 5 * time.Second},
 	} {
 		if got := publishPause(tc.interval, tc.took); got != tc.want {
 			t.Errorf("publishPause(%s, %s) = %s, want %s", tc.interval, tc.took, got, tc.want)
@@ -109,7 +116,9 @@ func TestUrgentPublishPause(t *testing.T) {
 		{0, minUrgentPause},
 		{time.Millisecond, minUrgentPause},
 		{5 * time.Millisecond, 45 * time.Millisecond},
-		{200 * time.Millisecond, 1800 * time.Millisecond},
+		{100 * time.Millisecond, 900 * time.Millisecond},
+		{200 * time.Millisecond, maxUrgentPause},
+		{3 * time.Second, maxUrgentPause},
 	} {
 		if got := urgentPublishPause(tc.took); got != tc.want {
 			t.Errorf("urgentPublishPause(%s) = %s, want %s", tc.took, got, tc.want)
@@ -196,6 +205,52 @@ func TestChangedStatusPublishedSoon(t *testing.T) {
 			t.Error("the new NodeID was not published after the pause")
 		} else if n, _ := snap.Node(s2.ID); n.Status != StatusInSync {
 			t.Errorf("the new NodeID after the pause: %s, want in-sync", n.Status)
+		}
+	})
+}
+
+// slowSnapshots is a snapshotter whose first snapshot takes 3 s (a publish
+// whose goroutine waited for a core on a busy machine).
+type slowSnapshots struct{ n uint64 }
+
+func (s *slowSnapshots) snapshot(time.Time) *Snapshot {
+	s.n++
+	if s.n == 1 {
+		time.Sleep(3 * time.Second)
+	}
+	return &Snapshot{Seq: s.n}
+}
+
+// After a publish that took 3 s of wall time, a changed status is
+// published within maxUrgentPause of it, and another change within
+// maxPublishPause: not nine times 3 s later.
+func TestSlowPublishBoundsThePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dirty, changed := make(chan struct{}, 1), make(chan struct{}, 1)
+		p := newPublisher(Options{SnapshotInterval: 100 * time.Millisecond, Now: time.Now}, &slowSnapshots{}, dirty, changed)
+		snaps, unsubscribe := p.subscribe()
+		defer unsubscribe()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); p.run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		first := <-snaps // the subscribe asked for it; built in 3 s
+		began := time.Now()
+		changed <- struct{}{}
+		dirty <- struct{}{}
+		second := <-snaps
+		if waited := time.Since(began); waited > maxUrgentPause {
+			t.Errorf("a changed status published %s after a 3 s publish, want at most %s", waited, maxUrgentPause)
+		}
+		began = time.Now()
+		dirty <- struct{}{}
+		third := <-snaps
+		if waited := time.Since(began); waited > maxPublishPause {
+			t.Errorf("a change published %s after the one before, want at most %s", waited, maxPublishPause)
+		}
+		if first.Seq != 1 || second.Seq != 2 || third.Seq != 3 {
+			t.Errorf("snapshots %d, %d, %d", first.Seq, second.Seq, third.Seq)
 		}
 	})
 }
