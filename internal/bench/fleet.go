@@ -334,7 +334,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	}
 	// A floor that fails is reported, not the run's failure: the hub's
 	// figures stand.
-	lat, cost, err := b.fleetRepairFloor(ctx, w, steps, b.workers)
+	lat, cost, err := b.fleetRepairFloor(ctx, w, entries, steps, b.workers)
 	switch {
 	case err == nil:
 		r.RepairFloorLatency, r.RepairFloorConcurrency, r.RepairFloorCost = &lat, b.workers, cost
@@ -504,13 +504,13 @@ func (rep *benchReport) finishFleet() {
 		}
 		if l := r.RepairFloorLatency; l != nil && r.Repair.P99 > 0 && l.P99 > 0 {
 			rep.Ratios.FleetRepairP99OverRepairFloorP99 = float64(r.Repair.P99) / float64(l.P99)
-			rep.Notes = append(rep.Notes, fmt.Sprintf("fleet raw repair floor: after the drift run's hub stopped, the same drifts made again (the same plan and client) while a plain client-go client server-side applies each drifted object's desired body (the hub's field manager, forced) as soon as its drift call returned, %d applies in flight across the entries (the hub's writers); each repair timed by the same raw watch, from the drift call's start to the object seen as desired again: the drift run without the detection.", r.RepairFloorConcurrency))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("fleet raw repair floor: after the drift run's hub stopped, the same drifts made again (the same plan and client) while a plain client-go client (a connection per entry) server-side applies each drifted object's desired body (the hub's field manager, forced) as soon as its drift call returned, %d applies in flight across the entries (the hub's writers); each repair timed by the same raw watch, from the drift call's start to the object seen as desired again: the drift run without the detection.", r.RepairFloorConcurrency))
 		}
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
 		"cold sync: a fresh hub with nothing on the apiservers creating every object; steady rss, heap and idle cpu (no drift) measured once it settled, the idle cpu after the heap the cold sync freed was returned to the system (the background scavenger would do it during the window, once); "+
 		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
-		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts.", f.Entries, f.APIServers))
+		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts.", f.Entries, f.APIServers))
 }
 
 // writeTable writes the fleet's measures (nothing for a nil report).

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
@@ -113,6 +116,42 @@ func inNamespace(s hub.NodeSpec, ns string) (hub.NodeSpec, error) {
 	return s, nil
 }
 
+// entryClients returns a plain client per fleet entry, each on a
+// connection of its own to the entry's apiserver, as a plain client of
+// that many clusters has one per cluster (a Dial of its own keeps
+// client-go from sharing one transport among the entries' identical
+// configs); closeAll closes their connections.
+func entryClients(entries []fleetEntry) (clients map[string]kubernetes.Interface, closeAll func(), err error) {
+	clients = make(map[string]kubernetes.Interface, len(entries))
+	var hcs []*http.Client
+	closeAll = func() {
+		for _, hc := range hcs {
+			hc.CloseIdleConnections()
+		}
+	}
+	for _, e := range entries {
+		rc := e.APIServer.RESTConfig()
+		rc.QPS = -1 // as the bench's other plain clients
+		rc.UserAgent = driftgen.FieldManager
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		hc, err := rest.HTTPClientFor(rc)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("bench: entry %s: client: %w", e.ID, err)
+		}
+		hcs = append(hcs, hc)
+		c, err := kubernetes.NewForConfigAndClient(rc, hc)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("bench: entry %s: client: %w", e.ID, err)
+		}
+		clients[e.ID] = c
+	}
+	return clients, closeAll, nil
+}
+
 // floorNamespace is the namespace the fleet's raw create floor uses for an
 // entry's namespace: the hub's own namespaces stay untouched.
 func floorNamespace(ns string) string { return "floor-" + ns }
@@ -126,15 +165,18 @@ func floorNamespace(ns string) string { return "floor-" + ns }
 // the local control planes run no namespace controller to finalize a
 // namespace deletion). It returns the time and the calls in flight.
 func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int) (time.Duration, int, *spanCost, error) {
-	byID := make(map[string]fleetEntry, len(entries))
+	clients, closeAll, err := entryClients(entries)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer closeAll()
 	namespaces := make(map[string]kubernetes.Interface, len(entries))
 	for _, e := range entries {
-		byID[e.ID] = e
-		namespaces[floorNamespace(e.Namespace)] = b.clients[e.APIServer.Name]
+		namespaces[floorNamespace(e.Namespace)] = clients[e.ID]
 	}
 	calls := make([]rawApply, 0, len(specs))
 	for _, s := range interleave(specs) {
-		e, ok := byID[s.ID.Cluster]
+		c, ok := clients[s.ID.Cluster]
 		if !ok {
 			return 0, 0, nil, fmt.Errorf("bench: %s: no fleet entry %s", s.ID, s.ID.Cluster)
 		}
@@ -142,9 +184,9 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		calls = append(calls, rawApply{client: b.clients[e.APIServer.Name], spec: moved})
+		calls = append(calls, rawApply{client: c, spec: moved})
 	}
-	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own, %d at a time", len(calls), len(namespaces), writers)
+	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own (a connection per entry), %d at a time", len(calls), len(namespaces), writers)
 	before := b.readCost(ctx)
 	took, err := timeApplies(ctx, namespaces, calls, writers)
 	cost := b.costSince(ctx, before)
@@ -323,7 +365,7 @@ func (p *plainRepairer) Do(ctx context.Context, t driftgen.Target, a driftgen.Ac
 // times each repair, from the drift call's start to the object seen as
 // desired again, as it times the hub's. It is the drift run without the
 // detection: what the hub's repair latencies stand beside.
-func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, steps []Step, inFlight int) (latencyReport, *spanCost, error) {
+func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, entries []fleetEntry, steps []Step, inFlight int) (latencyReport, *spanCost, error) {
 	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
 	for _, s := range w.specs {
 		byID[s.ID] = s
@@ -336,11 +378,16 @@ func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, steps []Ste
 	tr := NewTracker(len(steps), w.cfg.Hub.ManagedBy)
 	b.current.Store(tr)
 	defer b.current.Store(nil)
-	b.progress("fleet: raw repair floor: the same %d drifts again, a plain client applying each drifted object once its drift returned, %d at a time", len(steps), inFlight)
+	clients, closeAll, err := entryClients(entries)
+	if err != nil {
+		return latencyReport{}, nil, err
+	}
+	defer closeAll()
+	b.progress("fleet: raw repair floor: the same %d drifts again, a plain client (a connection per entry) applying each drifted object once its drift returned, %d at a time", len(steps), inFlight)
 	// The queue holds every repair, so a drift never waits for the
 	// appliers.
 	repairs := make(chan rawApply, len(steps))
-	gen := &plainRepairer{gen: driftgen.New(b.targets, b.opts.Seed), specs: byID, clients: b.targets, repair: repairs}
+	gen := &plainRepairer{gen: driftgen.New(b.targets, b.opts.Seed), specs: byID, clients: clients, repair: repairs}
 	cost := b.readCost(ctx)
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError()
 	p.Go(func(ctx context.Context) error {
