@@ -470,15 +470,8 @@ func (rep *benchReport) finishFleet() {
 			Actual: fmtDur(f.ColdSync.dur())})
 	}
 	if f.ColdSync > 0 && f.CreateFloor > 0 {
-		ratio := float64(f.ColdSync) / float64(f.CreateFloor)
-		if rep.Ratios == nil {
-			rep.Ratios = &benchRatios{}
-		}
-		rep.Ratios.FleetColdSyncOverCreateFloor = ratio
-		rep.Targets = append(rep.Targets, benchGoal{
-			Goal:   fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
-			Met:    ratio <= fleetColdSyncFloorBar,
-			Actual: fmt.Sprintf("%.2fx (%s vs %s)", ratio, fmtDur(f.ColdSync.dur()), fmtDur(f.CreateFloor.dur()))})
+		rep.ratios().FleetColdSyncOverCreateFloor = rep.ratioGoal(fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
+			fleetColdSyncFloorBar, f.ColdSync, f.CreateFloor, true)
 	}
 	if f.RSS > 0 {
 		rep.Targets = append(rep.Targets,
@@ -492,18 +485,11 @@ func (rep *benchReport) finishFleet() {
 			Met:    r.Repair.P99 > 0 && r.Repair.P99.dur() < fleetRepairBar && r.Repaired == r.Drifts,
 			Actual: fmt.Sprintf("%s (%d/%d repaired)", fmtDur(r.Repair.P99.dur()), r.Repaired, r.Drifts)})
 		if r.Repair.P99 > 0 && r.Floor.P99 > 0 {
-			ratio := float64(r.Repair.P99) / float64(r.Floor.P99)
-			if rep.Ratios == nil {
-				rep.Ratios = &benchRatios{}
-			}
-			rep.Ratios.FleetRepairP99OverFloorP99 = ratio
-			rep.Targets = append(rep.Targets, benchGoal{
-				Goal:   fmt.Sprintf("fleet repair p99 within %gx the raw-watch floor p99", fleetRepairFloorBar),
-				Met:    ratio <= fleetRepairFloorBar && r.Repaired == r.Drifts,
-				Actual: fmt.Sprintf("%.2fx (%s vs %s)", ratio, fmtDur(r.Repair.P99.dur()), fmtDur(r.Floor.P99.dur()))})
+			rep.ratios().FleetRepairP99OverFloorP99 = rep.ratioGoal(fmt.Sprintf("fleet repair p99 within %gx the raw-watch floor p99", fleetRepairFloorBar),
+				fleetRepairFloorBar, r.Repair.P99, r.Floor.P99, r.Repaired == r.Drifts)
 		}
 		if l := r.RepairFloorLatency; l != nil && r.Repair.P99 > 0 && l.P99 > 0 {
-			rep.Ratios.FleetRepairP99OverRepairFloorP99 = float64(r.Repair.P99) / float64(l.P99)
+			rep.ratios().FleetRepairP99OverRepairFloorP99 = float64(r.Repair.P99) / float64(l.P99)
 			rep.Notes = append(rep.Notes, fmt.Sprintf("fleet raw repair floor: after the drift run's hub stopped, the same drifts made again (the same plan and client) while a plain client-go client (a connection per entry) server-side applies each drifted object's desired body (the hub's field manager, forced) as soon as its drift call returned, %d applies in flight across the entries (the hub's writers); each repair timed by the same raw watch, from the drift call's start to the object seen as desired again: the drift run without the detection.", r.RepairFloorConcurrency))
 		}
 	}

@@ -251,8 +251,13 @@ func TestFinishFleet(t *testing.T) {
 	} {
 		rep := testReport(ModeFleet)
 		tc.mod(rep)
-		rep.Targets, rep.Notes = nil, nil
+		// From scratch: with neither floor ratio, the raw repair floor's
+		// ratio still has a place (no nil Ratios).
+		rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
 		rep.finishFleet()
+		if l := findRun(rep.Runs, ModeFleet); l != nil && l.RepairFloorLatency != nil && (rep.Ratios == nil || rep.Ratios.FleetRepairP99OverRepairFloorP99 == 0) {
+			t.Errorf("%s: no ratio over the raw repair floor: %+v", tc.name, rep.Ratios)
+		}
 		got := map[string]bool{}
 		for _, g := range rep.Targets {
 			for prefix := range tc.want {
