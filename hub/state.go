@@ -114,9 +114,6 @@ func (l *loopState) clusterIDsLocked(cluster string) []NodeID {
 	return ids
 }
 
-// noteApplied records that spec is what the object now carries. The record
-// holds the spec itself (shared and immutable), not a copy of its fields; a
-// NodeID no longer managed (its cluster forgotten mid-pass) is not recorded.
 // desiredChanged reports whether the spec differs from the one last
 // applied to its NodeID: a write then applies a change of the desired
 // state, not a repair of drift.
@@ -127,6 +124,10 @@ func (l *loopState) desiredChanged(spec *NodeSpec) bool {
 	return n != nil && n.applied != nil && n.applied.Hash != spec.Hash
 }
 
+// noteApplied records that spec is what the object now carries, in memory
+// and in the state file. The record holds the spec itself (shared and
+// immutable), not a copy of its fields; a NodeID no longer managed (its
+// cluster forgotten mid-pass) is not recorded.
 func (l *loopState) noteApplied(spec *NodeSpec) {
 	if persist := l.markApplied(spec); persist != nil {
 		persist()

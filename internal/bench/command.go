@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/clusters"
@@ -232,12 +233,7 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 	b.set = set
 	b.clients = make(map[string]kubernetes.Interface, len(set.Clusters))
 	for _, lc := range set.Clusters {
-		rc := lc.RESTConfig()
-		rc.QPS = -1 // the drift client and the raw watch are not rate limited
-		rc.UserAgent = driftgen.FieldManager
-		rc.ContentType = "application/vnd.kubernetes.protobuf"
-		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-		c, err := kubernetes.NewForConfig(rc)
+		c, err := kubernetes.NewForConfig(plainConfig(lc))
 		if err != nil {
 			return fmt.Errorf("bench: cluster %q: client: %w", lc.Name, err)
 		}
@@ -1192,6 +1188,17 @@ type benchRatios struct {
 	GitPushOverFloor float64 `json:"gitPushOverFloor,omitempty"`
 }
 
+// plainConfig is the config of the bench's plain clients of lc (the drift
+// client, the raw watch, the floors): protobuf, and not rate limited.
+func plainConfig(lc *localcluster.Cluster) *rest.Config {
+	rc := lc.RESTConfig()
+	rc.QPS = -1
+	rc.UserAgent = driftgen.FieldManager
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return rc
+}
+
 // ratios returns rep.Ratios, made if missing.
 func (rep *benchReport) ratios() *benchRatios {
 	if rep.Ratios == nil {
@@ -1279,10 +1286,7 @@ func (rep *benchReport) finish(o Options) {
 		rep.Ratios = &benchRatios{PollOverWatchDetectP50: float64(pollRun.Detect.P50) / float64(watchRun.Detect.P50)}
 	}
 	if watchRun != nil && watchRun.Floor.P99 > 0 {
-		if rep.Ratios == nil {
-			rep.Ratios = &benchRatios{}
-		}
-		rep.Ratios.WatchDetectP99OverFloorP99 = float64(watchRun.Detect.P99) / float64(watchRun.Floor.P99)
+		rep.ratios().WatchDetectP99OverFloorP99 = float64(watchRun.Detect.P99) / float64(watchRun.Floor.P99)
 	}
 	if watchRun != nil {
 		d, f := watchRun.Detect.P99.dur(), watchRun.Floor.P99.dur()

@@ -804,10 +804,7 @@ func (rep *benchReport) finishGit(o Options) {
 		return
 	}
 	if g.PushToApplied.P50 > 0 && g.Floor > 0 {
-		if rep.Ratios == nil {
-			rep.Ratios = &benchRatios{}
-		}
-		rep.Ratios.GitPushOverFloor = float64(g.PushToApplied.P50) / float64(g.Floor)
+		rep.ratios().GitPushOverFloor = float64(g.PushToApplied.P50) / float64(g.Floor)
 	}
 	n := len(g.Pushes)
 	all := g.PushToApplied.N == n && n > 0 && g.Error == ""

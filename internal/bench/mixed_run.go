@@ -389,12 +389,10 @@ func (rep *benchReport) finishMixed(o Options) {
 		ratios.MixedHeapOverScaleHeap = m.BytesPerObject / s.BytesPerObject
 	}
 	if ratios != (benchRatios{}) {
-		if rep.Ratios == nil {
-			rep.Ratios = &benchRatios{}
-		}
-		rep.Ratios.MixedDetectP99OverFloorP99 = ratios.MixedDetectP99OverFloorP99
-		rep.Ratios.MixedSyncOverScaleSync = ratios.MixedSyncOverScaleSync
-		rep.Ratios.MixedHeapOverScaleHeap = ratios.MixedHeapOverScaleHeap
+		out := rep.ratios()
+		out.MixedDetectP99OverFloorP99 = ratios.MixedDetectP99OverFloorP99
+		out.MixedSyncOverScaleSync = ratios.MixedSyncOverScaleSync
+		out.MixedHeapOverScaleHeap = ratios.MixedHeapOverScaleHeap
 	}
 	if r != nil {
 		d, f := r.Detect.P99.dur(), r.Floor.P99.dur()

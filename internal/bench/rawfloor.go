@@ -130,11 +130,7 @@ func entryClients(entries []fleetEntry) (clients map[string]kubernetes.Interface
 		}
 	}
 	for _, e := range entries {
-		rc := e.APIServer.RESTConfig()
-		rc.QPS = -1 // as the bench's other plain clients
-		rc.UserAgent = driftgen.FieldManager
-		rc.ContentType = "application/vnd.kubernetes.protobuf"
-		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		rc := plainConfig(e.APIServer)
 		rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		hc, err := rest.HTTPClientFor(rc)
 		if err != nil {
@@ -331,7 +327,7 @@ func deleteSpec(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) err
 }
 
 // repairFloorLimit bounds how long the fleet's raw repair floor waits for
-// its last repair after its last drift.
+// the raw watch to see its last repair once every apply returned.
 const repairFloorLimit = 2 * time.Minute
 
 // plainRepairer is the fleet's raw repair floor's drifter: it makes each
@@ -420,7 +416,7 @@ func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, entries []f
 		case s.Err != nil:
 			return latencyReport{}, nil, fmt.Errorf("raw repair floor: drift of %s: %w", s.Target.ID, s.Err)
 		case s.Repair.IsZero():
-			return latencyReport{}, nil, fmt.Errorf("raw repair floor: %s not seen repaired within %s of the last drift", s.Target.ID, repairFloorLimit)
+			return latencyReport{}, nil, fmt.Errorf("raw repair floor: %s not seen repaired within %s of the last apply returning", s.Target.ID, repairFloorLimit)
 		}
 	}
 	lat := Collect(samples).Repair
