@@ -165,6 +165,8 @@ func TestBenchFleet(t *testing.T) {
 			CreateFloor    float64 `json:"createFloorMs"`
 			FloorInFlight  int     `json:"createFloorConcurrency"`
 			FloorError     string  `json:"createFloorError"`
+			FloorAfter     float64 `json:"createFloorAfterMs"`
+			FloorAfterErr  string  `json:"createFloorAfterError"`
 		} `json:"fleet"`
 		Runs []struct {
 			Mode     string `json:"mode"`
@@ -209,8 +211,8 @@ func TestBenchFleet(t *testing.T) {
 	if f.ClustersSynced <= 0 || f.ColdSync < f.ClustersSynced || f.RSS == 0 || f.HeapInUse == 0 || f.IdleFor != 1000 {
 		t.Errorf("fleet figures: %+v", f)
 	}
-	if f.CreateFloor <= 0 || f.FloorInFlight < 1 || f.FloorError != "" {
-		t.Errorf("fleet raw create floor: %v ms, %d in flight, error %q", f.CreateFloor, f.FloorInFlight, f.FloorError)
+	if f.CreateFloor <= 0 || f.FloorInFlight < 1 || f.FloorError != "" || f.FloorAfter <= 0 || f.FloorAfterErr != "" {
+		t.Errorf("fleet raw create floor: %v ms before the hub, %v ms after it, %d in flight, errors %q, %q", f.CreateFloor, f.FloorAfter, f.FloorInFlight, f.FloorError, f.FloorAfterErr)
 	}
 	// 4 entries x 1 drift/s x 4s: each object drifts at most once (5 per
 	// entry), so no drift can supersede another.

@@ -131,8 +131,9 @@ func figures(rep *benchReport) []figure {
 		dur("fleet every entry synced", f.ClustersSynced)
 		dur("fleet cold sync", f.ColdSync)
 		dur("fleet raw create floor", f.CreateFloor)
-		if f.ColdSync > 0 && f.CreateFloor > 0 {
-			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(f.CreateFloor)})
+		dur("fleet raw create floor after the hub", f.CreateFloorAfter)
+		if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
+			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(floor)})
 		}
 		bytes("fleet peak rss", float64(f.PeakRSS))
 		bytes("fleet steady rss", float64(f.RSS))
