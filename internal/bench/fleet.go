@@ -200,7 +200,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
 	// A floor that fails is reported, not the run's failure.
-	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
+	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub")
 	floorErr := ""
 	if err != nil {
 		if ctx.Err() != nil {
@@ -297,7 +297,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	// The raw create floor again, so that it brackets the cold sync; a
 	// floor that fails is reported, not the run's failure.
 	if f.CreateFloorError == "" {
-		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers())
+		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "after the hub")
 		switch {
 		case err == nil:
 			f.CreateFloorAfter, f.CreateFloorAfterCost = msDuration(after), afterCost

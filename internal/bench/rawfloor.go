@@ -159,8 +159,10 @@ func floorNamespace(ns string) string { return "floor-" + ns }
 // concurrency, interleaved across entries as the hub's writers take them.
 // The floor's objects are deleted afterwards (the empty namespaces stay:
 // the local control planes run no namespace controller to finalize a
-// namespace deletion). It returns the time and the calls in flight.
-func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int) (time.Duration, int, *spanCost, error) {
+// namespace deletion). It returns the time and the calls in flight. when
+// says in the progress which of the two floors this is ("before the hub",
+// "after the hub").
+func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int, when string) (time.Duration, int, *spanCost, error) {
 	clients, closeAll, err := entryClients(entries)
 	if err != nil {
 		return 0, 0, nil, err
@@ -182,7 +184,7 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 		}
 		calls = append(calls, rawApply{client: c, spec: moved})
 	}
-	b.progress("fleet: raw create floor: a plain client creating %d objects in %d namespaces of its own (a connection per entry), %d at a time", len(calls), len(namespaces), writers)
+	b.progress("fleet: raw create floor %s: a plain client creating %d objects in %d namespaces of its own (a connection per entry), %d at a time", when, len(calls), len(namespaces), writers)
 	before := b.readCost(ctx)
 	took, err := timeApplies(ctx, namespaces, calls, writers)
 	cost := b.costSince(ctx, before)
@@ -191,7 +193,7 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 		// namespaces stays beside the hub's run.
 		return 0, 0, nil, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
 	}
-	b.progress("fleet: raw create floor: %s; deleting its objects", took.Round(time.Millisecond))
+	b.progress("fleet: raw create floor %s: %s; deleting its objects", when, took.Round(time.Millisecond))
 	if err := b.deleteFloorObjects(ctx, namespaces); err != nil {
 		return 0, 0, nil, err
 	}
