@@ -294,10 +294,11 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	if cfg, err = load(); err != nil {
 		return f, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
+	specs = config.Compile(cfg)
 	// The raw create floor again, so that it brackets the cold sync; a
 	// floor that fails is reported, not the run's failure.
 	if f.CreateFloorError == "" {
-		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "after the hub")
+		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, specs, cfg.Workers(), "after the hub")
 		switch {
 		case err == nil:
 			f.CreateFloorAfter, f.CreateFloorAfterCost = msDuration(after), afterCost
@@ -311,7 +312,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 
 	// Drift: a plan over every entry, a raw watch per apiserver and kind
 	// over all namespaces, a drift client per entry.
-	w := &workload{cfg: cfg, specs: config.Compile(cfg), mix: mix}
+	w := &workload{cfg: cfg, specs: specs, mix: mix}
 	steps := SpreadPlan(fleetTargets(w.specs), int(float64(len(entries))*o.Rate*o.Duration.Seconds()), o.Rate, o.Seed)
 	if len(steps) == 0 {
 		return f, nil, fmt.Errorf("bench: --duration %s at --rate %g makes no drift", o.Duration, o.Rate)
@@ -544,11 +545,12 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	fmt.Fprintf(tw, "managed objects\t%d\n", f.Objects)
 	fmt.Fprintf(tw, "every entry synced (hub start, nothing created yet)\t%s\n", fmtDur(f.ClustersSynced.dur()))
 	fmt.Fprintf(tw, "cold sync (hub start to every object created and in sync)\t%s%s\n", fmtDur(f.ColdSync.dur()), overFloor(f.ColdSync, f.floor(), "raw create floor"))
-	if f.CreateFloor > 0 && f.CreateFloorAfter > 0 {
-		fmt.Fprintf(tw, "raw create floor (a plain client, the same bodies, %d at a time)\t%s (before the hub %s, after it %s)\n",
-			f.CreateFloorConcurrency, fmtDur(f.floor().dur()), fmtDur(f.CreateFloor.dur()), fmtDur(f.CreateFloorAfter.dur()))
-	} else if f.floor() > 0 {
-		fmt.Fprintf(tw, "raw create floor (a plain client, the same bodies, %d at a time)\t%s\n", f.CreateFloorConcurrency, fmtDur(f.floor().dur()))
+	if floor := f.floor(); floor > 0 {
+		both := ""
+		if f.CreateFloor > 0 && f.CreateFloorAfter > 0 {
+			both = fmt.Sprintf(" (before the hub %s, after it %s)", fmtDur(f.CreateFloor.dur()), fmtDur(f.CreateFloorAfter.dur()))
+		}
+		fmt.Fprintf(tw, "raw create floor (a plain client, the same bodies, %d at a time)\t%s%s\n", f.CreateFloorConcurrency, fmtDur(floor.dur()), both)
 	}
 	if f.CreateFloorError != "" {
 		fmt.Fprintf(tw, "raw create floor before the hub\tnot measured: %s\n", f.CreateFloorError)
