@@ -171,7 +171,7 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.IntVar(&o.Pushes, "pushes", 5, "git: commits pushed, each announced by a webhook")
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (fleet: each sample carries its phase, for go tool pprof -tagfocus 'phase=cold sync' or phase=drift)")
 	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale, fleet and mixed runs: write a CPU profile of the idle window alone to this file")
 	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")
 	fs.BoolVar(&o.Baseline, "baseline", true, "mixed: also run --mode scale (the three kinds) at the same object count, for the side-by-side")

@@ -331,7 +331,9 @@ const conflictRetries = 3
 // are named from the managedFields of st's object (takenOver). Any other
 // apply goes without force first; on a conflict with other field managers
 // it records the conflicts and applies with force. A missing namespace is
-// created.
+// created: before the manager's first create in it (ensureNamespace, once
+// for every worker creating objects there), and again if it was deleted
+// since.
 //
 // When st came from the label-filtered cache and said the object was gone,
 // and the applied object has the UID the watch last saw before it left the
@@ -386,6 +388,9 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 			stopPair()
 		}
 	}()
+	if live == nil {
+		m.ensureNamespace(ctx, c, spec)
+	}
 	kc := kind.clientFor(c, spec.Namespace)
 	var out runtime.Object
 	for attempt := 0; ; attempt++ {

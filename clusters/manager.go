@@ -115,6 +115,10 @@ type Manager struct {
 	sameID string
 	// foreignLogged holds the other hubs already logged (noteForeign).
 	foreignLogged map[string]bool
+	// namespaces holds the namespaces checked before their first created
+	// object, or being checked (ensureNamespace), under nsMu.
+	nsMu       sync.Mutex
+	namespaces map[string]*namespaceCheck
 
 	probeNow chan struct{}
 	// reportMu serialises health reports (see report).

@@ -181,6 +181,14 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// phase labels the calling goroutine, and every goroutine it starts from
+// now on (a hub's, a floor's clients), with the bench phase it is in, so
+// that a --cpuprofile can be read a phase at a time:
+// go tool pprof -tagfocus 'phase=cold sync' FILE.
+func phase(ctx context.Context, name string) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("phase", name)))
+}
+
 // Run is `driftwatch bench`: it starts local control planes, has the
 // hub manage generated objects on them, makes drift on a seeded schedule
 // from a client of its own and measures detection and repair against an

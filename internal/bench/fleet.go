@@ -200,6 +200,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
 	// A floor that fails is reported, not the run's failure.
+	phase(ctx, "create floor before")
 	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub")
 	floorErr := ""
 	if err != nil {
@@ -239,6 +240,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
 	b.progress("fleet: a fresh hub creating %d objects of %d cluster entries on %d apiserver(s)", f.Objects, f.Entries, f.APIServers)
+	phase(ctx, "cold sync")
 	coldCost := b.readCost(ctx)
 	began := time.Now()
 	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
@@ -297,6 +299,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	specs = config.Compile(cfg)
 	// The raw create floor again, so that it brackets the cold sync; a
 	// floor that fails is reported, not the run's failure.
+	phase(ctx, "create floor after")
 	if f.CreateFloorError == "" {
 		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, specs, cfg.Workers(), "after the hub")
 		switch {
@@ -327,6 +330,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		entryOf[e.APIServer.Name+"/"+e.Namespace] = e.ID
 		b.targets[e.ID] = b.clients[e.APIServer.Name]
 	}
+	phase(ctx, "drift")
 	floorCtx, stopFloor := context.WithCancel(ctx)
 	floor, err := StartFloor(floorCtx, b.clients, metav1.NamespaceAll, func(apiserver string, kind hub.Kind, ev watch.Event, at time.Time) {
 		tr := b.current.Load()
@@ -356,6 +360,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	}
 	// A floor that fails is reported, not the run's failure: the hub's
 	// figures stand.
+	phase(ctx, "repair floor")
 	lat, cost, err := b.fleetRepairFloor(ctx, w, entries, steps, b.workers)
 	switch {
 	case err == nil:
