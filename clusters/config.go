@@ -93,7 +93,8 @@ type ClusterConfig struct {
 // HealthOptions tune the /readyz probe of every cluster. Zero values take
 // the documented defaults.
 type HealthOptions struct {
-	// Interval between probes while healthy. Default 10s.
+	// Interval between probes while healthy. Default 10s. A write the
+	// apiserver accepted within Interval stands for a probe.
 	Interval time.Duration
 	// Timeout of one probe. Default 5s.
 	Timeout time.Duration

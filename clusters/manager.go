@@ -121,6 +121,10 @@ type Manager struct {
 	namespaces map[string]*namespaceCheck
 
 	probeNow chan struct{}
+	// accepted is when the apiserver last accepted one of the manager's
+	// writes (UnixNano; 0: never): within a probe interval, it stands
+	// for a probe (see probeLoop).
+	accepted atomic.Int64
 	// reportMu serialises health reports (see report).
 	reportMu sync.Mutex
 	// localSeq numbers generations and reports when nextGen is nil.
@@ -512,7 +516,11 @@ func (m *Manager) watchError(key informerKey, err error) {
 }
 
 // probeLoop probes /readyz every Interval, or every RetryInterval after a
-// failure, and at once when a watch reports a network error.
+// failure, and at once when a watch reports a network error. While the
+// cluster is healthy, a write the apiserver accepted within the last
+// Interval stands for the probe (it proves more: the credentials, and
+// etcd taking writes), so a cluster the hub is writing to is not probed
+// as well; the probe is then due Interval after that write.
 func (m *Manager) probeLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -521,6 +529,11 @@ func (m *Manager) probeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+			if wait, skip := m.probeCovered(); skip {
+				m.evaluate()
+				timer.Reset(wait)
+				continue
+			}
 		case <-m.probeNow:
 			if !timer.Stop() {
 				select {
@@ -550,6 +563,24 @@ func (m *Manager) probeLoop(ctx context.Context) {
 			timer.Reset(m.health.Interval)
 		}
 	}
+}
+
+// probeCovered says whether a due probe can be left out, a write having
+// been accepted within Interval while the last probe passed, and if so
+// how long until the probe is due again.
+func (m *Manager) probeCovered() (time.Duration, bool) {
+	at := m.accepted.Load()
+	if at == 0 {
+		return 0, false
+	}
+	since := m.now().Sub(time.Unix(0, at))
+	if since < 0 || since >= m.health.Interval {
+		return 0, false
+	}
+	m.mu.Lock()
+	healthy := m.probeFails == 0 && m.probeErr == nil
+	m.mu.Unlock()
+	return m.health.Interval - since, healthy
 }
 
 // probe GETs /readyz once.

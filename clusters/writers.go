@@ -84,8 +84,12 @@ func (m *Manager) beginWrite(key goneKey) {
 }
 
 // endWrite records the end of a write begun with beginWrite: the object it
-// returned (nil when it failed) and its error.
+// returned (nil when it failed) and its error; an accepted write's time is
+// kept for the probe (Manager.accepted).
 func (m *Manager) endWrite(key goneKey, out runtime.Object, err error) {
+	if err == nil {
+		m.accepted.Store(m.now().UnixNano())
+	}
 	var at uint32
 	if out != nil {
 		if acc, aerr := meta.Accessor(out); aerr == nil {
