@@ -31,13 +31,7 @@ func TestWritesStandForTheProbe(t *testing.T) {
 			return rt.RoundTrip(req)
 		})
 	}
-	sink := newRecordingSink()
-	r := runRegistry(t, sink, cc)
-	sink.waitFor(t, 30*time.Second, "synced", func() bool { return sink.state(lc.Name) == hub.ClusterSynced })
-	be, ok := r.Backend(lc.Name)
-	if !ok {
-		t.Fatal("no backend")
-	}
+	_, be := runRegistryFor(t, cc)
 	spec := deploymentSpec(t, lc.Name, ns, "api")
 	write := func(i int) {
 		t.Helper()
@@ -70,7 +64,7 @@ func TestWritesStandForTheProbe(t *testing.T) {
 		got := probes.Load() - after
 		return testwait.Check(got >= 2, "%d probes since the writes stopped", got)
 	})
-	if st := sink.state(lc.Name); st != hub.ClusterSynced {
+	if st := be.Health().State; st != hub.ClusterSynced {
 		t.Fatalf("cluster state %s, want synced", st)
 	}
 }
