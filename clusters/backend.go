@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -752,9 +751,7 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		out, err = patch(true)
 	}
 	if !pinned && spec.Namespace != "" && isNamespaceNotFound(err) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
-		_, cerr := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: m.fieldManager})
-		if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
+		if cerr := m.createNamespace(ctx, c, spec.Namespace); cerr != nil && !apierrors.IsAlreadyExists(cerr) {
 			return nil, conflicts, m.resourceError("create", "namespace "+spec.Namespace, "", cerr)
 		}
 		out, err = patch(true)

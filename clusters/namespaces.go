@@ -52,9 +52,7 @@ func (m *Manager) ensureNamespace(ctx context.Context, c kubernetes.Interface, s
 	if m.holdsKindIn(spec) {
 		return
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
-	_, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: m.fieldManager})
-	switch {
+	switch err := m.createNamespace(ctx, c, spec.Namespace); {
 	case err == nil, apierrors.IsAlreadyExists(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err):
 	default:
 		m.log.Debug("namespace not created ahead of its first object", "namespace", spec.Namespace, "err", err)
@@ -62,6 +60,13 @@ func (m *Manager) ensureNamespace(ctx context.Context, c kubernetes.Interface, s
 		delete(m.namespaces, spec.Namespace)
 		m.nsMu.Unlock()
 	}
+}
+
+// createNamespace creates the namespace name with the hub's field manager.
+func (m *Manager) createNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: m.fieldManager})
+	return err
 }
 
 // holdsKindIn says whether the watch cache holds an object of spec's kind

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -200,6 +201,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		return nil, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
 	// A floor that fails is reported, not the run's failure.
+	defer pprof.SetGoroutineLabels(ctx) // the phases end with the fleet
 	phase(ctx, "create floor before")
 	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub")
 	floorErr := ""
