@@ -1191,6 +1191,13 @@ type benchRatios struct {
 	// the same drifts).
 	FleetRepairP99OverFloorP99       float64 `json:"fleetRepairP99OverFloorP99,omitempty"`
 	FleetRepairP99OverRepairFloorP99 float64 `json:"fleetRepairP99OverRepairFloorP99,omitempty"`
+	// FleetColdSyncCPUOverCreateFloorCPU is the CPU (this process's and
+	// the control planes') the fleet's cold sync spent per object over
+	// what its raw create floor spent; FleetRepairCPUOverRepairFloorCPU
+	// the drift run's CPU per drift over its raw repair floor's. On a
+	// machine whose cores are all busy the time ratios follow these.
+	FleetColdSyncCPUOverCreateFloorCPU float64 `json:"fleetColdSyncCpuOverCreateFloorCpu,omitempty"`
+	FleetRepairCPUOverRepairFloorCPU   float64 `json:"fleetRepairCpuOverRepairFloorCpu,omitempty"`
 	// GitPushOverFloor is the git run's push to all applied p50 over its
 	// raw apply floor.
 	GitPushOverFloor float64 `json:"gitPushOverFloor,omitempty"`
@@ -1494,6 +1501,12 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		if rep.Ratios.FleetRepairP99OverRepairFloorP99 > 0 {
 			fmt.Fprintf(tw, "fleet repair p99 / raw repair floor p99\t%.2fx\n", rep.Ratios.FleetRepairP99OverRepairFloorP99)
 		}
+		if rep.Ratios.FleetColdSyncCPUOverCreateFloorCPU > 0 {
+			fmt.Fprintf(tw, "fleet cold sync cpu per object / raw create floor's\t%.2fx\n", rep.Ratios.FleetColdSyncCPUOverCreateFloorCPU)
+		}
+		if rep.Ratios.FleetRepairCPUOverRepairFloorCPU > 0 {
+			fmt.Fprintf(tw, "fleet drift run cpu per drift / raw repair floor's\t%.2fx\n", rep.Ratios.FleetRepairCPUOverRepairFloorCPU)
+		}
 		if rep.Ratios.MixedDetectP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "mixed detect p99 / floor p99\t%.2fx\n", rep.Ratios.MixedDetectP99OverFloorP99)
 		}
@@ -1534,6 +1547,10 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		if r.RepairFloorCost != nil {
 			fmt.Fprintf(tw, "raw repair floor's cost (first drift to last repair)\t%s\n", r.RepairFloorCost)
+		}
+		if hub, floor, budget := rep.driftCPU(r); hub > 0 || floor > 0 {
+			fmt.Fprintf(tw, "cpu per drift (control planes and this process)\thub %s, raw repair floor %s; the machine's cores give %s a drift at %g drifts/s\n",
+				fmtDur(hub.dur()), fmtDur(floor.dur()), fmtDur(budget.dur()), rep.Rate*float64(rep.Fleet.Entries))
 		}
 	}
 	rep.Mixed.writeTable(tw, rep.Scale)

@@ -86,6 +86,14 @@ func figures(rep *benchReport) []figure {
 				out = append(out, figure{r.Mode + " repair p99 / raw repair floor p99", unitRatio, float64(r.Repair.P99) / float64(l.P99)})
 			}
 		}
+		if r.RepairFloorCost != nil {
+			hub, floor := r.Cost.per(r.Drifts), r.RepairFloorCost.per(r.Drifts)
+			dur(r.Mode+" cpu per drift", hub)
+			dur(r.Mode+" raw repair floor cpu per drift", floor)
+			if hub > 0 && floor > 0 {
+				out = append(out, figure{r.Mode + " cpu per drift / raw repair floor's", unitRatio, float64(hub) / float64(floor)})
+			}
+		}
 		if r.Elapsed > 0 && r.RepairFloor > 0 {
 			out = append(out, figure{r.Mode + " all repaired / raw repair floor", unitRatio, float64(r.Elapsed) / float64(r.RepairFloor)})
 		}
@@ -134,6 +142,12 @@ func figures(rep *benchReport) []figure {
 		dur("fleet raw create floor after the hub", f.CreateFloorAfter)
 		if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
 			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(floor)})
+		}
+		hub, floor := f.coldCPU()
+		dur("fleet cold sync cpu per object", hub)
+		dur("fleet raw create floor cpu per object", floor)
+		if hub > 0 && floor > 0 {
+			out = append(out, figure{"fleet cold sync cpu per object / raw create floor's", unitRatio, float64(hub) / float64(floor)})
 		}
 		bytes("fleet peak rss", float64(f.PeakRSS))
 		bytes("fleet steady rss", float64(f.RSS))

@@ -203,6 +203,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	// A floor that fails is reported, not the run's failure.
 	defer pprof.SetGoroutineLabels(ctx) // the phases end with the fleet
 	phase(ctx, "create floor before")
+	b.compactStores(ctx)
 	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub")
 	floorErr := ""
 	if err != nil {
@@ -243,6 +244,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	}
 	b.progress("fleet: a fresh hub creating %d objects of %d cluster entries on %d apiserver(s)", f.Objects, f.Entries, f.APIServers)
 	phase(ctx, "cold sync")
+	b.compactStores(ctx)
 	coldCost := b.readCost(ctx)
 	began := time.Now()
 	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
@@ -302,6 +304,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	// The raw create floor again, so that it brackets the cold sync; a
 	// floor that fails is reported, not the run's failure.
 	phase(ctx, "create floor after")
+	b.compactStores(ctx)
 	if f.CreateFloorError == "" {
 		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, specs, cfg.Workers(), "after the hub")
 		switch {
@@ -333,6 +336,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		b.targets[e.ID] = b.clients[e.APIServer.Name]
 	}
 	phase(ctx, "drift")
+	b.compactStores(ctx)
 	floorCtx, stopFloor := context.WithCancel(ctx)
 	floor, err := StartFloor(floorCtx, b.clients, metav1.NamespaceAll, func(apiserver string, kind hub.Kind, ev watch.Event, at time.Time) {
 		tr := b.current.Load()
@@ -363,6 +367,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	// A floor that fails is reported, not the run's failure: the hub's
 	// figures stand.
 	phase(ctx, "repair floor")
+	b.compactStores(ctx)
 	lat, cost, err := b.fleetRepairFloor(ctx, w, entries, steps, b.workers)
 	switch {
 	case err == nil:
@@ -499,6 +504,61 @@ func (f *fleetReport) floor() msDuration {
 	return f.CreateFloorAfter
 }
 
+// coldCPU is the CPU (the control planes' and this process's) the cold
+// sync spent per object, and its raw create floor's (the mean of the
+// floors measured), 0 where not measured.
+func (f *fleetReport) coldCPU() (hub, floor msDuration) {
+	hub = f.ColdSyncCost.per(f.Objects)
+	var sum msDuration
+	n := 0
+	for _, c := range []*spanCost{f.CreateFloorCost, f.CreateFloorAfterCost} {
+		if p := c.per(f.Objects); p > 0 {
+			sum += p
+			n++
+		}
+	}
+	if n > 0 {
+		floor = sum / msDuration(n)
+	}
+	return hub, floor
+}
+
+// driftCPU is the CPU (the control planes' and this process's) the fleet's
+// drift run r spent per drift, its raw repair floor's, and what the
+// machine's cores give a drift at the rate the drifts were made (its cores
+// over the drifts made a second), 0 where not measured.
+func (rep *benchReport) driftCPU(r *runReport) (hub, floor, budget msDuration) {
+	hub = r.Cost.per(r.Drifts)
+	floor = r.RepairFloorCost.per(r.Drifts)
+	cores := 0
+	for _, c := range []*spanCost{r.Cost, r.RepairFloorCost} {
+		if c != nil && c.Cores > 0 {
+			cores = c.Cores
+		}
+	}
+	if rep.Fleet == nil {
+		return hub, floor, 0
+	}
+	if rate := rep.Rate * float64(rep.Fleet.Entries); cores > 0 && rate > 0 {
+		budget = msDuration(float64(time.Second) * float64(cores) / rate)
+	}
+	return hub, floor, budget
+}
+
+// compactStores compacts and defragments every control plane's etcd (see
+// localcluster.Cluster.Compact) before a phase, so that each phase starts
+// on stores without the history of the phases before it. A store that
+// cannot be compacted is logged; the phase runs anyway.
+func (b *bencher) compactStores(ctx context.Context) {
+	began := time.Now()
+	for _, lc := range b.set.Clusters {
+		if err := lc.Compact(ctx); err != nil {
+			b.log.Warn("etcd not compacted", "err", err)
+		}
+	}
+	b.progress("fleet: etcd compacted and defragmented on %d control plane(s) in %s", len(b.set.Clusters), time.Since(began).Round(time.Millisecond))
+}
+
 // finishFleet adds the fleet's targets and notes.
 func (rep *benchReport) finishFleet() {
 	f := rep.Fleet
@@ -514,6 +574,9 @@ func (rep *benchReport) finishFleet() {
 	if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
 		rep.ratios().FleetColdSyncOverCreateFloor = rep.ratioGoal(fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
 			fleetColdSyncFloorBar, f.ColdSync, floor, true)
+	}
+	if hub, floor := f.coldCPU(); hub > 0 && floor > 0 {
+		rep.ratios().FleetColdSyncCPUOverCreateFloorCPU = float64(hub) / float64(floor)
 	}
 	if f.RSS > 0 {
 		rep.Targets = append(rep.Targets,
@@ -534,11 +597,18 @@ func (rep *benchReport) finishFleet() {
 			rep.ratios().FleetRepairP99OverRepairFloorP99 = float64(r.Repair.P99) / float64(l.P99)
 			rep.Notes = append(rep.Notes, fmt.Sprintf("fleet raw repair floor: after the drift run's hub stopped, the same drifts made again (the same plan and client) while a plain client-go client (a connection per entry) server-side applies each drifted object's desired body (the hub's field manager, forced) as soon as its drift call returned, %d applies in flight across the entries (the hub's writers); each repair timed by the same raw watch, from the drift call's start to the object seen as desired again: the drift run without the detection.", r.RepairFloorConcurrency))
 		}
+		if hub, floor, budget := rep.driftCPU(r); hub > 0 && floor > 0 {
+			rep.ratios().FleetRepairCPUOverRepairFloorCPU = float64(hub) / float64(floor)
+			if budget > 0 && floor > budget {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: at %g drifts/s the raw repair floor alone needed more CPU than the machine's cores give (%s a drift, control planes and this process, against %s): its repairs queued as the hub's did, so both repair p99s are mostly the time each took to drain its queue, and the cpu per drift ratio (%.2fx) is what sets the hub's apart from the plain client's.",
+					rep.Rate*float64(f.Entries), fmtDur(floor.dur()), fmtDur(budget.dur()), float64(hub)/float64(floor)))
+			}
+		}
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
 		"cold sync: a fresh hub with nothing on the apiservers creating every object; steady rss, heap and idle cpu (no drift) measured once it settled, the idle cpu after the heap the cold sync freed was returned to the system (the background scavenger would do it during the window, once); "+
 		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
-		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub.", f.Entries, f.APIServers))
+		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
 }
 
 // writeTable writes the fleet's measures (nothing for a nil report).
@@ -573,6 +643,9 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	}
 	if f.CreateFloorAfterCost != nil {
 		fmt.Fprintf(tw, "raw create floor's cost (after the hub)\t%s\n", f.CreateFloorAfterCost)
+	}
+	if hub, floor := f.coldCPU(); hub > 0 || floor > 0 {
+		fmt.Fprintf(tw, "cpu per object created (control planes and this process)\tcold sync %s, raw create floor %s\n", fmtDur(hub.dur()), fmtDur(floor.dur()))
 	}
 	fmt.Fprintf(tw, "peak rss during the cold sync\t%s\n", fmtBytes(f.PeakRSS))
 	fmt.Fprintf(tw, "steady rss\t%s\n", fmtBytes(f.RSS))

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -212,8 +213,9 @@ func TestCompareFleet(t *testing.T) {
 	golden(t, "compare-fleet.golden", out.Bytes())
 	for _, s := range []string{"note: the runs differ in apiservers", "250 cluster entries on 3 apiserver(s)",
 		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99",
-		"fleet raw create floor", "fleet raw create floor after the hub", "fleet cold sync / raw create floor       1.09x      0.76x",
-		"fleet raw repair floor repair p99", "fleet repair p99 / raw repair floor p99  2.40x      2.67x"} {
+		"fleet raw create floor", "fleet raw create floor after the hub", "fleet cold sync / raw create floor                   1.09x      0.76x",
+		"fleet raw repair floor repair p99", "fleet repair p99 / raw repair floor p99              2.40x      2.67x",
+		"fleet cpu per drift / raw repair floor's             1.35x", "fleet cold sync cpu per object / raw create floor's  1.28x"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("compare lacks %q:\n%s", s, &out)
 		}
@@ -288,5 +290,63 @@ func TestFinishFleet(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) || len(rep.Targets) != len(tc.want) {
 			t.Errorf("%s: targets %+v, want %v", tc.name, rep.Targets, tc.want)
 		}
+	}
+}
+
+// TestFleetCPU: the cold sync's and the drift run's CPU per object and per
+// drift beside their floors', the note when the floor alone needs more CPU
+// than the machine has at the drift rate, and nothing from a cost that was
+// not measured.
+func TestFleetCPU(t *testing.T) {
+	rep := testReport(ModeFleet)
+	r := findRun(rep.Runs, ModeFleet)
+	hub, floor := rep.Fleet.coldCPU()
+	if want := msDuration(102 * time.Second / 25000); hub != want {
+		t.Errorf("cold sync cpu per object %s, want %s", hub.dur(), want.dur())
+	}
+	if want := msDuration((78*time.Second/25000 + 81*time.Second/25000) / 2); floor != want {
+		t.Errorf("raw create floor cpu per object %s, want %s (the mean of both floors)", floor.dur(), want.dur())
+	}
+	dh, df, budget := rep.driftCPU(r)
+	if dh != msDuration(66*time.Second/7500) || df != msDuration(49*time.Second/7500) || budget != msDuration(8*time.Millisecond) {
+		t.Errorf("drift cpu %s, floor %s, budget %s; want 8.8ms, 6.53ms, 8ms", dh.dur(), df.dur(), budget.dur())
+	}
+	if got := rep.Ratios.FleetRepairCPUOverRepairFloorCPU; math.Abs(got-66.0/49) > 1e-6 {
+		t.Errorf("cpu per drift ratio %g, want %g", got, 66.0/49)
+	}
+	saturated := func(rep *benchReport) bool {
+		for _, n := range rep.Notes {
+			if strings.Contains(n, "the raw repair floor alone needed more CPU than the machine's cores give") {
+				return true
+			}
+		}
+		return false
+	}
+	if saturated(rep) {
+		t.Error("a floor within the machine's cores noted as beyond them")
+	}
+
+	// At 2 drifts/s per entry the cores give 4ms a drift: the floor's
+	// 6.53ms is beyond the machine.
+	rep.Rate = 2
+	rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
+	rep.finishFleet()
+	if !saturated(rep) {
+		t.Errorf("a floor beyond the machine's cores not noted: %q", rep.Notes)
+	}
+
+	// A cost with an error, or none, gives no figure and no ratio.
+	r.RepairFloorCost.Error = "scrape failed"
+	rep.Fleet.CreateFloorCost, rep.Fleet.CreateFloorAfterCost = nil, &spanCost{Error: "gone"}
+	rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
+	rep.finishFleet()
+	if _, floor := rep.Fleet.coldCPU(); floor != 0 {
+		t.Errorf("a create floor cpu from unmeasured costs: %s", floor.dur())
+	}
+	if _, df, _ := rep.driftCPU(r); df != 0 {
+		t.Errorf("a repair floor cpu from a cost with an error: %s", df.dur())
+	}
+	if rep.Ratios.FleetColdSyncCPUOverCreateFloorCPU != 0 || rep.Ratios.FleetRepairCPUOverRepairFloorCPU != 0 || saturated(rep) {
+		t.Errorf("ratios or note from unmeasured costs: %+v %q", rep.Ratios, rep.Notes)
 	}
 }

@@ -268,11 +268,13 @@ func testReport(mode string) *benchReport {
 			DriftFor: msDuration(30 * time.Second), CreateFloor: msDuration(25432100 * time.Microsecond), CreateFloorConcurrency: 64,
 			CreateFloorAfter:     msDuration(27432100 * time.Microsecond),
 			CreateFloorCost:      &spanCost{ProcessCPU: msDuration(8 * time.Second), ControlPlaneCPU: msDuration(70 * time.Second), Mutating: 25000, Reads: 30},
-			CreateFloorAfterCost: &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(72 * time.Second), Mutating: 25000, Reads: 31}}
+			CreateFloorAfterCost: &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(72 * time.Second), Mutating: 25000, Reads: 31},
+			ColdSyncCost:         &spanCost{ProcessCPU: msDuration(22 * time.Second), ControlPlaneCPU: msDuration(80 * time.Second), Mutating: 25250, Reads: 1040, Cores: 2, CoresBusy: 1.97}}
 		r := testRun(ModeFleet, 7500, 3*time.Millisecond)
+		r.Cost = &spanCost{ProcessCPU: msDuration(13 * time.Second), ControlPlaneCPU: msDuration(53 * time.Second), Mutating: 15000, Reads: 20, Cores: 2, CoresBusy: 1.97}
 		floor := testLatency(7500, 5*time.Millisecond)
 		r.RepairFloorLatency, r.RepairFloorConcurrency = &floor, 64
-		r.RepairFloorCost = &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(40 * time.Second), Mutating: 15000, Reads: 20}
+		r.RepairFloorCost = &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(40 * time.Second), Mutating: 15000, Reads: 20, Cores: 2, CoresBusy: 1.6}
 		rep.Runs = append(rep.Runs, r)
 	case ModeScale:
 		rep.Scale = &scaleReport{Objects: 600, Mix: objectMix{240, 200, 160}, Precreate: msDuration(3456789 * time.Microsecond),
@@ -338,12 +340,15 @@ func TestJSONCompleteEveryMode(t *testing.T) {
 				ModeFleet: {"250 cluster entries on 3 apiserver(s) x 100 objects", "fleet by action", "cold sync (hub start to every object created and in sync)",
 					"fleet cold sync of 250 entries x 100 objects under 30.00s  met",
 					"28.77s (1.09x the raw create floor)", "raw create floor (a plain client, the same bodies, 64 at a time)  26.43s (before the hub 25.43s, after it 27.43s)",
-					"raw create floor's cost (after the hub)", "fleet cold sync / raw create floor       1.09x", "fleet cold sync within 1.3x the raw create floor", "12.35% over 10.00s", "fleet steady rss under 1 GiB",
+					"raw create floor's cost (after the hub)", "fleet cold sync / raw create floor                   1.09x", "fleet cold sync within 1.3x the raw create floor", "12.35% over 10.00s", "fleet steady rss under 1 GiB",
 					"fleet repair p99 under 250.0ms at 1 drifts/s per entry", "260 / 4100",
-					"fleet repair p99 within 2x the raw-watch floor p99         MISSED  4.00x (36.0ms vs 9.00ms)", "fleet repair p99 / floor p99             4.00x",
+					"fleet repair p99 within 2x the raw-watch floor p99         MISSED  4.00x (36.0ms vs 9.00ms)", "fleet repair p99 / floor p99                         4.00x",
 					"raw repair floor (a plain client, the same drifts, 64 at a time)  repair p50 5.00ms, p99 15.0ms; the hub's p99 36.0ms (2.40x the floor)",
-					"fleet repair p99 / raw repair floor p99  2.40x", "fleet raw repair floor: after the drift run's hub stopped",
-					"raw repair floor's cost (first drift to last repair)              control planes 40.00s"},
+					"fleet repair p99 / raw repair floor p99              2.40x", "fleet raw repair floor: after the drift run's hub stopped",
+					"raw repair floor's cost (first drift to last repair)              control planes 40.00s",
+					"cpu per object created (control planes and this process)          cold sync 4.08ms, raw create floor 3.18ms",
+					"cpu per drift (control planes and this process)                   hub 8.80ms, raw repair floor 6.53ms; the machine's cores give 8.00ms a drift at 250 drifts/s",
+					"fleet cold sync cpu per object / raw create floor's  1.28x", "fleet drift run cpu per drift / raw repair floor's   1.35x"},
 			}[mode] {
 				if !strings.Contains(want.String(), s) {
 					t.Errorf("table lacks %q:\n%s", s, &want)

@@ -94,6 +94,24 @@ func (c *spanCost) busy(span time.Duration, cores int) {
 	c.Cores = cores
 }
 
+// total is the span's CPU, the control planes' and this process's, or 0
+// when either was not measured (a nil cost, or one with an Error).
+func (c *spanCost) total() msDuration {
+	if c == nil || c.Error != "" {
+		return 0
+	}
+	return c.ControlPlaneCPU + c.ProcessCPU
+}
+
+// per is the span's CPU (total) per unit of work done in it, n units (a
+// created object, a repaired drift), or 0 when either is unknown.
+func (c *spanCost) per(n int) msDuration {
+	if t := c.total(); t > 0 && n > 0 {
+		return t / msDuration(n)
+	}
+	return 0
+}
+
 // plus returns the sum of two histograms of the same buckets.
 func (h Histogram) plus(o Histogram) Histogram {
 	s := Histogram{Count: h.Count + o.Count, Buckets: make(map[float64]uint64, max(len(h.Buckets), len(o.Buckets)))}

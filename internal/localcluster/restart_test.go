@@ -2,7 +2,9 @@ package localcluster_test
 
 import (
 	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,4 +128,62 @@ func kubeconfigClientset(t *testing.T, path string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// TestCompact compacts and defragments a cluster's etcd between writes: the
+// old versions of an object are gone from etcd, the object and a watch
+// started before the compaction carry on.
+func TestCompact(t *testing.T) {
+	t.Parallel()
+	set := lctest.Start(t, localcluster.Options{Names: []string{"compact"}})
+	c := set.Clusters[0]
+	ctx := t.Context()
+	cs := newClientset(t, c)
+	ns := createNamespace(t, cs)
+	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "history"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		cm.Data["n"] = strconv.Itoa(i)
+		if cm, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := "/registry/configmaps/" + ns + "/history"
+	if ok, err := localcluster.EtcdRevisionReadable(c, key, first); err != nil || !ok {
+		t.Fatalf("before Compact: revision %d of %s readable = %v, %v; want true", first, key, ok, err)
+	}
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	if err := c.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := localcluster.EtcdRevisionReadable(c, key, first); err != nil || ok {
+		t.Fatalf("after Compact: revision %d of %s readable = %v, %v; want compacted", first, key, ok, err)
+	}
+	got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "history", metav1.GetOptions{})
+	if err != nil || got.Data["n"] != "5" {
+		t.Fatalf("the object after Compact: %v, %v; want n=5", got.Data, err)
+	}
+	cm.Data["n"] = "6"
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("a write after Compact: %v", err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if o, ok := ev.Object.(*corev1.ConfigMap); !ok || o.Data["n"] != "6" {
+			t.Fatalf("the watch started before Compact got %s %T, want the write after it", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch started before Compact saw no event of the write after it")
+	}
 }
