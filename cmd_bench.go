@@ -170,6 +170,7 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.DurationVar(&o.Idle, "idle", 5*time.Second, fmt.Sprintf("scale, fleet and mixed runs: how long idle CPU is measured (fleet default %s); git: how long the running hub's polls are counted (default %s)", bench.FleetIdle, bench.GitIdle))
 	fs.IntVar(&o.Pushes, "pushes", 5, "git: commits pushed, each announced by a webhook")
 	fs.DurationVar(&o.Duration, "duration", bench.FleetDuration, "fleet: how long drift is made (--rate per second per entry)")
+	fs.BoolVar(&o.Pin, "pin", false, "run the control planes on every CPU but the last and this process (the hub, the floors' plain clients, the drift client, the raw watch) on the last, so that they never share a core (Linux, 2 CPUs or more)")
 	fs.StringVar(&o.Dir, "dir", "", "folder for the clusters and the config (default: a new temporary folder)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (fleet: each sample carries its phase, for go tool pprof -tagfocus 'phase=cold sync' or phase=drift)")
 	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale, fleet and mixed runs: write a CPU profile of the idle window alone to this file")

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -71,6 +72,24 @@ const benchBurstWorkers = 32
 // repair floor.
 const burstRepairFloorBar = 1.5
 
+// pinSplit splits a machine's cpus for --pin: every CPU but the last for
+// the control planes, the last for this process.
+func pinSplit(cpus int) (planes, self []int) {
+	for c := range cpus - 1 {
+		planes = append(planes, c)
+	}
+	return planes, []int{cpus - 1}
+}
+
+// cpuList formats CPU numbers as a list ("0, 1").
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ", ")
+}
+
 // overFloor formats a figure's ratio to its floor, " (1.25x the what)",
 // or "" when either was not measured.
 func overFloor(d, floor msDuration, what string) string {
@@ -122,6 +141,11 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are where CPU and heap profiles
 	// are written.
 	CPUProfile, MemProfile string
+	// Pin runs the control planes on every CPU but the last and this
+	// process (the hub, the plain clients of the floors, the drift client
+	// and the raw watch) on the last (Linux, 2 CPUs or more), so that the
+	// hub and the apiservers never share a core, as in a real fleet.
+	Pin bool
 	// IdleCPUProfile, when set, is where a CPU profile of the scale and
 	// fleet runs' idle window alone is written.
 	IdleCPUProfile string
@@ -171,6 +195,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--qps and --workers must not be negative")
 	case o.Idle <= 0:
 		return fmt.Errorf("--idle must be positive")
+	case o.Pin && runtime.NumCPU() < 2:
+		return fmt.Errorf("--pin needs 2 CPUs or more: this machine has %d", runtime.NumCPU())
 	case o.IdleCPUProfile != "" && o.CPUProfile != "":
 		return fmt.Errorf("--idle-cpuprofile and --cpuprofile: one CPU profile at a time")
 	case o.IdleCPUProfile != "" && o.Mode != ModeScale && o.Mode != ModeFleet && o.Mode != ModeMixed:
@@ -229,7 +255,12 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 	}
 	b.progress("starting %d local control plane(s) (etcd, kube-apiserver)", planes)
 	began := time.Now()
-	set, err := localcluster.Start(ctx, localcluster.Options{Count: planes, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Logger: log})
+	lo := localcluster.Options{Count: planes, BinDir: bins, Dir: filepath.Join(dir, "clusters"), Logger: log}
+	var self []int
+	if o.Pin {
+		lo.CPUs, self = pinSplit(runtime.NumCPU())
+	}
+	set, err := localcluster.Start(ctx, lo)
 	if err != nil {
 		return fmt.Errorf("bench: start local clusters: %w", err)
 	}
@@ -237,6 +268,13 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 		b.progress("stopping the local clusters")
 		_ = set.Stop()
 	}()
+	if o.Pin {
+		if err := localcluster.PinProcess(self); err != nil {
+			return fmt.Errorf("bench: --pin: %w", err)
+		}
+		b.pinned = fmt.Sprintf("control planes on CPU %s, this process on CPU %s", cpuList(lo.CPUs), cpuList(self))
+		b.progress("pinned: %s", b.pinned)
+	}
 	b.progress("clusters ready after %s", time.Since(began).Round(time.Millisecond))
 	b.set = set
 	b.clients = make(map[string]kubernetes.Interface, len(set.Clusters))
@@ -262,7 +300,7 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 
 	rep := benchReport{
 		Mode: o.Mode, Clusters: o.Clusters, ObjectsPerCluster: o.Objects, Seed: o.Seed,
-		QPS: b.opts.QPS, CPUs: runtime.NumCPU(), LoadBefore: load,
+		QPS: b.opts.QPS, CPUs: runtime.NumCPU(), LoadBefore: load, Pinned: b.pinned,
 	}
 	switch o.Mode {
 	case ModeScale:
@@ -302,9 +340,11 @@ func Run(ctx context.Context, o Options, env app.Env) error {
 
 // bencher holds what the runs of one bench share.
 type bencher struct {
-	opts    Options
-	log     *slog.Logger
-	stderr  io.Writer
+	opts   Options
+	log    *slog.Logger
+	stderr io.Writer
+	// pinned describes --pin's split of the CPUs (empty without it).
+	pinned  string
 	dir     string
 	set     *localcluster.Set
 	clients map[string]kubernetes.Interface
@@ -1025,6 +1065,9 @@ type benchReport struct {
 	// load averages before the bench started anything.
 	CPUs       int    `json:"cpus"`
 	LoadBefore string `json:"loadBefore,omitempty"`
+	// Pinned says which CPUs the control planes and this process ran on
+	// (--pin); empty when they shared every CPU.
+	Pinned string `json:"pinned,omitempty"`
 }
 
 // objectMix counts managed objects per kind on one cluster (the first).
@@ -1407,7 +1450,11 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "driftwatch bench --mode %s: %s x %d objects (%s); hub: %d workers, client rate limit %s per cluster\n",
 		rep.Mode, clustersText, rep.ObjectsPerCluster, mixText, rep.Workers, clusters.DescribeRateLimit(float32(rep.QPS), 0))
 	if rep.LoadBefore != "" {
-		fmt.Fprintf(tw, "machine: %d CPUs, load average before the bench %s\n", rep.CPUs, rep.LoadBefore)
+		pinned := ""
+		if rep.Pinned != "" {
+			pinned = "; " + rep.Pinned
+		}
+		fmt.Fprintf(tw, "machine: %d CPUs, load average before the bench %s%s\n", rep.CPUs, rep.LoadBefore, pinned)
 	}
 	if len(rep.Runs) > 0 {
 		what := "deletes, scales, image edits, label removals"

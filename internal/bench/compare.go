@@ -275,6 +275,9 @@ func describeReport(rep *benchReport) string {
 	if rep.LoadBefore != "" {
 		s += ", load before " + rep.LoadBefore
 	}
+	if rep.Pinned != "" {
+		s += ", " + rep.Pinned
+	}
 	return s
 }
 
@@ -297,6 +300,7 @@ func setupDiffs(a, b *benchReport) []string {
 	add("hub qps", a.QPS != b.QPS)
 	add("hub workers", a.Workers != b.Workers)
 	add("cpus", a.CPUs != b.CPUs)
+	add("pinning", a.Pinned != b.Pinned)
 	return d
 }
 

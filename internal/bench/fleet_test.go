@@ -350,3 +350,32 @@ func TestFleetCPU(t *testing.T) {
 		t.Errorf("ratios or note from unmeasured costs: %+v %q", rep.Ratios, rep.Notes)
 	}
 }
+
+// TestPinSplit: --pin gives the control planes every CPU but the last and
+// this process the last; the report and compare say so.
+func TestPinSplit(t *testing.T) {
+	planes, self := pinSplit(4)
+	if !reflect.DeepEqual(planes, []int{0, 1, 2}) || !reflect.DeepEqual(self, []int{3}) {
+		t.Errorf("pinSplit(4) = %v, %v", planes, self)
+	}
+	planes, self = pinSplit(2)
+	if cpuList(planes) != "0" || cpuList(self) != "1" {
+		t.Errorf("pinSplit(2) = %v, %v", planes, self)
+	}
+	old, cur := testReport(ModeFleet), testReport(ModeFleet)
+	cur.Pinned = "control planes on CPU 0, this process on CPU 1"
+	var table bytes.Buffer
+	if err := cur.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "load average before the bench 0.52 0.61 0.70; control planes on CPU 0, this process on CPU 1") {
+		t.Errorf("the table does not say how the CPUs were pinned:\n%s", &table)
+	}
+	var out bytes.Buffer
+	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "note: the runs differ in pinning") || !strings.Contains(out.String(), "this process on CPU 1") {
+		t.Errorf("compare does not note the pinning:\n%s", &out)
+	}
+}

@@ -262,6 +262,9 @@ func (c *Cluster) startOnce(ctx context.Context, begin time.Time) error {
 	if err := c.startAPIServer(ctx); err != nil {
 		return err
 	}
+	if err := c.pinAll(); err != nil {
+		return err
+	}
 	c.StartupTime = time.Since(begin)
 	c.log.Info("kube-apiserver ready", "server", c.Server, "startup", c.StartupTime.Round(time.Millisecond))
 
@@ -278,7 +281,7 @@ func (c *Cluster) startOnce(ctx context.Context, begin time.Time) error {
 			return &componentError{component: binControllerManager, err: err}
 		}
 		c.log.Info("kube-controller-manager working", "elapsed", time.Since(begin).Round(time.Millisecond))
-		return nil
+		return c.pinAll()
 	}
 	sched, err := c.spawn(binScheduler, c.schedulerArgs())
 	if err != nil {
@@ -296,7 +299,7 @@ func (c *Cluster) startOnce(ctx context.Context, begin time.Time) error {
 		return err
 	}
 	c.log.Info("fake nodes ready", "nodes", c.opts.Nodes, "elapsed", time.Since(begin).Round(time.Millisecond))
-	return nil
+	return c.pinAll()
 }
 
 // prepare writes the PKI (once), the token file and the kubeconfigs (again
@@ -441,7 +444,37 @@ func (c *Cluster) spawn(name string, args []string) (*process, error) {
 	}
 	c.procs[name] = p
 	c.log.Debug("component started", "component", name, "pid", p.pid())
+	if err := c.pin(p); err != nil {
+		p.stop(c.opts.StopGrace)
+		return nil, &componentError{component: name, err: err}
+	}
 	return p, nil
+}
+
+// pin pins every thread of p to Options.CPUs (nothing without them). A
+// process is pinned once started and again once ready, for the threads it
+// started in between.
+func (c *Cluster) pin(p *process) error {
+	if len(c.opts.CPUs) == 0 || p.exited() {
+		return nil
+	}
+	return pinTasks(p.pid(), c.opts.CPUs)
+}
+
+// pinAll pins every running component again (see pin).
+func (c *Cluster) pinAll() error {
+	c.mu.Lock()
+	procs := make([]*process, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	for _, p := range procs {
+		if err := c.pin(p); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	return nil
 }
 
 // startAPIServer starts kube-apiserver on the cluster's port and waits for
@@ -458,7 +491,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		p.stop(c.opts.StopGrace)
 		return err
 	}
-	return nil
+	return c.pin(p)
 }
 
 // pollInterval is how often the start checks a component's health.

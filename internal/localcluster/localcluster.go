@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,26 @@ type Options struct {
 	// whose etcd data the next Start discards anyway) use a short one so
 	// they go as fast as the program that started them.
 	StopGrace time.Duration
+	// CPUs are the CPUs every component runs on (Linux): each process's
+	// threads are pinned to them once it started and again once it is
+	// ready. Empty: any CPU. A bench pins its own process to the others
+	// with PinProcess, so that the control planes and their client never
+	// share a core.
+	CPUs []int
+}
+
+// PinProcess pins every thread of this process to cpus (Linux); threads
+// it starts later inherit the pin from the thread that starts them.
+func PinProcess(cpus []int) error {
+	for _, c := range cpus {
+		if c < 0 || c >= runtime.NumCPU() {
+			return fmt.Errorf("localcluster: CPU %d is not one of this machine's %d", c, runtime.NumCPU())
+		}
+	}
+	if len(cpus) == 0 {
+		return errors.New("localcluster: no CPU to pin this process to")
+	}
+	return pinTasks(0, cpus)
 }
 
 // dnsLabel is what cluster and user names must look like.
@@ -122,6 +143,12 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("localcluster: duplicate cluster name %q", n)
 		}
 		seen[n] = true
+	}
+	o.CPUs = append([]int(nil), o.CPUs...)
+	for _, c := range o.CPUs {
+		if c < 0 || c >= runtime.NumCPU() {
+			return o, fmt.Errorf("localcluster: CPU %d is not one of this machine's %d", c, runtime.NumCPU())
+		}
 	}
 	o.Users = append([]string(nil), o.Users...)
 	users := map[string]bool{}
