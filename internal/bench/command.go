@@ -1596,8 +1596,11 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			fmt.Fprintf(tw, "raw repair floor's cost (first drift to last repair)\t%s\n", r.RepairFloorCost)
 		}
 		if hub, floor, budget := rep.driftCPU(r); hub > 0 || floor > 0 {
-			fmt.Fprintf(tw, "cpu per drift (control planes and this process)\thub %s, raw repair floor %s; the machine's cores give %s a drift at %g drifts/s\n",
-				fmtDur(hub.dur()), fmtDur(floor.dur()), fmtDur(budget.dur()), rep.Rate*float64(rep.Fleet.Entries))
+			given := ""
+			if budget > 0 {
+				given = fmt.Sprintf("; the machine's cores give %s a drift at %g drifts/s", fmtDur(budget.dur()), rep.Rate*float64(rep.Fleet.Entries))
+			}
+			fmt.Fprintf(tw, "cpu per drift (control planes and this process)\thub %s, raw repair floor %s%s\n", fmtDur(hub.dur()), fmtDur(floor.dur()), given)
 		}
 	}
 	rep.Mixed.writeTable(tw, rep.Scale)

@@ -526,7 +526,7 @@ func (f *fleetReport) coldCPU() (hub, floor msDuration) {
 // driftCPU is the CPU (the control planes' and this process's) the fleet's
 // drift run r spent per drift, its raw repair floor's, and what the
 // machine's cores give a drift at the rate the drifts were made (its cores
-// over the drifts made a second), 0 where not measured.
+// over the drifts made a second; 0 with --pin), 0 where not measured.
 func (rep *benchReport) driftCPU(r *runReport) (hub, floor, budget msDuration) {
 	hub = r.Cost.per(r.Drifts)
 	floor = r.RepairFloorCost.per(r.Drifts)
@@ -536,7 +536,9 @@ func (rep *benchReport) driftCPU(r *runReport) (hub, floor, budget msDuration) {
 			cores = c.Cores
 		}
 	}
-	if rep.Fleet == nil {
+	if rep.Fleet == nil || rep.Pinned != "" {
+		// Pinned, the control planes have cores of their own: the
+		// machine's cores over the drifts are no budget of either side.
 		return hub, floor, 0
 	}
 	if rate := rep.Rate * float64(rep.Fleet.Entries); cores > 0 && rate > 0 {

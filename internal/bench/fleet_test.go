@@ -335,6 +335,16 @@ func TestFleetCPU(t *testing.T) {
 		t.Errorf("a floor beyond the machine's cores not noted: %q", rep.Notes)
 	}
 
+	// Pinned, the control planes have a core of their own: no budget, no
+	// note, the ratio stays.
+	rep.Pinned = "control planes on CPU 0, this process on CPU 1"
+	rep.Targets, rep.Notes, rep.Ratios = nil, nil, nil
+	rep.finishFleet()
+	if _, _, budget := rep.driftCPU(r); budget != 0 || saturated(rep) || rep.Ratios.FleetRepairCPUOverRepairFloorCPU == 0 {
+		t.Errorf("pinned: budget %s, notes %q, ratios %+v", budget.dur(), rep.Notes, rep.Ratios)
+	}
+	rep.Pinned = ""
+
 	// A cost with an error, or none, gives no figure and no ratio.
 	r.RepairFloorCost.Error = "scrape failed"
 	rep.Fleet.CreateFloorCost, rep.Fleet.CreateFloorAfterCost = nil, &spanCost{Error: "gone"}
@@ -370,6 +380,9 @@ func TestPinSplit(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "load average before the bench 0.52 0.61 0.70; control planes on CPU 0, this process on CPU 1") {
 		t.Errorf("the table does not say how the CPUs were pinned:\n%s", &table)
+	}
+	if strings.Contains(table.String(), "the machine's cores give") || !strings.Contains(table.String(), "hub 8.80ms, raw repair floor 6.53ms\n") {
+		t.Errorf("pinned, the cpu per drift has a budget of the whole machine, or is missing:\n%s", &table)
 	}
 	var out bytes.Buffer
 	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
