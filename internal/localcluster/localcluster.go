@@ -95,15 +95,23 @@ type Options struct {
 // PinProcess pins every thread of this process to cpus (Linux); threads
 // it starts later inherit the pin from the thread that starts them.
 func PinProcess(cpus []int) error {
-	for _, c := range cpus {
-		if c < 0 || c >= runtime.NumCPU() {
-			return fmt.Errorf("localcluster: CPU %d is not one of this machine's %d", c, runtime.NumCPU())
-		}
+	if err := checkCPUs(cpus); err != nil {
+		return err
 	}
 	if len(cpus) == 0 {
 		return errors.New("localcluster: no CPU to pin this process to")
 	}
 	return pinTasks(0, cpus)
+}
+
+// checkCPUs refuses a CPU number this machine does not have.
+func checkCPUs(cpus []int) error {
+	for _, c := range cpus {
+		if c < 0 || c >= runtime.NumCPU() {
+			return fmt.Errorf("localcluster: CPU %d is not one of this machine's %d", c, runtime.NumCPU())
+		}
+	}
+	return nil
 }
 
 // dnsLabel is what cluster and user names must look like.
@@ -145,10 +153,8 @@ func (o Options) withDefaults() (Options, error) {
 		seen[n] = true
 	}
 	o.CPUs = append([]int(nil), o.CPUs...)
-	for _, c := range o.CPUs {
-		if c < 0 || c >= runtime.NumCPU() {
-			return o, fmt.Errorf("localcluster: CPU %d is not one of this machine's %d", c, runtime.NumCPU())
-		}
+	if err := checkCPUs(o.CPUs); err != nil {
+		return o, err
 	}
 	o.Users = append([]string(nil), o.Users...)
 	users := map[string]bool{}
