@@ -191,6 +191,26 @@ func (m *Manager) DetectDriftWith(ctx context.Context, spec hub.NodeSpec, st hub
 // detectDrift is DetectDrift along sch, or along SchemaFor's schema when
 // sch is nil.
 func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.State, sch *drift.Schema) (hub.Drift, error) {
+	live, err := m.liveOf(spec, st)
+	if err != nil {
+		return hub.Drift{}, err
+	}
+	if live == nil || live.GetDeletionTimestamp() != nil {
+		// Missing or being deleted: there is nothing to compare, so the
+		// desired object is only checked to be there, not decoded (a
+		// cold sync classifies every object so before creating it).
+		body, err := spec.JSON()
+		if err != nil {
+			return hub.Drift{}, m.callError("compare", spec, err)
+		}
+		if len(body) == 0 {
+			return hub.Drift{}, m.callError("compare", spec, errors.New("no desired object"))
+		}
+		if live == nil {
+			return hub.Drift{Class: hub.DriftMissing}, nil
+		}
+		return hub.Drift{Class: hub.DriftDeleting}, nil
+	}
 	desired, err := kubeobj.Object(spec)
 	if err != nil {
 		return hub.Drift{}, m.callError("compare", spec, err)
@@ -198,12 +218,8 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 	if desired == nil {
 		return hub.Drift{}, m.callError("compare", spec, errors.New("no desired object"))
 	}
-	live, err := m.liveOf(spec, st)
-	if err != nil {
-		return hub.Drift{}, err
-	}
 	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager}
-	if len(ig.Rules) > 0 && live != nil {
+	if len(ig.Rules) > 0 {
 		ig.Owners = func() ([]drift.FieldOwner, error) { return ownersOf(live) }
 	}
 	if sch == nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // deploymentSpec is a desired Deployment of 2 replicas with ignore rules.
-func deploymentSpec(t *testing.T, cluster, ns, name string, rules ...hub.IgnoreRule) hub.NodeSpec {
+func deploymentSpec(t testing.TB, cluster, ns, name string, rules ...hub.IgnoreRule) hub.NodeSpec {
 	t.Helper()
 	id := hub.NewNodeID(cluster, ns, name, hub.KindDeployment)
 	obj := &unstructured.Unstructured{Object: map[string]any{

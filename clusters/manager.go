@@ -296,7 +296,10 @@ func (m *Manager) run(parent context.Context) error {
 	m.report(true)
 
 	var wg conc.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel(nil) // every goroutine below ends with ctx
+		wg.Wait()
+	}()
 
 	var factories []informers.SharedInformerFactory
 	if !m.cfg.DisableWatch {
@@ -328,6 +331,18 @@ func (m *Manager) run(parent context.Context) error {
 			}
 			factories = append(factories, f)
 		}
+	}
+	// The first probe opens the cluster's connection before the
+	// informers list: they then share it (HTTP/2) instead of each dialling
+	// and handshaking one of its own on an empty pool, which is what
+	// starting them all at once did (one connection per informer and the
+	// probe, all but one closed again once the handshakes were done).
+	connected := make(chan struct{})
+	wg.Go(func() { m.probeLoop(ctx, connected) })
+	select {
+	case <-connected:
+	case <-time.After(connectWait):
+	case <-ctx.Done():
 	}
 	for _, f := range factories {
 		f.StartWithContext(ctx)
@@ -368,7 +383,6 @@ func (m *Manager) run(parent context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { m.probeLoop(ctx) })
 	wg.Go(func() { m.reportLoop(ctx) })
 	m.evaluate()
 
@@ -515,21 +529,31 @@ func (m *Manager) watchError(key informerKey, err error) {
 	m.evaluate()
 }
 
+// connectWait bounds how long a manager's informers wait for the first
+// probe to open the cluster's connection before they start anyway (each
+// then dials its own while none is open).
+const connectWait = 2 * time.Second
+
 // probeLoop probes /readyz every Interval, or every RetryInterval after a
 // failure, and at once when a watch reports a network error. While the
 // cluster is healthy, a write the apiserver accepted within the last
 // Interval stands for the probe (it proves more: the credentials, and
 // etcd taking writes), so a cluster the hub is writing to is not probed
 // as well; the probe is then due Interval after that write.
-func (m *Manager) probeLoop(ctx context.Context) {
+// connected is closed once the first probe has returned, whatever it
+// found.
+func (m *Manager) probeLoop(ctx context.Context, connected chan<- struct{}) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for {
+	for first := true; ; first = false {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 			if wait, skip := m.probeCovered(); skip {
+				if first {
+					close(connected) // a write of the last run stands for it
+				}
 				m.evaluate()
 				timer.Reset(wait)
 				continue
@@ -543,6 +567,9 @@ func (m *Manager) probeLoop(ctx context.Context) {
 			}
 		}
 		err := m.probe(ctx)
+		if first {
+			close(connected)
+		}
 		if ctx.Err() != nil {
 			return
 		}
