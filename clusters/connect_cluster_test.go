@@ -107,17 +107,7 @@ func TestOneConnectionPerCluster(t *testing.T) {
 	// The writes and reads the loop makes go over the same connection.
 	spec := deploymentSpec(t, lc.Name, "conn-a", "api")
 	for i := range 3 {
-		st, err := be.ReadState(t.Context(), spec, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := hub.Drift{Class: hub.DriftMissing}
-		if st.Exists {
-			d = hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}
-		}
-		if _, err := be.Repair(t.Context(), spec, st, d); err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
+		writeOnce(t, be, spec, i)
 	}
 	time.Sleep(200 * time.Millisecond) // a dial racing the last request would have been accepted by now
 	if got := proxy.accepted.Load(); got != 1 {

@@ -35,17 +35,7 @@ func TestWritesStandForTheProbe(t *testing.T) {
 	spec := deploymentSpec(t, lc.Name, ns, "api")
 	write := func(i int) {
 		t.Helper()
-		st, err := be.ReadState(t.Context(), spec, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := hub.Drift{Class: hub.DriftMissing}
-		if st.Exists {
-			d = hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}
-		}
-		if _, err := be.Repair(t.Context(), spec, st, d); err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
+		writeOnce(t, be, spec, i)
 	}
 	write(0)
 	start := probes.Load()
@@ -66,5 +56,22 @@ func TestWritesStandForTheProbe(t *testing.T) {
 	})
 	if st := be.Health().State; st != hub.ClusterSynced {
 		t.Fatalf("cluster state %s, want synced", st)
+	}
+}
+
+// writeOnce reads spec's object from the apiserver and applies it: a
+// create when it is missing, else a repair of spec.replicas.
+func writeOnce(t *testing.T, be *Manager, spec hub.NodeSpec, i int) {
+	t.Helper()
+	st, err := be.ReadState(t.Context(), spec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := hub.Drift{Class: hub.DriftMissing}
+	if st.Exists {
+		d = hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas"}}}
+	}
+	if _, err := be.Repair(t.Context(), spec, st, d); err != nil {
+		t.Fatalf("write %d: %v", i, err)
 	}
 }
