@@ -704,8 +704,10 @@ func TestAttributeReadsTheClassifiedState(t *testing.T) {
 	var st hub.State
 	var d hub.Drift
 	testwait.For(t, 10*time.Second, "the cache to show the edit", func() error {
-		if st, d = readDetect(t, be, spec, false); d.InSync() {
-			return errors.New("in sync")
+		// Not only out of sync: a cache that has not seen the create yet
+		// says missing.
+		if st, d = readDetect(t, be, spec, false); d.Class != hub.DriftModified {
+			return fmt.Errorf("cache says %s", d.Class)
 		}
 		return nil
 	})
