@@ -206,10 +206,7 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 		if len(body) == 0 {
 			return hub.Drift{}, m.callError("compare", spec, errors.New("no desired object"))
 		}
-		if live == nil {
-			return hub.Drift{Class: hub.DriftMissing}, nil
-		}
-		return hub.Drift{Class: hub.DriftDeleting}, nil
+		return drift.ClassifyWith(nil, live, m.cfg.ManagedBy, drift.Ignore{}, drift.Schema{})
 	}
 	desired, err := kubeobj.Object(spec)
 	if err != nil {

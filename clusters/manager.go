@@ -543,17 +543,16 @@ const connectWait = 2 * time.Second
 // connected is closed once the first probe has returned, whatever it
 // found.
 func (m *Manager) probeLoop(ctx context.Context, connected chan<- struct{}) {
+	firstDone := sync.OnceFunc(func() { close(connected) })
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for first := true; ; first = false {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 			if wait, skip := m.probeCovered(); skip {
-				if first {
-					close(connected) // a write of the last run stands for it
-				}
+				firstDone() // a write of the last run stands for it
 				m.evaluate()
 				timer.Reset(wait)
 				continue
@@ -567,9 +566,7 @@ func (m *Manager) probeLoop(ctx context.Context, connected chan<- struct{}) {
 			}
 		}
 		err := m.probe(ctx)
-		if first {
-			close(connected)
-		}
+		firstDone()
 		if ctx.Err() != nil {
 			return
 		}

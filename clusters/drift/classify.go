@@ -73,7 +73,8 @@ func ClassifyIgnoring(desired, actual *unstructured.Unstructured, managedBy stri
 // ig sets ignored differences apart: the differences a rule covers move to
 // Drift.Ignored, with the rule's name, and the class is decided by the
 // rest (only ignored differences: in sync). A missing or deleting object
-// has no fields to ignore. The error is ig.Owners' (the manager rules then
+// has no fields to ignore: it is classified without reading desired, ig or
+// s, so a caller may pass nil and zero values for them then. The error is ig.Owners' (the manager rules then
 // match nothing); the drift is still returned. managedBy is the expected
 // value of kubeobj.ManagedByLabel (empty means kubeobj.DefaultManagedBy).
 func ClassifyWith(desired, actual *unstructured.Unstructured, managedBy string, ig Ignore, s Schema) (hub.Drift, error) {
