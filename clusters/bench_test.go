@@ -208,3 +208,28 @@ func testLoggerB() *slogLogger { return discardLogger() }
 type slogLogger = slog.Logger
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// BenchmarkCachedEventMeta measures what the informer and the event handler
+// read of a cached object at every event: its key, its resource version
+// and its NodeID (eventFor).
+func BenchmarkCachedEventMeta(b *testing.B) {
+	shared := benchShared(b, hub.KindDeployment, true)
+	out, err := shared.compact(benchObject(hub.KindDeployment, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cache.MetaNamespaceKeyFunc(out); err != nil {
+			b.Fatal(err)
+		}
+		acc, err := meta.Accessor(out)
+		if err != nil || acc.GetResourceVersion() == "" {
+			b.Fatal(err)
+		}
+		if _, ok := eventFor("c1", hub.KindDeployment, hub.EventUpdated, out, now); !ok {
+			b.Fatal("no event")
+		}
+	}
+}

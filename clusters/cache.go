@@ -159,19 +159,62 @@ func (c *cachedObject) DeepCopyObject() runtime.Object {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
-// identity fields and the ownership marks, in a new ObjectMeta.
+// identity fields in a new ObjectMeta, and the ownership marks as its labels
+// and annotations, built only when they are asked for (the informer's key
+// functions and resource-version checks, which call this at every event,
+// never read them).
 func (c *cachedObject) GetObjectMeta() metav1.Object {
-	m := &metav1.ObjectMeta{
-		Name:              c.name,
-		Namespace:         c.namespace(),
-		UID:               c.uid,
-		ResourceVersion:   c.resourceVersion,
-		Generation:        c.generation,
-		DeletionTimestamp: c.deletionTimestamp,
+	return &cachedMeta{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              c.name,
+			Namespace:         c.namespace(),
+			UID:               c.uid,
+			ResourceVersion:   c.resourceVersion,
+			Generation:        c.generation,
+			DeletionTimestamp: c.deletionTimestamp,
+		},
+		c: c,
 	}
-	m.Labels, m.Annotations = c.ownershipMarks()
-	return m
 }
+
+// cachedMeta is a cachedObject's metadata as GetObjectMeta returns it: a
+// copy the caller owns, whose labels and annotations (the ownership marks)
+// are filled in on their first Get or Set.
+type cachedMeta struct {
+	metav1.ObjectMeta
+	c *cachedObject
+	// marked is set once Labels and Annotations hold the marks (or what
+	// a Set put there).
+	marked bool
+}
+
+// fill puts the ownership marks in Labels and Annotations, once.
+func (m *cachedMeta) fill() {
+	if !m.marked {
+		m.marked = true
+		m.Labels, m.Annotations = m.c.ownershipMarks()
+	}
+}
+
+// GetLabels returns the ownership labels (see cachedObject.ownershipMarks).
+func (m *cachedMeta) GetLabels() map[string]string { m.fill(); return m.Labels }
+
+// SetLabels replaces the copy's labels.
+func (m *cachedMeta) SetLabels(labels map[string]string) { m.fill(); m.Labels = labels }
+
+// GetAnnotations returns the ownership annotations.
+func (m *cachedMeta) GetAnnotations() map[string]string { m.fill(); return m.Annotations }
+
+// SetAnnotations replaces the copy's annotations.
+func (m *cachedMeta) SetAnnotations(annotations map[string]string) {
+	m.fill()
+	m.Annotations = annotations
+}
+
+// usualNodeID reports whether the object's NodeID is the one its name
+// gives: its ownership marks are the usual ones, so a NodeID annotation, if
+// any, names the object itself (see setMarks).
+func (m *cachedMeta) usualNodeID() bool { return m.c.unusual == nil }
 
 func (c *cachedObject) namespace() string {
 	if c.unusual != nil {

@@ -312,3 +312,51 @@ func TestCachedProgressIsShared(t *testing.T) {
 		t.Fatalf("changing a read's progress changed the cache's: %+v", b.progress)
 	}
 }
+
+// TestCachedMetaLazy checks that a cached object's metadata builds its
+// ownership marks only when asked for, and that a Set on one copy stays in
+// that copy.
+func TestCachedMetaLazy(t *testing.T) {
+	info, err := kindOf(hub.KindDeployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &cacheShared{cluster: "c1", namespace: "shop", kind: hub.KindDeployment, info: info, managedBy: kubeobj.DefaultManagedBy, hubID: "hub-a", fieldManager: kubeobj.FieldManager}
+	out, err := shared.compact(sampleObject(string(hub.KindDeployment), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.(*cachedObject)
+	m := c.GetObjectMeta().(*cachedMeta)
+	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "shop/app-3" {
+		t.Errorf("key = %q, %v", key, err)
+	}
+	if ev, ok := eventFor("c1", hub.KindDeployment, hub.EventUpdated, c, time.Now()); !ok || ev.ID != hub.NewNodeID("c1", "shop", "app-3", hub.KindDeployment) || ev.ResourceVersion != "123459" {
+		t.Errorf("event = %+v, %v", ev, ok)
+	}
+	_ = m.GetName() + m.GetNamespace() + m.GetResourceVersion()
+	if m.marked || m.Labels != nil || m.Annotations != nil {
+		t.Fatalf("marks built before anyone asked: %+v", m)
+	}
+	if got := m.GetLabels()[kubeobj.ManagedByLabel]; got != kubeobj.DefaultManagedBy {
+		t.Errorf("managed-by label = %q", got)
+	}
+	if got := m.GetAnnotations()[kubeobj.NodeIDAnnotation]; got != "c1:shop/app-3:deployment" {
+		t.Errorf("node-id annotation = %q", got)
+	}
+	m.SetAnnotations(nil)
+	m.SetLabels(map[string]string{"x": "y"})
+	if m.GetAnnotations() != nil || m.GetLabels()["x"] != "y" {
+		t.Errorf("after Set: labels %v, annotations %v", m.GetLabels(), m.GetAnnotations())
+	}
+	fresh := c.GetObjectMeta()
+	if fresh.GetLabels()["x"] != "" || fresh.GetAnnotations()[kubeobj.HubAnnotation] != "hub-a" {
+		t.Errorf("a Set on one copy reached another: labels %v, annotations %v", fresh.GetLabels(), fresh.GetAnnotations())
+	}
+	// A Set before any Get is kept too.
+	other := c.GetObjectMeta()
+	other.SetLabels(nil)
+	if other.GetLabels() != nil {
+		t.Errorf("labels after SetLabels(nil) = %v", other.GetLabels())
+	}
+}

@@ -493,6 +493,11 @@ func idFromKey(cluster string, kind hub.Kind, key string) (hub.NodeID, error) {
 // from its driftwatch.io/node-id annotation when that names this cluster and
 // kind, else derived from namespace and name (the goal compiler's convention).
 func NodeIDFor(cluster string, kind hub.Kind, obj metav1.Object) hub.NodeID {
+	if c, ok := obj.(*cachedMeta); ok && c.usualNodeID() {
+		// A cached object's usual NodeID annotation, if it has one, names
+		// it: no need to build and parse it (a watch event's hot path).
+		return hub.NewNodeID(cluster, c.Namespace, c.Name, kind)
+	}
 	if s, ok := obj.GetAnnotations()[kubeobj.NodeIDAnnotation]; ok {
 		if id, err := hub.ParseNodeID(s); err == nil && id.Cluster == cluster && id.Kind == kind {
 			return id

@@ -91,7 +91,7 @@ func (e *PruneRefusedError) Error() string {
 func (e *PruneRefusedError) Unwrap() error { return ErrPruneRefused }
 
 func sortIDs(ids []NodeID) {
-	slices.SortFunc(ids, func(a, b NodeID) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(ids, CompareText)
 }
 
 // SetDesired replaces the whole desired state with no prune guard (tests,

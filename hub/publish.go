@@ -10,6 +10,9 @@ import (
 // store, the only one the publisher uses.
 type snapshotter interface {
 	snapshot(now time.Time) *Snapshot
+	// refreshGauges sets the gauges a snapshot sets, without building
+	// one (nobody subscribes).
+	refreshGauges(now time.Time)
 }
 
 // publisher hands the status store's snapshots to subscribers: the TUI, the
@@ -131,7 +134,14 @@ func (p *publisher) run(ctx context.Context) {
 		default:
 		}
 		start := time.Now()
-		p.publish(p.opts.Now())
+		if p.watched() {
+			p.publish(p.opts.Now())
+		} else {
+			// Nobody reads a snapshot: only the gauges need the
+			// store (a subscriber that joins now asks for a publish,
+			// and joined ends the pause below).
+			p.store.refreshGauges(p.opts.Now())
+		}
 		took := time.Since(start)
 		pause := publishPause(p.opts.SnapshotInterval, took)
 		changed := p.changed

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -213,6 +214,8 @@ func TestChangedStatusPublishedSoon(t *testing.T) {
 // whose goroutine waited for a core on a busy machine).
 type slowSnapshots struct{ n uint64 }
 
+func (s *slowSnapshots) refreshGauges(time.Time) {}
+
 func (s *slowSnapshots) snapshot(time.Time) *Snapshot {
 	s.n++
 	if s.n == 1 {
@@ -251,6 +254,67 @@ func TestSlowPublishBoundsThePause(t *testing.T) {
 		}
 		if first.Seq != 1 || second.Seq != 2 || third.Seq != 3 {
 			t.Errorf("snapshots %d, %d, %d", first.Seq, second.Seq, third.Seq)
+		}
+	})
+}
+
+// countingSnapshots is a snapshotter that counts what the publisher asked
+// of it.
+type countingSnapshots struct {
+	mu                sync.Mutex
+	snapshots, gauges int
+}
+
+func (s *countingSnapshots) snapshot(time.Time) *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snapshots++
+	return &Snapshot{Seq: uint64(s.snapshots)}
+}
+
+func (s *countingSnapshots) refreshGauges(time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gauges++
+}
+
+func (s *countingSnapshots) counts() (snapshots, gauges int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshots, s.gauges
+}
+
+// While nobody subscribes, a change refreshes the gauges without building
+// a snapshot; a subscriber that joins gets a snapshot at once.
+func TestUnwatchedPublishBuildsNoSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dirty, changed := make(chan struct{}, 1), make(chan struct{}, 1)
+		store := &countingSnapshots{}
+		p := newPublisher(Options{SnapshotInterval: 100 * time.Millisecond, Now: time.Now}, store, dirty, changed)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); p.run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		for range 3 {
+			changed <- struct{}{}
+			dirty <- struct{}{}
+			time.Sleep(unwatchedPublishPause)
+			synctest.Wait()
+		}
+		if snaps, gauges := store.counts(); snaps != 0 || gauges != 3 {
+			t.Fatalf("unwatched: %d snapshots and %d gauge refreshes, want 0 and 3", snaps, gauges)
+		}
+		snaps, unsubscribe := p.subscribe()
+		defer unsubscribe()
+		synctest.Wait()
+		select {
+		case snap := <-snaps:
+			if snap.Seq != 1 {
+				t.Errorf("the subscriber's first snapshot is #%d, want 1", snap.Seq)
+			}
+		default:
+			t.Fatal("a new subscriber got no snapshot at once")
 		}
 	})
 }

@@ -15,10 +15,26 @@ func BenchmarkSnapshotFleet(b *testing.B) {
 		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
 	}
 	now := time.Now()
+	b.ReportAllocs()
 	for b.Loop() {
 		if snap := h.store.snapshot(now); len(snap.Nodes) != len(specs) {
 			b.Fatalf("snapshot has %d nodes, want %d", len(snap.Nodes), len(specs))
 		}
+	}
+}
+
+// BenchmarkGaugesFleet measures what a publish costs the same fleet when
+// nobody subscribes: the gauges alone (refreshGauges), against a whole
+// snapshot (BenchmarkSnapshotFleet).
+func BenchmarkGaugesFleet(b *testing.B) {
+	h, _ := fleetHub()
+	for c := range 250 {
+		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.store.refreshGauges(now)
 	}
 }
 

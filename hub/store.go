@@ -370,30 +370,45 @@ func (s *store) orderLocked() []*nodeStatus {
 	return s.order
 }
 
-// snapshot builds an immutable snapshot now.
-func (s *store) snapshot(now time.Time) *Snapshot {
+// snapshot builds an immutable snapshot now (and refreshes the gauges).
+func (s *store) snapshot(now time.Time) *Snapshot { return s.walk(now, true) }
+
+// refreshGauges sets the gauges a snapshot sets (objects by cluster and
+// status, queue depth) without building one: a hub nobody subscribes to
+// needs only those, and a snapshot of every NodeID is a large allocation
+// (about 250 bytes per NodeID) the garbage collector then pays for again.
+func (s *store) refreshGauges(now time.Time) { s.walk(now, false) }
+
+// walk reads every NodeID's status at now for the gauges and, when full,
+// builds a snapshot of them (nil otherwise).
+func (s *store) walk(now time.Time, full bool) *Snapshot {
 	depth := s.queueLength()
 	s.metrics.queueDepth.Set(float64(depth))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seq++
 	order := s.orderLocked()
-	snap := &Snapshot{
-		HubID:       s.opts.ID,
-		Seq:         s.seq,
-		Taken:       now,
-		Policy:      s.opts.Policy,
-		Nodes:       make([]NodeStatus, 0, len(order)),
-		AppPolicies: maps.Clone(s.appPolicy),
-		QueueDepth:  depth,
-	}
-	for _, hd := range s.holds {
-		if hd.Active(now) {
-			snap.Holds = append(snap.Holds, hd)
+	var snap *Snapshot
+	if full {
+		s.seq++
+		snap = &Snapshot{
+			HubID:       s.opts.ID,
+			Seq:         s.seq,
+			Taken:       now,
+			Policy:      s.opts.Policy,
+			Nodes:       make([]NodeStatus, 0, len(order)),
+			AppPolicies: maps.Clone(s.appPolicy),
+			QueueDepth:  depth,
 		}
 	}
-	snap.Sources = slices.Clone(s.sources)
-	snap.Revisions = slices.Clone(s.revisions)
+	if full {
+		for _, hd := range s.holds {
+			if hd.Active(now) {
+				snap.Holds = append(snap.Holds, hd)
+			}
+		}
+		snap.Sources = slices.Clone(s.sources)
+		snap.Revisions = slices.Clone(s.revisions)
+	}
 	counts := make(map[string]map[Status]int, len(s.clusters))
 	objects := make(map[string]int, len(s.clusters))
 	// The order is by text, so a cluster's NodeIDs come together: what
@@ -440,6 +455,11 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		} else if reason == "" && n.spec != nil {
 			reason = n.spec.Note
 		}
+		curCounts[st]++
+		curObjects++
+		if !full {
+			continue
+		}
 		ns := NodeStatus{
 			ID: id, Status: st, Reason: reason, Timeline: n.timeline,
 			ReadyReplicas: n.ready, DesiredReplicas: n.replicas, LastChange: n.lastChange,
@@ -451,8 +471,6 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 			ns.Policy = p
 		}
 		snap.Nodes = append(snap.Nodes, ns)
-		curCounts[st]++
-		curObjects++
 	}
 	flush()
 	for id, c := range s.clusters {
@@ -463,15 +481,20 @@ func (s *store) snapshot(now time.Time) *Snapshot {
 		if cs.Counts == nil {
 			cs.Counts = map[Status]int{}
 		}
-		if len(c.repairs) > 0 {
+		if full && len(c.repairs) > 0 {
 			r := slices.Clone(c.repairs)
 			slices.Sort(r)
 			cs.MedianRepair = r[len(r)/2]
 		}
-		snap.Clusters = append(snap.Clusters, cs)
+		if full {
+			snap.Clusters = append(snap.Clusters, cs)
+		}
 		for _, st := range AllStatuses() {
 			s.metrics.objects.WithLabelValues(id, string(st)).Set(float64(cs.Counts[st]))
 		}
+	}
+	if !full {
+		return nil
 	}
 	// Clusters with desired objects but no status entry yet.
 	for id, n := range objects {

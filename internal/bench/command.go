@@ -787,6 +787,9 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	}
 	var cost costReading
 	if mode == ModeFleet {
+		// The fleet's drift run's allocations alone: pprof -base
+		// FILE-drift-before FILE-drift-after (outside the measured span).
+		b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-drift-before"))
 		cost = b.readCost(ctx)
 	}
 	cpu0 := CPUTime()
@@ -814,6 +817,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	r.CPU = msDuration(CPUTime() - cpu0)
 	if mode == ModeFleet {
 		r.Cost = b.costSince(ctx, cost)
+		b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-drift-after"))
 	}
 	r.PeakRSS, _ = PeakRSS()
 	if before != nil {

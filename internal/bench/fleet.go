@@ -294,7 +294,12 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.IdleCPUPercent = 100 * f.IdleCPU.dur().Seconds() / f.IdleFor.dur().Seconds()
 	b.progress("fleet: steady rss %s, idle cpu %.2f%% of a core", fmtBytes(f.RSS), f.IdleCPUPercent)
 	stopped = true
-	if err := rh.Stop(); err != nil {
+	err = rh.Stop()
+	// The stopped hub is garbage from here on: the phases after it (a
+	// floor, the drift run's own hub) must not carry its heap, which
+	// every garbage collection would mark again.
+	rh = nil
+	if err != nil {
 		return f, nil, fmt.Errorf("fleet cold hub: %w", err)
 	}
 	if cfg, err = load(); err != nil {
