@@ -1,7 +1,8 @@
 // Command driftwatch is a multi-cluster drift hub with a terminal UI: it keeps
-// the Deployments, Services and ConfigMaps of a YAML config true on many
-// Kubernetes clusters, sees external changes through watches within
-// milliseconds and repairs them by server-side apply.
+// the Kubernetes objects of a YAML config (its applications, and manifests
+// from files, kustomize, Helm and Git sources) true on many clusters, sees
+// external changes through watches within milliseconds and repairs them by
+// server-side apply.
 //
 // This package only parses the command line (cobra, in root.go and the
 // cmd_*.go files) and calls the packages that do the work.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"time"
 )
 
@@ -14,7 +15,12 @@ import (
 // counted). Set beside a floor's, it says whether a slower span did more
 // work or waited.
 type spanCost struct {
-	ProcessCPU      msDuration `json:"processCPUMs"`
+	ProcessCPU msDuration `json:"processCPUMs"`
+	// ProcessGC is the part of ProcessCPU the Go runtime estimates it
+	// spent collecting garbage (runtime/metrics
+	// /cpu/classes/gc/total:cpu-seconds): marking in the background, on
+	// idle cores and in assists, and the pauses.
+	ProcessGC       msDuration `json:"processGCCPUMs,omitempty"`
 	ControlPlaneCPU msDuration `json:"controlPlaneCPUMs"`
 	Mutating        uint64     `json:"mutatingCalls"`
 	Reads           uint64     `json:"readCalls"`
@@ -31,16 +37,16 @@ type spanCost struct {
 
 // costReading is one side of a span: spanCost subtracts two.
 type costReading struct {
-	at                    time.Time
-	process, controlPlane time.Duration
-	requests              map[string]RequestDurations
-	err                   error
+	at                        time.Time
+	process, gc, controlPlane time.Duration
+	requests                  map[string]RequestDurations
+	err                       error
 }
 
 // readCost reads this process's and the control planes' CPU and scrapes
 // every apiserver's request histogram.
 func (b *bencher) readCost(ctx context.Context) costReading {
-	r := costReading{at: time.Now(), process: CPUTime()}
+	r := costReading{at: time.Now(), process: CPUTime(), gc: gcCPU()}
 	for _, lc := range b.set.Clusters {
 		d, err := lc.CPUTime()
 		if err != nil {
@@ -57,10 +63,21 @@ func (b *bencher) readCost(ctx context.Context) costReading {
 	return r
 }
 
+// gcCPU is the CPU time the Go runtime estimates this process spent
+// collecting garbage so far (0 where the metric is not supported).
+func gcCPU() time.Duration {
+	sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(sample[0].Value.Float64() * float64(time.Second))
+}
+
 // costSince returns the cost of the span from before to now.
 func (b *bencher) costSince(ctx context.Context, before costReading) *spanCost {
 	after := b.readCost(ctx)
-	c := &spanCost{ProcessCPU: msDuration(after.process - before.process)}
+	c := &spanCost{ProcessCPU: msDuration(after.process - before.process), ProcessGC: msDuration(after.gc - before.gc)}
 	for _, err := range []error{before.err, after.err} {
 		if err != nil && c.Error == "" {
 			c.Error = err.Error()
@@ -129,8 +146,12 @@ func (c *spanCost) String() string {
 	if c == nil {
 		return "not measured"
 	}
-	s := fmt.Sprintf("control planes %s, this process %s cpu; %d writes (p99 %s), %d reads",
-		fmtDur(c.ControlPlaneCPU.dur()), fmtDur(c.ProcessCPU.dur()), c.Mutating, fmtDur(c.MutatingP99.dur()), c.Reads)
+	gc := ""
+	if c.ProcessGC > 0 && c.ProcessCPU > 0 {
+		gc = fmt.Sprintf(" (%.0f%% collecting garbage)", 100*float64(c.ProcessGC)/float64(c.ProcessCPU))
+	}
+	s := fmt.Sprintf("control planes %s, this process %s cpu%s; %d writes (p99 %s), %d reads",
+		fmtDur(c.ControlPlaneCPU.dur()), fmtDur(c.ProcessCPU.dur()), gc, c.Mutating, fmtDur(c.MutatingP99.dur()), c.Reads)
 	if c.Cores > 0 {
 		s += fmt.Sprintf("; %.2f of %d cores busy", c.CoresBusy, c.Cores)
 	}

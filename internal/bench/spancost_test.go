@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,13 @@ func TestSpanCost(t *testing.T) {
 			t.Errorf("%q lacks %q", c, want)
 		}
 	}
+	if strings.Contains(c.String(), "collecting garbage") {
+		t.Errorf("%q tells a garbage collection share nobody measured", c)
+	}
+	c.ProcessGC = msDuration(500 * time.Millisecond)
+	if !strings.Contains(c.String(), "this process 2.00s cpu (25% collecting garbage)") {
+		t.Errorf("%q lacks the garbage collection share", c)
+	}
 	if strings.Contains(c.String(), "cores busy") {
 		t.Errorf("%q tells cores busy for a span of no length", c)
 	}
@@ -33,5 +41,22 @@ func TestSpanCost(t *testing.T) {
 	}
 	if (*spanCost)(nil).String() != "not measured" {
 		t.Error("nil cost")
+	}
+}
+
+// The garbage collector's CPU is read from the runtime, and grows with
+// the garbage this process makes.
+func TestGCCPU(t *testing.T) {
+	before := gcCPU()
+	var keep [][]byte
+	for range 200 {
+		keep = append(keep, make([]byte, 1<<20))
+		if len(keep) > 8 {
+			keep = keep[1:]
+		}
+	}
+	runtime.GC()
+	if after := gcCPU(); after <= before {
+		t.Errorf("gc cpu %s after 200 MiB of garbage and a collection, %s before", after, before)
 	}
 }
