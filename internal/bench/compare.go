@@ -86,7 +86,11 @@ func figures(rep *benchReport) []figure {
 				out = append(out, figure{r.Mode + " repair p99 / raw repair floor p99", unitRatio, float64(r.Repair.P99) / float64(l.P99)})
 			}
 		}
+		if r.Cost != nil {
+			dur(r.Mode+" process gc cpu", r.Cost.ProcessGC)
+		}
 		if r.RepairFloorCost != nil {
+			dur(r.Mode+" raw repair floor process gc cpu", r.RepairFloorCost.ProcessGC)
 			hub, floor := r.Cost.per(r.Drifts), r.RepairFloorCost.per(r.Drifts)
 			dur(r.Mode+" cpu per drift", hub)
 			dur(r.Mode+" raw repair floor cpu per drift", floor)
@@ -142,6 +146,9 @@ func figures(rep *benchReport) []figure {
 		dur("fleet raw create floor after the hub", f.CreateFloorAfter)
 		if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
 			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(floor)})
+		}
+		if f.ColdSyncCost != nil {
+			dur("fleet cold sync process gc cpu", f.ColdSyncCost.ProcessGC)
 		}
 		hub, floor := f.coldCPU()
 		dur("fleet cold sync cpu per object", hub)

@@ -215,7 +215,8 @@ func TestCompareFleet(t *testing.T) {
 		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99",
 		"fleet raw create floor", "fleet raw create floor after the hub", "fleet cold sync / raw create floor                   1.09x      0.76x",
 		"fleet raw repair floor repair p99", "fleet repair p99 / raw repair floor p99              2.40x      2.67x",
-		"fleet cpu per drift / raw repair floor's             1.35x", "fleet cold sync cpu per object / raw create floor's  1.28x"} {
+		"fleet cpu per drift / raw repair floor's             1.35x", "fleet cold sync cpu per object / raw create floor's  1.28x",
+		"fleet process gc cpu", "fleet raw repair floor process gc cpu", "fleet cold sync process gc cpu"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("compare lacks %q:\n%s", s, &out)
 		}
