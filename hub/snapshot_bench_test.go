@@ -10,10 +10,7 @@ import (
 // clusters of 100 NodeIDs (25,000), as the publisher does up to 10 times a
 // second (bounded to a tenth of the time by publishPause).
 func BenchmarkSnapshotFleet(b *testing.B) {
-	h, specs := fleetHub()
-	for c := range 250 {
-		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
-	}
+	h, specs := syncedFleetHub()
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -27,10 +24,7 @@ func BenchmarkSnapshotFleet(b *testing.B) {
 // nobody subscribes: the gauges alone (refreshGauges), against a whole
 // snapshot (BenchmarkSnapshotFleet).
 func BenchmarkGaugesFleet(b *testing.B) {
-	h, _ := fleetHub()
-	for c := range 250 {
-		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
-	}
+	h, _ := syncedFleetHub()
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -55,6 +49,15 @@ func BenchmarkClusterChangedFleet(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// syncedFleetHub is fleetHub with every cluster reported synced.
+func syncedFleetHub() (*Hub, []NodeSpec) {
+	h, specs := fleetHub()
+	for c := range 250 {
+		h.ClusterChanged(ClusterHealth{Cluster: fmt.Sprintf("f%03d", c), State: ClusterSynced, Generation: 1})
+	}
+	return h, specs
 }
 
 // fleetHub returns a hub (not running) desiring 250 clusters of 100
