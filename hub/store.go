@@ -399,8 +399,6 @@ func (s *store) walk(now time.Time, full bool) *Snapshot {
 			AppPolicies: maps.Clone(s.appPolicy),
 			QueueDepth:  depth,
 		}
-	}
-	if full {
 		for _, hd := range s.holds {
 			if hd.Active(now) {
 				snap.Holds = append(snap.Holds, hd)
