@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	goldenfile "github.com/driftwatch/driftwatch/internal/golden"
@@ -402,5 +404,88 @@ func TestCompareGolden(t *testing.T) {
 	}
 	if err := CompareFiles(&out, strings.NewReader("{}"), "-", "-"); err == nil || !strings.Contains(err.Error(), "only one report") {
 		t.Errorf("both reports from stdin: %v", err)
+	}
+}
+
+// exposition returns a text exposition shaped like a busy apiserver's: the
+// request latency family (as metricsText makes it) among families other
+// families of series with several labels each, one of whose names has the
+// latency family's name as a prefix.
+func exposition(families, series int) string {
+	var b strings.Builder
+	b.WriteString("# HELP apiserver_request_duration_seconds_total_x Lookalike.\n# TYPE apiserver_request_duration_seconds_total_x counter\n")
+	b.WriteString("apiserver_request_duration_seconds_total_x{verb=\"POST\"} 7\n")
+	for f := range families {
+		name := "etcd_request_duration_seconds_" + strconv.Itoa(f)
+		b.WriteString("# HELP " + name + " Some family.\n# TYPE " + name + " counter\n")
+		for s := range series {
+			b.WriteString(name + `{group="apps",resource="deployments",scope="namespace",subresource="",verb="PATCH",version="v1",n="` + strconv.Itoa(s) + `"} ` + strconv.Itoa(s) + "\n")
+		}
+		if f == families/2 {
+			b.WriteString(metricsText(10, 60, 40, 25))
+		}
+	}
+	return b.String()
+}
+
+func TestFamilyLines(t *testing.T) {
+	long := strings.Repeat("x", 150<<10) // longer than the reader's buffer
+	in := "# HELP other_total x\n# TYPE other_total counter\nother_total{v=\"" + long + "\"} 1\n" +
+		"# HELP fam Latency.\n# TYPE fam histogram\n" +
+		"fam_bucket{le=\"0.1\",v=\"" + long + "\"} 3\nfam_bucket{le=\"+Inf\"} 4\nfam_sum 1.5\nfam_count{} 4\n" +
+		"famous_total 9\nfam_sum_more{} 1\n# a comment\nfam 2"
+	want := "# HELP fam Latency.\n# TYPE fam histogram\n" +
+		"fam_bucket{le=\"0.1\",v=\"" + long + "\"} 3\nfam_bucket{le=\"+Inf\"} 4\nfam_sum 1.5\nfam_count{} 4\nfam 2"
+	for _, oneByte := range []bool{false, true} {
+		var r io.Reader = familyLines(strings.NewReader(in), "fam")
+		if oneByte {
+			r = iotest.OneByteReader(r)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("one byte reads %v: got %d bytes %.200q..., want %d bytes", oneByte, len(got), got, len(want))
+		}
+	}
+}
+
+func TestParseRequestDurationsFiltered(t *testing.T) {
+	text := exposition(20, 50)
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	all, err := parseRequestDurations(strings.NewReader(text), format, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filtered, err := ParseRequestDurations(strings.NewReader(text), format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(all, filtered) {
+		t.Errorf("filtered parse %+v, want %+v", filtered, all)
+	}
+	if filtered[VerbsMutating].Count != 110 || filtered[VerbsRead].Count != 25 {
+		t.Errorf("counts: %+v", filtered)
+	}
+}
+
+// BenchmarkParseRequestDurations parses an exposition of about 2 MB, as a
+// busy local apiserver serves (the request latency family about a tenth of
+// it), the way the bench does at each measured span's ends (filtered)
+// and, as the baseline, with every family parsed (all).
+func BenchmarkParseRequestDurations(b *testing.B) {
+	text := exposition(60, 150)
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	for _, filter := range []bool{true, false} {
+		b.Run(map[bool]string{true: "filtered", false: "all"}[filter], func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseRequestDurations(strings.NewReader(text), format, filter); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
