@@ -134,13 +134,15 @@ func (m *Manager) ReadState(ctx context.Context, spec hub.NodeSpec, fresh bool) 
 	return m.stateOf(kind, spec, obj, progress, true)
 }
 
-// stateOf describes a live typed object with its rollout progress. It only
-// reads obj.
+// stateOf describes a live typed object with its rollout progress. obj is
+// the caller's (a cached object's decoded copy, or a GET's answer): its
+// managedFields are moved to the State's live object (newLiveState).
 func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, progress *hub.Progress, fresh bool) (hub.State, error) {
-	live, err := kind.toUnstructured(obj)
+	ls, err := newLiveState(kind, obj)
 	if err != nil {
 		return hub.State{}, m.callError("convert", spec, err)
 	}
+	live := ls.obj
 	st := hub.State{
 		Exists:     true,
 		Fresh:      fresh,
@@ -149,7 +151,7 @@ func (m *Manager) stateOf(kind kindInfo, spec hub.NodeSpec, obj runtime.Object, 
 		Deleting:   live.GetDeletionTimestamp() != nil,
 		Finalizers: live.GetFinalizers(),
 		Progress:   progress,
-		Live:       live,
+		Live:       ls,
 	}
 	if live.GetAnnotations()[kubeobj.PruneAnnotation] == kubeobj.PruneDisabled {
 		st.Retain = fmt.Sprintf("its %s annotation is %q", kubeobj.PruneAnnotation, kubeobj.PruneDisabled)
@@ -163,8 +165,8 @@ func (m *Manager) liveOf(spec hub.NodeSpec, st hub.State) (*unstructured.Unstruc
 	if !st.Exists {
 		return nil, nil
 	}
-	live, ok := st.Live.(*unstructured.Unstructured)
-	if !ok || live == nil {
+	live := LiveObject(st)
+	if live == nil {
 		return nil, m.callError("read", spec, fmt.Errorf("state holds %T, not a live object", st.Live))
 	}
 	return live, nil
@@ -217,7 +219,7 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 	}
 	ig := drift.Ignore{Rules: spec.Ignore.For(spec.Kind), Self: m.fieldManager}
 	if len(ig.Rules) > 0 {
-		ig.Owners = func() ([]drift.FieldOwner, error) { return ownersOf(live) }
+		ig.Owners = func() ([]drift.FieldOwner, error) { return ownersOf(st) }
 	}
 	if sch == nil {
 		s, err := m.SchemaFor(ctx, desired.GroupVersionKind())
@@ -264,11 +266,10 @@ func (m *Manager) Attribute(_ context.Context, spec hub.NodeSpec, st hub.State, 
 	if len(d.Fields) == 0 || !st.Exists {
 		return nil, nil
 	}
-	live, err := m.liveOf(spec, st)
-	if err != nil {
+	if _, err := m.liveOf(spec, st); err != nil {
 		return nil, err
 	}
-	owners, err := ownersOf(live)
+	owners, err := ownersOf(st)
 	if err != nil {
 		return nil, m.callError("read managedFields of", spec, err)
 	}
@@ -278,13 +279,13 @@ func (m *Manager) Attribute(_ context.Context, spec hub.NodeSpec, st hub.State, 
 	return drift.Attribute(d, owners, m.fieldManager), nil
 }
 
-// ownersOf turns the managedFields entries a live object from ReadState
-// keeps (those of other managers that touched spec or metadata) into field
-// owners; nil when it kept none. Drift classification, attribution and a
-// repair's taken-over fields all read the object the drift was classified
-// from, never a later read of it.
-func ownersOf(live *unstructured.Unstructured) ([]drift.FieldOwner, error) {
-	mf := live.GetManagedFields()
+// ownersOf turns the managedFields entries the live object of st from
+// ReadState keeps (those of other managers that touched spec or metadata)
+// into field owners; nil when it kept none. Drift classification,
+// attribution and a repair's taken-over fields all read the object the
+// drift was classified from, never a later read of it.
+func ownersOf(st hub.State) ([]drift.FieldOwner, error) {
+	mf := managedFieldsOf(st)
 	if len(mf) == 0 {
 		return nil, nil
 	}
@@ -430,7 +431,7 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 		if err == nil {
 			out, res.Conflicts, err = m.apply(writeCtx, c, kind, spec, body, key, pinned)
 			if pinned && err == nil {
-				res.Conflicts = m.takenOver(live, d)
+				res.Conflicts = m.takenOver(st, d)
 			}
 		}
 		if err == nil {
@@ -795,17 +796,17 @@ func pinBody(spec hub.NodeSpec, rv string) ([]byte, error) {
 }
 
 // takenOver lists the fields a forced apply of d's repair takes over from
-// other field managers, as the managedFields of live (the object the apply
-// is pinned to, with the entries ReadState keeps: those of other managers
-// that touched spec or metadata) name them: each drifted field another
+// other field managers, as the managedFields of st's object (the object
+// the apply is pinned to, with the entries ReadState keeps: those of other
+// managers that touched spec or metadata) name them: each drifted field another
 // manager owns (the field, a field inside it, or the entry holding it). It
 // is what the apiserver's conflict answer to an unforced apply would list,
 // without sending one.
-func (m *Manager) takenOver(live *unstructured.Unstructured, d hub.Drift) []hub.Conflict {
+func (m *Manager) takenOver(st hub.State, d hub.Drift) []hub.Conflict {
 	if len(d.Fields) == 0 {
 		return nil
 	}
-	owners, err := ownersOf(live)
+	owners, err := ownersOf(st)
 	if err != nil || owners == nil {
 		return nil
 	}
@@ -870,7 +871,7 @@ func (m *Manager) Delete(ctx context.Context, spec hub.NodeSpec, st hub.State) e
 		return nil
 	}
 	if !st.Owned {
-		if live, ok := st.Live.(*unstructured.Unstructured); ok && live != nil {
+		if live := LiveObject(st); live != nil {
 			if err := m.refuseOther("delete", spec, live); err != nil {
 				return err
 			}

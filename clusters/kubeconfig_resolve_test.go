@@ -326,7 +326,7 @@ func TestDefaultKubeconfigRealClusters(t *testing.T) {
 		if !st.Exists {
 			t.Fatal("marker ConfigMap not found")
 		}
-		who, _, _ := unstructured.NestedString(st.Live.(*unstructured.Unstructured).Object, "data", "cluster")
+		who, _, _ := unstructured.NestedString(LiveObject(st).Object, "data", "cluster")
 		return who
 	}
 	env := envOf(map[string]string{"KUBECONFIG": list, "HOME": dir})

@@ -352,8 +352,8 @@ func TestBackend(t *testing.T) {
 	}
 	liveOf := func(t *testing.T, st hub.State) *unstructured.Unstructured {
 		t.Helper()
-		u, ok := st.Live.(*unstructured.Unstructured)
-		if !ok {
+		u := LiveObject(st)
+		if u == nil {
 			t.Fatalf("Live is %T", st.Live)
 		}
 		return u

@@ -476,7 +476,7 @@ func TestPinnedFieldsOnARealControlPlane(t *testing.T) {
 		testwait.For(t, 10*time.Second, fmt.Sprintf("the cache to show %d replicas and the edit", n), func() error {
 			st, d = readDetect(t, be, spec, false)
 			if st.Exists && !st.Fresh && d.Class == hub.DriftModified {
-				if live, ok := st.Live.(*unstructured.Unstructured); ok {
+				if live := LiveObject(st); live != nil {
 					if got, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); got == n {
 						return nil
 					}

@@ -411,7 +411,7 @@ func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, 
 	}
 	var live *unstructured.Unstructured
 	if st.Exists {
-		live, _ = st.Live.(*unstructured.Unstructured)
+		live = clusters.LiveObject(st)
 	}
 	if live != nil && len(d.Ignored) > 0 {
 		// Ignored fields show their live value on both sides.
