@@ -275,7 +275,7 @@ func (s *ConfigMapStore) write(what string, loc location, val any) error {
 	}
 	w := s.writers[loc.name]
 	if w == nil {
-		w = &groupWriter{pending: make(map[string]*string)}
+		w = &groupWriter{pending: make(map[string]*string), linger: groupLinger}
 		s.writers[loc.name] = w
 	}
 	s.mu.Unlock()

@@ -491,3 +491,76 @@ func testCMRBAC(t *testing.T, env cmEnv) {
 		}
 	}
 }
+
+// TestGroupWriterLinger: a lone writer flushes at once, write after write;
+// once writes come concurrently (one arrived while a flush ran, or a flush
+// carried several), the leader waits linger for more before it flushes.
+func TestGroupWriterLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const linger = 10 * time.Millisecond
+		w := &groupWriter{pending: make(map[string]*string), linger: linger}
+		var mu sync.Mutex
+		var batches [][]string
+		release := make(chan struct{}, 1)
+		block := false
+		flush := func(b map[string]*string) error {
+			mu.Lock()
+			batches = append(batches, slices.Sorted(maps.Keys(b)))
+			wait := block
+			block = false
+			mu.Unlock()
+			if wait {
+				<-release
+			}
+			return nil
+		}
+		v := "v"
+		start := time.Now()
+		for _, k := range []string{"a", "b", "c"} {
+			if err := w.do(k, &v, flush); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("a lone writer waited %v", d)
+		}
+
+		// d's flush runs while e and f arrive: e leads the next flush
+		// and waits linger, during which g arrives.
+		mu.Lock()
+		block = true
+		mu.Unlock()
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = w.do("d", &v, flush) })
+		synctest.Wait()
+		wg.Go(func() { _ = w.do("e", &v, flush) })
+		synctest.Wait()
+		wg.Go(func() { _ = w.do("f", &v, flush) })
+		synctest.Wait()
+		start = time.Now()
+		release <- struct{}{}
+		synctest.Wait() // e lingers
+		time.Sleep(linger / 2)
+		wg.Go(func() { _ = w.do("g", &v, flush) })
+		wg.Wait()
+		if d := time.Since(start); d != linger {
+			t.Errorf("the leader of a concurrent batch flushed after %v, want %v", d, linger)
+		}
+
+		// The last flush carried three writes: the next writer still
+		// waits, alone, and the one after it no longer does.
+		start = time.Now()
+		_ = w.do("h", &v, flush)
+		_ = w.do("i", &v, flush)
+		if d := time.Since(start); d != linger {
+			t.Errorf("after a batch of three: waited %v, want %v (once)", d, linger)
+		}
+		want := [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e", "f", "g"}, {"h"}, {"i"}}
+		if !reflect.DeepEqual(batches, want) {
+			t.Errorf("batches = %v, want %v", batches, want)
+		}
+		if w.flushes != len(want) {
+			t.Errorf("flushes = %d, want %d", w.flushes, len(want))
+		}
+	})
+}

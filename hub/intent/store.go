@@ -50,7 +50,8 @@ type Store struct {
 
 	// applied group-commits applied-ref writes: the workers record every
 	// object they apply, and one durable transaction per record would
-	// serialise them on fsync (25,000 objects: 25,000 commits).
+	// serialise them on fsync (25,000 objects: 25,000 commits). It
+	// lingers (groupLinger) while the writes come concurrently.
 	applied groupWriter
 
 	closeOnce sync.Once
@@ -86,7 +87,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, ownerPath: path + ".owner"}
+	s := &Store{db: db, path: path, ownerPath: path + ".owner", applied: groupWriter{linger: groupLinger}}
 	if err := s.init(opts.Now()); err != nil {
 		_ = db.Close()
 		return nil, err
