@@ -169,7 +169,17 @@ func TestTrackerPairsEventsAndRecords(t *testing.T) {
 		t.Fatal("done before the repair")
 	default:
 	}
-	tr.Event("c1", hub.KindDeployment, watch.Event{Type: watch.Modified, Object: deployment("a00001", 2, true)}, at.Add(5*time.Millisecond))
+	// The repaired object, with the managedFields the apiserver keeps:
+	// compared without them, and handed back with them.
+	repaired := deployment("a00001", 2, true)
+	repaired.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "driftwatch", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:x":{}}}}`)},
+	}
+	tr.Event("c1", hub.KindDeployment, watch.Event{Type: watch.Modified, Object: repaired}, at.Add(5*time.Millisecond))
+	if len(repaired.ManagedFields) != 2 {
+		t.Errorf("the event's object lost its managedFields: %+v", repaired.ManagedFields)
+	}
 	tr.Record(hub.Repair{ID: id, ClassifiedAt: at.Add(3 * time.Millisecond), AppliedAt: at.Add(6 * time.Millisecond)})
 	select {
 	case <-tr.Done():

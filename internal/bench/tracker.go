@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -151,7 +152,27 @@ func (t *Tracker) Event(cluster string, kind hub.Kind, ev watch.Event, at time.T
 	// stays cheap for everything else.
 	asDesired := false
 	if ev.Type != watch.Deleted {
-		if content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+		// The managedFields stay out of the conversion (they are most of
+		// it, and no desired object has any): the raw watch is the
+		// bench's instrument, whose garbage lands on the heap of the hub
+		// it measures. The object is the watch's own, read by this
+		// goroutine alone, and gets its entries back.
+		// (An unstructured object's entries are maps already: it is
+		// converted as it is.)
+		var mf []metav1.ManagedFieldsEntry
+		acc, typed := obj.(metav1.Object)
+		if _, u := obj.(runtime.Unstructured); u {
+			typed = false
+		}
+		if typed {
+			mf = acc.GetManagedFields()
+			acc.SetManagedFields(nil)
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if typed {
+			acc.SetManagedFields(mf)
+		}
+		if err == nil {
 			asDesired = drift.Classify(desired, &unstructured.Unstructured{Object: content}, t.managedBy).InSync()
 		}
 	}
