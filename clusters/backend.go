@@ -782,17 +782,41 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 	return out, conflicts, nil
 }
 
-// pinBody returns spec.Body with metadata.resourceVersion set to rv.
+// pinBody returns spec.Body with metadata.resourceVersion set to rv. Only
+// the object's top level and its metadata are decoded; every other field
+// is carried over as the JSON it is (validated, compacted): every edit
+// repair pins its apply, and decoding a whole Deployment into maps and
+// encoding it again took several times as long (BenchmarkPinBody).
 func pinBody(spec hub.NodeSpec, rv string) ([]byte, error) {
-	desired, err := kubeobj.Object(spec)
+	body, err := spec.JSON()
 	if err != nil {
 		return nil, err
 	}
-	if desired == nil {
+	var top map[string]json.RawMessage
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &top); err != nil {
+			return nil, fmt.Errorf("node %s: decode desired object: %w", spec.ID, err)
+		}
+	}
+	if top == nil {
 		return nil, errors.New("no desired object")
 	}
-	desired.SetResourceVersion(rv)
-	return kubeobj.EncodeBody(desired)
+	var meta map[string]json.RawMessage
+	if raw, ok := top["metadata"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("node %s: decode desired object's metadata: %w", spec.ID, err)
+		}
+	}
+	if meta == nil {
+		meta = make(map[string]json.RawMessage, 1)
+	}
+	if meta["resourceVersion"], err = json.Marshal(rv); err != nil {
+		return nil, err
+	}
+	if top["metadata"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(top)
 }
 
 // takenOver lists the fields a forced apply of d's repair takes over from
