@@ -258,7 +258,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 			_ = rh.Stop()
 		}
 	}()
-	synced, err := b.waitFleetSync(ctx, rh.app.Hub(), entries, f.Objects, fleetSyncLimit(f.Objects))
+	synced, done, err := b.waitFleetSync(ctx, rh.app.Hub(), entries, f.Objects, began, fleetSyncLimit(f.Objects))
 	f.ClustersSynced = msDuration(synced)
 	if err != nil {
 		f.SyncFailed = true
@@ -267,7 +267,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		}
 		return f, nil, fmt.Errorf("fleet cold sync: %w", err)
 	}
-	f.ColdSync = msDuration(time.Since(began))
+	f.ColdSync = msDuration(done)
 	f.ColdSyncCost = b.costSince(ctx, coldCost)
 	f.PeakRSS, _ = PeakRSS()
 	b.progress("fleet: every entry synced after %s, every object in sync after %s; settling, then measuring memory and %s of idle CPU",
@@ -401,10 +401,12 @@ func fleetSyncLimit(objects int) time.Duration {
 }
 
 // waitFleetSync waits until the hub shows every entry synced and every one
-// of its want objects in sync; it returns how long the entries took (0 if
-// they never all synced), with an error that says how far the sync got.
-func (b *bencher) waitFleetSync(ctx context.Context, h *hub.Hub, entries []fleetEntry, want int, limit time.Duration) (time.Duration, error) {
-	began := time.Now()
+// of its want objects in sync; it returns how long after began the entries
+// were synced (0 if they never all were) and the objects in sync (done),
+// each by the hub's own stamps (the latest entry's synced state, the
+// latest object's in-sync status; see sinceWithin), with an error that
+// says how far the sync got.
+func (b *bencher) waitFleetSync(ctx context.Context, h *hub.Hub, entries []fleetEntry, want int, began time.Time, limit time.Duration) (synced, done time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	snaps, unsubscribe := h.Subscribe()
@@ -415,37 +417,61 @@ func (b *bencher) waitFleetSync(ctx context.Context, h *hub.Hub, entries []fleet
 	for _, e := range entries {
 		ids[e.ID] = true
 	}
-	var clustersSynced time.Duration
 	syncedN, inSync, queued := 0, 0, 0
 	for {
 		select {
 		case <-ctx.Done():
-			return clustersSynced, fmt.Errorf("bench: fleet sync: %d of %d entries synced, %d of %d objects in sync, %d in the hub's queue after %s: %w",
+			return synced, 0, fmt.Errorf("bench: fleet sync: %d of %d entries synced, %d of %d objects in sync, %d in the hub's queue after %s: %w",
 				syncedN, len(entries), inSync, want, queued, limit, ctx.Err())
 		case <-t.C:
 			b.progress("fleet sync: %d/%d entries synced, %d/%d objects in sync, %d queued", syncedN, len(entries), inSync, want, queued)
 		case s := <-snaps:
 			queued = s.QueueDepth
 			syncedN = 0
+			var lastSynced time.Time
 			for _, c := range s.Clusters {
 				if ids[c.Cluster] && c.State == hub.ClusterSynced {
 					syncedN++
+					lastSynced = later(lastSynced, c.Since)
 				}
 			}
-			if syncedN == len(entries) && clustersSynced == 0 {
-				clustersSynced = time.Since(began)
+			if syncedN == len(entries) && synced == 0 {
+				synced = sinceWithin(began, lastSynced, s.Taken)
 			}
 			inSync = 0
+			var lastInSync time.Time
 			for _, n := range s.Nodes {
 				if n.Status == hub.StatusInSync || n.Status == hub.StatusRepaired {
 					inSync++
+					lastInSync = later(lastInSync, n.LastChange)
 				}
 			}
-			if clustersSynced > 0 && inSync == want && len(s.Nodes) == want {
-				return clustersSynced, nil
+			if synced > 0 && inSync == want && len(s.Nodes) == want {
+				return synced, sinceWithin(began, lastInSync, s.Taken), nil
 			}
 		}
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// sinceWithin returns how long after began the hub's own clock says
+// something happened (at), bounded by when the snapshot saying so was
+// taken: the hub stamps each status change and cluster state as it makes
+// it, while a snapshot shows them only at the publisher's next pass (up to
+// a second later while a fleet syncs, see the hub's publishPause). An at
+// outside those bounds (unset, or another clock's) counts as taken.
+func sinceWithin(began, at, taken time.Time) time.Duration {
+	if at.Before(began) || at.After(taken) {
+		at = taken
+	}
+	return at.Sub(began)
 }
 
 // fleetTargets returns the specs as drift targets without their decoded

@@ -393,3 +393,30 @@ func TestPinSplit(t *testing.T) {
 		t.Errorf("compare does not note the pinning:\n%s", &out)
 	}
 }
+
+// TestSinceWithin: the cold sync is read off the hub's own stamps, bounded
+// by the snapshot that showed them.
+func TestSinceWithin(t *testing.T) {
+	began := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
+	taken := began.Add(30 * time.Second)
+	for _, c := range []struct {
+		at   time.Time
+		want time.Duration
+	}{
+		{began.Add(29 * time.Second), 29 * time.Second}, // stamped before the snapshot showed it
+		{taken, 30 * time.Second},
+		{time.Time{}, 30 * time.Second},             // no stamp
+		{began.Add(-time.Second), 30 * time.Second}, // before the hub started: not its stamp
+		{taken.Add(time.Second), 30 * time.Second},  // after the snapshot: not its stamp
+	} {
+		if got := sinceWithin(began, c.at, taken); got != c.want {
+			t.Errorf("sinceWithin(at %v) = %v, want %v", c.at, got, c.want)
+		}
+	}
+	if got := later(later(time.Time{}, began), taken); !got.Equal(taken) {
+		t.Errorf("later = %v, want %v", got, taken)
+	}
+	if got := later(taken, began); !got.Equal(taken) {
+		t.Errorf("later kept %v, want %v", got, taken)
+	}
+}
