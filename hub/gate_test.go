@@ -722,3 +722,56 @@ func TestAppliedRecordMarkedByThePass(t *testing.T) {
 		}
 	})
 }
+
+// An object the hub adopts (found as desired, with no applied record yet)
+// has its record marked by the pass and made durable by an ahead step, as
+// a first apply's: the worker does not wait for the state file's group
+// commit. The write after it does nothing and reports the in-sync pass's
+// result; a later pass finds the record and hands off nothing.
+func TestAdoptedRecordWrittenAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		h := New(Options{Intent: store, Workers: 1, Resync: -1})
+		defer h.ctrl.shutDown() // never started: only its queue runs
+		b.sink = h
+		h.SetBackends(b)
+		if err := h.LoadIntent(); err != nil {
+			t.Fatal(err)
+		}
+		a := spec("c1", "a", "v1")
+		h.SetDesired([]NodeSpec{a})
+		b.put(a.ID, func(o *fakeObject) { o.content = "v1" })
+		h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterSynced, Generation: 1, Seq: 1})
+		stored := func() bool {
+			in, _ := store.Load()
+			_, ok := in.Applied[a.ID]
+			return ok
+		}
+
+		_, write, err := h.rec.reconcile(t.Context(), a.ID)
+		if err != nil || write == nil || write.ahead == nil {
+			t.Fatalf("an adopted object: write %+v, err %v; want a write with an ahead step", write, err)
+		}
+		if got, ok := h.Snapshot().Node(a.ID); !ok || got.Status != StatusInSync {
+			t.Fatalf("status before the record is durable: %+v, want in sync", got)
+		}
+		if stored() {
+			t.Fatal("the record is in the state file before the ahead step")
+		}
+		write.ahead()
+		if !stored() {
+			t.Fatal("the ahead step did not store the applied record")
+		}
+		if _, err := write.run(t.Context()); err != nil {
+			t.Fatalf("the adopted object's write: %v", err)
+		}
+		if n := b.repairCount(a.ID); n != 0 {
+			t.Errorf("repaired %d times, want none", n)
+		}
+
+		if _, write, err = h.rec.reconcile(t.Context(), a.ID); err != nil || write != nil {
+			t.Fatalf("a second pass: write %+v, err %v; want none (the record is there)", write, err)
+		}
+	})
+}

@@ -85,7 +85,7 @@ func (h *Hub) Reconcile(ctx context.Context, id NodeID) (Result, error) {
 type writeStep struct {
 	// ahead, when set, must be done before the write: a first apply's
 	// applied record (marked in memory by the pass) made durable in the
-	// state file. The controller runs it on a recorder, neither on the
+	// state file, or an adopted object's, whose write then does nothing. The controller runs it on a recorder, neither on the
 	// worker (which goes on classifying) nor on a writer (whose turn is
 	// one of the cluster's calls in flight), so the records of many first
 	// applies wait for one fsync together (the state file group-commits
@@ -426,7 +426,17 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 			run:   func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) },
 		}, nil
 	case actInSync:
-		return r.inSync(p, o.st, o.d), nil, nil
+		res, persist := r.inSync(p, o.st, o.d)
+		if persist != nil {
+			// The object's applied record is new (an object this hub
+			// adopts, found as desired): made durable on a recorder, as
+			// a first apply's is, so the worker goes on classifying
+			// instead of waiting for the state file's group commit (a
+			// restarted hub's first passes over 25,000 objects); the
+			// NodeID stays in processing until it is.
+			return Result{}, &writeStep{ahead: persist, run: func(context.Context) (Result, error) { return res, nil }}, nil
+		}
+		return res, nil, nil
 	}
 	st, d := o.st, o.d
 	// A missing object read from the cache may turn out unlabelled when
@@ -621,18 +631,21 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 // repair and checking rollout progress. A contested NodeID stays contested
 // until its last repair has held for FightWindow (it is looked at again
 // then), or at once when ignore rules now cover the differences.
-func (r *reconciler) inSync(p pass, st State, d Drift) Result {
+//
+// An existing object's applied record is marked in memory; persist, when
+// not nil, makes it durable in the state file (see markApplied).
+func (r *reconciler) inSync(p pass, st State, d Drift) (res Result, persist func()) {
 	now := r.opts.Now()
 	stuck := st.Progress != nil && st.Progress.Stuck != ""
 	s, managed := r.settle(p.id, d, stuck, now)
 	if !managed {
-		return Result{}
+		return Result{}, nil
 	}
 	if st.Exists {
-		r.noteApplied(p.spec)
+		persist = r.markApplied(p.spec)
 	}
 	r.out.inSync(p, st.Progress, s, now)
-	return s.res
+	return s.res, persist
 }
 
 // settled is what the loop's bookkeeping says of a NodeID found in sync.
