@@ -666,6 +666,21 @@ func TestAppliedRecordWrittenAhead(t *testing.T) {
 	})
 }
 
+// passHub returns a hub whose passes the test runs itself (never
+// started), over a fake backend and an in-memory intent store.
+func passHub(t *testing.T) (*Hub, *fakeBackend, *memIntent) {
+	t.Helper()
+	store := newMemIntent()
+	b := newFake(true)
+	h := New(Options{Intent: store, Workers: 1, Resync: -1})
+	b.sink = h
+	h.SetBackends(b)
+	if err := h.LoadIntent(); err != nil {
+		t.Fatal(err)
+	}
+	return h, b, store
+}
+
 // The pass marks a first apply's applied record itself and hands the
 // recorder only the state file's write: when the pass returns its write,
 // the record is in memory and not yet in the state file; the ahead step
@@ -673,15 +688,8 @@ func TestAppliedRecordWrittenAhead(t *testing.T) {
 // and has no ahead step, so no recorder waits for the state file.
 func TestAppliedRecordMarkedByThePass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := newMemIntent()
-		b := newFake(true)
-		h := New(Options{Intent: store, Workers: 1, Resync: -1})
+		h, _, store := passHub(t)
 		defer h.ctrl.shutDown() // never started: only its queue runs
-		b.sink = h
-		h.SetBackends(b)
-		if err := h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
 		a, c := spec("c1", "a", "v1"), spec("c2", "c", "v1")
 		h.SetDesired([]NodeSpec{a, c})
 		h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterSynced, Generation: 1, Seq: 1})
@@ -730,15 +738,8 @@ func TestAppliedRecordMarkedByThePass(t *testing.T) {
 // result; a later pass finds the record and hands off nothing.
 func TestAdoptedRecordWrittenAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := newMemIntent()
-		b := newFake(true)
-		h := New(Options{Intent: store, Workers: 1, Resync: -1})
+		h, b, store := passHub(t)
 		defer h.ctrl.shutDown() // never started: only its queue runs
-		b.sink = h
-		h.SetBackends(b)
-		if err := h.LoadIntent(); err != nil {
-			t.Fatal(err)
-		}
 		a := spec("c1", "a", "v1")
 		h.SetDesired([]NodeSpec{a})
 		b.put(a.ID, func(o *fakeObject) { o.content = "v1" })
