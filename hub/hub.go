@@ -93,6 +93,16 @@ type Options struct {
 	// released: it must return quickly and must not call into the Hub.
 	// Default: none.
 	OnRecord func(Repair)
+	// OnStatus, when set, is called each time a pass gives a NodeID
+	// another status, with the status and when it changed (the time the
+	// NodeID's LastChange shows). Benchmarks follow a sync with it
+	// instead of subscribing: at fleet scale every snapshot copies every
+	// NodeID's status. Statuses the config sets (a NodeID tracked again,
+	// decommissioning, orphans) are not reported. It is called
+	// synchronously from the worker, after the hub's lock is released:
+	// it must return quickly and must not call into the Hub. Default:
+	// none.
+	OnStatus func(id NodeID, st Status, at time.Time)
 }
 
 func (o Options) withDefaults() Options {

@@ -1,6 +1,12 @@
 package hub
 
-import "testing"
+import (
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
 
 // TestShortCommit: the first 7 characters of a SHA, a shorter one as it is.
 func TestShortCommit(t *testing.T) {
@@ -9,4 +15,71 @@ func TestShortCommit(t *testing.T) {
 			t.Errorf("ShortCommit(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// OnStatus reports every status a pass changes, with the time LastChange
+// shows, outside the store's lock, and nothing for a pass that finds the
+// same status again.
+func TestOnStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type call struct {
+			id     NodeID
+			st     Status
+			at     time.Time
+			locked bool
+		}
+		var mu sync.Mutex
+		var calls []call
+		var f *fixture
+		b := newFake(true)
+		f = start(t, b, Options{OnStatus: func(id NodeID, st Status, at time.Time) {
+			locked := !f.h.store.mu.TryLock()
+			if !locked {
+				f.h.store.mu.Unlock()
+			}
+			mu.Lock()
+			calls = append(calls, call{id, st, at, locked})
+			mu.Unlock()
+		}})
+		a := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{a})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		mu.Lock()
+		got := slices.Clone(calls)
+		mu.Unlock()
+		if len(got) == 0 || got[len(got)-1].st != StatusInSync {
+			t.Fatalf("calls after the first sync: %+v, want the last one in sync", got)
+		}
+		for _, c := range got {
+			if c.id != a.ID || c.locked {
+				t.Errorf("call %+v: another NodeID, or made under the store's lock", c)
+			}
+		}
+		if last := got[len(got)-1]; !last.at.Equal(f.node(a.ID).LastChange) {
+			t.Errorf("reported at %v, LastChange %v", last.at, f.node(a.ID).LastChange)
+		}
+
+		n := len(got)
+		f.h.EnqueueAll() // the same status found again
+		synctest.Wait()
+		mu.Lock()
+		if len(calls) != n {
+			t.Errorf("a pass that found the status unchanged reported %+v", calls[n:])
+		}
+		mu.Unlock()
+
+		time.Sleep(time.Second)
+		b.put(a.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		mu.Lock()
+		var sts []Status
+		for _, c := range calls[n:] {
+			sts = append(sts, c.st)
+		}
+		mu.Unlock()
+		if len(sts) < 2 || sts[0] == StatusInSync || sts[0] == StatusRepaired || sts[len(sts)-1] != f.node(a.ID).Status {
+			t.Errorf("statuses after an edit: %v (now %s), want the drift and then the repair", sts, f.node(a.ID).Status)
+		}
+	})
 }

@@ -243,18 +243,22 @@ func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
 
 func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 	s.mu.Lock()
-	changed := false
+	changed, other := false, false
 	if n := s.nodeLocked(id); n != nil {
 		// A first classification (from unknown: a start, a cluster
 		// synced again) comes by the thousand and waits for the
 		// interval; a change of a known status is news.
-		changed = n.status != st && n.status != StatusUnknown
+		other = n.status != st
+		changed = other && n.status != StatusUnknown
 		setStatus(n, st, reason, now)
 	}
 	s.mu.Unlock()
 	signal(s.dirty)
 	if changed {
 		signal(s.changed)
+	}
+	if other && s.opts.OnStatus != nil {
+		s.opts.OnStatus(id, st, now)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -247,7 +248,8 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	b.compactStores(ctx)
 	coldCost := b.readCost(ctx)
 	began := time.Now()
-	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{}, false)
+	sw := newSyncWatch()
+	rh, err := b.startHub(ctx, &workload{cfg: cfg}, hub.Options{OnStatus: sw.onStatus}, false)
 	cfg = nil
 	if err != nil {
 		return nil, nil, err
@@ -258,7 +260,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 			_ = rh.Stop()
 		}
 	}()
-	synced, done, err := b.waitFleetSync(ctx, rh.app.Hub(), entries, f.Objects, began, fleetSyncLimit(f.Objects))
+	synced, done, err := b.waitFleetSync(ctx, rh.app.Hub(), sw, entries, f.Objects, began, fleetSyncLimit(f.Objects))
 	f.ClustersSynced = msDuration(synced)
 	if err != nil {
 		f.SyncFailed = true
@@ -400,55 +402,105 @@ func fleetSyncLimit(objects int) time.Duration {
 	return 2*time.Minute + time.Duration(objects)*20*time.Millisecond
 }
 
-// waitFleetSync waits until the hub shows every entry synced and every one
-// of its want objects in sync; it returns how long after began the entries
-// were synced (0 if they never all were) and the objects in sync (done),
-// each by the hub's own stamps (the latest entry's synced state, the
-// latest object's in-sync status; see sinceWithin), with an error that
-// says how far the sync got.
-func (b *bencher) waitFleetSync(ctx context.Context, h *hub.Hub, entries []fleetEntry, want int, began time.Time, limit time.Duration) (synced, done time.Duration, err error) {
+// syncWatch follows a hub's sync through its OnStatus hook: how many
+// NodeIDs are in sync now, without the snapshots a subscriber gets (at
+// fleet scale each copies every NodeID's status; a fleet's hub runs
+// headless, with nobody subscribed).
+type syncWatch struct {
+	mu     sync.Mutex
+	status map[hub.NodeID]hub.Status
+	inSync int
+	// changed is signalled (never blocking) at every change.
+	changed chan struct{}
+}
+
+func newSyncWatch() *syncWatch {
+	return &syncWatch{status: make(map[hub.NodeID]hub.Status), changed: make(chan struct{}, 1)}
+}
+
+// onStatus is the hub's OnStatus hook.
+func (w *syncWatch) onStatus(id hub.NodeID, st hub.Status, _ time.Time) {
+	w.mu.Lock()
+	if isInSync(w.status[id]) {
+		w.inSync--
+	}
+	w.status[id] = st
+	if isInSync(st) {
+		w.inSync++
+	}
+	w.mu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// count returns how many NodeIDs the hook last reported in sync.
+func (w *syncWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inSync
+}
+
+// isInSync reports whether a status counts as in sync for a sync's end.
+func isInSync(st hub.Status) bool { return st == hub.StatusInSync || st == hub.StatusRepaired }
+
+// waitFleetSync waits until every entry is synced and every one of the
+// hub's want objects in sync, following the hub through w (its OnStatus
+// hook) and its cluster health, and confirming the end with one snapshot.
+// It returns how long after began the entries were synced (0 if they never
+// all were) and the objects in sync (done), each by the hub's own stamps
+// (the latest entry's synced state, the latest object's in-sync status;
+// see sinceWithin), with an error that says how far the sync got.
+func (b *bencher) waitFleetSync(ctx context.Context, h *hub.Hub, w *syncWatch, entries []fleetEntry, want int, began time.Time, limit time.Duration) (synced, done time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	snaps, unsubscribe := h.Subscribe()
-	defer unsubscribe()
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	ids := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		ids[e.ID] = true
-	}
-	syncedN, inSync, queued := 0, 0, 0
+	progress := time.NewTicker(5 * time.Second)
+	defer progress.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	syncedN := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return synced, 0, fmt.Errorf("bench: fleet sync: %d of %d entries synced, %d of %d objects in sync, %d in the hub's queue after %s: %w",
-				syncedN, len(entries), inSync, want, queued, limit, ctx.Err())
-		case <-t.C:
-			b.progress("fleet sync: %d/%d entries synced, %d/%d objects in sync, %d queued", syncedN, len(entries), inSync, want, queued)
-		case s := <-snaps:
-			queued = s.QueueDepth
-			syncedN = 0
+				syncedN, len(entries), w.count(), want, h.QueueLen(), limit, ctx.Err())
+		case <-progress.C:
+			b.progress("fleet sync: %d/%d entries synced, %d/%d objects in sync, %d queued", syncedN, len(entries), w.count(), want, h.QueueLen())
+			continue
+		case <-poll.C:
+		case <-w.changed:
+		}
+		if synced == 0 {
 			var lastSynced time.Time
-			for _, c := range s.Clusters {
-				if ids[c.Cluster] && c.State == hub.ClusterSynced {
+			syncedN = 0
+			for _, e := range entries {
+				if c, ok := h.Health(e.ID); ok && c.State == hub.ClusterSynced {
 					syncedN++
 					lastSynced = later(lastSynced, c.Since)
 				}
 			}
-			if syncedN == len(entries) && synced == 0 {
-				synced = sinceWithin(began, lastSynced, s.Taken)
+			if syncedN == len(entries) {
+				synced = sinceWithin(began, lastSynced, time.Now())
 			}
-			inSync = 0
-			var lastInSync time.Time
-			for _, n := range s.Nodes {
-				if n.Status == hub.StatusInSync || n.Status == hub.StatusRepaired {
-					inSync++
-					lastInSync = later(lastInSync, n.LastChange)
-				}
+		}
+		if synced == 0 || w.count() < want {
+			continue
+		}
+		// The hook says every object is in sync: a snapshot confirms it
+		// (the hook leaves out statuses the config sets) and has every
+		// object's stamp.
+		s := h.Snapshot()
+		var lastInSync time.Time
+		inSync := 0
+		for _, n := range s.Nodes {
+			if isInSync(n.Status) {
+				inSync++
+				lastInSync = later(lastInSync, n.LastChange)
 			}
-			if synced > 0 && inSync == want && len(s.Nodes) == want {
-				return synced, sinceWithin(began, lastInSync, s.Taken), nil
-			}
+		}
+		if inSync == want && len(s.Nodes) == want {
+			return synced, sinceWithin(began, lastInSync, s.Taken), nil
 		}
 	}
 }
