@@ -261,6 +261,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		}
 	}()
 	synced, done, err := b.waitFleetSync(ctx, rh.app.Hub(), sw, entries, f.Objects, began, fleetSyncLimit(f.Objects))
+	sw.stop()
 	f.ClustersSynced = msDuration(synced)
 	if err != nil {
 		f.SyncFailed = true
@@ -408,7 +409,7 @@ func fleetSyncLimit(objects int) time.Duration {
 // headless, with nobody subscribed).
 type syncWatch struct {
 	mu     sync.Mutex
-	status map[hub.NodeID]hub.Status
+	status map[hub.NodeID]hub.Status // nil once stopped
 	inSync int
 	// changed is signalled (never blocking) at every change.
 	changed chan struct{}
@@ -418,9 +419,21 @@ func newSyncWatch() *syncWatch {
 	return &syncWatch{status: make(map[hub.NodeID]hub.Status), changed: make(chan struct{}, 1)}
 }
 
+// stop drops what w holds: the hub keeps calling its hook, and w's map of
+// every NodeID would count in the settled hub's heap per object.
+func (w *syncWatch) stop() {
+	w.mu.Lock()
+	w.status, w.inSync = nil, 0
+	w.mu.Unlock()
+}
+
 // onStatus is the hub's OnStatus hook.
 func (w *syncWatch) onStatus(id hub.NodeID, st hub.Status, _ time.Time) {
 	w.mu.Lock()
+	if w.status == nil {
+		w.mu.Unlock()
+		return
+	}
 	if isInSync(w.status[id]) {
 		w.inSync--
 	}

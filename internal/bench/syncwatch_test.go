@@ -37,4 +37,10 @@ func TestSyncWatch(t *testing.T) {
 			t.Fatalf("after %s %s: no change signalled", r.id, r.st)
 		}
 	}
+	// Stopped, it holds nothing and counts nothing more.
+	w.stop()
+	w.onStatus(a, hub.StatusInSync, now)
+	if w.status != nil || w.count() != 0 {
+		t.Errorf("a stopped watch holds %d statuses, counts %d", len(w.status), w.count())
+	}
 }
