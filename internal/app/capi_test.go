@@ -68,6 +68,14 @@ applications:
 		t.Fatal(err)
 	}
 	a := startApp(t, path, nil)
+	// The baseline is taken once the management cluster's discovery runs:
+	// right after its CRDs are established the apiserver may not serve the
+	// group yet, and a discovery retrying after its backoff starts its
+	// informers after a baseline taken too early (they would count as the
+	// deleted clusters' leftovers).
+	testwait.For(t, 60*time.Second, "the management cluster's discovery to run", func() error {
+		return testwait.Check(discoveryRunning(), "no Cluster API discovery worker yet")
+	})
 	steadyGoroutines()
 	baseline := len(clusterStacks())
 
@@ -324,6 +332,19 @@ func steadyGoroutines() int {
 		}
 	}
 	return n
+}
+
+// discoveryRunning tells whether a Cluster API discoverer's worker runs: it
+// starts once the discoverer's informers have synced.
+func discoveryRunning() bool {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "capi.(*Discoverer).Run") && strings.Contains(g, "workqueue.(*Typed") {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterStacks returns the stacks of goroutines that belong to informers or
