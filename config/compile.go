@@ -31,10 +31,17 @@ const (
 // WithoutDesired returns a copy of c without what only compiling its
 // desired state reads: the applications, the sources and the objects they
 // rendered to, a large part of a loaded config at scale. The copy compiles
-// to nothing; its other sections are c's, and c is not changed.
+// to nothing; its other sections are c's, and c is not changed. It keeps
+// the file's text (Data) only for a config with Git sources, whose new
+// commits parse it again.
 func (c *Config) WithoutDesired() *Config {
 	kept := *c
 	kept.Applications, kept.Sources, kept.sources = nil, nil, nil
+	if !c.HasGitSources() {
+		// Only a Git source's new commit parses the content again
+		// (Data); without one the file's text need not stay.
+		kept.text = ""
+	}
 	return &kept
 }
 

@@ -47,6 +47,29 @@ type walker struct {
 	unknown map[pos]string
 	// merged counts the entries merge keys expanded to (maxMergedEntries).
 	merged int
+	// kept are the strings the walker handed out (keep), each once.
+	kept map[string]string
+}
+
+// keep returns s as a string of its own, one copy per distinct value read
+// by this walker. The parser's values are substrings of the file's text
+// (parseFast): a config value kept as one, or a NodeSpec field compiled
+// from it, would hold the whole text for the hub's life (about 70 bytes
+// per object of a config that lists every object). Repeated values (a
+// namespace, a policy, a label) share their copy.
+func (w *walker) keep(s string) string {
+	if s == "" {
+		return ""
+	}
+	if k, ok := w.kept[s]; ok {
+		return k
+	}
+	if w.kept == nil {
+		w.kept = make(map[string]string)
+	}
+	k := strings.Clone(s)
+	w.kept[k] = k
+	return k
 }
 
 // errorf records a problem at p. The same problem found twice (a bad alias
@@ -619,7 +642,7 @@ func (w *walker) str(c child) (string, bool) {
 	if !ok {
 		w.errorf(c.pos, c.field, "want a string, got %s", describe(c.node))
 	}
-	return s, ok
+	return w.keep(s), ok
 }
 
 // boolean reads a true/false field.
@@ -794,7 +817,7 @@ func (w *walker) strMap(c child) ([]kv, bool) {
 				continue
 			}
 		}
-		out = append(out, kv{key: e.key, value: s, keyPos: e.keyPos, valuePos: vp, field: f})
+		out = append(out, kv{key: w.keep(e.key), value: w.keep(s), keyPos: e.keyPos, valuePos: vp, field: f})
 	}
 	return out, true
 }
