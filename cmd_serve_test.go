@@ -165,13 +165,16 @@ func TestServe(t *testing.T) {
 	if err := c.AppsV1().Deployments("srv").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitHTTP("repair counted", func() bool {
+	testwait.For(t, 30*time.Second, "repair counted", func() error {
 		_, body := httpGet(t, probes+"/metrics")
-		return metricValue(body, `driftwatch_repairs_total{cluster="c1",outcome="success"}`) > repairsBefore &&
-			metricValue(body, `driftwatch_drift_detected_total{class="missing",cluster="c1",kind="deployment"}`) >= 1 &&
-			metricValue(body, `driftwatch_event_to_repaired_seconds_count`) >= 1 &&
-			metricValue(body, `driftwatch_watch_events_total{cluster="c1"`) >= 1 &&
-			metricValue(body, `driftwatch_self_echo_events_total{cluster="c1"}`) >= 1
+		repairs := metricValue(body, `driftwatch_repairs_total{cluster="c1",outcome="success"}`)
+		missing := metricValue(body, `driftwatch_drift_detected_total{class="missing",cluster="c1",kind="deployment"}`)
+		latencies := metricValue(body, `driftwatch_event_to_repaired_seconds_count`)
+		events := metricValue(body, `driftwatch_watch_events_total{cluster="c1"`)
+		echoes := metricValue(body, `driftwatch_self_echo_events_total{cluster="c1"}`)
+		return testwait.Check(repairs > repairsBefore && missing >= 1 && latencies >= 1 && events >= 1 && echoes >= 1,
+			"repairs %v (%v before), missing deployments %v, repair latencies %v, watch events %v, self echoes %v; logs:\n%s",
+			repairs, repairsBefore, missing, latencies, events, echoes, errOut.String())
 	})
 	// SIGHUP reloads the config: an invalid file is rejected and counted,
 	// the hub keeps its desired state.

@@ -883,3 +883,41 @@ func TestSyncAppliesByOrder(t *testing.T) {
 		})
 	}
 }
+
+// The echo of a write is counted once whether its watch event arrives after
+// the write returned (Observe meets the expectation) or before it (the
+// pass the event queued finds the write's version in the cache): under
+// load the echo often beats the apply's answer, and the counter missed it.
+func TestEchoCountedWhicheverComesFirst(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "echo before the write returns", false: "echo after"}[early], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(early) // auto: the event is delivered inside Repair
+				f := start(t, b, Options{})
+				s := spec("c1", "a", "v1")
+				f.h.SetDesired([]NodeSpec{s})
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				if !b.exists(s.ID) {
+					t.Fatal("not created")
+				}
+				if !early {
+					b.catchUp(s.ID)
+					synctest.Wait()
+				}
+				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
+					t.Errorf("echoes counted %v, want 1", got)
+				}
+				// Another event of the same version is no second echo.
+				b.catchUp(s.ID)
+				synctest.Wait()
+				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
+					t.Errorf("echoes counted %v after a second event, want 1", got)
+				}
+				if got := testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")); got != 0 {
+					t.Errorf("stale reads %v, want 0", got)
+				}
+			})
+		})
+	}
+}

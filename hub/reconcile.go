@@ -259,7 +259,9 @@ func (r *reconciler) setExpect(id NodeID, version string) {
 }
 
 // stale reports whether a cached version is older than our last write. A
-// cache that shows our write meets the expectation.
+// cache that shows our write meets the expectation: only the watch puts a
+// version there, so the write's echo arrived before the write returned
+// (Observe counts one that comes after), and it is counted here.
 func (r *reconciler) stale(id NodeID, version string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -268,6 +270,7 @@ func (r *reconciler) stale(id NodeID, version string) bool {
 		return false
 	}
 	if version == n.expect {
+		r.metrics.echoes.WithLabelValues(id.Cluster).Inc()
 		n.expect = ""
 		return false
 	}
