@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,17 +335,19 @@ func steadyGoroutines() int {
 	return n
 }
 
+// goroutineStacks returns the stack of every goroutine, one string each.
+func goroutineStacks() []string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Split(string(buf), "\n\n")
+}
+
 // discoveryRunning tells whether a Cluster API discoverer's worker runs: it
 // starts once the discoverer's informers have synced.
 func discoveryRunning() bool {
-	buf := make([]byte, 8<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "capi.(*Discoverer).Run") && strings.Contains(g, "workqueue.(*Typed") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(goroutineStacks(), func(g string) bool {
+		return strings.Contains(g, "capi.(*Discoverer).Run") && strings.Contains(g, "workqueue.(*Typed")
+	})
 }
 
 // clusterStacks returns the stacks of goroutines that belong to informers or
@@ -352,10 +355,8 @@ func discoveryRunning() bool {
 // clients make some; the clusters package checks the hub's connections go
 // away with their cluster.)
 func clusterStacks() []string {
-	buf := make([]byte, 8<<20)
-	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		for _, marker := range []string{"clusters.(*Manager)", "k8s.io/client-go/tools/cache", "k8s.io/apimachinery/pkg/watch"} {
 			if strings.Contains(g, marker) {
 				out = append(out, g)
