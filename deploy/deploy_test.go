@@ -504,9 +504,21 @@ func TestManifestsServerDryRun(t *testing.T) {
 			User: user, Groups: groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: tt.group, Resource: tt.resource, Verb: tt.verb, Namespace: tt.ns},
 		}}
-		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("subject access review: %v", err)
+		// The authorizer learns of the binding just applied through its own
+		// informers, so a grant is asked again until it shows (the first
+		// answers can come before the binding reached its cache); a refusal
+		// is asked once, after the grants have shown.
+		var got *authorizationv1.SubjectAccessReview
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			var err error
+			got, err = cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("subject access review: %v", err)
+			}
+			if got.Status.Allowed == tt.want || !tt.want || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 		if got.Status.Allowed != tt.want {
 			t.Errorf("%s %s.%s in namespace %q: allowed %v, want %v", tt.verb, tt.resource, tt.group, tt.ns, got.Status.Allowed, tt.want)
