@@ -785,6 +785,8 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	if err := ResetPeakRSS(); err != nil {
 		b.log.Warn("peak rss is the whole process's", "err", err)
 	}
+	stopSplit := b.followRSSSplit()
+	defer stopSplit()
 	var cost costReading
 	if mode == ModeFleet {
 		// The fleet's drift run's allocations alone: pprof -base
@@ -820,6 +822,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 		b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-drift-after"))
 	}
 	r.PeakRSS, _ = PeakRSS()
+	r.PeakAnonRSS, r.PeakFileRSS = stopSplit()
 	if before != nil {
 		if after, err := b.scrapeAPIServers(ctx); err != nil {
 			r.APIServerError = err.Error()
@@ -1155,6 +1158,12 @@ type runReport struct {
 	Cost *spanCost `json:"cost,omitempty"`
 	// PeakRSS is this process's peak resident set over the same span.
 	PeakRSS uint64 `json:"peakRSSBytes"`
+	// PeakAnonRSS and PeakFileRSS are the peaks of its anonymous part
+	// (the Go heap, stacks) and of its file-backed part (the binary's
+	// pages in memory, the state file's mapping) over the same span,
+	// sampled every 20 ms: what PeakRSS is made of.
+	PeakAnonRSS uint64 `json:"peakAnonRSSBytes,omitempty"`
+	PeakFileRSS uint64 `json:"peakFileRSSBytes,omitempty"`
 	// APIServer is each apiserver's own request latency over the burst
 	// (its /metrics before and after); APIServerError says why it is
 	// missing.
@@ -1166,6 +1175,15 @@ type runReport struct {
 	// Failures explains every drift not seen repaired, or every object
 	// not in sync when SyncFailed.
 	Failures []failureReport `json:"failures,omitempty"`
+}
+
+// peakRSSText is a run's peak RSS with the peaks of its anonymous and
+// file-backed parts, when sampled.
+func peakRSSText(r runReport) string {
+	if r.PeakAnonRSS == 0 && r.PeakFileRSS == 0 {
+		return fmtBytes(r.PeakRSS)
+	}
+	return fmt.Sprintf("%s (anonymous %s, file-backed %s)", fmtBytes(r.PeakRSS), fmtBytes(r.PeakAnonRSS), fmtBytes(r.PeakFileRSS))
 }
 
 // actionReport is the latencies of one drift action.
@@ -1394,7 +1412,8 @@ func (rep *benchReport) finish(o Options) {
 	}
 	if len(rep.Runs) > 0 {
 		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector; dynamic for the mixed kinds) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
-		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes.")
+		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes. "+
+			"The peak rss is shown with the peaks of its anonymous part (the Go heap and stacks) and of its file-backed part (the pages of the binary the process touched, more with every library linked, and the state file's mapping), each sampled every 20 ms.")
 	}
 	if burstRun != nil && burstRun.RepairFloor > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("raw repair floor: after the burst's hub stopped, the bench's client deletes the same objects again as the burst did (%d at a time) while a plain client-go client server-side applies each again (the same body, the hub's field manager) as soon as its delete returned, as many applies in flight as the hub runs writes on one cluster (its writers but one), from the first delete's start to the last apply returning: the burst's deletes and repairs without the detection. All repaired in runs from the burst's first delete to the raw watch seeing the last object back.", benchBurstWorkers))
@@ -1483,7 +1502,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				repaired += " (timed out)"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Mode, r.Drifts, repaired, r.Failed,
-				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), fmtBytes(r.PeakRSS))
+				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), peakRSSText(r))
 		}
 		for _, r := range rep.Runs {
 			if r.RepairFloor > 0 {

@@ -106,6 +106,8 @@ func figures(rep *benchReport) []figure {
 		}
 		dur(r.Mode+" cpu", r.CPU)
 		bytes(r.Mode+" peak rss", float64(r.PeakRSS))
+		bytes(r.Mode+" peak rss anonymous", float64(r.PeakAnonRSS))
+		bytes(r.Mode+" peak rss file-backed", float64(r.PeakFileRSS))
 		for _, l := range r.APIServer {
 			if l.N == 0 {
 				continue

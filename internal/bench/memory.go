@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -29,12 +31,83 @@ func PeakRSS() (uint64, error) { return procStatus("VmHWM") }
 // RSS returns this process's resident set size in bytes (VmRSS, Linux).
 func RSS() (uint64, error) { return procStatus("VmRSS") }
 
+// rssParts returns the anonymous part of this process's resident set (the
+// Go heap, stacks, the runtime's own memory) and its file-backed part (the
+// pages of the binary and of mapped files in memory, such as the state
+// file), in bytes (RssAnon and RssFile, Linux).
+func rssParts() (anon, file uint64, err error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, fmt.Errorf("read rss parts: %w", err)
+	}
+	if anon, err = statusField(b, "RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = statusField(b, "RssFile")
+	return anon, file, err
+}
+
+// rssSplitEvery is how often a rssSplit samples the resident set's parts.
+const rssSplitEvery = 20 * time.Millisecond
+
+// rssSplit follows the peaks of the anonymous and the file-backed parts of
+// this process's resident set over a span, by sampling them every
+// rssSplitEvery (the kernel keeps the peak of their sum only, VmHWM): what
+// a peak RSS is made of, the hub's memory apart from the binary's pages.
+type rssSplit struct {
+	mu         sync.Mutex
+	anon, file uint64
+	err        error
+}
+
+// sample takes one reading into the peaks.
+func (r *rssSplit) sample() {
+	anon, file, err := rssParts()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.err = err
+		return
+	}
+	r.anon, r.file = max(r.anon, anon), max(r.file, file)
+}
+
+// peaks returns the peaks sampled so far; zero for both when a reading
+// failed (not Linux).
+func (r *rssSplit) peaks() (anon, file uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, 0
+	}
+	return r.anon, r.file
+}
+
+// followRSSSplit samples the resident set's parts from now until stop,
+// which returns their peaks (one last sample included).
+func (b *bencher) followRSSSplit() (stop func() (anon, file uint64)) {
+	r := &rssSplit{}
+	r.sample()
+	end := b.every(rssSplitEvery, r.sample)
+	return func() (uint64, uint64) {
+		end()
+		r.sample()
+		return r.peaks()
+	}
+}
+
 // procStatus reads one "kB" field of /proc/self/status, in bytes.
 func procStatus(field string) (uint64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", field, err)
 	}
+	return statusField(b, field)
+}
+
+// statusField reads one "kB" field of the text of /proc/self/status, in
+// bytes.
+func statusField(b []byte, field string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	prefix := []byte(field + ":")
 	for sc.Scan() {

@@ -231,7 +231,7 @@ func testRun(mode string, drifts int, base time.Duration) runReport {
 		Floor: testLatency(drifts, base), Observed: testLatency(drifts, base+100*time.Microsecond), Detect: testLatency(drifts, base+200*time.Microsecond),
 		Applied: testLatency(drifts, 3*base), Repair: testLatency(drifts, 4*base),
 		Sync: msDuration(1234567 * time.Microsecond), Issue: msDuration(9876543 * time.Microsecond), Elapsed: msDuration(10123456 * time.Microsecond),
-		RepairsPerSecond: float64(drifts-1) / 10.123456, CPU: msDuration(4321 * time.Millisecond), PeakRSS: 123 << 20,
+		RepairsPerSecond: float64(drifts-1) / 10.123456, CPU: msDuration(4321 * time.Millisecond), PeakRSS: 123 << 20, PeakAnonRSS: 45 << 20, PeakFileRSS: 78 << 20,
 		ByAction: map[string]actionReport{},
 	}
 	for i, a := range []driftgen.Action{driftgen.ActionDelete, driftgen.ActionScale, driftgen.ActionImage, driftgen.ActionUnlabel} {
