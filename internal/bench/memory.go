@@ -145,7 +145,7 @@ func LoadAverage() (string, error) {
 // heapBefore returns the heap in use before a hub is given its objects
 // (heapInUse), once the process-wide constants the hub builds on first use
 // are built: the schema of the built-in kinds, which drift detection
-// compiles once per process (drift.BuiltinSchema), is the same 0.7 MiB for
+// compiles once per process (drift.BuiltinSchema), is the same 0.7 MB for
 // 10 objects or 10,000 and is not a cost per object.
 // Every mode measures from here (see heapNote).
 func heapBefore() uint64 {
@@ -156,4 +156,4 @@ func heapBefore() uint64 {
 // heapNote says what the heap per object counts, for the modes that
 // measure it.
 const heapNote = "heap per object: the heap in use after GC once the hub settled, minus the heap before the config was loaded, per managed object; " +
-	"process-wide constants built once on first use (the schema of the built-in kinds for drift detection, 0.7 MiB) are built before the first measure, in every mode."
+	"process-wide constants built once on first use (the schema of the built-in kinds for drift detection, 0.7 MB) are built before the first measure, in every mode."
