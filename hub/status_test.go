@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -33,9 +34,17 @@ func TestOnStatus(t *testing.T) {
 		var f *fixture
 		b := newFake(true)
 		f = start(t, b, Options{OnStatus: func(id NodeID, st Status, at time.Time) {
-			locked := !f.h.store.mu.TryLock()
-			if !locked {
-				f.h.store.mu.Unlock()
+			// Another goroutine (the publisher, a worker) may hold the
+			// store's lock for a moment: only a lock that never comes
+			// free is held by the caller of this callback.
+			locked := true
+			for range 10000 {
+				if f.h.store.mu.TryLock() {
+					f.h.store.mu.Unlock()
+					locked = false
+					break
+				}
+				runtime.Gosched()
 			}
 			mu.Lock()
 			calls = append(calls, call{id, st, at, locked})
