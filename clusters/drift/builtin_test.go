@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v2"
@@ -40,7 +41,7 @@ func clientGoSchemas(tb testing.TB, tc managedfields.TypeConverter) (kinds []sch
 
 func sortedKinds(k []schema.GroupVersionKind) []schema.GroupVersionKind {
 	return slices.SortedFunc(slices.Values(k), func(a, b schema.GroupVersionKind) int {
-		return bytes.Compare([]byte(a.String()), []byte(b.String()))
+		return strings.Compare(a.String(), b.String())
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,8 +53,9 @@ const rssSplitEvery = 20 * time.Millisecond
 // this process's resident set over a span, by sampling them every
 // rssSplitEvery (the kernel keeps the peak of their sum only, VmHWM): what
 // a peak RSS is made of, the hub's memory apart from the binary's pages.
+// Its samples are taken one after the other (followRSSSplit), never at
+// once.
 type rssSplit struct {
-	mu         sync.Mutex
 	anon, file uint64
 	err        error
 }
@@ -63,8 +63,6 @@ type rssSplit struct {
 // sample takes one reading into the peaks.
 func (r *rssSplit) sample() {
 	anon, file, err := rssParts()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err != nil {
 		r.err = err
 		return
@@ -75,8 +73,6 @@ func (r *rssSplit) sample() {
 // peaks returns the peaks sampled so far; zero for both when a reading
 // failed (not Linux).
 func (r *rssSplit) peaks() (anon, file uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.err != nil {
 		return 0, 0
 	}
@@ -84,7 +80,8 @@ func (r *rssSplit) peaks() (anon, file uint64) {
 }
 
 // followRSSSplit samples the resident set's parts from now until stop,
-// which returns their peaks (one last sample included).
+// which returns their peaks (one last sample included): the first sample
+// before the sampler starts, the last after it ended (stop waits for it).
 func (b *bencher) followRSSSplit() (stop func() (anon, file uint64)) {
 	r := &rssSplit{}
 	r.sample()

@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"runtime"
+	"testing"
+)
+
+// TestRSSSplitFollowsPeaks: the split's anonymous peak grows with memory
+// the process touches between two samples, and stays at its peak when the
+// memory is released; the parts' peaks are each within the process's
+// peak RSS.
+func TestRSSSplitFollowsPeaks(t *testing.T) {
+	var r rssSplit
+	r.sample()
+	anon0, file0 := r.peaks()
+	if anon0 == 0 || file0 == 0 {
+		t.Fatalf("peaks after one sample: anonymous %d, file-backed %d; want both above zero", anon0, file0)
+	}
+	const size = 64 << 20
+	buf := make([]byte, size)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1 // resident
+	}
+	r.sample()
+	runtime.KeepAlive(buf)
+	buf = nil
+	runtime.GC()
+	r.sample()
+	anon, file := r.peaks()
+	if anon < anon0+size*3/4 {
+		t.Errorf("anonymous peak %d MiB after touching %d MiB, from %d MiB; want it grown by most of it", anon>>20, size>>20, anon0>>20)
+	}
+	if file < file0 {
+		t.Errorf("file-backed peak went down: %d, was %d", file, file0)
+	}
+	hwm, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anon > hwm || file > hwm {
+		t.Errorf("a part's peak above the process's peak RSS %d: anonymous %d, file-backed %d", hwm, anon, file)
+	}
+}
