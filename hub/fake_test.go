@@ -54,7 +54,9 @@ type fakeBackend struct {
 	// Hooks, called without the lock held.
 	onRead   func(id NodeID, fresh bool)
 	onRepair func(id NodeID)
-	readErr  func(id NodeID) error
+	// onBody is called by Repair with the body the write applies.
+	onBody  func(id NodeID, body []byte)
+	readErr func(id NodeID) error
 	// onWrite is called inside every write (Repair, Delete) with the
 	// write's context; an error fails the write.
 	onWrite func(ctx context.Context, id NodeID) error
@@ -216,6 +218,9 @@ func (b *fakeBackend) Attribute(_ context.Context, spec NodeSpec, _ State, _ Dri
 func (b *fakeBackend) Repair(ctx context.Context, spec NodeSpec, st State, _ Drift) (RepairResult, error) {
 	if b.onRepair != nil {
 		b.onRepair(spec.ID)
+	}
+	if b.onBody != nil {
+		b.onBody(spec.ID, spec.Body)
 	}
 	if b.onWrite != nil {
 		if err := b.onWrite(ctx, spec.ID); err != nil {

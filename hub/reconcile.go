@@ -26,8 +26,9 @@ type pass struct {
 	dec  *decommission
 	// desired is the spec of the pass (spec's, else dec's) with its body
 	// unpacked: what the backends get. spec and dec stay the records the
-	// hub keeps (the applied record is spec itself).
-	desired    NodeSpec
+	// hub keeps (the applied record is spec itself). A write handed to
+	// the writers drops it (shed) and unpacks it again when it runs.
+	desired    *NodeSpec
 	backend    Backend
 	observedAt time.Time
 	// manual is the sequence number of the manual repair this pass
@@ -35,6 +36,28 @@ type pass struct {
 	manual uint64
 	fresh  bool
 }
+
+// unpack sets desired: the pass's spec (spec's, else dec's) with its body
+// unpacked.
+func (p *pass) unpack() error {
+	of := p.spec
+	if of == nil {
+		of = p.dec.spec
+	}
+	d, err := of.unpacked()
+	if err != nil {
+		return err
+	}
+	p.desired = &d
+	return nil
+}
+
+// shed drops the unpacked body of a pass whose write is handed to the
+// writers: the write unpacks it again (unpack) when it runs. A cold sync
+// hands off a first apply for every object at once, and the writers take
+// them as fast as the apiservers answer: what each waiting write holds is
+// live heap every garbage collection marks until it ran.
+func (p *pass) shed() { p.desired = nil }
 
 // app returns the application of the pass's spec.
 func (p *pass) app() string {
@@ -105,12 +128,8 @@ func (r *reconciler) reconcile(ctx context.Context, id NodeID) (Result, *writeSt
 	if !ok {
 		return res, nil, nil
 	}
-	of := p.spec
-	if of == nil {
-		of = p.dec.spec
-	}
 	var err error
-	if p.desired, err = of.unpacked(); err != nil {
+	if err = p.unpack(); err != nil {
 		res, err = r.outcome(p, Result{}, err)
 		return res, nil, err
 	}
@@ -123,6 +142,7 @@ func (r *reconciler) reconcile(ctx context.Context, id NodeID) (Result, *writeSt
 		res, write, err = r.sync(callCtx, p)
 	}
 	if write != nil && err == nil {
+		p.shed() // the write's own copy unpacks it again
 		return Result{}, &writeStep{ahead: write.ahead, run: func(ctx context.Context) (Result, error) {
 			wctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 			defer cancel()
@@ -236,13 +256,13 @@ func (r *reconciler) restore(p pass) {
 // whose version differs from the one our own last write returned is older
 // than that write, so it is re-read fresh instead of being taken as drift.
 func (r *reconciler) read(ctx context.Context, p pass, fresh bool) (State, error) {
-	st, err := p.backend.ReadState(ctx, p.desired, fresh)
+	st, err := p.backend.ReadState(ctx, *p.desired, fresh)
 	if err != nil {
 		return State{}, fmt.Errorf("read: %w", err)
 	}
 	if !st.Fresh && r.stale(p.id, st.Version) {
 		r.metrics.staleReads.WithLabelValues(p.id.Cluster).Inc()
-		if st, err = p.backend.ReadState(ctx, p.desired, true); err != nil {
+		if st, err = p.backend.ReadState(ctx, *p.desired, true); err != nil {
 			return State{}, fmt.Errorf("read: %w", err)
 		}
 	}
@@ -355,7 +375,7 @@ func (r *reconciler) observe(ctx context.Context, p pass) (o observation, manage
 	if o.st, err = r.read(ctx, p, p.fresh); err != nil {
 		return o, false, err
 	}
-	if o.d, err = p.backend.DetectDrift(ctx, p.desired, o.st); err != nil {
+	if o.d, err = p.backend.DetectDrift(ctx, *p.desired, o.st); err != nil {
 		return o, false, fmt.Errorf("detect drift: %w", err)
 	}
 	if managed, o.first = r.firstApply(p.id, o.st, o.d); !managed || o.first {
@@ -382,7 +402,7 @@ func (r *reconciler) observe(ctx context.Context, p pass) (o observation, manage
 		if o.st, err = r.read(ctx, p, true); err != nil {
 			return o, false, err
 		}
-		if o.d, err = p.backend.DetectDrift(ctx, p.desired, o.st); err != nil {
+		if o.d, err = p.backend.DetectDrift(ctx, *p.desired, o.st); err != nil {
 			return o, false, fmt.Errorf("detect drift: %w", err)
 		}
 		r.out.setIgnored(p.id, o.d.Ignored)
@@ -399,7 +419,7 @@ func (r *reconciler) attribute(ctx context.Context, p pass, o *observation) {
 	if o.d.InSync() || o.d.Class == DriftMissing || o.d.Class == DriftDeleting {
 		return
 	}
-	a, err := p.backend.Attribute(ctx, p.desired, o.st, o.d)
+	a, err := p.backend.Attribute(ctx, *p.desired, o.st, o.d)
 	if err != nil {
 		r.log.Debug("attribution unavailable", "node", p.id.String(), "err", err)
 	}
@@ -424,9 +444,11 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 		if r.plan(&p, writeCreate).allow {
 			persist = r.markApplied(p.spec)
 		}
+		st, d := o.st, o.d
+		p.shed()
 		return Result{}, &writeStep{
 			ahead: persist,
-			run:   func(ctx context.Context) (Result, error) { return r.create(ctx, p, o.st, o.d) },
+			run:   func(ctx context.Context) (Result, error) { return r.create(ctx, p, st, d) },
 		}, nil
 	case actInSync:
 		res, persist := r.inSync(p, o.st, o.d)
@@ -473,6 +495,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 
 	// Classified: published now (a repair queued), written by a writer.
 	r.out.record(p, rep, StatusRepairing, "", StepClassified)
+	p.shed()
 	return Result{}, &writeStep{run: func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }}, nil
 }
 
@@ -485,9 +508,13 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		// hold, a warn override): the switch holds at the write.
 		return r.out.refused(p, rep, v)
 	}
+	if err := p.unpack(); err != nil {
+		release()
+		return Result{}, fmt.Errorf("repair: %w", err)
+	}
 	desiredChanged := r.desiredChanged(p.spec)
 	r.noteApplied(p.spec) // written ahead: see create
-	rr, err := p.backend.Repair(wctx, p.desired, st, d)
+	rr, err := p.backend.Repair(wctx, *p.desired, st, d)
 	release()
 	if errors.Is(err, ErrRefused) {
 		rep.Action = "refused"
@@ -612,8 +639,13 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 	}
 	// Written already unless the gate refused at the pass and allows
 	// now (the intent changed meanwhile).
+	if err := p.unpack(); err != nil {
+		release()
+		r.unnoteApplied(p.spec)
+		return Result{}, fmt.Errorf("create: %w", err)
+	}
 	r.noteApplied(p.spec)
-	rr, err := p.backend.Repair(wctx, p.desired, st, d)
+	rr, err := p.backend.Repair(wctx, *p.desired, st, d)
 	release()
 	if err != nil {
 		r.unnoteApplied(p.spec)
@@ -708,7 +740,7 @@ func (r *reconciler) settle(id NodeID, d Drift, stuck bool, now time.Time) (s se
 // The delete carries the identity and version of the object just read, and
 // an object that no longer carries our label is released, never deleted.
 func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
-	spec := p.desired
+	spec := *p.desired
 	st, err := p.backend.ReadState(ctx, spec, true)
 	if err != nil {
 		return Result{}, fmt.Errorf("read for prune: %w", err)
