@@ -888,6 +888,53 @@ func TestSyncAppliesByOrder(t *testing.T) {
 // the write returned (Observe meets the expectation) or before it (the
 // pass the event queued finds the write's version in the cache): under
 // load the echo often beats the apply's answer, and the counter missed it.
+// TestEchoCountedAfterAFreshRead: a pass that runs between a write and its
+// echo reads the cache before the echo (a stale read), then fresh: the
+// fresh read shows the write's own version, so the expectation stands and
+// the echo that follows is counted; a cached read before it is still stale.
+func TestEchoCountedAfterAFreshRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(false) // the cache lags until catchUp
+		f := start(t, b, Options{})
+		s := spec("c1", "a", "v1")
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.h.SetDesired([]NodeSpec{s})
+		synctest.Wait()
+		if !b.exists(s.ID) {
+			t.Fatal("not created")
+		}
+		stale := func() float64 { return testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")) }
+		echoes := func() float64 { return testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")) }
+		// Two passes before the echo: each reads the cache, which does
+		// not have the object yet, and reads again fresh.
+		for i := 1; i <= 2; i++ {
+			f.h.Observe(Event{ID: s.ID, Type: EventUpdated, ObservedAt: time.Now()})
+			synctest.Wait()
+			if got := stale(); got != float64(i) {
+				t.Fatalf("after pass %d before the echo: stale reads %v, want %d", i, got, i)
+			}
+		}
+		if got := echoes(); got != 0 {
+			t.Errorf("echoes counted %v before the echo, want 0", got)
+		}
+		if n := b.repairCount(s.ID); n != 1 {
+			t.Errorf("%d writes, want the create only", n)
+		}
+		b.catchUp(s.ID)
+		synctest.Wait()
+		if got := echoes(); got != 1 {
+			t.Errorf("echoes counted %v after the echo, want 1", got)
+		}
+		// The expectation is met: the cache is trusted again.
+		f.h.Observe(Event{ID: s.ID, Type: EventUpdated, ObservedAt: time.Now()})
+		synctest.Wait()
+		if got := stale(); got != 2 {
+			t.Errorf("stale reads %v after the echo, want still 2", got)
+		}
+	})
+}
+
 func TestEchoCountedWhicheverComesFirst(t *testing.T) {
 	for _, early := range []bool{true, false} {
 		t.Run(map[bool]string{true: "echo before the write returns", false: "echo after"}[early], func(t *testing.T) {

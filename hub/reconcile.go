@@ -267,15 +267,23 @@ func (r *reconciler) read(ctx context.Context, p pass, fresh bool) (State, error
 		}
 	}
 	if st.Fresh {
-		r.setExpect(p.id, "")
+		r.freshRead(p.id, st.Version)
 	}
 	return st, nil
 }
 
-// setExpect sets the version a NodeID's cache must show before a cached
-// read is trusted ("" trusts the cache again).
-func (r *reconciler) setExpect(id NodeID, version string) {
-	r.withLoop(id, func(n *nodeLoop) { n.expect = version })
+// freshRead applies a fresh read of version to a NodeID's expectation. A
+// read that shows the version our last write returned leaves it standing:
+// the write's echo is still on its way to the cache (Observe counts it),
+// and until it came a cached read is older than the write. Any other
+// version (a later write, the object gone) ends it: the cache is trusted
+// again.
+func (r *reconciler) freshRead(id NodeID, version string) {
+	r.withLoop(id, func(n *nodeLoop) {
+		if version == "" || version != n.expect {
+			n.expect = ""
+		}
+	})
 }
 
 // stale reports whether a cached version is older than our last write. A
