@@ -888,6 +888,38 @@ func TestSyncAppliesByOrder(t *testing.T) {
 // the write returned (Observe meets the expectation) or before it (the
 // pass the event queued finds the write's version in the cache): under
 // load the echo often beats the apply's answer, and the counter missed it.
+func TestEchoCountedWhicheverComesFirst(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "echo before the write returns", false: "echo after"}[early], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(early) // auto: the event is delivered inside Repair
+				f := start(t, b, Options{})
+				s := spec("c1", "a", "v1")
+				// One pass creates it: a second pass between the write
+				// and its echo reads stale (TestEchoCountedAfterAFreshRead),
+				// which this test's stale-read count rules out.
+				createOnce(t, f, b, s)
+				if !early {
+					b.catchUp(s.ID)
+					synctest.Wait()
+				}
+				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
+					t.Errorf("echoes counted %v, want 1", got)
+				}
+				// Another event of the same version is no second echo.
+				b.catchUp(s.ID)
+				synctest.Wait()
+				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
+					t.Errorf("echoes counted %v after a second event, want 1", got)
+				}
+				if got := testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")); got != 0 {
+					t.Errorf("stale reads %v, want 0", got)
+				}
+			})
+		})
+	}
+}
+
 // TestEchoCountedAfterAFreshRead: a pass that runs between a write and its
 // echo reads the cache before the echo (a stale read), then fresh: the
 // fresh read shows the write's own version, so the expectation stands and
@@ -897,13 +929,7 @@ func TestEchoCountedAfterAFreshRead(t *testing.T) {
 		b := newFake(false) // the cache lags until catchUp
 		f := start(t, b, Options{})
 		s := spec("c1", "a", "v1")
-		f.ready("c1", 1, 1)
-		synctest.Wait()
-		f.h.SetDesired([]NodeSpec{s})
-		synctest.Wait()
-		if !b.exists(s.ID) {
-			t.Fatal("not created")
-		}
+		createOnce(t, f, b, s)
 		stale := func() float64 { return testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")) }
 		echoes := func() float64 { return testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")) }
 		// Two passes before the echo: each reads the cache, which does
@@ -935,42 +961,16 @@ func TestEchoCountedAfterAFreshRead(t *testing.T) {
 	})
 }
 
-func TestEchoCountedWhicheverComesFirst(t *testing.T) {
-	for _, early := range []bool{true, false} {
-		t.Run(map[bool]string{true: "echo before the write returns", false: "echo after"}[early], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newFake(early) // auto: the event is delivered inside Repair
-				f := start(t, b, Options{})
-				s := spec("c1", "a", "v1")
-				// The cluster is ready before the NodeID is desired, so
-				// one pass creates it: a second pass queued while the
-				// create is in flight would read the cache before the
-				// echo (a stale read, then a fresh one, which meets the
-				// expectation without an echo).
-				f.ready("c1", 1, 1)
-				synctest.Wait()
-				f.h.SetDesired([]NodeSpec{s})
-				synctest.Wait()
-				if !b.exists(s.ID) {
-					t.Fatal("not created")
-				}
-				if !early {
-					b.catchUp(s.ID)
-					synctest.Wait()
-				}
-				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
-					t.Errorf("echoes counted %v, want 1", got)
-				}
-				// Another event of the same version is no second echo.
-				b.catchUp(s.ID)
-				synctest.Wait()
-				if got := testutil.ToFloat64(f.h.metrics.echoes.WithLabelValues("c1")); got != 1 {
-					t.Errorf("echoes counted %v after a second event, want 1", got)
-				}
-				if got := testutil.ToFloat64(f.h.metrics.staleReads.WithLabelValues("c1")); got != 0 {
-					t.Errorf("stale reads %v, want 0", got)
-				}
-			})
-		})
+// createOnce makes the cluster ready, then s desired, so that one pass
+// creates its object (a cluster made ready after would queue a second pass
+// while the create is in flight).
+func createOnce(t *testing.T, f *fixture, b *fakeBackend, s NodeSpec) {
+	t.Helper()
+	f.ready(s.ID.Cluster, 1, 1)
+	synctest.Wait()
+	f.h.SetDesired([]NodeSpec{s})
+	synctest.Wait()
+	if !b.exists(s.ID) {
+		t.Fatal("not created")
 	}
 }

@@ -280,7 +280,7 @@ func (r *reconciler) read(ctx context.Context, p pass, fresh bool) (State, error
 // again.
 func (r *reconciler) freshRead(id NodeID, version string) {
 	r.withLoop(id, func(n *nodeLoop) {
-		if version == "" || version != n.expect {
+		if version != n.expect {
 			n.expect = ""
 		}
 	})
