@@ -176,5 +176,5 @@ func addBenchFlags(fs *pflag.FlagSet, o *bench.Options) {
 	fs.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "scale, fleet and mixed runs: write a CPU profile of the idle window alone to this file")
 	fs.StringVar(&o.Chart, "chart", "", "also draw the latency distributions and the burst's repairs over time to this SVG file")
 	fs.BoolVar(&o.Baseline, "baseline", true, "mixed: also run --mode scale (the three kinds) at the same object count, for the side-by-side")
-	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale and mixed: at steady state; mixed also FILE-before, its heap before the config, for pprof -base, and its baseline FILE-baseline; fleet also FILE-drift-before and FILE-drift-after around its drift run, for pprof -sample_index=alloc_space -base) to this file")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile at the end of each measured run (scale and mixed: at steady state; mixed also FILE-before, its heap before the config, for pprof -base, and its baseline FILE-baseline; fleet: FILE after the cold sync, also FILE-cold-before before it, and FILE-drift-before and FILE-drift-after around its drift run, for pprof -sample_index=alloc_space -base) to this file")
 }

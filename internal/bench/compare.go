@@ -151,6 +151,9 @@ func figures(rep *benchReport) []figure {
 		}
 		if f.ColdSyncCost != nil {
 			dur("fleet cold sync process gc cpu", f.ColdSyncCost.ProcessGC)
+			if f.Objects > 0 {
+				bytes("fleet cold sync allocated per object", float64(f.ColdSyncCost.ProcessAlloc)/float64(f.Objects))
+			}
 		}
 		hub, floor := f.coldCPU()
 		dur("fleet cold sync cpu per object", hub)

@@ -246,6 +246,9 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	b.progress("fleet: a fresh hub creating %d objects of %d cluster entries on %d apiserver(s)", f.Objects, f.Entries, f.APIServers)
 	phase(ctx, "cold sync")
 	b.compactStores(ctx)
+	// FILE-cold-before: the heap before the cold hub, for pprof -base
+	// (what the cold sync allocated, with -sample_index=alloc_space).
+	b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-cold-before"))
 	coldCost := b.readCost(ctx)
 	began := time.Now()
 	sw := newSyncWatch()

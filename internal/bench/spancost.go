@@ -20,7 +20,14 @@ type spanCost struct {
 	// spent collecting garbage (runtime/metrics
 	// /cpu/classes/gc/total:cpu-seconds): marking in the background, on
 	// idle cores and in assists, and the pauses.
-	ProcessGC       msDuration `json:"processGCCPUMs,omitempty"`
+	ProcessGC msDuration `json:"processGCCPUMs,omitempty"`
+	// ProcessAlloc is what this process allocated on its heap in the
+	// span, and GCCycles how many collections it ran: the garbage
+	// collector's work grows with the bytes allocated, not with the heap
+	// kept (runtime/metrics /gc/heap/allocs:bytes and
+	// /gc/cycles/total:gc-cycles).
+	ProcessAlloc    uint64     `json:"processAllocBytes,omitempty"`
+	GCCycles        uint64     `json:"gcCycles,omitempty"`
 	ControlPlaneCPU msDuration `json:"controlPlaneCPUMs"`
 	Mutating        uint64     `json:"mutatingCalls"`
 	Reads           uint64     `json:"readCalls"`
@@ -39,6 +46,7 @@ type spanCost struct {
 type costReading struct {
 	at                        time.Time
 	process, gc, controlPlane time.Duration
+	alloc, cycles             uint64
 	requests                  map[string]RequestDurations
 	err                       error
 }
@@ -47,6 +55,7 @@ type costReading struct {
 // every apiserver's request histogram.
 func (b *bencher) readCost(ctx context.Context) costReading {
 	r := costReading{at: time.Now(), process: CPUTime(), gc: gcCPU()}
+	r.alloc, r.cycles = heapAllocs()
 	for _, lc := range b.set.Clusters {
 		d, err := lc.CPUTime()
 		if err != nil {
@@ -74,10 +83,25 @@ func gcCPU() time.Duration {
 	return time.Duration(sample[0].Value.Float64() * float64(time.Second))
 }
 
+// heapAllocs returns the bytes this process allocated on its heap so far
+// and the garbage collections it completed.
+func heapAllocs() (bytes, cycles uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		bytes = sample[0].Value.Uint64()
+	}
+	if sample[1].Value.Kind() == metrics.KindUint64 {
+		cycles = sample[1].Value.Uint64()
+	}
+	return bytes, cycles
+}
+
 // costSince returns the cost of the span from before to now.
 func (b *bencher) costSince(ctx context.Context, before costReading) *spanCost {
 	after := b.readCost(ctx)
-	c := &spanCost{ProcessCPU: msDuration(after.process - before.process), ProcessGC: msDuration(after.gc - before.gc)}
+	c := &spanCost{ProcessCPU: msDuration(after.process - before.process), ProcessGC: msDuration(after.gc - before.gc),
+		ProcessAlloc: after.alloc - before.alloc, GCCycles: after.cycles - before.cycles}
 	for _, err := range []error{before.err, after.err} {
 		if err != nil && c.Error == "" {
 			c.Error = err.Error()
@@ -149,6 +173,9 @@ func (c *spanCost) String() string {
 	gc := ""
 	if c.ProcessGC > 0 && c.ProcessCPU > 0 {
 		gc = fmt.Sprintf(" (%.0f%% collecting garbage)", 100*float64(c.ProcessGC)/float64(c.ProcessCPU))
+	}
+	if c.ProcessAlloc > 0 {
+		gc += fmt.Sprintf(", %s allocated, %d collections", fmtBytes(c.ProcessAlloc), c.GCCycles)
 	}
 	s := fmt.Sprintf("control planes %s, this process %s cpu%s; %d writes (p99 %s), %d reads",
 		fmtDur(c.ControlPlaneCPU.dur()), fmtDur(c.ProcessCPU.dur()), gc, c.Mutating, fmtDur(c.MutatingP99.dur()), c.Reads)

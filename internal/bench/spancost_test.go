@@ -28,6 +28,10 @@ func TestSpanCost(t *testing.T) {
 	if !strings.Contains(c.String(), "this process 2.00s cpu (25% collecting garbage)") {
 		t.Errorf("%q lacks the garbage collection share", c)
 	}
+	c.ProcessAlloc, c.GCCycles = 3<<30, 14
+	if !strings.Contains(c.String(), "(25% collecting garbage), 3072.0 MiB allocated, 14 collections;") {
+		t.Errorf("%q lacks what the process allocated", c)
+	}
 	if strings.Contains(c.String(), "cores busy") {
 		t.Errorf("%q tells cores busy for a span of no length", c)
 	}
@@ -59,4 +63,26 @@ func TestGCCPU(t *testing.T) {
 	if after := gcCPU(); after <= before {
 		t.Errorf("gc cpu %s after 200 MiB of garbage and a collection, %s before", after, before)
 	}
+}
+
+// What the process allocated and the collections it ran are read from the
+// runtime, and grow with the garbage it makes.
+func TestHeapAllocs(t *testing.T) {
+	bytes0, cycles0 := heapAllocs()
+	var keep [][]byte
+	for range 64 {
+		keep = append(keep, make([]byte, 1<<20))
+		if len(keep) > 4 {
+			keep = keep[1:]
+		}
+	}
+	runtime.GC()
+	bytes1, cycles1 := heapAllocs()
+	if bytes1-bytes0 < 64<<20 {
+		t.Errorf("allocated %d bytes across 64 MiB of garbage", bytes1-bytes0)
+	}
+	if cycles1 <= cycles0 {
+		t.Errorf("collections %d after a forced one, %d before", cycles1, cycles0)
+	}
+	runtime.KeepAlive(keep)
 }
