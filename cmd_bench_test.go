@@ -102,7 +102,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"poll detect p50 / watch detect p50", "watch detect p99 / floor p99", "burst of 10 deletes fully repaired in under 15s",
-		"burst: raw repair floor (the 10 objects deleted again, 32 at a time, each applied again by a plain client once deleted, ", "burst all repaired / raw repair floor", "burst all repaired within 1.5x the raw repair floor"} {
+		"burst: raw repair floor (the 10 objects deleted again, 32 at a time, each applied again by a plain client once deleted, ", " before the hub and ", " after it, its deletes done after ", "the floors' mean)", "burst all repaired / raw repair floor", "burst all repaired within 1.5x the raw repair floor"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q", s)
 		}

@@ -80,6 +80,7 @@ func figures(rep *benchReport) []figure {
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
 		dur(r.Mode+" raw repair floor", r.RepairFloor)
+		dur(r.Mode+" raw repair floor before the hub", r.RepairFloorBefore)
 		if l := r.RepairFloorLatency; l != nil {
 			lat(r.Mode+" raw repair floor repair", *l)
 			if r.Repair.P99 > 0 && l.P99 > 0 {
@@ -98,8 +99,8 @@ func figures(rep *benchReport) []figure {
 				out = append(out, figure{r.Mode + " cpu per drift / raw repair floor's", unitRatio, float64(hub) / float64(floor)})
 			}
 		}
-		if r.Elapsed > 0 && r.RepairFloor > 0 {
-			out = append(out, figure{r.Mode + " all repaired / raw repair floor", unitRatio, float64(r.Elapsed) / float64(r.RepairFloor)})
+		if floor := r.repairFloor(); r.Elapsed > 0 && floor > 0 {
+			out = append(out, figure{r.Mode + " all repaired / raw repair floor", unitRatio, float64(r.Elapsed) / float64(floor)})
 		}
 		if r.RepairsPerSecond > 0 {
 			out = append(out, figure{r.Mode + " repairs/s", unitRate, r.RepairsPerSecond})

@@ -248,9 +248,10 @@ func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]
 	return p.Wait()
 }
 
-// burstRepairFloor is the raw repair floor of the burst, measured after
-// the hub's run (the hub stopped): the bench's client deletes the burst's
-// objects again, as many at once as the burst's deletes, while a plain
+// burstRepairFloor is the raw repair floor of the burst, measured before
+// the hub's run and after it (no hub running; when says which in the
+// progress): the bench's client deletes the burst's objects, as many at
+// once as the burst's deletes, while a plain
 // client server-side applies each one again with the hub's field manager
 // as soon as its delete returned, as many at once as the hub's writers run
 // on one cluster, leaving every object as desired again. Both sides then
@@ -258,7 +259,7 @@ func (b *bencher) deleteFloorObjects(ctx context.Context, namespaces map[string]
 // without the detection. It returns the time from the first delete's start
 // to the last apply returning, the applies in flight, and when the last
 // delete returned.
-func (b *bencher) burstRepairFloor(ctx context.Context, w *workload, steps []Step, workers int) (took time.Duration, inFlight int, deletes time.Duration, err error) {
+func (b *bencher) burstRepairFloor(ctx context.Context, w *workload, steps []Step, workers int, when string) (took time.Duration, inFlight int, deletes time.Duration, err error) {
 	byID := make(map[hub.NodeID]hub.NodeSpec, len(w.specs))
 	for _, s := range w.specs {
 		byID[s.ID] = s
@@ -272,7 +273,7 @@ func (b *bencher) burstRepairFloor(ctx context.Context, w *workload, steps []Ste
 		calls = append(calls, rawApply{client: b.clients[s.ID.Cluster], spec: s})
 	}
 	inFlight = hubWritesPerCluster(workers)
-	b.progress("burst: raw repair floor: deleting the %d objects again (%d at a time), a plain client applying each again once deleted (%d at a time)", len(calls), benchBurstWorkers, inFlight)
+	b.progress("burst: raw repair floor %s: deleting the %d objects (%d at a time), a plain client applying each again once deleted (%d at a time)", when, len(calls), benchBurstWorkers, inFlight)
 	// Deleted objects wait here for an applier; it holds every call, so
 	// a delete never waits for the applies.
 	deleted := make(chan rawApply, len(calls))
@@ -306,7 +307,7 @@ func (b *bencher) burstRepairFloor(ctx context.Context, w *workload, steps []Ste
 		return 0, 0, 0, fmt.Errorf("raw repair floor: %w", err)
 	}
 	took = time.Since(began)
-	b.progress("burst: raw repair floor: %s (its deletes done after %s)", took.Round(time.Millisecond), time.Duration(deletesDone.Load()).Round(time.Millisecond))
+	b.progress("burst: raw repair floor %s: %s (its deletes done after %s)", when, took.Round(time.Millisecond), time.Duration(deletesDone.Load()).Round(time.Millisecond))
 	return took, inFlight, time.Duration(deletesDone.Load()), nil
 }
 
@@ -425,4 +426,17 @@ func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, entries []f
 	rep := latencyOf(lat)
 	b.progress("fleet: raw repair floor: repair p50 %s, p99 %s", fmtDur(rep.P50.dur()), fmtDur(rep.P99.dur()))
 	return rep, spent, nil
+}
+
+// repairFloor is the burst's raw repair floor its all repaired in is taken
+// over: the mean of the floors measured before and after the hub, or the
+// one measured; 0 when neither was.
+func (r *runReport) repairFloor() msDuration {
+	switch {
+	case r.RepairFloor > 0 && r.RepairFloorBefore > 0:
+		return (r.RepairFloor + r.RepairFloorBefore) / 2
+	case r.RepairFloor > 0:
+		return r.RepairFloor
+	}
+	return r.RepairFloorBefore
 }

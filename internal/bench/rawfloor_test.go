@@ -89,6 +89,27 @@ func TestBurstRepairFloorReport(t *testing.T) {
 			t.Errorf("floor %s: no raw repair floor target in %+v", tc.floor, rep.Targets)
 		}
 	}
+	// Measured before and after the hub, the burst is taken over the
+	// floors' mean, and the table shows both.
+	both := testReport(ModeBurst)
+	br := &both.Runs[0]
+	br.RepairFloorBefore, br.RepairFloor, br.Repaired = msDuration(6*time.Second), msDuration(10*time.Second), br.Drifts
+	both.Targets, both.Notes, both.Ratios = nil, nil, nil
+	both.finish(Options{Mode: ModeBurst, Rate: 1})
+	if want := float64(br.Elapsed) / float64(8*time.Second); both.Ratios == nil || both.Ratios.BurstRepairedOverRepairFloor != want {
+		t.Errorf("floors 6 s before and 10 s after: ratios %+v, want %.3f (over their mean)", both.Ratios, want)
+	}
+	var bothTable bytes.Buffer
+	if err := both.writeTable(&bothTable); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bothTable.String(), "6.00s before the hub and 10.00s after it") || !strings.Contains(bothTable.String(), "the floors' mean)") {
+		t.Errorf("the table does not show both floors:\n%s", &bothTable)
+	}
+	if (&runReport{RepairFloorBefore: msDuration(time.Second)}).repairFloor() != msDuration(time.Second) {
+		t.Error("a floor measured only before the hub is the floor")
+	}
+
 	// A floor that failed says why, in the table and the JSON, and makes
 	// no ratio.
 	failed := testReport(ModeBurst)
@@ -109,11 +130,12 @@ func TestBurstRepairFloorReport(t *testing.T) {
 
 	old, cur := testReport(ModeBurst), testReport(ModeBurst)
 	cur.Runs[0].RepairFloor = msDuration(4 * time.Second)
+	old.Runs[0].RepairFloorBefore, cur.Runs[0].RepairFloorBefore = msDuration(5*time.Second), msDuration(4*time.Second)
 	var out bytes.Buffer
 	if err := Compare(&out, "old.json", old, "new.json", cur); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range [][]string{{"burst raw repair floor", "5.00s", "4.00s", "better"}, {"burst all repaired / raw repair floor", "2.02x", "2.53x", "+0.51x", "worse"}} {
+	for _, want := range [][]string{{"burst raw repair floor", "5.00s", "4.00s", "better"}, {"burst raw repair floor before the hub", "5.00s", "4.00s", "better"}, {"burst all repaired / raw repair floor", "2.02x", "2.53x", "+0.51x", "worse"}} {
 		found := false
 		for _, line := range strings.Split(out.String(), "\n") {
 			if f := strings.Fields(strings.TrimPrefix(line, want[0])); strings.HasPrefix(line, want[0]) && len(f) == 5 &&
