@@ -1522,13 +1522,13 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		for _, r := range rep.Runs {
 			if r.RepairFloor > 0 {
-				before := ""
+				floors, over := fmt.Sprintf("%s after the hub", fmtDur(r.RepairFloor.dur())), "floor"
 				if r.RepairFloorBefore > 0 {
-					before = fmt.Sprintf(" %s before the hub and", fmtDur(r.RepairFloorBefore.dur()))
+					floors, over = fmt.Sprintf("%s before the hub and %s after it", fmtDur(r.RepairFloorBefore.dur()), fmtDur(r.RepairFloor.dur())), "floors' mean"
 				}
-				fmt.Fprintf(tw, "\n%s: raw repair floor (the %d objects deleted again, %d at a time, each applied again by a plain client once deleted, %d at a time)%s %s after it, its deletes done after %s; all repaired in %s%s\n",
-					r.Mode, r.Drifts, benchBurstWorkers, r.RepairFloorConcurrency, before, fmtDur(r.RepairFloor.dur()), fmtDur(r.RepairFloorDeletes.dur()),
-					fmtDur(r.Elapsed.dur()), overFloor(r.Elapsed, r.repairFloor(), "floors' mean"))
+				fmt.Fprintf(tw, "\n%s: raw repair floor (the %d objects deleted again, %d at a time, each applied again by a plain client once deleted, %d at a time) %s, its deletes done after %s; all repaired in %s%s\n",
+					r.Mode, r.Drifts, benchBurstWorkers, r.RepairFloorConcurrency, floors, fmtDur(r.RepairFloorDeletes.dur()),
+					fmtDur(r.Elapsed.dur()), overFloor(r.Elapsed, r.repairFloor(), over))
 			}
 		}
 		for _, r := range rep.Runs {
