@@ -593,15 +593,7 @@ func openFDs() int {
 // floor is the raw create floor the cold sync is measured against: the
 // mean of the floors before and after the cold hub, or the one measured
 // (0 when neither was).
-func (f *fleetReport) floor() msDuration {
-	switch {
-	case f.CreateFloor > 0 && f.CreateFloorAfter > 0:
-		return (f.CreateFloor + f.CreateFloorAfter) / 2
-	case f.CreateFloor > 0:
-		return f.CreateFloor
-	}
-	return f.CreateFloorAfter
-}
+func (f *fleetReport) floor() msDuration { return meanOfMeasured(f.CreateFloor, f.CreateFloorAfter) }
 
 // coldCPU is the CPU (the control planes' and this process's) the cold
 // sync spent per object, and its raw create floor's (the mean of the

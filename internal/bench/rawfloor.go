@@ -432,11 +432,18 @@ func (b *bencher) fleetRepairFloor(ctx context.Context, w *workload, entries []f
 // over: the mean of the floors measured before and after the hub, or the
 // one measured; 0 when neither was.
 func (r *runReport) repairFloor() msDuration {
+	return meanOfMeasured(r.RepairFloorBefore, r.RepairFloor)
+}
+
+// meanOfMeasured is the mean of a floor measured before a hub's run and
+// after it, or the one of the two measured (a floor not measured is 0); 0
+// when neither was.
+func meanOfMeasured(before, after msDuration) msDuration {
 	switch {
-	case r.RepairFloor > 0 && r.RepairFloorBefore > 0:
-		return (r.RepairFloor + r.RepairFloorBefore) / 2
-	case r.RepairFloor > 0:
-		return r.RepairFloor
+	case before > 0 && after > 0:
+		return (before + after) / 2
+	case before > 0:
+		return before
 	}
-	return r.RepairFloorBefore
+	return after
 }

@@ -52,13 +52,7 @@ func TestSpanCost(t *testing.T) {
 // the garbage this process makes.
 func TestGCCPU(t *testing.T) {
 	before := gcCPU()
-	var keep [][]byte
-	for range 200 {
-		keep = append(keep, make([]byte, 1<<20))
-		if len(keep) > 8 {
-			keep = keep[1:]
-		}
-	}
+	makeGarbage(200)
 	runtime.GC()
 	if after := gcCPU(); after <= before {
 		t.Errorf("gc cpu %s after 200 MiB of garbage and a collection, %s before", after, before)
@@ -69,13 +63,7 @@ func TestGCCPU(t *testing.T) {
 // runtime, and grow with the garbage it makes.
 func TestHeapAllocs(t *testing.T) {
 	bytes0, cycles0 := heapAllocs()
-	var keep [][]byte
-	for range 64 {
-		keep = append(keep, make([]byte, 1<<20))
-		if len(keep) > 4 {
-			keep = keep[1:]
-		}
-	}
+	makeGarbage(64)
 	runtime.GC()
 	bytes1, cycles1 := heapAllocs()
 	if bytes1-bytes0 < 64<<20 {
@@ -83,6 +71,18 @@ func TestHeapAllocs(t *testing.T) {
 	}
 	if cycles1 <= cycles0 {
 		t.Errorf("collections %d after a forced one, %d before", cycles1, cycles0)
+	}
+}
+
+// makeGarbage allocates mib MiB, a MiB at a time, keeping the last few
+// alive as it goes, and drops them all.
+func makeGarbage(mib int) {
+	var keep [][]byte
+	for range mib {
+		keep = append(keep, make([]byte, 1<<20))
+		if len(keep) > 4 {
+			keep = keep[1:]
+		}
 	}
 	runtime.KeepAlive(keep)
 }
