@@ -725,7 +725,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 					return append(runs, r), err
 				}
 				b.log.Warn("raw repair floor after the hub not measured", "err", err)
-				r.RepairFloorError = "after the hub: " + err.Error()
+				r.RepairFloorError = strings.TrimPrefix(r.RepairFloorError+"; after the hub: "+err.Error(), "; ")
 			}
 			r.RepairFloor, r.RepairFloorConcurrency, r.RepairFloorDeletes = msDuration(took), n, msDuration(deletes)
 		}
@@ -1521,10 +1521,13 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				fmtDur(r.Sync.dur()), fmtDur(r.Issue.dur()), fmtDur(r.Elapsed.dur()), r.RepairsPerSecond, fmtDur(r.CPU.dur()), peakRSSText(r))
 		}
 		for _, r := range rep.Runs {
-			if r.RepairFloor > 0 {
+			if r.repairFloor() > 0 {
 				floors, over := fmt.Sprintf("%s after the hub", fmtDur(r.RepairFloor.dur())), "floor"
-				if r.RepairFloorBefore > 0 {
+				switch {
+				case r.RepairFloorBefore > 0 && r.RepairFloor > 0:
 					floors, over = fmt.Sprintf("%s before the hub and %s after it", fmtDur(r.RepairFloorBefore.dur()), fmtDur(r.RepairFloor.dur())), "floors' mean"
+				case r.RepairFloorBefore > 0:
+					floors = fmt.Sprintf("%s before the hub", fmtDur(r.RepairFloorBefore.dur()))
 				}
 				fmt.Fprintf(tw, "\n%s: raw repair floor (the %d objects deleted again, %d at a time, each applied again by a plain client once deleted, %d at a time) %s, its deletes done after %s; all repaired in %s%s\n",
 					r.Mode, r.Drifts, benchBurstWorkers, r.RepairFloorConcurrency, floors, fmtDur(r.RepairFloorDeletes.dur()),

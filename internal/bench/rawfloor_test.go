@@ -106,8 +106,20 @@ func TestBurstRepairFloorReport(t *testing.T) {
 	if !strings.Contains(bothTable.String(), "6.00s before the hub and 10.00s after it") || !strings.Contains(bothTable.String(), "the floors' mean)") {
 		t.Errorf("the table does not show both floors:\n%s", &bothTable)
 	}
-	if (&runReport{RepairFloorBefore: msDuration(time.Second)}).repairFloor() != msDuration(time.Second) {
+	// A floor measured only before the hub (the one after failed) is the
+	// floor, the table says which, and the error keeps both floors' words.
+	br.RepairFloor, br.RepairFloorError = 0, "before the hub: timeout"
+	if br.repairFloor() != br.RepairFloorBefore {
 		t.Error("a floor measured only before the hub is the floor")
+	}
+	both.Ratios = nil
+	both.finish(Options{Mode: ModeBurst, Rate: 1})
+	bothTable.Reset()
+	if err := both.writeTable(&bothTable); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bothTable.String(), "11 at a time) 6.00s before the hub, its deletes") || !strings.Contains(bothTable.String(), "x the floor)") {
+		t.Errorf("the table does not show the floor before the hub alone:\n%s", &bothTable)
 	}
 
 	// A floor that failed says why, in the table and the JSON, and makes
