@@ -725,7 +725,11 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 					return append(runs, r), err
 				}
 				b.log.Warn("raw repair floor after the hub not measured", "err", err)
-				r.RepairFloorError = strings.TrimPrefix(r.RepairFloorError+"; after the hub: "+err.Error(), "; ")
+				msg := "after the hub: " + err.Error()
+				if r.RepairFloorError != "" { // the floor before the hub failed too
+					msg = r.RepairFloorError + "; " + msg
+				}
+				r.RepairFloorError = msg
 			}
 			r.RepairFloor, r.RepairFloorConcurrency, r.RepairFloorDeletes = msDuration(took), n, msDuration(deletes)
 		}
