@@ -33,6 +33,8 @@ type controller struct {
 	log     *slog.Logger
 	metrics *metrics
 	queue   workqueue.TypedRateLimitingInterface[NodeID]
+	// inner is the queue's innermost layer, which knows when it is idle.
+	inner *renewing
 	// writeQ holds the writes workers handed off (see writeQueue).
 	writeQ *writeQueue
 	rec    passRunner
@@ -54,11 +56,13 @@ const maxAhead = 1024
 
 // newController returns a controller over rec (set before start).
 func newController(opts Options, m *metrics) *controller {
+	queue, inner := newQueue(opts)
 	return &controller{
 		opts:    opts,
 		log:     opts.Logger,
 		metrics: m,
-		queue:   newQueue(opts),
+		queue:   queue,
+		inner:   inner,
 		writeQ:  newWriteQueue(opts.Writers),
 		// The slots are taken before each recorder starts.
 		aheadSlots: make(chan struct{}, maxAhead),

@@ -350,6 +350,13 @@ func spec(cluster, name, content string) NodeSpec {
 // start runs a hub over b. It must be called inside synctest.Test.
 func start(t *testing.T, b *fakeBackend, opts Options) *fixture {
 	t.Helper()
+	return startPrepared(t, b, opts, nil)
+}
+
+// startPrepared is start with prepare (when not nil) called on the hub
+// before it runs.
+func startPrepared(t *testing.T, b *fakeBackend, opts Options, prepare func(h *Hub)) *fixture {
+	t.Helper()
 	if opts.Workers == 0 {
 		opts.Workers = 2
 	}
@@ -359,6 +366,9 @@ func start(t *testing.T, b *fakeBackend, opts Options) *fixture {
 	h := New(opts)
 	b.sink = h
 	h.SetBackends(b)
+	if prepare != nil {
+		prepare(h)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	f := &fixture{t: t, h: h, b: b, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -207,6 +207,8 @@ type Hub struct {
 	// snapshots.
 	store *store
 	pub   *publisher
+	// heap returns the heap a wave of work freed once the queue is idle.
+	heap *heapReturner
 
 	// running is set by Run (guarded by mu).
 	running bool
@@ -349,6 +351,7 @@ func New(opts Options) *Hub {
 		rec:           &reconciler{loopState: ls, out: &recorder{loopState: ls}},
 		store:         st,
 		pub:           newPublisher(opts, st, st.dirty, st.changed),
+		heap:          newHeapReturner(opts, m, ctrl.inner),
 	}
 	ctrl.rec = h.rec
 	return h
@@ -501,6 +504,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		wg.Go(func() { h.ctrl.supervise(ctx, "resync", h.resyncLoop) })
 	}
 	wg.Go(func() { h.ctrl.supervise(ctx, "orphans", h.orphanLoop) })
+	wg.Go(func() { h.ctrl.supervise(ctx, "heap", h.heap.run) })
 	<-ctx.Done()
 	h.ctrl.shutDown()
 	grace := time.AfterFunc(h.opts.ShutdownGrace, cancelWork)
@@ -558,6 +562,11 @@ func (h *Hub) Running() bool {
 
 // QueueLen returns the number of NodeIDs waiting.
 func (h *Hub) QueueLen() int { return h.ctrl.queue.Len() }
+
+// HeapReturns returns how many times the hub returned the heap a wave of
+// work freed to the operating system, once its queue was idle again (the
+// first after its first sync: see heapReturner).
+func (h *Hub) HeapReturns() int64 { return h.heap.returns.Load() }
 
 // Subscribe returns a channel that receives the latest snapshot after every
 // change (at most 10 per second by default). A slow subscriber only misses

@@ -38,6 +38,7 @@ type metrics struct {
 	drains                        prometheus.Counter
 	loopPanics                    *prometheus.CounterVec
 	orphanGuard                   *prometheus.CounterVec
+	heapReturns, heapReturned     prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -105,15 +106,21 @@ func newMetrics() *metrics {
 			Name: "driftwatch_intent_drains_total", Help: "Pauses, holds and warn overrides that waited for writes already in flight in their scope.",
 		}),
 		loopPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftwatch_loop_panics_total", Help: "Panics recovered in the hub's background loops (publish, resync, orphans), by loop; the loop is restarted.",
+			Name: "driftwatch_loop_panics_total", Help: "Panics recovered in the hub's background loops (publish, resync, orphans, heap), by loop; the loop is restarted.",
 		}, []string{"loop"}),
+		heapReturns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_heap_returns_total", Help: "Times the hub returned the heap a wave of work freed to the operating system once its queue was idle again.",
+		}),
+		heapReturned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_heap_returned_bytes_total", Help: "Bytes of freed heap the hub returned to the operating system after waves of work.",
+		}),
 		orphanGuard: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_orphan_prunes_refused_total", Help: "Orphan prunes refused, by reason (limit: more than the prune limit across the hub in one scan; all: every object of a cluster; warn: warn-only policy).",
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
 		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.staleHealth,
-		m.refused, m.drains, m.loopPanics, m.orphanGuard,
+		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -17,11 +17,13 @@ const renewAbove = 1024
 
 // newQueue returns the loop's workqueue: client-go's rate-limiting queue
 // with exponential failure backoff over client-go's delaying queue, as its
-// defaults build them, over a renewing queue instead of a plain one.
-func newQueue(opts Options) workqueue.TypedRateLimitingInterface[NodeID] {
+// defaults build them, over a renewing queue instead of a plain one, which
+// it also returns (it knows when the queue is idle).
+func newQueue(opts Options) (workqueue.TypedRateLimitingInterface[NodeID], *renewing) {
+	inner := newRenewing(renewAbove)
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[NodeID](opts.FailureBaseDelay, opts.FailureMaxDelay)
-	dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[NodeID]{Name: queueName, Queue: newRenewing(renewAbove)})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[NodeID]{Name: queueName, DelayingQueue: dq})
+	dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[NodeID]{Name: queueName, Queue: inner})
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[NodeID]{Name: queueName, DelayingQueue: dq}), inner
 }
 
 // renewing is the innermost layer of the loop's workqueue: it forwards every
@@ -58,6 +60,10 @@ type renewing struct {
 	// without mu, as every pass's gate asks it while holding the loop's
 	// lock: the loop's lock never waits for the queue's.
 	shutting atomic.Bool
+	// idle receives a token (never blocking: it holds one) each time a
+	// Done leaves the queue idle (see Idle); finished counts every Done.
+	idle     chan struct{}
+	finished atomic.Int64
 }
 
 var _ workqueue.TypedInterface[NodeID] = (*renewing)(nil)
@@ -65,10 +71,32 @@ var _ workqueue.TypedInterface[NodeID] = (*renewing)(nil)
 // newRenewing returns a renewing queue that is renewed once drained after it
 // held at least above items.
 func newRenewing(above int) *renewing {
-	r := &renewing{above: above}
+	r := &renewing{above: above, idle: make(chan struct{}, 1)}
 	r.renewLocked()
 	return r
 }
+
+// Idle reports whether the queue is idle: no item waiting and every item
+// handed out Done (items waiting in the layers above, a retry's delay,
+// are not counted: they are not work yet).
+func (r *renewing) Idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idleLocked()
+}
+
+func (r *renewing) idleLocked() bool {
+	return r.cur.Len() == 0 && r.list.popped.Load() == r.done
+}
+
+// Idled returns a channel that holds a token once a Done left the queue
+// idle: a wave of work ended. Read Idle on receipt: an Add may have come
+// since.
+func (r *renewing) Idled() <-chan struct{} { return r.idle }
+
+// Finished returns how many items were Done since the queue was made: two
+// equal readings with the queue idle at both say no work came between.
+func (r *renewing) Finished() int64 { return r.finished.Load() }
 
 // renewLocked makes a fresh current queue (callers hold mu, or own r).
 func (r *renewing) renewLocked() {
@@ -122,7 +150,15 @@ func (r *renewing) Done(item NodeID) {
 	defer r.mu.Unlock()
 	r.cur.Done(item)
 	r.done++
-	if r.shutting.Load() || r.held < int64(r.above) || r.cur.Len() != 0 || r.list.popped.Load() != r.done {
+	r.finished.Add(1)
+	if !r.idleLocked() {
+		return
+	}
+	select {
+	case r.idle <- struct{}{}:
+	default:
+	}
+	if r.shutting.Load() || r.held < int64(r.above) {
 		return
 	}
 	old := r.cur

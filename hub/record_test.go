@@ -225,7 +225,7 @@ func TestFIFO(t *testing.T) {
 // and AddAfter and AddRateLimited delay it.
 func TestQueueSemantics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newQueue(Options{}.withDefaults())
+		q, _ := newQueue(Options{}.withDefaults())
 		defer q.ShutDown()
 		a, b := NewNodeID("c1", "ns", "a", KindConfigMap), NewNodeID("c1", "ns", "b", KindConfigMap)
 		q.Add(a)

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -597,6 +596,32 @@ func (r *runningHub) Stop() error {
 	return errors.Join(r.err, r.app.Close())
 }
 
+// heapReturnWait is how long a drift run waits, once its hub is in sync,
+// for the hub to return the heap its first sync freed.
+const heapReturnWait = 2 * time.Second
+
+// waitHeapReturned waits until h has returned the heap a wave of work
+// freed (hub.HeapReturns: it does once its queue is idle after its first
+// sync), at most limit, and says which: the drift run's peak RSS is then
+// the drift run's, not the first sync's, as for a hub that has been
+// running. A first sync too small to be returned waits the whole limit.
+func waitHeapReturned(ctx context.Context, h *hub.Hub, limit time.Duration) string {
+	began := time.Now()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for h.HeapReturns() == 0 {
+		if time.Since(began) >= limit {
+			return fmt.Sprintf("its first sync's heap not returned after %s", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return "stopped"
+		case <-t.C:
+		}
+	}
+	return fmt.Sprintf("its first sync's heap returned %s later", time.Since(began).Round(time.Millisecond))
+}
+
 // waitInSync waits until the hub shows every one of its want objects in sync.
 func (b *bencher) waitInSync(ctx context.Context, h *hub.Hub, want int, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
@@ -774,7 +799,8 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 		return r, fmt.Errorf("%s run: %w", mode, err)
 	}
 	r.Sync = msDuration(time.Since(began))
-	b.progress("%s: hub in sync with %d objects after %s; making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), len(steps))
+	returned := waitHeapReturned(ctx, rh.app.Hub(), heapReturnWait)
+	b.progress("%s: hub in sync with %d objects after %s (%s); making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), returned, len(steps))
 	stopped = true
 	err = b.makeDrifts(ctx, &r, rh, tr, driftgen.New(b.targets, o.Seed), steps, workers, limit)
 	return r, err
@@ -1018,7 +1044,6 @@ func (b *bencher) scale(ctx context.Context) (*scaleReport, error) {
 		s.BytesPerObject = float64(heap-heap0) / float64(total)
 	}
 	s.RSS, _ = RSS()
-	releaseMemory()
 	cpu0 := CPUTime()
 	if !b.idle(ctx) {
 		return nil, ctx.Err()
@@ -1040,13 +1065,6 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
-
-// releaseMemory returns the heap the run freed to the operating system
-// at once, before an idle window: otherwise the runtime's background
-// scavenger does it during the window, a one-off after the cold sync
-// (madvise calls, over a third of the window's CPU at 250 x 100) that a
-// hub idle for hours does not pay. RSS is measured before it.
-func releaseMemory() { debug.FreeOSMemory() }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

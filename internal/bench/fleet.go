@@ -290,7 +290,6 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.RSS, _ = RSS()
 	f.OpenFDs = openFDs()
 	f.Goroutines = runtime.NumGoroutine()
-	releaseMemory()
 	cpu0 := CPUTime()
 	if !b.idle(ctx) {
 		return nil, nil, ctx.Err()
@@ -699,7 +698,7 @@ func (rep *benchReport) finishFleet() {
 		}
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
-		"cold sync: a fresh hub with nothing on the apiservers creating every object, run headless (followed through its status hook and the entries' health, not a snapshot subscription) and timed by its own stamps of the last entry synced and the last object in sync; steady rss, heap and idle cpu (no drift) measured once it settled, the idle cpu after the heap the cold sync freed was returned to the system (the background scavenger would do it during the window, once); "+
+		"cold sync: a fresh hub with nothing on the apiservers creating every object, run headless (followed through its status hook and the entries' health, not a snapshot subscription) and timed by its own stamps of the last entry synced and the last object in sync; steady rss, heap and idle cpu (no drift) measured once it settled (the hub returns the heap its cold sync freed to the system once its queue is idle); "+
 		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
 		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
 }

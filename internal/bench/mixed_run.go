@@ -165,7 +165,6 @@ func (b *bencher) mixed(ctx context.Context, rep *benchReport) error {
 		m.BytesPerObject = float64(heap-heap0) / float64(m.Objects)
 	}
 	m.RSS, _ = RSS()
-	releaseMemory()
 	cpu0 := CPUTime()
 	if !b.idle(ctx) {
 		return ctx.Err()
