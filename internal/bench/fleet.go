@@ -276,8 +276,8 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.ColdSync = msDuration(done)
 	f.ColdSyncCost = b.costSince(ctx, coldCost)
 	f.PeakRSS, _ = PeakRSS()
-	b.progress("fleet: every entry synced after %s, every object in sync after %s; settling, then measuring memory and %s of idle CPU",
-		synced.Round(time.Millisecond), f.ColdSync.dur().Round(time.Millisecond), o.Idle)
+	b.progress("fleet: every entry synced after %s, every object in sync after %s (the hub's heap returns so far: %d); settling, then measuring memory and %s of idle CPU",
+		synced.Round(time.Millisecond), f.ColdSync.dur().Round(time.Millisecond), rh.app.Hub().HeapReturns(), o.Idle)
 	if !sleepCtx(ctx, fleetSettle) {
 		return nil, nil, ctx.Err()
 	}
@@ -297,7 +297,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.IdleCPU = msDuration(CPUTime() - cpu0)
 	f.IdleFor = msDuration(o.Idle)
 	f.IdleCPUPercent = 100 * f.IdleCPU.dur().Seconds() / f.IdleFor.dur().Seconds()
-	b.progress("fleet: steady rss %s, idle cpu %.2f%% of a core", fmtBytes(f.RSS), f.IdleCPUPercent)
+	b.progress("fleet: steady rss %s, idle cpu %.2f%% of a core (the hub's heap returns: %d)", fmtBytes(f.RSS), f.IdleCPUPercent, rh.app.Hub().HeapReturns())
 	stopped = true
 	err = rh.Stop()
 	// The stopped hub is garbage from here on: the phases after it (a
