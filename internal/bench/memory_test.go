@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // TestStatusField reads kB fields of /proc/self/status's text in bytes and
@@ -19,5 +23,20 @@ func TestStatusField(t *testing.T) {
 	}
 	if _, err := statusField([]byte("RssAnon:\tmany kB\n"), "RssAnon"); err == nil {
 		t.Error("a field that is not a number: no error")
+	}
+}
+
+// TestWaitHeapReturned: a hub that has not returned its first sync's heap
+// is waited for until the limit, and the wait says so; a cancelled wait
+// says it stopped.
+func TestWaitHeapReturned(t *testing.T) {
+	h := hub.New(hub.Options{})
+	if got := waitHeapReturned(t.Context(), h, 20*time.Millisecond); !strings.Contains(got, "not returned after 20ms") {
+		t.Errorf("a hub that returned nothing: %q, want it to say so", got)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if got := waitHeapReturned(ctx, h, time.Minute); got != "stopped" {
+		t.Errorf("a cancelled wait: %q, want stopped", got)
 	}
 }
