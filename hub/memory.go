@@ -152,7 +152,9 @@ func (r *heapReturner) check() time.Duration {
 		}
 	}
 	wave := h.allocs - r.lastAllocs
+	began := time.Now()
 	r.release()
+	took := time.Since(began)
 	after := r.read()
 	r.lastAllocs, r.last = after.allocs, r.now()
 	r.returns.Add(1)
@@ -163,6 +165,6 @@ func (r *heapReturner) check() time.Duration {
 	r.metrics.heapReturned.Add(float64(returned))
 	r.metrics.heapReturns.Inc()
 	r.log.Debug("returned the heap freed by a wave of work to the operating system",
-		"allocatedMiB", wave>>20, "returnedMiB", returned>>20, "liveMiB", after.live>>20)
+		"allocatedMiB", wave>>20, "returnedMiB", returned>>20, "liveMiB", after.live>>20, "took", took)
 	return 0
 }
