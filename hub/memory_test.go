@@ -52,6 +52,15 @@ func (f *fakeHeap) setLive(n uint64) {
 	f.live = n
 }
 
+// startWithHeap runs a hub over b whose heap returns read and release
+// heap instead of the runtime's.
+func startWithHeap(t *testing.T, b *fakeBackend, opts Options, heap *fakeHeap) *fixture {
+	t.Helper()
+	return startPrepared(t, b, opts, func(h *Hub) {
+		h.heap.read, h.heap.release = heap.read, heap.release
+	})
+}
+
 // TestHeapReturnedAfterAWave: once the queue is idle after a wave of work
 // that allocated at least heapReturnMinAlloc and at least the live heap,
 // the hub returns the freed heap, at most once per heapReturnEvery (a wave
@@ -62,9 +71,7 @@ func TestHeapReturnedAfterAWave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		heap := &fakeHeap{live: 10 << 20}
 		b := newFake(true)
-		f := startPrepared(t, b, Options{}, func(h *Hub) {
-			h.heap.read, h.heap.release = heap.read, heap.release
-		})
+		f := startWithHeap(t, b, Options{}, heap)
 		specs := []NodeSpec{spec("a", "one", "v1"), spec("a", "two", "v1"), spec("a", "three", "v1")}
 		f.h.SetDesired(specs)
 		f.ready("a", 1, 1)
@@ -168,9 +175,7 @@ func TestHeapNotReturnedWhileBusy(t *testing.T) {
 			}
 		}
 		// The hanging write outlives the minute.
-		f := startPrepared(t, b, Options{CallTimeout: 5 * time.Minute}, func(h *Hub) {
-			h.heap.read, h.heap.release = heap.read, heap.release
-		})
+		f := startWithHeap(t, b, Options{CallTimeout: 5 * time.Minute}, heap)
 		s, other := spec("a", "one", "v1"), spec("a", "two", "v1")
 		f.h.SetDesired([]NodeSpec{s, other})
 		heap.allocate(64<<20, 32<<20)
@@ -259,9 +264,7 @@ func TestHeapReturnWaitsForQuiet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		heap := &fakeHeap{live: 1 << 20}
 		b := newFake(true)
-		f := startPrepared(t, b, Options{}, func(h *Hub) {
-			h.heap.read, h.heap.release = heap.read, heap.release
-		})
+		f := startWithHeap(t, b, Options{}, heap)
 		s := spec("a", "one", "v1")
 		f.h.SetDesired([]NodeSpec{s})
 		heap.allocate(64<<20, 32<<20)
