@@ -1450,7 +1450,7 @@ func (rep *benchReport) finish(o Options) {
 	}
 	if len(rep.Runs) > 0 {
 		rep.Notes = append(rep.Notes, "floor: an independent raw watch (no informer, no label selector; dynamic for the mixed kinds) seeing the change; hub-event: the hub's own watch event (poll: its reconcile starting); detect: the hub classifying it; apply: the hub's repair call returning; repair: the raw watch seeing the object as desired again. All from the drift call's start.")
-		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes. "+
+		rep.Notes = append(rep.Notes, "cpu and peak rss are this process's from the first drift to the last repair: the hub plus the bench's raw watch and drift client; the control planes are separate processes. The first drift comes once the hub has returned the heap its first sync freed (at most 2s after it is in sync), as a hub that has been running has. "+
 			"The peak rss is shown with the peaks of its anonymous part (the Go heap and stacks) and of its file-backed part (the pages of the binary the process touched, more with every library linked, and the state file's mapping), each sampled every 20 ms.")
 	}
 	if burstRun != nil && burstRun.repairFloor() > 0 {
