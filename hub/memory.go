@@ -22,8 +22,10 @@ import (
 //
 // The queue may be idle for a moment inside a wave: after the writes of a
 // cold sync the watch echoes of the last ones are still coming, and each
-// is a pass. A wave has ended once the queue stayed idle for
-// heapReturnQuiet with no item done in between.
+// is a pass. A wave has ended once at most heapReturnTrickle items were
+// done over heapReturnQuiet: a live fleet always has a trickle of events
+// (status updates of rollouts and autoscalers), so the end of a wave
+// cannot wait for the queue to stay idle.
 
 // Tuning of the heapReturner.
 const (
@@ -35,9 +37,10 @@ const (
 	// is busy and idle in turn (steady drift at a high rate) pays for one
 	// extra collection a minute at most.
 	heapReturnEvery = time.Minute
-	// heapReturnQuiet is how long the queue must stay idle, nothing done
-	// meanwhile, for a wave to have ended.
-	heapReturnQuiet = 200 * time.Millisecond
+	// heapReturnQuiet is the window over which a wave is seen to have
+	// ended: at most heapReturnTrickle items done in it.
+	heapReturnQuiet   = 200 * time.Millisecond
+	heapReturnTrickle = 16
 )
 
 // heapReading is what the heapReturner reads from the runtime.
@@ -68,7 +71,8 @@ func readHeap() heapReading {
 
 // heapReturner returns the heap a wave of work freed to the operating
 // system once the loop's queue is idle again (see the comment above
-// heapReturnMinAlloc): once it stayed idle for heapReturnQuiet, after a
+// heapReturnMinAlloc): once the queue is idle after at most
+// heapReturnTrickle items done over heapReturnQuiet, after a
 // wave that allocated at least
 // heapReturnMinAlloc and at least the live heap (so that a large hub
 // whose steady work allocates little does not collect for nothing), and
@@ -91,6 +95,7 @@ type heapReturner struct {
 	minAlloc uint64
 	every    time.Duration
 	quiet    time.Duration
+	trickle  int64
 
 	// Owned by run's goroutine.
 	lastAllocs uint64
@@ -105,7 +110,7 @@ func newHeapReturner(opts Options, m *metrics, q *renewing) *heapReturner {
 		log: opts.Logger, metrics: m,
 		idled: q.Idled(), idle: q.Idle, finished: q.Finished,
 		now: time.Now, read: readHeap, release: debug.FreeOSMemory,
-		minAlloc: heapReturnMinAlloc, every: heapReturnEvery, quiet: heapReturnQuiet,
+		minAlloc: heapReturnMinAlloc, every: heapReturnEvery, quiet: heapReturnQuiet, trickle: heapReturnTrickle,
 	}
 }
 
@@ -116,30 +121,44 @@ func (r *heapReturner) run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	t.Stop() // armed by the first idle token
 	defer t.Stop()
+	armed := false
 	var seen int64
+	// arm looks again after d, counting the items done from now.
+	arm := func(d time.Duration) {
+		seen = r.finished()
+		t.Reset(d)
+		armed = true
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.idled:
-			// Idle now: the wave has ended if nothing is done until
-			// the quiet period is over.
-			seen = r.finished()
-			t.Reset(r.quiet)
+			// Idle a moment ago: look again once the quiet window is
+			// over (a window already running is not restarted, so a
+			// trickle of passes does not put the look off for ever).
+			if !armed {
+				arm(r.quiet)
+			}
 			continue
 		case <-t.C:
+			armed = false
 		}
-		if !r.idle() || r.finished() != seen {
-			continue // work came: its end sends another token
+		if r.finished()-seen > r.trickle {
+			arm(r.quiet) // the wave goes on
+			continue
+		}
+		if !r.idle() {
+			continue // a pass in flight: its Done sends a token
 		}
 		if wait := r.check(); wait > 0 {
-			t.Reset(wait)
+			arm(wait)
 		}
 	}
 }
 
-// check returns the heap if a wave worth it ended (the queue idle, which
-// the caller saw) and the last return is at least r.every ago; otherwise
+// check returns the heap if a wave worth it ended (the queue idle and no
+// more than a trickle of work, which the caller saw) and the last return is at least r.every ago; otherwise
 // it returns how long until it may (0: nothing to wait for).
 func (r *heapReturner) check() time.Duration {
 	h := r.read()

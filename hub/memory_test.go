@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -256,35 +257,77 @@ func TestQueueIdled(t *testing.T) {
 	}
 }
 
-// TestHeapReturnWaitsForQuiet: the queue idle for a moment inside a wave
-// (the watch echoes of a cold sync's last writes still to come) is not
-// its end: the return comes once the queue stayed idle for
-// heapReturnQuiet after the last work.
-func TestHeapReturnWaitsForQuiet(t *testing.T) {
+// specsNamed returns n ConfigMap specs of cluster "a".
+func specsNamed(n int) []NodeSpec {
+	specs := make([]NodeSpec, n)
+	for i := range specs {
+		specs[i] = spec("a", fmt.Sprintf("cm-%d", i), "v1")
+	}
+	return specs
+}
+
+// TestHeapReturnWaitsForTheWaveEnd: the queue idle for a moment inside a
+// wave (the watch echoes of a cold sync's last writes still to come) is
+// not its end: while more than heapReturnTrickle items are done in a
+// heapReturnQuiet window, the return waits for the next window.
+func TestHeapReturnWaitsForTheWaveEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		heap := &fakeHeap{live: 1 << 20}
 		b := newFake(true)
 		f := startWithHeap(t, b, Options{}, heap)
-		s := spec("a", "one", "v1")
-		f.h.SetDesired([]NodeSpec{s})
+		specs := specsNamed(heapReturnTrickle + 4)
+		f.h.SetDesired(specs)
+		heap.allocate(64<<20, 32<<20)
+		f.ready("a", 1, 1)
+		synctest.Wait() // synced and idle: the window runs until +200 ms
+		count := func(at string, want int) {
+			t.Helper()
+			synctest.Wait()
+			if n := heap.count(); n != want {
+				t.Fatalf("%s: %d returns, want %d", at, n, want)
+			}
+		}
+		count("the moment the queue is idle", 0)
+		time.Sleep(heapReturnQuiet / 2)
+		for _, s := range specs { // more than a trickle: a wave's tail
+			b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		}
+		synctest.Wait() // repaired: idle again
+		time.Sleep(heapReturnQuiet/2 - time.Millisecond)
+		count("just before the window's end", 0)
+		time.Sleep(time.Millisecond)
+		count("the window's end, the wave's tail in it", 0)
+		time.Sleep(heapReturnQuiet - time.Millisecond)
+		count("just before the next window's end", 0)
+		time.Sleep(time.Millisecond)
+		count("a window with nothing done", 1)
+	})
+}
+
+// TestHeapReturnedUnderATrickle: a live fleet always has a trickle of
+// events (status updates); a wave's end is seen through it, and the heap
+// returned while the trickle goes on.
+func TestHeapReturnedUnderATrickle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		heap := &fakeHeap{live: 1 << 20}
+		b := newFake(true)
+		f := startWithHeap(t, b, Options{}, heap)
+		specs := specsNamed(40)
+		f.h.SetDesired(specs)
 		heap.allocate(64<<20, 32<<20)
 		f.ready("a", 1, 1)
 		synctest.Wait()
-		if n := heap.count(); n != 0 {
-			t.Fatalf("the moment the queue is idle: %d returns, want 0", n)
+		// An edit every 50 ms, each a repair and its echo: the queue is
+		// idle between them, never for a whole window.
+		for i, s := range specs {
+			b.put(s.ID, func(o *fakeObject) { o.content = "status" })
+			synctest.Wait()
+			if n := heap.count(); n == 1 {
+				t.Logf("returned after %d edits of the trickle", i+1)
+				return
+			}
+			time.Sleep(heapReturnQuiet / 4)
 		}
-		time.Sleep(heapReturnQuiet / 2)
-		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
-		synctest.Wait() // repaired: idle again
-		time.Sleep(heapReturnQuiet - time.Millisecond)
-		synctest.Wait()
-		if n := heap.count(); n != 0 {
-			t.Fatalf("%s after the last work: %d returns, want 0", heapReturnQuiet-time.Millisecond, n)
-		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if n := heap.count(); n != 1 {
-			t.Fatalf("%s after the last work: %d returns, want 1", heapReturnQuiet, n)
-		}
+		t.Fatalf("no return during a trickle of %d edits 50 ms apart, after a 64 MiB wave", len(specs))
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,15 @@ func newApp(t testing.TB, path string, mutate func(*Options)) *App {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// allocate allocates n MiB of garbage.
+func allocate(n int) {
+	garbage := make([][]byte, 0, n)
+	for range n {
+		garbage = append(garbage, make([]byte, 1<<20))
+	}
+	runtime.KeepAlive(garbage)
 }
 
 // runApp runs a until the test ends (or stop).
@@ -155,9 +165,23 @@ func statusIs(id hub.NodeID, st hub.Status) func(*hub.Snapshot) bool {
 func TestHubEndToEnd(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 3})
 	path := e2eConfig(t, set, "shop", "")
+	// A first sync of 21 objects allocates less than the hub needs to
+	// return its heap (32 MiB): this process allocates 64 MiB first, as
+	// the first sync of a large config would.
+	allocate(64)
 	a := startApp(t, path, nil)
 	// 3 clusters x (web: 3 objects, api: 2, worker: 2).
 	a.waitSnap(t, 60*time.Second, "every object created and in sync", allInSync(21))
+	// Once the first sync's wave (the creates and their watch echoes) is
+	// over, the hub returns the heap it freed, once.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Hub().HeapReturns() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the hub never returned its first sync's heap")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	firstReturn := time.Now()
 
 	c := func(i int) kubernetes.Interface { return kubernetes.NewForConfigOrDie(set.Clusters[i].RESTConfig()) }
 	id := func(i int, name string, k hub.Kind) hub.NodeID {
@@ -239,6 +263,9 @@ func TestHubEndToEnd(t *testing.T) {
 		{name: "delete configmap", id: id(1, "web", hub.KindConfigMap), class: hub.DriftMissing,
 			do: func() error { return c(1).CoreV1().ConfigMaps("shop").Delete(ctx, "web", metav1.DeleteOptions{}) }},
 	}
+	// The drifts' waves allocate as much again, within the minute after
+	// the first return: the hub returns nothing more (once a minute).
+	allocate(64)
 	for _, d := range drifts {
 		t.Run(d.name, func(t *testing.T) {
 			t0 := time.Now()
@@ -271,6 +298,12 @@ func TestHubEndToEnd(t *testing.T) {
 		})
 	}
 	s := a.waitSnap(t, 20*time.Second, "all in sync after the drifts", allInSync(21))
+	// Past the quiet period that ends the last drift's wave (200 ms),
+	// still one return.
+	time.Sleep(time.Second)
+	if n := a.Hub().HeapReturns(); n != 1 || time.Since(firstReturn) >= time.Minute {
+		t.Errorf("heap returns %s after the first: %d in all, want 1", time.Since(firstReturn).Round(time.Millisecond), n)
+	}
 	// One drift, one repair: the echoes of our own writes (and of the
 	// remove patch before an apply) never cause a second apply.
 	for _, d := range drifts {
