@@ -70,15 +70,13 @@ func readHeap() heapReading {
 }
 
 // heapReturner returns the heap a wave of work freed to the operating
-// system once the loop's queue is idle again (see the comment above
-// heapReturnMinAlloc): once the queue is idle after at most
-// heapReturnTrickle items done over heapReturnQuiet, after a
-// wave that allocated at least
-// heapReturnMinAlloc and at least the live heap (so that a large hub
-// whose steady work allocates little does not collect for nothing), and
-// at most once per heapReturnEvery. A wave that ends too soon after the
-// last return is returned once the interval has passed, if the queue is
-// idle then.
+// system (see the comment above the tuning constants): when the queue is
+// idle after a heapReturnQuiet window in which at most heapReturnTrickle
+// items were done, if the wave allocated at least heapReturnMinAlloc and
+// at least the live heap (so that a large hub whose steady work allocates
+// little does not collect for nothing), at most once per heapReturnEvery.
+// A wave that ends too soon after the last return is returned once the
+// interval has passed, if the queue is idle then.
 type heapReturner struct {
 	log     *slog.Logger
 	metrics *metrics
@@ -88,7 +86,6 @@ type heapReturner struct {
 	idled    <-chan struct{}
 	idle     func() bool
 	finished func() int64
-	now      func() time.Time
 	read     func() heapReading
 	// release collects and returns the freed heap (debug.FreeOSMemory).
 	release  func()
@@ -109,7 +106,7 @@ func newHeapReturner(opts Options, m *metrics, q *renewing) *heapReturner {
 	return &heapReturner{
 		log: opts.Logger, metrics: m,
 		idled: q.Idled(), idle: q.Idle, finished: q.Finished,
-		now: time.Now, read: readHeap, release: debug.FreeOSMemory,
+		read: readHeap, release: debug.FreeOSMemory,
 		minAlloc: heapReturnMinAlloc, every: heapReturnEvery, quiet: heapReturnQuiet, trickle: heapReturnTrickle,
 	}
 }
@@ -157,16 +154,17 @@ func (r *heapReturner) run(ctx context.Context) {
 	}
 }
 
-// check returns the heap if a wave worth it ended (the queue idle and no
-// more than a trickle of work, which the caller saw) and the last return is at least r.every ago; otherwise
-// it returns how long until it may (0: nothing to wait for).
+// check returns the heap if the wave that ended (the caller saw the queue
+// idle after no more than a trickle of work) allocated enough and the last
+// return is at least r.every ago; otherwise it returns how long until it
+// may (0: nothing to wait for).
 func (r *heapReturner) check() time.Duration {
 	h := r.read()
 	if h.allocs-r.lastAllocs < max(r.minAlloc, h.live) {
 		return 0
 	}
 	if !r.last.IsZero() {
-		if wait := r.every - r.now().Sub(r.last); wait > 0 {
+		if wait := r.every - time.Since(r.last); wait > 0 {
 			return wait
 		}
 	}
@@ -175,7 +173,7 @@ func (r *heapReturner) check() time.Duration {
 	r.release()
 	took := time.Since(began)
 	after := r.read()
-	r.lastAllocs, r.last = after.allocs, r.now()
+	r.lastAllocs, r.last = after.allocs, time.Now()
 	r.returns.Add(1)
 	var returned uint64
 	if after.released > h.released {
