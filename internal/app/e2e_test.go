@@ -298,7 +298,7 @@ func TestHubEndToEnd(t *testing.T) {
 		})
 	}
 	s := a.waitSnap(t, 20*time.Second, "all in sync after the drifts", allInSync(21))
-	// Past the quiet period that ends the last drift's wave (200 ms),
+	// Past the 200 ms window that ends the last drift's wave,
 	// still one return.
 	time.Sleep(time.Second)
 	if n := a.Hub().HeapReturns(); n != 1 || time.Since(firstReturn) >= time.Minute {
