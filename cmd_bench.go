@@ -54,7 +54,8 @@ unrepaired, or a hub that never syncs, lists each failed object with the
 hub's status of it and of its cluster (a hub that never syncs exits 1).
 
 driftwatch bench compare OLD.json NEW.json shows each figure's change
-between two -o json reports; --chart FILE.svg (or driftwatch bench chart
+between two -o json reports (OLD.json... -- NEW.json...: several runs a
+side, each change tested against the runs' own noise); --chart FILE.svg (or driftwatch bench chart
 REPORT.json --output-file FILE.svg) draws the latency distributions and the
 burst's repairs over time.`,
 		Example: `  driftwatch bench --mode all
@@ -123,32 +124,61 @@ SVG to standard output.`,
 	return cmd
 }
 
-// newBenchCompareCmd is `driftwatch bench compare OLD.json NEW.json`.
+// newBenchCompareCmd is `driftwatch bench compare OLD.json NEW.json` (or
+// OLD.json... -- NEW.json..., several runs a side).
 func newBenchCompareCmd(c *cliEnv) *cobra.Command {
 	return &cobra.Command{
-		Use:   "compare OLD.json NEW.json",
-		Short: "Show each figure's change between two bench reports (-o json)",
-		Long: `Compare reads two reports written by driftwatch bench -o json and prints
-every figure present in both (latency percentiles per mode and kind, all
-repaired in, repairs/s, cpu, peak rss, the scale run's memory, the
+		Use:   "compare OLD.json NEW.json | OLD.json... -- NEW.json...",
+		Short: "Show each figure's change between bench reports (-o json), one or several runs a side",
+		Long: `Compare reads reports written by driftwatch bench -o json and prints
+every figure present in all of them (latency percentiles per mode and kind,
+all repaired in, repairs/s, cpu, peak rss, the scale run's memory, the
 apiserver's own latencies during the burst) side by side with the absolute
-and relative change. Changes beyond 10% are marked better or worse (lower
-latency, memory and cpu are better; more repairs/s is better).
+and relative change.
+
+With one report a side (OLD.json NEW.json), changes beyond 10% are marked
+better or worse (lower latency, memory and cpu are better; more repairs/s is
+better); two runs of one binary differ by that much in many figures, so
+read the marks as leads.
+
+With several runs a side (the reports before --, then those after it),
+each figure shows the median of each side, the noise (the larger of the two
+sides' ranges over its median: how much runs of one binary differ) and the
+p-value of a Mann-Whitney U test of the two sides' values; a figure is marked
+better or worse only when the medians differ by more than 10% and p < 0.05,
+a change the runs' own spread does not explain. That takes at least 4 runs a
+side; run 5 or more, alternating the binaries, each after the same
+preparation.
 
 It is a report, not a gate: it exits 0 whatever changed (1 only when a file
 cannot be read). One of the reports may be -, read from standard input.`,
 		Example: `  driftwatch bench --mode all -o json > old.json
   # ...change something, then:
   driftwatch bench --mode all -o json > new.json
-  driftwatch bench compare old.json new.json`,
+  driftwatch bench compare old.json new.json
+
+  # five runs of each binary, alternating, then the verdict beyond the noise
+  for i in 1 2 3 4 5; do
+    ./driftwatch-old bench -o json > old-$i.json
+    ./driftwatch bench -o json > new-$i.json
+  done
+  driftwatch bench compare old-*.json -- new-*.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageError("bench compare: want two reports, OLD.json NEW.json (got %d arguments)", len(args))
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash < 0 && len(args) != 2:
+				return usageError("bench compare: want two reports, OLD.json NEW.json, or OLD.json... -- NEW.json... (got %d arguments)", len(args))
+			case dash == 0 || dash == len(args):
+				return usageError("bench compare: want reports on both sides of --: OLD.json... -- NEW.json...")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return bench.CompareFiles(c.stdout, c.stdin, args[0], args[1])
+			olds, news := args[:1], args[1:]
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				olds, news = args[:dash], args[dash:]
+			}
+			return bench.CompareReportFiles(c.stdout, c.stdin, olds, news)
 		},
 	}
 }

@@ -62,3 +62,38 @@ func TestBenchChartCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCompareCommand: one report a side, several split by --, and
+// the arguments it refuses.
+func TestBenchCompareCommand(t *testing.T) {
+	getenv := func(string) string { return "" }
+	oldPath, newPath := "internal/bench/testdata/compare-old.json", "internal/bench/testdata/compare-new.json"
+	var one bytes.Buffer
+	if err := run(t.Context(), []string{"bench", "compare", oldPath, newPath}, getenv, &one, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(one.String(), "figures in both reports") {
+		t.Errorf("bench compare OLD NEW:\n%s", &one)
+	}
+	var many bytes.Buffer
+	if err := run(t.Context(), []string{"bench", "compare", oldPath, oldPath, "--", newPath, newPath}, getenv, &many, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"old: 2 report(s): " + oldPath + ", " + oldPath, "new: 2 report(s): " + newPath + ", " + newPath, "old median", "no change can reach"} {
+		if !strings.Contains(many.String(), s) {
+			t.Errorf("bench compare OLD OLD -- NEW NEW lacks %q:\n%s", s, &many)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "compare", oldPath},
+		{"bench", "compare", oldPath, oldPath, newPath},
+		{"bench", "compare", "--", newPath},
+		{"bench", "compare", oldPath, "--"},
+	} {
+		err := run(t.Context(), args, getenv, io.Discard, io.Discard)
+		var ee *app.ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), "bench compare: want") {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
+}
