@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/driftwatch/driftwatch/clusters/drift"
@@ -739,7 +740,7 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 	kc := kind.clientFor(c, spec.Namespace)
 	patch := func(force bool) (runtime.Object, error) {
 		m.beginWrite(key)
-		out, err := kc.patch(ctx, spec.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
+		out, err := m.applyPatch(ctx, kc, kind, spec, body, metav1.PatchOptions{FieldManager: m.fieldManager, Force: &force})
 		m.endWrite(key, out, err)
 		return out, err
 	}
@@ -780,6 +781,31 @@ func (m *Manager) apply(ctx context.Context, c kubernetes.Interface, kind kindIn
 		acc.SetManagedFields(nil)
 	}
 	return out, conflicts, nil
+}
+
+// applyPatch sends a server-side apply of body and returns the apiserver's
+// answer as metadata only (a PartialObjectMetadata: the identity, the
+// resourceVersion and the managedFields, which is all a write's caller
+// reads), asked for with the metadata client's Accept header
+// (as=PartialObjectMetadata): the apiserver then encodes, and the hub
+// decodes, the object's metadata instead of the whole object, which for a
+// large object (a CRD, a ConfigMap of hundreds of KB) is most of a
+// repair's traffic. A Manager without a metadata client (the unit tests'
+// fakes) applies through kc and takes its whole answer.
+func (m *Manager) applyPatch(ctx context.Context, kc kindClient, kind kindInfo, spec hub.NodeSpec, body []byte, opts metav1.PatchOptions) (runtime.Object, error) {
+	mc := m.metadataClient()
+	if mc == nil {
+		return kc.patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
+	}
+	var ri metadata.ResourceInterface = mc.Resource(kind.gvr())
+	if kind.namespaced {
+		ri = mc.Resource(kind.gvr()).Namespace(spec.Namespace)
+	}
+	out, err := ri.Patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return out, nil
 }
 
 // pinBody returns spec.Body with metadata.resourceVersion set to rv. Only

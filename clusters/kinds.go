@@ -54,6 +54,11 @@ type kindInfo struct {
 	newDynamicInformer func(namespace string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
 }
 
+// gvr is the kind's group, version and resource.
+func (k kindInfo) gvr() schema.GroupVersionResource {
+	return k.gvk.GroupVersion().WithResource(k.resource)
+}
+
 // kindTable holds one entry per managed kind. It is never written.
 var kindTable = map[hub.Kind]kindInfo{
 	hub.KindDeployment: {

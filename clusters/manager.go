@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -69,6 +70,10 @@ type Manager struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+	// meta sends the server-side applies, whose answers it takes as
+	// metadata only (see applyPatch); nil for a Manager given a client
+	// alone (the unit tests' fakes), which then applies with client.
+	meta metadata.Interface
 	// dyn and mapper serve the kinds outside kindTable (generic.go);
 	// generic holds their kindInfo by slug, mapperReset when a miss last
 	// reset the mapper, and pending the kinds to watch that the cluster
@@ -256,6 +261,11 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 		release()
 		return nil, fmt.Errorf("cluster %q: dynamic client: %w", m.cfg.ID, err)
 	}
+	mc, err := metadata.NewForConfigAndClient(metadata.ConfigFor(rc), hc)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("cluster %q: metadata client: %w", m.cfg.ID, err)
+	}
 	dhc := &http.Client{Transport: boundTransport{rt: hc.Transport, life: life}, Timeout: hc.Timeout}
 	disc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, dhc)
 	if err != nil {
@@ -266,6 +276,7 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 	m.mu.Lock()
 	m.restConfig = rc
 	m.client = client
+	m.meta = mc
 	m.dyn = dyn
 	m.mapper = mapper
 	m.schemas = newSchemaCache(disc, m.log)
@@ -810,6 +821,14 @@ func (m *Manager) informerFor(namespace string, kind hub.Kind) cache.SharedIndex
 		return nil
 	}
 	return st.informer
+}
+
+// metadataClient returns the client of the applies' metadata-only answers
+// (nil when the Manager has none).
+func (m *Manager) metadataClient() metadata.Interface {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.meta
 }
 
 // clientset returns the manager's client, or nil before Run connected.

@@ -70,7 +70,7 @@ func labelled(extra map[string]string) map[string]string {
 	return l
 }
 
-func createNamespace(t *testing.T, c kubernetes.Interface, name string) {
+func createNamespace(t testing.TB, c kubernetes.Interface, name string) {
 	t.Helper()
 	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
