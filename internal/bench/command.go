@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -520,27 +519,21 @@ func (b *bencher) precreate(ctx context.Context, specs []hub.NodeSpec) error {
 	return nil
 }
 
-// metadataAnswer is the Accept header of an apply whose answer is the
-// object's metadata only, as the hub asks for its own (see the clusters
-// package's applyPatch): the raw floors make the same writes and take the
-// same answers.
-const metadataAnswer = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-
 // benchApply server-side applies one object with the bench hub's field
-// manager, asking for a metadata-only answer, which it does not decode.
+// manager.
 func benchApply(ctx context.Context, c kubernetes.Interface, s hub.NodeSpec) error {
+	body := s.Body
+	var err error
 	force := true
 	opts := metav1.PatchOptions{FieldManager: kubeobj.FieldManagerFor(benchHubID), Force: &force}
-	rc, resource := c.CoreV1().RESTClient(), "configmaps"
 	switch s.Kind {
 	case hub.KindDeployment:
-		rc, resource = c.AppsV1().RESTClient(), "deployments"
+		_, err = c.AppsV1().Deployments(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
 	case hub.KindService:
-		resource = "services"
+		_, err = c.CoreV1().Services(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
+	default:
+		_, err = c.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, body, opts)
 	}
-	err := rc.Patch(types.ApplyPatchType).Namespace(s.Namespace).Resource(resource).Name(s.Name).
-		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", metadataAnswer).
-		Body(s.Body).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("bench: apply %s: %w", s.ID, err)
 	}
@@ -1461,7 +1454,7 @@ func (rep *benchReport) finish(o Options) {
 			"The peak rss is shown with the peaks of its anonymous part (the Go heap and stacks) and of its file-backed part (the pages of the binary the process touched, more with every library linked, and the state file's mapping), each sampled every 20 ms.")
 	}
 	if burstRun != nil && burstRun.repairFloor() > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("raw repair floor: before the burst's hub started and again after it stopped, the bench's client deletes the same objects as the burst does (%d at a time) while a plain client-go client server-side applies each again (the same body, the hub's field manager, the answer as metadata only as the hub takes its own) as soon as its delete returned, as many applies in flight as the hub runs writes on one cluster (its writers but one), from the first delete's start to the last apply returning: the burst's deletes and repairs without the detection. All repaired in runs from the burst's first delete to the raw watch seeing the last object back, and is taken over the mean of the two floors, so that a machine whose speed drifts during the run moves the floor with the hub.", benchBurstWorkers))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("raw repair floor: before the burst's hub started and again after it stopped, the bench's client deletes the same objects as the burst does (%d at a time) while a plain client-go client server-side applies each again (the same body, the hub's field manager) as soon as its delete returned, as many applies in flight as the hub runs writes on one cluster (its writers but one), from the first delete's start to the last apply returning: the burst's deletes and repairs without the detection. All repaired in runs from the burst's first delete to the raw watch seeing the last object back, and is taken over the mean of the two floors, so that a machine whose speed drifts during the run moves the floor with the hub.", benchBurstWorkers))
 	}
 	if burstRun != nil && len(burstRun.APIServer) > 0 {
 		rep.Notes = append(rep.Notes, "apiserver: each local apiserver's own apiserver_request_duration_seconds (/metrics) scraped before and after the burst and subtracted, over every client (the hub, the drift client, the raw watch); mutating: POST, PUT, PATCH, DELETE, APPLY; read: GET, LIST; p50 and p99 interpolated inside the histogram's buckets, as histogram_quantile does.")
