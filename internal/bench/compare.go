@@ -239,14 +239,10 @@ func Compare(w io.Writer, oldName string, old *benchReport, newName string, cur 
 		rel := delta / o.value
 		mark := ""
 		if math.Abs(rel) > compareThreshold {
-			improved := delta < 0
-			if n.unit == unitRate {
-				improved = delta > 0
-			}
-			if improved {
-				mark, better = "better", better+1
+			if mark = verdict(n.unit, delta); mark == "better" {
+				better++
 			} else {
-				mark, worse = "worse", worse+1
+				worse++
 			}
 		}
 		// The last column is padded by hand: tabwriter pads only cells
@@ -315,6 +311,16 @@ func setupDiffs(a, b *benchReport) []string {
 	add("cpus", a.CPUs != b.CPUs)
 	add("pinning", a.Pinned != b.Pinned)
 	return d
+}
+
+// verdict says whether a change of delta in a figure of unit u is
+// "better" or "worse": lower latency, memory, cpu and ratios are better,
+// more repairs per second are better.
+func verdict(u unit, delta float64) string {
+	if (u == unitRate) == (delta > 0) {
+		return "better"
+	}
+	return "worse"
 }
 
 func formatFigure(u unit, v float64) string {

@@ -214,14 +214,10 @@ func compareRuns(w io.Writer, olds, news []namedReport) error {
 		}
 		mark := ""
 		if p < compareAlpha && math.Abs(rel) > compareThreshold {
-			improved := delta < 0
-			if n.unit == unitRate {
-				improved = delta > 0
-			}
-			if improved {
-				mark, better = "better", better+1
+			if mark = verdict(n.unit, delta); mark == "better" {
+				better++
 			} else {
-				mark, worse = "worse", worse+1
+				worse++
 			}
 		}
 		last := strings.TrimRight(fmt.Sprintf("%-5.3f  %s", p, mark), " ")
