@@ -55,9 +55,9 @@ hub's status of it and of its cluster (a hub that never syncs exits 1).
 
 driftwatch bench compare OLD.json NEW.json shows each figure's change
 between two -o json reports (OLD.json... -- NEW.json...: several runs a
-side, each change tested against the runs' own noise); --chart FILE.svg (or driftwatch bench chart
-REPORT.json --output-file FILE.svg) draws the latency distributions and the
-burst's repairs over time.`,
+side, each change tested against the runs' own noise); --chart FILE.svg
+(or driftwatch bench chart REPORT.json --output-file FILE.svg) draws the
+latency distributions and the burst's repairs over time.`,
 		Example: `  driftwatch bench --mode all
   driftwatch bench --mode watch --drifts 500 --rate 50 -o json
   driftwatch bench --mode scale --objects 10000 --clusters 1

@@ -185,24 +185,21 @@ func BenchmarkApplyAnswer(b *testing.B) {
 	force := true
 	opts := metav1.PatchOptions{FieldManager: "driftwatch", Force: &force}
 	for _, obj := range []struct {
-		name string
-		gvr  schema.GroupVersionResource
-		body func(int) []byte
-		full func(name string, body []byte) error
+		name, object string
+		gvr          schema.GroupVersionResource
+		body         func(int) []byte
+		full         func(name string, body []byte) error
 	}{
-		{"deployment", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, deployment, func(name string, body []byte) error {
+		{"deployment", "web", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, deployment, func(name string, body []byte) error {
 			_, err := typed.AppsV1().Deployments(ns).Patch(b.Context(), name, types.ApplyPatchType, body, opts)
 			return err
 		}},
-		{"configmap-64KiB", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, configMap, func(name string, body []byte) error {
+		{"configmap-64KiB", "blob", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, configMap, func(name string, body []byte) error {
 			_, err := typed.CoreV1().ConfigMaps(ns).Patch(b.Context(), name, types.ApplyPatchType, body, opts)
 			return err
 		}},
 	} {
-		name := "web"
-		if obj.name != "deployment" {
-			name = "blob"
-		}
+		name := obj.object
 		for _, answer := range []string{"whole", "metadata"} {
 			b.Run(obj.name+"/"+answer, func(b *testing.B) {
 				rec.take()

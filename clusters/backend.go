@@ -797,9 +797,10 @@ func (m *Manager) applyPatch(ctx context.Context, kc kindClient, kind kindInfo, 
 	if mc == nil {
 		return kc.patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
 	}
-	var ri metadata.ResourceInterface = mc.Resource(kind.gvr())
+	nri := mc.Resource(kind.gvr())
+	var ri metadata.ResourceInterface = nri
 	if kind.namespaced {
-		ri = mc.Resource(kind.gvr()).Namespace(spec.Namespace)
+		ri = nri.Namespace(spec.Namespace)
 	}
 	out, err := ri.Patch(ctx, spec.Name, types.ApplyPatchType, body, opts)
 	if err != nil {

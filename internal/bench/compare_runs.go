@@ -115,28 +115,30 @@ func spread(sorted []float64) float64 {
 // sideFigures collects the figures present in every report of a side, in
 // the order the first report shows them.
 func sideFigures(side []namedReport) (order []string, figs map[string]*runFigure) {
-	figs = map[string]*runFigure{}
-	count := map[string]int{}
+	byReport := make([]map[string]float64, len(side))
 	for i, r := range side {
+		byReport[i] = map[string]float64{}
 		for _, f := range figures(r.rep) {
-			if i == 0 {
-				order = append(order, f.name)
-				figs[f.name] = &runFigure{unit: f.unit}
-			}
-			if rf, ok := figs[f.name]; ok && count[f.name] == i {
-				rf.values = append(rf.values, f.value)
-				count[f.name]++
-			}
+			byReport[i][f.name] = f.value
 		}
 	}
-	for name, rf := range figs {
-		if count[name] != len(side) {
-			delete(figs, name)
-			continue
+	figs = map[string]*runFigure{}
+	for _, f := range figures(side[0].rep) {
+		rf := &runFigure{unit: f.unit}
+		for _, m := range byReport {
+			v, ok := m[f.name]
+			if !ok {
+				rf = nil
+				break
+			}
+			rf.values = append(rf.values, v)
 		}
-		slices.Sort(rf.values)
+		if rf != nil {
+			slices.Sort(rf.values)
+			order = append(order, f.name)
+			figs[f.name] = rf
+		}
 	}
-	order = slices.DeleteFunc(order, func(n string) bool { _, ok := figs[n]; return !ok })
 	return order, figs
 }
 
@@ -150,10 +152,8 @@ func sideFigures(side []namedReport) (order []string, figs map[string]*runFigure
 // ±10% and p < 0.05: a change the runs' own spread does not explain. With
 // too few runs for any p below 0.05 (fewer than 4 a side) nothing is
 // marked, and the summary says so. It is a report, not a gate.
+// Both sides must hold a report (CompareReportFiles checks).
 func compareRuns(w io.Writer, olds, news []namedReport) error {
-	if len(olds) == 0 || len(news) == 0 {
-		return errors.New("bench compare: want at least one report on each side")
-	}
 	header := func(side string, rs []namedReport) {
 		names := make([]string, len(rs))
 		loads := make([]float64, 0, len(rs))
