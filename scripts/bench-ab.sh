@@ -13,11 +13,15 @@
 # both; otherwise the script says that part is not comparable.
 #
 # Each run's JSON report and progress log are kept in a results folder
-# (BENCH_AB_RESULTS, default a new folder under $TMPDIR).
+# (BENCH_AB_RESULTS, default a new folder under $TMPDIR). BENCH_AB_STATIC=1
+# builds both as the container image does (scripts/build-static.sh: no
+# cgo, stripped): the binary as shipped, whose file-backed pages differ
+# from a default build's.
 #
 #   scripts/bench-ab.sh main                      # 5 runs each of --mode all
 #   scripts/bench-ab.sh v0.4.0 8 --mode burst     # 8 runs each of the burst
 #   scripts/bench-ab.sh /usr/local/bin/driftwatch # an installed binary
+#   BENCH_AB_STATIC=1 scripts/bench-ab.sh main 5 --mode watch  # as shipped
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -34,6 +38,7 @@ script.
 
 Environment:
   BENCH_AB_RESULTS  folder for the reports and logs (default: a new temporary folder)
+  BENCH_AB_STATIC   1: build both as the container image does (no cgo, stripped)
 EOF
 }
 
@@ -85,8 +90,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "building this tree"
-go build -o "$work/new" .
+# build OUT builds the current directory's driftwatch into OUT: as `go
+# build` does by default, or (BENCH_AB_STATIC=1) as the image does.
+build() {
+  if [[ "${BENCH_AB_STATIC:-}" == 1 ]]; then
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1" .
+  else
+    go build -o "$1" .
+  fi
+}
+
+log "building this tree${BENCH_AB_STATIC:+ (static: BENCH_AB_STATIC=$BENCH_AB_STATIC)}"
+build "$work/new"
 if [[ -f "$old" && -x "$old" ]]; then
   cp "$old" "$work/old"
   old_name=$old
@@ -99,7 +114,7 @@ else
   worktree="$work/tree"
   log "building $old_name from a temporary worktree"
   git worktree add --detach "$worktree" "$rev" >/dev/null
-  (cd "$worktree" && go build -o "$work/old" .)
+  (cd "$worktree" && build "$work/old")
 fi
 
 # The control-plane binaries, built once (the same for both versions).
