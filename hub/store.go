@@ -67,12 +67,12 @@ type store struct {
 	// spec's ID), rebuilt lazily: a snapshot walks it with no map lookup
 	// and no copy of the NodeIDs. A rebuild makes a new slice, so a walk
 	// that let go of mu between chunks still reads the one it took.
-	order      []*nodeStatus
-	orderDirty bool
-	// orderGen counts the changes to the set of records (each marks order
-	// dirty): a walk that let go of mu sees whether a record it is about
-	// to read may have gone meanwhile.
-	orderGen uint64
+	order []*nodeStatus
+	// orderGen counts the changes to the set of records (every put or
+	// delete in nodes adds one); orderAt is the generation order was
+	// sorted at. A walk that let go of mu compares them to see whether a
+	// record it is about to read may have gone meanwhile.
+	orderGen, orderAt uint64
 	// walkChunk is how many records a walk reads per hold of mu
 	// (defaultWalkChunk when 0); walkYield and sortYield, when set
 	// (tests), run each time a walk has let go of mu between two chunks,
@@ -176,7 +176,7 @@ func (s *store) track(spec *NodeSpec, decom bool, now time.Time) {
 	if n == nil {
 		n = &nodeStatus{spec: spec, status: StatusUnknown, lastChange: now}
 		s.nodes.put(spec.ID, n)
-		s.reorderLocked()
+		s.orderGen++
 	}
 	n.spec = spec
 	n.decom = decom
@@ -195,7 +195,7 @@ func (s *store) untrack(id NodeID) {
 	s.mu.Lock()
 	if s.nodeLocked(id) != nil {
 		s.nodes.del(id)
-		s.reorderLocked()
+		s.orderGen++
 	}
 	s.mu.Unlock()
 	signal(s.dirty)
@@ -204,7 +204,7 @@ func (s *store) untrack(id NodeID) {
 func (s *store) forgetCluster(cluster string) {
 	s.mu.Lock()
 	if s.nodes.deleteInCluster(cluster, func(*nodeStatus) bool { return true }) > 0 {
-		s.reorderLocked()
+		s.orderGen++
 	}
 	delete(s.clusters, cluster)
 	s.mu.Unlock()
@@ -219,7 +219,7 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason st
 		_, still := orphans[n.spec.ID]
 		return n.orphan && !still
 	}) > 0 {
-		s.reorderLocked()
+		s.orderGen++
 	}
 	for id, r := range orphans {
 		if n := s.nodeLocked(id); n != nil {
@@ -233,7 +233,7 @@ func (s *store) setOrphans(cluster string, orphans map[NodeID]SpecRef, reason st
 		n := &nodeStatus{spec: &spec, orphan: true, lastChange: now}
 		setStatus(n, StatusOrphan, reason, now)
 		s.nodes.put(id, n)
-		s.reorderLocked()
+		s.orderGen++
 	}
 	s.mu.Unlock()
 	signal(s.dirty)
@@ -380,7 +380,7 @@ func (s *store) progress(id NodeID, p *Progress) {
 // 100,000 NodeIDs, which the workers would otherwise wait for), from a
 // copy of their NodeIDs taken under it.
 func (s *store) orderLocked() ([]*nodeStatus, uint64) {
-	if !s.orderDirty && len(s.order) == s.nodes.len() {
+	if s.orderAt == s.orderGen && len(s.order) == s.nodes.len() {
 		return s.order, s.orderGen
 	}
 	type keyed struct {
@@ -403,16 +403,9 @@ func (s *store) orderLocked() ([]*nodeStatus, uint64) {
 	}
 	s.mu.Lock()
 	if s.orderGen == gen {
-		s.order, s.orderDirty = order, false
+		s.order, s.orderAt = order, gen
 	}
 	return order, gen
-}
-
-// reorderLocked marks the set of records changed: the next walk sorts them
-// again, and a walk under way checks each record it has yet to read.
-func (s *store) reorderLocked() {
-	s.orderDirty = true
-	s.orderGen++
 }
 
 // defaultWalkChunk is how many records a walk reads per hold of the
