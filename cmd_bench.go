@@ -22,7 +22,9 @@ func newBenchCmd(c *cliEnv) *cobra.Command {
 them, makes drift on a seeded schedule from a client of its own and measures
 detection and repair against an independent raw watch (the floor), for
 driftwatch and for a poll baseline (watches off, resync only). --mode burst
-deletes many objects at once; --mode scale measures a hub managing many
+deletes --burst objects of the first cluster at once while the other
+clusters drift at --rate each (are their drifts repaired as fast while the
+burst is?); --mode scale measures a hub managing many
 objects (initial sync, memory per object, idle CPU). --mode fleet measures
 many clusters: --clusters cluster entries (default 250) of --objects objects
 (default 100), each entry its own kubeconfig entry and namespace on one of

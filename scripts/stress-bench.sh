@@ -142,6 +142,17 @@ type run struct {
 	Sync       float64   `json:"syncMs"`
 	Elapsed    float64   `json:"elapsedMs"`
 	Failures   []failure `json:"failures"`
+	// Others are the burst's second hub: the burst again while the other
+	// clusters drift.
+	Others *struct {
+		Drifts        int       `json:"drifts"`
+		Repaired      int       `json:"repaired"`
+		Failed        int       `json:"failed"`
+		Floor         latency   `json:"floor"`
+		Repair        latency   `json:"repair"`
+		BurstRepaired int       `json:"burstRepaired"`
+		Failures      []failure `json:"failures"`
+	} `json:"others"`
 }
 
 type report struct {
@@ -235,6 +246,9 @@ func main() {
 			p += fmt.Sprintf(", all repaired in %s", ms(r.Elapsed))
 		}
 		p += fmt.Sprintf(", repaired %d/%d", r.Repaired, r.Drifts)
+		if o := r.Others; o != nil {
+			p += fmt.Sprintf("; other clusters meanwhile: repair p99 %s (floor p99 %s), repaired %d/%d", ms(o.Repair.P99), ms(o.Floor.P99), o.Repaired, o.Drifts)
+		}
 		parts = append(parts, p)
 		var rw []string
 		if r.SyncFailed {
@@ -249,9 +263,23 @@ func main() {
 		if !r.SyncFailed && r.Repaired+r.Failed < r.Drifts {
 			rw = append(rw, fmt.Sprintf("%s: %d drift(s) never seen repaired", r.Mode, r.Drifts-r.Repaired-r.Failed))
 		}
-		if len(rw) > 0 || len(r.Failures) > 0 {
+		if o := r.Others; o != nil && o.Failed > 0 {
+			rw = append(rw, fmt.Sprintf("%s: %d drift call(s) on the other clusters failed", r.Mode, o.Failed))
+		}
+		if o := r.Others; o != nil && o.Repaired+o.Failed < o.Drifts {
+			rw = append(rw, fmt.Sprintf("%s: %d drift(s) on the other clusters never seen repaired", r.Mode, o.Drifts-o.Repaired-o.Failed))
+		}
+		if o := r.Others; o != nil && o.BurstRepaired < r.Drifts {
+			rw = append(rw, fmt.Sprintf("%s with the other clusters drifting: %d of the burst's deletes never seen repaired", r.Mode, r.Drifts-o.BurstRepaired))
+		}
+		if len(rw) > 0 || len(r.Failures) > 0 || (r.Others != nil && len(r.Others.Failures) > 0) {
 			why = append(why, rw...)
-			details = append(details, func() { explain(r.Mode, r.Failures) })
+			details = append(details, func() {
+				explain(r.Mode, r.Failures)
+				if r.Others != nil {
+					explain(r.Mode+" with the other clusters drifting", r.Others.Failures)
+				}
+			})
 		}
 	}
 	if s := rep.Scale; s != nil {

@@ -102,6 +102,86 @@ func TestBurstPlan(t *testing.T) {
 	}
 }
 
+// TestOthersPlan: the burst's other clusters drift at the rate each for
+// the window (at least once each), never on the burst's cluster, the same
+// way every time; with no other cluster there is nothing.
+func TestOthersPlan(t *testing.T) {
+	ts := testTargets(3, 30)
+	steps := OthersPlan(ts, "c1", 20, 1500*time.Millisecond, 1)
+	if len(steps) != 60 {
+		t.Fatalf("got %d steps, want 30 on each of c2 and c3", len(steps))
+	}
+	per := map[string]int{}
+	var last time.Duration
+	for _, s := range steps {
+		if s.Target.ID.Cluster == "c1" {
+			t.Fatalf("a step on the burst's cluster: %+v", s)
+		}
+		per[s.Target.ID.Cluster]++
+		last = max(last, s.Offset)
+	}
+	if per["c2"] != 30 || per["c3"] != 30 {
+		t.Errorf("steps per cluster %v, want 30 each", per)
+	}
+	if want := 29 * time.Second / 20; last != want {
+		t.Errorf("last step due at %s, want %s (20/s over the window)", last, want)
+	}
+	if !reflect.DeepEqual(steps, OthersPlan(ts, "c1", 20, 1500*time.Millisecond, 1)) {
+		t.Fatal("the others' plan is not deterministic")
+	}
+	if n := len(OthersPlan(ts, "c1", 20, time.Millisecond, 1)); n != 2 {
+		t.Errorf("a window too short for one drift: %d steps, want one on each other cluster", n)
+	}
+	if steps := OthersPlan(testTargets(1, 30), "c1", 20, time.Second, 1); steps != nil {
+		t.Errorf("one cluster: %d steps, want none", len(steps))
+	}
+}
+
+// TestSplitOthers: the other clusters' samples are reported apart from the
+// burst's, counted and summarized on their own.
+func TestSplitOthers(t *testing.T) {
+	ts := testTargets(3, 4)
+	t0 := time.Unix(1000, 0)
+	sample := func(tg Target, repairAfter time.Duration, err error) Sample {
+		s := Sample{Step: Step{Target: tg}, Start: t0, Err: err, Floor: t0.Add(time.Millisecond), Detect: t0.Add(2 * time.Millisecond)}
+		if repairAfter > 0 {
+			s.Repair = t0.Add(repairAfter)
+		}
+		return s
+	}
+	var samples []Sample
+	var others []Step
+	for _, tg := range ts {
+		switch tg.ID.Cluster {
+		case "c1":
+			samples = append(samples, sample(tg, time.Second, nil))
+		default:
+			others = append(others, Step{Target: tg})
+			samples = append(samples, sample(tg, 10*time.Millisecond, nil))
+		}
+	}
+	samples[len(samples)-1].Err, samples[len(samples)-1].Repair = errors.New("drift failed"), time.Time{}
+	own, side := splitOthers(samples, others)
+	if len(own) != 4 || len(side) != 8 {
+		t.Fatalf("split %d own and %d others, want 4 and 8", len(own), len(side))
+	}
+	for _, s := range own {
+		if s.Target.ID.Cluster != "c1" {
+			t.Errorf("own sample of %s", s.Target.ID)
+		}
+	}
+	o := othersOf(side)
+	if !reflect.DeepEqual(o.Clusters, []string{"c2", "c3"}) || o.Drifts != 8 || o.Repaired != 7 || o.Failed != 1 {
+		t.Errorf("others %+v, want c2 and c3, 8 drifts, 7 repaired, 1 failed", o)
+	}
+	if o.Repair.N != 7 || o.Repair.P99.dur() != 10*time.Millisecond || o.Floor.P50.dur() != time.Millisecond {
+		t.Errorf("others' latencies: repair %+v, floor %+v", o.Repair, o.Floor)
+	}
+	if own, side := splitOthers(samples, nil); len(own) != len(samples) || side != nil {
+		t.Errorf("without others: %d own, %d others", len(own), len(side))
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	if got := Summarize(nil); got != (Percentiles{}) {
 		t.Fatalf("empty: %+v", got)

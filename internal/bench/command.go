@@ -52,6 +52,10 @@ const (
 	ModeMixed = "mixed"
 )
 
+// modeBurstOthers is the burst run's second hub (runReport.Others): the
+// same burst with the other clusters drifting meanwhile.
+const modeBurstOthers = "burst with the other clusters drifting"
+
 // benchNamespace holds every object the bench manages.
 const benchNamespace = "bench"
 
@@ -66,6 +70,16 @@ const benchMaxServices = 200
 
 // benchBurstWorkers is how many deletes of a burst are in flight at once.
 const benchBurstWorkers = 32
+
+// othersWindowFallback is how long the burst run's other clusters drift
+// when the raw repair floor before the hub (the burst's length on this
+// machine) was not measured.
+const othersWindowFallback = time.Second
+
+// othersRepairBar bounds the repair p99 of the other clusters' drifts
+// during a burst: the watch run's bar, so that a drift on a quiet cluster
+// never waits behind the burst's repairs (about a second here).
+const othersRepairBar = 250 * time.Millisecond
 
 // burstRepairFloorBar bounds the burst's all repaired in over its raw
 // repair floor.
@@ -692,7 +706,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 	rep.Schedule = Fingerprint(steps)
 	last := steps[len(steps)-1].Offset
 	if o.Mode == ModeWatch || o.Mode == ModeAll {
-		r, err := b.driftRun(ctx, ModeWatch, base, steps, 1, last+time.Minute)
+		r, err := b.driftRun(ctx, ModeWatch, base, steps, nil, 1, last+time.Minute)
 		if err != nil {
 			return append(runs, r), err
 		}
@@ -700,7 +714,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 	}
 	if o.Mode == ModePoll || o.Mode == ModeAll {
 		pass := time.Duration(float64(2*o.Objects) / b.qps() * float64(time.Second))
-		r, err := b.driftRun(ctx, ModePoll, base, steps, 1, last+3*o.Interval+2*pass+time.Minute)
+		r, err := b.driftRun(ctx, ModePoll, base, steps, nil, 1, last+3*o.Interval+2*pass+time.Minute)
 		if err != nil {
 			return append(runs, r), err
 		}
@@ -733,7 +747,7 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 		if beforeErr != nil && ctx.Err() != nil {
 			return runs, beforeErr
 		}
-		r, err := b.driftRun(ctx, ModeBurst, w, burst, benchBurstWorkers, 5*time.Minute)
+		r, err := b.driftRun(ctx, ModeBurst, w, burst, nil, benchBurstWorkers, 5*time.Minute)
 		if err != nil {
 			return append(runs, r), err
 		}
@@ -758,17 +772,39 @@ func (b *bencher) driftRuns(ctx context.Context, rep *benchReport) ([]runReport,
 			}
 			r.RepairFloor, r.RepairFloorConcurrency, r.RepairFloorDeletes = msDuration(took), n, msDuration(deletes)
 		}
+		// Then the same burst once more with the other clusters drifting
+		// meanwhile, at --rate each for as long as the floor before the
+		// hub took (the burst's length on this machine): what one
+		// cluster's burst costs another's drifts. A run of its own, so
+		// that the burst's figures above carry no load but the burst's.
+		window := othersWindowFallback
+		if beforeErr == nil && before > 0 {
+			window = before
+		}
+		if others := OthersPlan(w.targets(), b.set.Clusters[0].Name, o.Rate, window, o.Seed); len(others) > 0 && r.Repaired == r.Drifts {
+			ro, err := b.driftRun(ctx, modeBurstOthers, w, burst, others, benchBurstWorkers, 5*time.Minute)
+			if ro.Others != nil {
+				ro.Others.RatePerCluster, ro.Others.Window = o.Rate, msDuration(window)
+				ro.Others.BurstRepaired, ro.Others.BurstElapsed, ro.Others.Failures = ro.Repaired, ro.Elapsed, ro.Failures
+				r.Others = ro.Others
+			}
+			if err != nil {
+				return append(runs, r), err
+			}
+		}
 		runs = append(runs, r)
 	}
 	return runs, nil
 }
 
 // driftRun runs one fresh hub over w, makes the planned drifts once it is in
-// sync, and waits until the raw watch saw every one repaired (or limit).
-func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps []Step, workers int, limit time.Duration) (runReport, error) {
+// sync (steps, workers at a time on each cluster, and others beside them,
+// one at a time on each cluster: see makeDrifts), and waits until the raw
+// watch saw every one repaired (or limit).
+func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps, others []Step, workers int, limit time.Duration) (runReport, error) {
 	o := b.opts
 	r := runReport{Mode: mode, Drifts: len(steps)}
-	tr := NewTracker(len(steps), w.cfg.Hub.ManagedBy)
+	tr := NewTracker(len(steps)+len(others), w.cfg.Hub.ManagedBy)
 	b.current.Store(tr)
 	defer b.current.Store(nil)
 
@@ -802,15 +838,17 @@ func (b *bencher) driftRun(ctx context.Context, mode string, w *workload, steps 
 	returned := waitHeapReturned(ctx, rh.app.Hub(), heapReturnWait)
 	b.progress("%s: hub in sync with %d objects after %s (%s); making %d drifts", mode, len(w.specs), r.Sync.dur().Round(time.Millisecond), returned, len(steps))
 	stopped = true
-	err = b.makeDrifts(ctx, &r, rh, tr, driftgen.New(b.targets, o.Seed), steps, workers, limit)
+	err = b.makeDrifts(ctx, &r, rh, tr, driftgen.New(b.targets, o.Seed), steps, others, workers, limit)
 	return r, err
 }
 
 // makeDrifts makes the planned drifts through gen on the running hub rh
 // (in sync, its drift records going to tr, which b.current holds), waits
 // until the raw watch saw every one repaired (or limit), stops rh and
-// fills r's figures.
-func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, tr *Tracker, gen Drifter, steps []Step, workers int, limit time.Duration) error {
+// fills r's figures. others (the burst's other clusters) are made at the
+// same time, on their own schedule, and reported apart (r.Others): r's
+// figures are steps' alone.
+func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, tr *Tracker, gen Drifter, steps, others []Step, workers int, limit time.Duration) error {
 	mode := r.Mode
 	stopped := false
 	defer func() {
@@ -839,8 +877,13 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	}
 	cpu0 := CPUTime()
 	issued := time.Now()
+	var alongside conc.WaitGroup
+	if len(others) > 0 {
+		alongside.Go(func() { Execute(ctx, gen, tr, others, 1) })
+	}
 	Execute(ctx, gen, tr, steps, workers)
 	r.Issue = msDuration(time.Since(issued))
+	alongside.Wait()
 	stopProgress := b.every(5*time.Second, func() {
 		n := 0
 		for _, s := range tr.Samples() {
@@ -873,7 +916,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 			r.APIServer = apiserverLatencies(b.clusterNames(), before, after)
 		}
 	}
-	if mode != ModeFleet && mode != ModeMixed { // their profiles are their steady states'
+	if mode != ModeFleet && mode != ModeMixed && mode != modeBurstOthers { // their profiles are their steady states'; the burst's is its first hub's
 		b.writeHeapProfile()
 	}
 	snap := rh.app.Hub().Snapshot()
@@ -887,6 +930,10 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 
 	samples := tr.Samples()
 	r.Failures = explainFailures(samples, snap)
+	samples, otherSamples := splitOthers(samples, others)
+	if len(others) > 0 {
+		r.Others = othersOf(otherSamples)
+	}
 	lat := Collect(samples)
 	r.Floor, r.Observed, r.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
 	r.Applied, r.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
@@ -1202,6 +1249,9 @@ type runReport struct {
 	// sampled every 20 ms: what PeakRSS is made of.
 	PeakAnonRSS uint64 `json:"peakAnonRSSBytes,omitempty"`
 	PeakFileRSS uint64 `json:"peakFileRSSBytes,omitempty"`
+	// Others (the burst) are the drifts made on every other cluster while
+	// the burst was repaired, apart from the burst's figures above.
+	Others *othersReport `json:"others,omitempty"`
 	// APIServer is each apiserver's own request latency over the burst
 	// (its /metrics before and after); APIServerError says why it is
 	// missing.
@@ -1213,6 +1263,79 @@ type runReport struct {
 	// Failures explains every drift not seen repaired, or every object
 	// not in sync when SyncFailed.
 	Failures []failureReport `json:"failures,omitempty"`
+}
+
+// othersReport is the burst run's second hub: the same burst again while
+// every other cluster drifts, at RatePerCluster drifts per second on each
+// for Window (the raw repair floor's length before the hub) from the
+// burst's first delete, one at a time on each cluster, by the same drift
+// client: whether one cluster's burst delays another cluster's drifts.
+type othersReport struct {
+	Clusters       []string   `json:"clusters"`
+	RatePerCluster float64    `json:"ratePerCluster"`
+	Window         msDuration `json:"windowMs"`
+	Drifts         int        `json:"drifts"`
+	Repaired       int        `json:"repaired"`
+	Failed         int        `json:"failed"`
+	// Latencies of the other clusters' drifts from each drift call's
+	// start, as the run's.
+	Floor    latencyReport `json:"floor"`
+	Observed latencyReport `json:"hubEvent"`
+	Detect   latencyReport `json:"detect"`
+	Applied  latencyReport `json:"applied"`
+	Repair   latencyReport `json:"repair"`
+	// BurstRepaired and BurstElapsed are the burst's own in this run:
+	// how many of its deletes were seen repaired, and when the last one
+	// was after the first delete.
+	BurstRepaired int        `json:"burstRepaired"`
+	BurstElapsed  msDuration `json:"burstElapsedMs"`
+	// Failures explains every drift of this run not seen repaired, the
+	// burst's and the other clusters'.
+	Failures []failureReport `json:"failures,omitempty"`
+}
+
+// splitOthers splits a run's samples into the planned steps' and the
+// others' (those on the clusters others drift).
+func splitOthers(samples []Sample, others []Step) (own, side []Sample) {
+	if len(others) == 0 {
+		return samples, nil
+	}
+	clusters := make(map[string]bool)
+	for _, s := range others {
+		clusters[s.Target.ID.Cluster] = true
+	}
+	for _, s := range samples {
+		if clusters[s.Target.ID.Cluster] {
+			side = append(side, s)
+		} else {
+			own = append(own, s)
+		}
+	}
+	return own, side
+}
+
+// othersOf summarizes the other clusters' samples (RatePerCluster and
+// Window are the caller's).
+func othersOf(samples []Sample) *othersReport {
+	o := &othersReport{Drifts: len(samples)}
+	seen := make(map[string]bool)
+	for _, s := range samples {
+		if c := s.Target.ID.Cluster; !seen[c] {
+			seen[c] = true
+			o.Clusters = append(o.Clusters, c)
+		}
+		switch {
+		case s.Err != nil:
+			o.Failed++
+		case !s.Repair.IsZero():
+			o.Repaired++
+		}
+	}
+	slices.Sort(o.Clusters)
+	lat := Collect(samples)
+	o.Floor, o.Observed, o.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
+	o.Applied, o.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
+	return o
 }
 
 // peakRSSText is a run's peak RSS with the peaks of its anonymous and
@@ -1287,7 +1410,10 @@ type benchRatios struct {
 	// raw repair floor; FleetColdSyncOverCreateFloor the fleet's cold sync
 	// over its raw create floor.
 	BurstRepairedOverRepairFloor float64 `json:"burstRepairedOverRepairFloor,omitempty"`
-	FleetColdSyncOverCreateFloor float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
+	// BurstOthersRepairP99OverFloorP99 is the repair p99 of the other
+	// clusters' drifts during the burst over their raw watch floor p99.
+	BurstOthersRepairP99OverFloorP99 float64 `json:"burstOthersRepairP99OverFloorP99,omitempty"`
+	FleetColdSyncOverCreateFloor     float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
 	// FleetRepairP99OverFloorP99 is the fleet's repair p99 over its raw
 	// watch floor p99 (the drift seen); FleetRepairP99OverRepairFloorP99
 	// over its raw repair floor's repair p99 (a plain client repairing
@@ -1366,7 +1492,7 @@ func (d msDuration) dur() time.Duration { return time.Duration(d) }
 // report.
 func (rep *benchReport) failed() bool {
 	for _, r := range rep.Runs {
-		if r.SyncFailed || len(r.Failures) > 0 {
+		if r.SyncFailed || len(r.Failures) > 0 || (r.Others != nil && len(r.Others.Failures) > 0) {
 			return true
 		}
 	}
@@ -1424,6 +1550,15 @@ func (rep *benchReport) finish(o Options) {
 		if floor := burstRun.repairFloor(); floor > 0 && burstRun.Elapsed > 0 {
 			rep.ratios().BurstRepairedOverRepairFloor = rep.ratioGoal(fmt.Sprintf("burst all repaired within %gx the raw repair floor", burstRepairFloorBar),
 				burstRepairFloorBar, burstRun.Elapsed, floor, burstRun.Repaired == burstRun.Drifts)
+		}
+		if o := burstRun.Others; o != nil {
+			rep.Targets = append(rep.Targets, benchGoal{
+				Goal:   fmt.Sprintf("the other clusters' repair p99 during the burst under %s", fmtDur(othersRepairBar)),
+				Met:    o.Repair.P99 > 0 && o.Repair.P99.dur() < othersRepairBar && o.Repaired == o.Drifts,
+				Actual: fmt.Sprintf("%s (%d/%d repaired; floor p99 %s)", fmtDur(o.Repair.P99.dur()), o.Repaired, o.Drifts, fmtDur(o.Floor.P99.dur()))})
+			if o.Floor.P99 > 0 && o.Repair.P99 > 0 {
+				rep.ratios().BurstOthersRepairP99OverFloorP99 = float64(o.Repair.P99) / float64(o.Floor.P99)
+			}
 		}
 		if g, ok := apiserverGoal(burstRun); ok {
 			rep.Targets = append(rep.Targets, g)
@@ -1557,6 +1692,19 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			}
 		}
 		for _, r := range rep.Runs {
+			if o := r.Others; o != nil {
+				fmt.Fprintf(tw, "\n%s: the same burst again with the other clusters drifting meanwhile (%s: %g/s each over %s, the floor's length before the hub); the burst all repaired in %s (%d of %d), the other clusters' drifts %d of %d repaired\n",
+					r.Mode, strings.Join(o.Clusters, ", "), o.RatePerCluster, fmtDur(o.Window.dur()), fmtDur(o.BurstElapsed.dur()), o.BurstRepaired, r.Drifts, o.Repaired, o.Drifts)
+				fmt.Fprintln(tw, "others\tn\tp50\tp95\tp99\tmax")
+				for _, l := range []struct {
+					name string
+					p    latencyReport
+				}{{"floor", o.Floor}, {"hub-event", o.Observed}, {"detect", o.Detect}, {"apply", o.Applied}, {"repair", o.Repair}} {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", l.name, l.p.N, fmtDur(l.p.P50.dur()), fmtDur(l.p.P95.dur()), fmtDur(l.p.P99.dur()), fmtDur(l.p.Max.dur()))
+				}
+			}
+		}
+		for _, r := range rep.Runs {
 			if r.Mode != ModeWatch && r.Mode != ModeFleet && r.Mode != ModeMixed {
 				continue
 			}
@@ -1606,6 +1754,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		if rep.Ratios.BurstRepairedOverRepairFloor > 0 {
 			fmt.Fprintf(tw, "burst all repaired / raw repair floor\t%.2fx\n", rep.Ratios.BurstRepairedOverRepairFloor)
+		}
+		if rep.Ratios.BurstOthersRepairP99OverFloorP99 > 0 {
+			fmt.Fprintf(tw, "burst other clusters' repair p99 / floor p99\t%.2fx\n", rep.Ratios.BurstOthersRepairP99OverFloorP99)
 		}
 		if rep.Ratios.FleetColdSyncOverCreateFloor > 0 {
 			fmt.Fprintf(tw, "fleet cold sync / raw create floor\t%.2fx\n", rep.Ratios.FleetColdSyncOverCreateFloor)
@@ -1695,6 +1846,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 			what += ": drifts not seen repaired"
 		}
 		writeFailures(w, what, r.Failures)
+		if o := r.Others; o != nil {
+			writeFailures(w, r.Mode+" with the other clusters drifting: drifts not seen repaired", o.Failures)
+		}
 	}
 	if s := rep.Scale; s != nil {
 		writeFailures(w, "scale: the hub never showed every object in sync; objects not in sync", s.Failures)

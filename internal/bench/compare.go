@@ -77,6 +77,17 @@ func figures(rep *benchReport) []figure {
 			lat(fmt.Sprintf("%s %s detect", r.Mode, k), l.Detect)
 			lat(fmt.Sprintf("%s %s repair", r.Mode, k), l.Repair)
 		}
+		if o := r.Others; o != nil {
+			for _, l := range []struct {
+				name string
+				p    latencyReport
+			}{{"floor", o.Floor}, {"hub-event", o.Observed}, {"detect", o.Detect}, {"apply", o.Applied}, {"repair", o.Repair}} {
+				lat(r.Mode+" other clusters' "+l.name, l.p)
+			}
+			if o.Floor.P99 > 0 && o.Repair.P99 > 0 {
+				out = append(out, figure{r.Mode + " other clusters' repair p99 / floor p99", unitRatio, float64(o.Repair.P99) / float64(o.Floor.P99)})
+			}
+		}
 		dur(r.Mode+" hub sync", r.Sync)
 		dur(r.Mode+" all repaired in", r.Elapsed)
 		dur(r.Mode+" raw repair floor", r.RepairFloor)

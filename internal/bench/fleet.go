@@ -370,7 +370,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		floor.Wait()
 	}()
 	last := steps[len(steps)-1].Offset
-	r, err := b.driftRun(ctx, ModeFleet, w, steps, 1, last+2*time.Minute)
+	r, err := b.driftRun(ctx, ModeFleet, w, steps, nil, 1, last+2*time.Minute)
 	if err != nil || r.TimedOut || r.Repaired == 0 {
 		return f, []runReport{r}, err
 	}

@@ -234,7 +234,7 @@ func (b *bencher) mixedDrifts(ctx context.Context, rh *runningHub, cfg *config.C
 	b.progress("mixed: making %d drifts (deletes, field edits, label removals) over %d kinds", len(steps), len(mixedKinds()))
 	last := steps[len(steps)-1].Offset
 	gen := dynamicDrifter{clients: b.dynamic, kinds: mixedKindsBySlug()}
-	err = b.makeDrifts(ctx, &r, rh, tr, gen, steps, 1, last+time.Minute)
+	err = b.makeDrifts(ctx, &r, rh, tr, gen, steps, nil, 1, last+time.Minute)
 	return r, err
 }
 

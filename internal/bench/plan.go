@@ -154,3 +154,23 @@ func Fingerprint(steps []Step) string {
 	}
 	return fmt.Sprintf("%016x", h.Sum64())
 }
+
+// OthersPlan returns the drifts the burst run makes on every cluster but
+// the burst's while the burst is repaired: Plan's actions and order over
+// the other clusters' targets, ratePerCluster drifts per second on each
+// for window (at least one each). It is empty with no other cluster.
+func OthersPlan(targets []Target, burstCluster string, ratePerCluster float64, window time.Duration, seed uint64) []Step {
+	var others []Target
+	clusters := make(map[string]bool)
+	for _, t := range targets {
+		if t.ID.Cluster != burstCluster {
+			others = append(others, t)
+			clusters[t.ID.Cluster] = true
+		}
+	}
+	if len(clusters) == 0 || ratePerCluster <= 0 {
+		return nil
+	}
+	perCluster := max(1, int(ratePerCluster*window.Seconds()))
+	return Plan(others, perCluster*len(clusters), ratePerCluster, seed^0x07)
+}
