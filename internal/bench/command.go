@@ -1591,6 +1591,9 @@ func (rep *benchReport) finish(o Options) {
 	if burstRun != nil && burstRun.repairFloor() > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("raw repair floor: before the burst's hub started and again after it stopped, the bench's client deletes the same objects as the burst does (%d at a time) while a plain client-go client server-side applies each again (the same body, the hub's field manager) as soon as its delete returned, as many applies in flight as the hub runs writes on one cluster (its writers but one), from the first delete's start to the last apply returning: the burst's deletes and repairs without the detection. All repaired in runs from the burst's first delete to the raw watch seeing the last object back, and is taken over the mean of the two floors, so that a machine whose speed drifts during the run moves the floor with the hub.", benchBurstWorkers))
 	}
+	if burstRun != nil && burstRun.Others != nil {
+		rep.Notes = append(rep.Notes, "other clusters: once the burst's floors are measured, a second fresh hub takes the same burst while the drift client drifts every other cluster at the run's rate (deletes, scales, image edits, label removals, one call at a time on each cluster) for as long as the raw repair floor before the hub took; the same raw watch times them. The hub hands its writes to writers that serve the clusters' queues in turn, and a cluster never runs all of them at once, so a quiet cluster's repair never waits behind a burst's queue.")
+	}
 	if burstRun != nil && len(burstRun.APIServer) > 0 {
 		rep.Notes = append(rep.Notes, "apiserver: each local apiserver's own apiserver_request_duration_seconds (/metrics) scraped before and after the burst and subtracted, over every client (the hub, the drift client, the raw watch); mutating: POST, PUT, PATCH, DELETE, APPLY; read: GET, LIST; p50 and p99 interpolated inside the histogram's buckets, as histogram_quantile does.")
 	}
