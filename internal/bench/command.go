@@ -1249,8 +1249,10 @@ type runReport struct {
 	// sampled every 20 ms: what PeakRSS is made of.
 	PeakAnonRSS uint64 `json:"peakAnonRSSBytes,omitempty"`
 	PeakFileRSS uint64 `json:"peakFileRSSBytes,omitempty"`
-	// Others (the burst) are the drifts made on every other cluster while
-	// the burst was repaired, apart from the burst's figures above.
+	// Others (the burst) is a second hub's run of the same burst while
+	// every other cluster drifts: those drifts' figures, kept apart from
+	// the burst's above (which are the first hub's, doing the burst
+	// alone).
 	Others *othersReport `json:"others,omitempty"`
 	// APIServer is each apiserver's own request latency over the burst
 	// (its /metrics before and after); APIServerError says why it is
