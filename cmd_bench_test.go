@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,8 +48,9 @@ func TestParseBench(t *testing.T) {
 	}
 }
 
-// TestBench runs a tiny `driftwatch bench --mode all` on one real local
-// cluster and checks the table.
+// TestBench runs a tiny `driftwatch bench --mode all` on two real local
+// clusters and checks the table, the burst's second hub (the other
+// cluster drifting meanwhile) included.
 func TestBench(t *testing.T) {
 	bins := lctest.BinDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -60,7 +63,7 @@ func TestBench(t *testing.T) {
 		return ""
 	}
 	began := time.Now()
-	err := run(ctx, []string{"bench", "--mode", "all", "--clusters", "1", "--objects", "12", "--drifts", "8",
+	err := run(ctx, []string{"bench", "--mode", "all", "--clusters", "2", "--objects", "12", "--drifts", "8",
 		"--burst", "10", "--interval", "2s", "--dir", t.TempDir()}, getenv, out, errOut)
 	if err != nil {
 		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -106,6 +109,32 @@ func TestBench(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q", s)
 		}
+	}
+	// The burst's second hub: the other cluster's drifts, every one
+	// repaired, each latency row positive, and their target.
+	m := regexp.MustCompile(`burst: the same burst again with the other clusters drifting meanwhile \(c2: 20/s each over [^)]*\); the burst all repaired in \S+ \(10 of 10\), the other clusters' drifts (\d+) of (\d+) repaired`).FindStringSubmatch(out.String())
+	if m == nil || m[1] != m[2] || m[1] == "0" {
+		t.Errorf("no line of the other cluster's drifts, all repaired: %q", m)
+	}
+	lines := strings.Split(out.String(), "\n")
+	others := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "others ") })
+	if others < 0 || others+5 >= len(lines) {
+		t.Fatalf("no table of the other cluster's drifts")
+	}
+	for i, lat := range []string{"floor", "hub-event", "detect", "apply", "repair"} {
+		f := strings.Fields(lines[others+1+i])
+		if len(f) != 6 || f[0] != lat || (m != nil && f[1] != m[2]) {
+			t.Errorf("others %s row: %q", lat, f)
+			continue
+		}
+		for _, v := range f[2:] {
+			if d := parseTableDuration(t, v); d <= 0 {
+				t.Errorf("others %s: %s is not positive", lat, v)
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "the other clusters' repair p99 during the burst under 250.0ms") {
+		t.Errorf("output lacks the other clusters' target")
 	}
 	// Polling every 2s must be much slower to detect than the watch.
 	if p, w := parseTableDuration(t, rows["poll detect"][3]), parseTableDuration(t, rows["watch detect"][3]); p < 5*w {
