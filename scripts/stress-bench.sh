@@ -263,14 +263,16 @@ func main() {
 		if !r.SyncFailed && r.Repaired+r.Failed < r.Drifts {
 			rw = append(rw, fmt.Sprintf("%s: %d drift(s) never seen repaired", r.Mode, r.Drifts-r.Repaired-r.Failed))
 		}
-		if o := r.Others; o != nil && o.Failed > 0 {
-			rw = append(rw, fmt.Sprintf("%s: %d drift call(s) on the other clusters failed", r.Mode, o.Failed))
-		}
-		if o := r.Others; o != nil && o.Repaired+o.Failed < o.Drifts {
-			rw = append(rw, fmt.Sprintf("%s: %d drift(s) on the other clusters never seen repaired", r.Mode, o.Drifts-o.Repaired-o.Failed))
-		}
-		if o := r.Others; o != nil && o.BurstRepaired < r.Drifts {
-			rw = append(rw, fmt.Sprintf("%s with the other clusters drifting: %d of the burst's deletes never seen repaired", r.Mode, r.Drifts-o.BurstRepaired))
+		if o := r.Others; o != nil {
+			if o.Failed > 0 {
+				rw = append(rw, fmt.Sprintf("%s: %d drift call(s) on the other clusters failed", r.Mode, o.Failed))
+			}
+			if o.Repaired+o.Failed < o.Drifts {
+				rw = append(rw, fmt.Sprintf("%s: %d drift(s) on the other clusters never seen repaired", r.Mode, o.Drifts-o.Repaired-o.Failed))
+			}
+			if o.BurstRepaired < r.Drifts {
+				rw = append(rw, fmt.Sprintf("%s with the other clusters drifting: %d of the burst's deletes never seen repaired", r.Mode, r.Drifts-o.BurstRepaired))
+			}
 		}
 		if len(rw) > 0 || len(r.Failures) > 0 || (r.Others != nil && len(r.Others.Failures) > 0) {
 			why = append(why, rw...)

@@ -934,9 +934,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	if len(others) > 0 {
 		r.Others = othersOf(otherSamples)
 	}
-	lat := Collect(samples)
-	r.Floor, r.Observed, r.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
-	r.Applied, r.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
+	r.runLatencies = latenciesOf(samples)
 	r.Samples = samplesOf(samples)
 	r.ByAction = make(map[string]actionReport)
 	for a, l := range CollectByAction(samples) {
@@ -1179,15 +1177,7 @@ type runReport struct {
 	// FirstError is the first failed drift call's error.
 	FirstError string `json:"firstError,omitempty"`
 	TimedOut   bool   `json:"timedOut,omitempty"`
-	// Latencies from each drift call's start: the raw watch's event, the
-	// hub's own event (for a poll: its reconcile's start), the hub's
-	// classification, its repair call returning, the raw watch's event
-	// showing the object as desired again.
-	Floor    latencyReport `json:"floor"`
-	Observed latencyReport `json:"hubEvent"`
-	Detect   latencyReport `json:"detect"`
-	Applied  latencyReport `json:"applied"`
-	Repair   latencyReport `json:"repair"`
+	runLatencies
 	// ByAction splits floor, detect and repair by drift action.
 	ByAction map[string]actionReport `json:"byAction"`
 	// ByKind splits them by kind (NodeID slug; --mode mixed).
@@ -1279,13 +1269,8 @@ type othersReport struct {
 	Drifts         int        `json:"drifts"`
 	Repaired       int        `json:"repaired"`
 	Failed         int        `json:"failed"`
-	// Latencies of the other clusters' drifts from each drift call's
-	// start, as the run's.
-	Floor    latencyReport `json:"floor"`
-	Observed latencyReport `json:"hubEvent"`
-	Detect   latencyReport `json:"detect"`
-	Applied  latencyReport `json:"applied"`
-	Repair   latencyReport `json:"repair"`
+	// runLatencies are the other clusters' drifts', as the run's.
+	runLatencies
 	// BurstRepaired and BurstElapsed are the burst's own in this run:
 	// how many of its deletes were seen repaired, and when the last one
 	// was after the first delete.
@@ -1294,6 +1279,37 @@ type othersReport struct {
 	// Failures explains every drift of this run not seen repaired, the
 	// burst's and the other clusters'.
 	Failures []failureReport `json:"failures,omitempty"`
+}
+
+// runLatencies are a run's latencies from each drift call's start: the
+// raw watch's event, the hub's own event (for a poll: its reconcile's
+// start), the hub's classification, its repair call returning, the raw
+// watch's event showing the object as desired again.
+type runLatencies struct {
+	Floor    latencyReport `json:"floor"`
+	Observed latencyReport `json:"hubEvent"`
+	Detect   latencyReport `json:"detect"`
+	Applied  latencyReport `json:"applied"`
+	Repair   latencyReport `json:"repair"`
+}
+
+// latenciesOf summarizes samples' latencies.
+func latenciesOf(samples []Sample) runLatencies {
+	lat := Collect(samples)
+	return runLatencies{Floor: latencyOf(lat.Floor), Observed: latencyOf(lat.Observed), Detect: latencyOf(lat.Detect),
+		Applied: latencyOf(lat.Applied), Repair: latencyOf(lat.Repair)}
+}
+
+// namedLatency is one of runLatencies with its name in tables and
+// comparisons.
+type namedLatency struct {
+	name string
+	p    latencyReport
+}
+
+// named lists the latencies in their order, by name.
+func (l runLatencies) named() []namedLatency {
+	return []namedLatency{{"floor", l.Floor}, {"hub-event", l.Observed}, {"detect", l.Detect}, {"apply", l.Applied}, {"repair", l.Repair}}
 }
 
 // splitOthers splits a run's samples into the planned steps' and the
@@ -1334,9 +1350,7 @@ func othersOf(samples []Sample) *othersReport {
 		}
 	}
 	slices.Sort(o.Clusters)
-	lat := Collect(samples)
-	o.Floor, o.Observed, o.Detect = latencyOf(lat.Floor), latencyOf(lat.Observed), latencyOf(lat.Detect)
-	o.Applied, o.Repair = latencyOf(lat.Applied), latencyOf(lat.Repair)
+	o.runLatencies = latenciesOf(samples)
 	return o
 }
 
@@ -1665,10 +1679,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "drifts: %d at %g/s per cluster, seed %d, schedule %s (%s)\n\n", rep.Drifts, rep.Rate, rep.Seed, rep.Schedule, what)
 		fmt.Fprintln(tw, "mode\tlatency\tn\tp50\tp95\tp99\tmax")
 		for _, r := range rep.Runs {
-			for _, l := range []struct {
-				name string
-				p    latencyReport
-			}{{"floor", r.Floor}, {"hub-event", r.Observed}, {"detect", r.Detect}, {"apply", r.Applied}, {"repair", r.Repair}} {
+			for _, l := range r.named() {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Mode, l.name, l.p.N, fmtDur(l.p.P50.dur()), fmtDur(l.p.P95.dur()), fmtDur(l.p.P99.dur()), fmtDur(l.p.Max.dur()))
 			}
 		}
@@ -1701,10 +1712,7 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 				fmt.Fprintf(tw, "\n%s: the same burst again with the other clusters drifting meanwhile (%s: %g/s each over %s, the floor's length before the hub); the burst all repaired in %s (%d of %d), the other clusters' drifts %d of %d repaired\n",
 					r.Mode, strings.Join(o.Clusters, ", "), o.RatePerCluster, fmtDur(o.Window.dur()), fmtDur(o.BurstElapsed.dur()), o.BurstRepaired, r.Drifts, o.Repaired, o.Drifts)
 				fmt.Fprintln(tw, "others\tn\tp50\tp95\tp99\tmax")
-				for _, l := range []struct {
-					name string
-					p    latencyReport
-				}{{"floor", o.Floor}, {"hub-event", o.Observed}, {"detect", o.Detect}, {"apply", o.Applied}, {"repair", o.Repair}} {
+				for _, l := range o.named() {
 					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", l.name, l.p.N, fmtDur(l.p.P50.dur()), fmtDur(l.p.P95.dur()), fmtDur(l.p.P99.dur()), fmtDur(l.p.Max.dur()))
 				}
 			}

@@ -58,10 +58,7 @@ func figures(rep *benchReport) []figure {
 		dur(prefix+" max", l.Max)
 	}
 	for _, r := range rep.Runs {
-		for _, l := range []struct {
-			name string
-			p    latencyReport
-		}{{"floor", r.Floor}, {"hub-event", r.Observed}, {"detect", r.Detect}, {"apply", r.Applied}, {"repair", r.Repair}} {
+		for _, l := range r.named() {
 			lat(r.Mode+" "+l.name, l.p)
 		}
 		for _, a := range reportedActions() {
@@ -78,10 +75,7 @@ func figures(rep *benchReport) []figure {
 			lat(fmt.Sprintf("%s %s repair", r.Mode, k), l.Repair)
 		}
 		if o := r.Others; o != nil {
-			for _, l := range []struct {
-				name string
-				p    latencyReport
-			}{{"floor", o.Floor}, {"hub-event", o.Observed}, {"detect", o.Detect}, {"apply", o.Applied}, {"repair", o.Repair}} {
+			for _, l := range o.named() {
 				lat(r.Mode+" other clusters' "+l.name, l.p)
 			}
 			if o.Floor.P99 > 0 && o.Repair.P99 > 0 {

@@ -228,8 +228,8 @@ func testLatency(n int, base time.Duration) latencyReport {
 // testRun is a run with every figure set.
 func testRun(mode string, drifts int, base time.Duration) runReport {
 	r := runReport{Mode: mode, Drifts: drifts, Repaired: drifts - 1, Failed: 1, FirstError: "delete: not found",
-		Floor: testLatency(drifts, base), Observed: testLatency(drifts, base+100*time.Microsecond), Detect: testLatency(drifts, base+200*time.Microsecond),
-		Applied: testLatency(drifts, 3*base), Repair: testLatency(drifts, 4*base),
+		runLatencies: runLatencies{Floor: testLatency(drifts, base), Observed: testLatency(drifts, base+100*time.Microsecond), Detect: testLatency(drifts, base+200*time.Microsecond),
+			Applied: testLatency(drifts, 3*base), Repair: testLatency(drifts, 4*base)},
 		Sync: msDuration(1234567 * time.Microsecond), Issue: msDuration(9876543 * time.Microsecond), Elapsed: msDuration(10123456 * time.Microsecond),
 		RepairsPerSecond: float64(drifts-1) / 10.123456, CPU: msDuration(4321 * time.Millisecond), PeakRSS: 123 << 20, PeakAnonRSS: 45 << 20, PeakFileRSS: 78 << 20,
 		ByAction: map[string]actionReport{},
@@ -296,8 +296,8 @@ func testReport(mode string) *benchReport {
 			r := testRun(ModeBurst, 1000, 900*time.Millisecond)
 			r.RepairFloor, r.RepairFloorConcurrency, r.RepairFloorDeletes = msDuration(5*time.Second), 11, msDuration(4321*time.Millisecond)
 			r.Others = &othersReport{Clusters: []string{"c2", "c3"}, RatePerCluster: 20, Window: msDuration(1100 * time.Millisecond), Drifts: 44, Repaired: 43, Failed: 1,
-				Floor: testLatency(44, 3*time.Millisecond), Observed: testLatency(44, 3100*time.Microsecond), Detect: testLatency(44, 3200*time.Microsecond),
-				Applied: testLatency(44, 8*time.Millisecond), Repair: testLatency(44, 9*time.Millisecond),
+				runLatencies: runLatencies{Floor: testLatency(44, 3*time.Millisecond), Observed: testLatency(44, 3100*time.Microsecond), Detect: testLatency(44, 3200*time.Microsecond),
+					Applied: testLatency(44, 8*time.Millisecond), Repair: testLatency(44, 9*time.Millisecond)},
 				BurstRepaired: 1000, BurstElapsed: msDuration(1234 * time.Millisecond),
 				Failures: []failureReport{{Cluster: "c3", NodeID: "c3:bench/a00007:ConfigMap", Action: "unlabel", Seen: "the drift", HubStatus: "repairing", ClusterState: "synced"}}}
 			rep.Runs = append(rep.Runs, r)
@@ -518,7 +518,7 @@ func TestOthersTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runReport{Mode: ModeBurst, Drifts: 10, Repaired: 10, Elapsed: msDuration(time.Second),
 				Others: &othersReport{Clusters: []string{"c2"}, Drifts: 40, Repaired: tc.repaired,
-					Floor: latencyReport{N: 40, P99: msDuration(5 * time.Millisecond)}, Repair: latencyReport{N: tc.repaired, P99: msDuration(tc.p99)}}}
+					runLatencies: runLatencies{Floor: latencyReport{N: 40, P99: msDuration(5 * time.Millisecond)}, Repair: latencyReport{N: tc.repaired, P99: msDuration(tc.p99)}}}}
 			rep := &benchReport{Mode: ModeBurst, Runs: []runReport{r}}
 			rep.finish(Options{Mode: ModeBurst, Rate: 20})
 			var found bool
