@@ -799,17 +799,37 @@ func (m *Manager) next() int64 {
 	return m.localSeq.Add(1)
 }
 
+// reportLoop evaluates the cluster's health every ReportInterval, at the
+// interval's boundaries on the wall clock (untilBoundary) rather than
+// ReportInterval after the manager started: every manager of the process
+// then wakes at the same instants, so a hub of many clusters wakes once an
+// interval for all of their reports instead of once for each cluster at
+// scattered instants. In an idle fleet those wakeups cost more than the
+// reports themselves.
 func (m *Manager) reportLoop(ctx context.Context) {
-	t := time.NewTicker(m.health.ReportInterval)
+	tickAligned(ctx, m.health.ReportInterval, m.evaluate)
+}
+
+// tickAligned calls fn at every boundary of d on the wall clock
+// (untilBoundary) until ctx is done. d must be positive.
+func tickAligned(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTimer(untilBoundary(time.Now(), d))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.evaluate()
+			fn()
+			t.Reset(untilBoundary(time.Now(), d))
 		}
 	}
+}
+
+// untilBoundary is the time from now to the next multiple of d on the wall
+// clock (since the zero time): always more than zero and at most d.
+func untilBoundary(now time.Time, d time.Duration) time.Duration {
+	return now.Truncate(d).Add(d).Sub(now)
 }
 
 // informerFor returns the synced informer of a namespace and kind, if any.
