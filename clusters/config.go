@@ -103,8 +103,9 @@ type HealthOptions struct {
 	FailureThreshold int
 	// RetryInterval between probes after a failure. Default 1s.
 	RetryInterval time.Duration
-	// ReportInterval is how often a changed events/s rate is reported.
-	// Default 1s.
+	// ReportInterval is how often a changed events/s rate is reported,
+	// on the interval's boundaries on the wall clock: the same instants
+	// for every cluster of the process (see tickAligned). Default 1s.
 	ReportInterval time.Duration
 }
 
