@@ -44,10 +44,23 @@ func (b *clusterBoard) health(h ClusterHealth) {
 // still has desired state: they show as unknown).
 func (b *clusterBoard) removeHealth(cluster string) {
 	b.mu.Lock()
-	delete(b.clusters, cluster)
+	b.dropLocked(cluster)
 	b.mu.Unlock()
 	b.metrics.forgetCluster(cluster)
 	signal(b.dirty)
+}
+
+// dropLocked forgets a cluster's health and repair times but keeps its
+// pause: the pause is the operator's intent, not cluster state, so a
+// paused cluster stays listed (as removed, and paused) while it is gone,
+// and is shown paused when it comes back however its first health report
+// and its NodeIDs' first passes interleave. Callers hold mu.
+func (b *clusterBoard) dropLocked(cluster string) {
+	if c := b.clusters[cluster]; c != nil && c.paused {
+		b.clusters[cluster] = &clusterStatus{health: ClusterHealth{Cluster: cluster, State: ClusterRemoved}, paused: true}
+		return
+	}
+	delete(b.clusters, cluster)
 }
 
 func (b *clusterBoard) paused(cluster string, paused bool) {

@@ -406,35 +406,64 @@ func TestTakeOverReadsSharedRecords(t *testing.T) {
 }
 
 // A pause outlives the cluster's loop state: a cluster forgotten (deleted
-// from Cluster API, moved) and discovered again is still paused, in the
-// gate and in the snapshot.
+// from Cluster API, moved) or removed and discovered again is still paused,
+// in the gate and in the snapshot, whether its first health report or its
+// NodeIDs' first pass (which parks them) comes first.
 func TestPauseSurvivesForgetAndReturn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newFake(true)
-		f := start(t, b, Options{})
-		s := spec("c1", "a", "v1")
-		f.h.SetDesired([]NodeSpec{s})
-		f.ready("c1", 1, 1)
-		synctest.Wait()
-		_ = f.h.PauseCluster("c1", true)
-		f.h.ForgetCluster("c1")
-		f.h.SetDesiredCluster("c1", []NodeSpec{s})
-		f.ready("c1", 2, 2)
-		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
-		synctest.Wait()
-		if got := b.repairCount(s.ID); got != 1 {
-			t.Fatalf("repaired a paused cluster after it came back (%d writes)", got)
+	for _, tc := range []struct {
+		name      string
+		removed   bool // a removed health report instead of ForgetCluster
+		passFirst bool // the NodeIDs' first pass runs before the cluster is ready
+	}{
+		{name: "forgotten, ready first"},
+		{name: "forgotten, pass first", passFirst: true},
+		{name: "removed, ready first", removed: true},
+		{name: "removed, pass first", removed: true, passFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				f := start(t, b, Options{})
+				s := spec("c1", "a", "v1")
+				f.h.SetDesired([]NodeSpec{s})
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				_ = f.h.PauseCluster("c1", true)
+				if tc.removed {
+					f.h.ClusterChanged(ClusterHealth{Cluster: "c1", State: ClusterRemoved, Seq: 2})
+				} else {
+					f.h.ForgetCluster("c1")
+					f.h.SetDesiredCluster("c1", []NodeSpec{s})
+				}
+				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+				if tc.passFirst {
+					f.h.ctrl.add(s.ID)
+					synctest.Wait()
+				}
+				if !clusterPaused(f.h.Snapshot(), "c1") {
+					t.Error("the snapshot lost the pause of a cluster while it was gone")
+				}
+				f.ready("c1", 2, 3)
+				synctest.Wait()
+				if got := b.repairCount(s.ID); got != 1 {
+					t.Fatalf("repaired a paused cluster after it came back (%d writes)", got)
+				}
+				if !clusterPaused(f.h.Snapshot(), "c1") {
+					t.Error("the snapshot lost the pause of a cluster that came back")
+				}
+			})
+		})
+	}
+}
+
+// clusterPaused says whether a snapshot lists a cluster as paused.
+func clusterPaused(s *Snapshot, cluster string) bool {
+	for _, c := range s.Clusters {
+		if c.Cluster == cluster {
+			return c.Paused
 		}
-		var paused bool
-		for _, c := range f.h.Snapshot().Clusters {
-			if c.Cluster == "c1" {
-				paused = c.Paused
-			}
-		}
-		if !paused {
-			t.Error("the snapshot lost the pause of a cluster that came back")
-		}
-	})
+	}
+	return false
 }
 
 // Orphan pruning goes through the guard, for the whole hub: never more than

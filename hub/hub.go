@@ -416,11 +416,6 @@ func (h *Hub) clusterChanged(ch ClusterHealth) []NodeID {
 	if cl == nil {
 		cl = &clusterLoop{}
 		h.clusters[ch.Cluster] = cl
-		if h.pauses[ch.Cluster] != 0 {
-			// A cluster forgotten (or removed) and back is still
-			// paused: the pause is intent, not cluster state.
-			h.status.paused(ch.Cluster, true)
-		}
 	}
 	if ch.Seq != 0 && ch.Seq < cl.lastSeq {
 		h.metrics.staleHealth.WithLabelValues(ch.Cluster).Inc()

@@ -206,7 +206,7 @@ func (s *store) forgetCluster(cluster string) {
 	if s.nodes.deleteInCluster(cluster, func(*nodeStatus) bool { return true }) > 0 {
 		s.orderGen++
 	}
-	delete(s.clusters, cluster)
+	s.dropLocked(cluster)
 	s.mu.Unlock()
 	s.metrics.forgetCluster(cluster)
 	signal(s.dirty)
