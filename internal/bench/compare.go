@@ -172,6 +172,12 @@ func figures(rep *benchReport) []figure {
 		bytes("fleet heap in use", float64(f.HeapInUse))
 		bytes("fleet hub heap per object", f.BytesPerObject)
 		dur("fleet idle cpu", f.IdleCPU)
+		if f.IdleCost.controlPlanePercent() >= 0 {
+			dur("fleet control planes' idle cpu", f.IdleCost.ControlPlaneCPU)
+		}
+		if f.IdleFloorCost.controlPlanePercent() >= 0 {
+			dur("fleet control planes' idle cpu without the hub", f.IdleFloorCost.ControlPlaneCPU)
+		}
 	}
 	return out
 }

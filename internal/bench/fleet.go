@@ -175,6 +175,12 @@ type fleetReport struct {
 	IdleCPU        msDuration `json:"idleCPUMs"`
 	IdleFor        msDuration `json:"idleForMs"`
 	IdleCPUPercent float64    `json:"idleCPUPercentOfCore"`
+	// IdleCost is the idle span's cost, the control planes' CPU while the
+	// hub watches and probes every entry, and IdleFloorCost the same
+	// length's right after the hub stopped: what the idle hub costs the
+	// clusters is the difference.
+	IdleCost      *spanCost `json:"idleCost,omitempty"`
+	IdleFloorCost *spanCost `json:"idleFloorCost,omitempty"`
 	// DriftFor is the drift phase's planned length.
 	DriftFor msDuration `json:"driftForMs"`
 	// SyncFailed and Failures: the hub never showed every entry synced
@@ -290,11 +296,13 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	f.RSS, _ = RSS()
 	f.OpenFDs = openFDs()
 	f.Goroutines = runtime.NumGoroutine()
+	idleCost := b.readCost(ctx)
 	cpu0 := CPUTime()
 	if !b.idle(ctx) {
 		return nil, nil, ctx.Err()
 	}
 	f.IdleCPU = msDuration(CPUTime() - cpu0)
+	f.IdleCost = b.costSince(ctx, idleCost)
 	f.IdleFor = msDuration(o.Idle)
 	f.IdleCPUPercent = 100 * f.IdleCPU.dur().Seconds() / f.IdleFor.dur().Seconds()
 	b.progress("fleet: steady rss %s, idle cpu %.2f%% of a core (the hub's heap returns: %d)", fmtBytes(f.RSS), f.IdleCPUPercent, rh.app.Hub().HeapReturns())
@@ -307,6 +315,12 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	if err != nil {
 		return f, nil, fmt.Errorf("fleet cold hub: %w", err)
 	}
+	// The control planes at rest without the hub, for its idle cost.
+	idleCost = b.readCost(ctx)
+	if !sleepCtx(ctx, o.Idle) {
+		return f, nil, ctx.Err()
+	}
+	f.IdleFloorCost = b.costSince(ctx, idleCost)
 	if cfg, err = load(); err != nil {
 		return f, nil, fmt.Errorf("bench: generated config %s: %w", path, err)
 	}
@@ -698,7 +712,7 @@ func (rep *benchReport) finishFleet() {
 		}
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
-		"cold sync: a fresh hub with nothing on the apiservers creating every object, run headless (followed through its status hook and the entries' health, not a snapshot subscription) and timed by its own stamps of the last entry synced and the last object in sync; steady rss, heap and idle cpu (no drift) measured once it settled (the hub returns the heap its cold sync freed to the system once its queue is idle); "+
+		"cold sync: a fresh hub with nothing on the apiservers creating every object, run headless (followed through its status hook and the entries' health, not a snapshot subscription) and timed by its own stamps of the last entry synced and the last object in sync; steady rss, heap and idle cpu (no drift) measured once it settled (the hub returns the heap its cold sync freed to the system once its queue is idle), with the control planes' cpu over the idle span and over as long right after the hub stopped (what the idle hub costs the clusters); "+
 		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
 		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
 }
@@ -745,4 +759,7 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	fmt.Fprintf(tw, "hub heap per managed object\t%s\n", fmtBytes(uint64(f.BytesPerObject)))
 	fmt.Fprintf(tw, "open fds / goroutines\t%d / %d\n", f.OpenFDs, f.Goroutines)
 	fmt.Fprintf(tw, "idle cpu over %s\t%s (%.2f%% of a core)\n", fmtDur(f.IdleFor.dur()), fmtDur(f.IdleCPU.dur()), f.IdleCPUPercent)
+	if with, without := f.IdleCost.controlPlanePercent(), f.IdleFloorCost.controlPlanePercent(); with >= 0 && without >= 0 {
+		fmt.Fprintf(tw, "control planes' idle cpu, with the hub / without\t%.2f%% / %.2f%% of a core\n", with, without)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -216,7 +217,8 @@ func TestCompareFleet(t *testing.T) {
 		"fleet raw create floor", "fleet raw create floor after the hub", "fleet cold sync / raw create floor                   1.09x      0.76x",
 		"fleet raw repair floor repair p99", "fleet repair p99 / raw repair floor p99              2.40x      2.67x",
 		"fleet cpu per drift / raw repair floor's             1.35x", "fleet cold sync cpu per object / raw create floor's  1.28x",
-		"fleet process gc cpu", "fleet raw repair floor process gc cpu", "fleet cold sync process gc cpu"} {
+		"fleet process gc cpu", "fleet raw repair floor process gc cpu", "fleet cold sync process gc cpu",
+		"fleet control planes' idle cpu  ", "fleet control planes' idle cpu without the hub"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("compare lacks %q:\n%s", s, &out)
 		}
@@ -418,5 +420,27 @@ func TestSinceWithin(t *testing.T) {
 	}
 	if got := later(taken, began); !got.Equal(taken) {
 		t.Errorf("later kept %v, want %v", got, taken)
+	}
+}
+
+// TestFleetIdleControlPlanes: the fleet table gives the control planes'
+// CPU at rest with the hub and without it, and leaves the line out when
+// either was not measured.
+func TestFleetIdleControlPlanes(t *testing.T) {
+	rep := testReport(ModeFleet)
+	var table bytes.Buffer
+	if err := rep.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`control planes' idle cpu, with the hub / without +11\.00% / 5\.00% of a core\n`).Match(table.Bytes()) {
+		t.Errorf("the table lacks the control planes' idle cpu:\n%s", &table)
+	}
+	rep.Fleet.IdleFloorCost = nil
+	table.Reset()
+	if err := rep.writeTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(table.String(), "control planes' idle cpu") {
+		t.Errorf("the table tells an idle floor nobody measured:\n%s", &table)
 	}
 }

@@ -271,7 +271,9 @@ func testReport(mode string) *benchReport {
 			CreateFloorAfter:     msDuration(27432100 * time.Microsecond),
 			CreateFloorCost:      &spanCost{ProcessCPU: msDuration(8 * time.Second), ControlPlaneCPU: msDuration(70 * time.Second), Mutating: 25000, Reads: 30},
 			CreateFloorAfterCost: &spanCost{ProcessCPU: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(72 * time.Second), Mutating: 25000, Reads: 31},
-			ColdSyncCost:         &spanCost{ProcessCPU: msDuration(22 * time.Second), ProcessGC: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(80 * time.Second), Mutating: 25250, Reads: 1040, Cores: 2, CoresBusy: 1.97}}
+			ColdSyncCost:         &spanCost{ProcessCPU: msDuration(22 * time.Second), ProcessGC: msDuration(9 * time.Second), ControlPlaneCPU: msDuration(80 * time.Second), Mutating: 25250, Reads: 1040, Cores: 2, CoresBusy: 1.97},
+			IdleCost:             &spanCost{ProcessCPU: msDuration(1234 * time.Millisecond), ControlPlaneCPU: msDuration(1100 * time.Millisecond), Span: msDuration(10 * time.Second)},
+			IdleFloorCost:        &spanCost{ControlPlaneCPU: msDuration(500 * time.Millisecond), Span: msDuration(10 * time.Second)}}
 		r := testRun(ModeFleet, 7500, 3*time.Millisecond)
 		r.Cost = &spanCost{ProcessCPU: msDuration(13 * time.Second), ProcessGC: msDuration(6 * time.Second), ControlPlaneCPU: msDuration(53 * time.Second), Mutating: 15000, Reads: 20, Cores: 2, CoresBusy: 1.97}
 		floor := testLatency(7500, 5*time.Millisecond)

@@ -29,9 +29,11 @@ type spanCost struct {
 	ProcessAlloc    uint64     `json:"processAllocBytes,omitempty"`
 	GCCycles        uint64     `json:"gcCycles,omitempty"`
 	ControlPlaneCPU msDuration `json:"controlPlaneCPUMs"`
-	Mutating        uint64     `json:"mutatingCalls"`
-	Reads           uint64     `json:"readCalls"`
-	MutatingP99     msDuration `json:"mutatingP99Ms"`
+	// Span is the span's length, from the first reading to the second.
+	Span        msDuration `json:"spanMs,omitempty"`
+	Mutating    uint64     `json:"mutatingCalls"`
+	Reads       uint64     `json:"readCalls"`
+	MutatingP99 msDuration `json:"mutatingP99Ms"`
 	// CoresBusy is the CPU above (the control planes' and this process's)
 	// over the span's length, in cores, and Cores how many the machine
 	// has: a span that keeps every core busy is bound by the machine, not
@@ -101,7 +103,7 @@ func heapAllocs() (bytes, cycles uint64) {
 func (b *bencher) costSince(ctx context.Context, before costReading) *spanCost {
 	after := b.readCost(ctx)
 	c := &spanCost{ProcessCPU: msDuration(after.process - before.process), ProcessGC: msDuration(after.gc - before.gc),
-		ProcessAlloc: after.alloc - before.alloc, GCCycles: after.cycles - before.cycles}
+		ProcessAlloc: after.alloc - before.alloc, GCCycles: after.cycles - before.cycles, Span: msDuration(after.at.Sub(before.at))}
 	for _, err := range []error{before.err, after.err} {
 		if err != nil && c.Error == "" {
 			c.Error = err.Error()
@@ -133,6 +135,15 @@ func (c *spanCost) busy(span time.Duration, cores int) {
 	}
 	c.CoresBusy = (c.ControlPlaneCPU.dur() + c.ProcessCPU.dur()).Seconds() / span.Seconds()
 	c.Cores = cores
+}
+
+// controlPlanePercent is the control planes' CPU over the span, in percent
+// of one core, or -1 when it was not measured.
+func (c *spanCost) controlPlanePercent() float64 {
+	if c == nil || c.Error != "" || c.Span <= 0 {
+		return -1
+	}
+	return 100 * c.ControlPlaneCPU.dur().Seconds() / c.Span.dur().Seconds()
 }
 
 // total is the span's CPU, the control planes' and this process's, or 0

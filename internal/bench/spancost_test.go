@@ -48,6 +48,23 @@ func TestSpanCost(t *testing.T) {
 	}
 }
 
+func TestControlPlanePercent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    *spanCost
+		want float64
+	}{
+		{"measured", &spanCost{ControlPlaneCPU: msDuration(1500 * time.Millisecond), Span: msDuration(10 * time.Second)}, 15},
+		{"not run", nil, -1},
+		{"no length", &spanCost{ControlPlaneCPU: msDuration(time.Second)}, -1},
+		{"failed", &spanCost{ControlPlaneCPU: msDuration(time.Second), Span: msDuration(time.Second), Error: "gone"}, -1},
+	} {
+		if got := tc.c.controlPlanePercent(); got != tc.want {
+			t.Errorf("%s: %v%%, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // The garbage collector's CPU is read from the runtime, and grows with
 // the garbage this process makes.
 func TestGCCPU(t *testing.T) {
