@@ -440,7 +440,7 @@ func TestPauseSurvivesForgetAndReturn(t *testing.T) {
 					f.h.ctrl.add(s.ID)
 					synctest.Wait()
 				}
-				if !clusterPaused(f.h.Snapshot(), "c1") {
+				if c, _ := f.h.Snapshot().Cluster("c1"); !c.Paused {
 					t.Error("the snapshot lost the pause of a cluster while it was gone")
 				}
 				f.ready("c1", 2, 3)
@@ -448,22 +448,12 @@ func TestPauseSurvivesForgetAndReturn(t *testing.T) {
 				if got := b.repairCount(s.ID); got != 1 {
 					t.Fatalf("repaired a paused cluster after it came back (%d writes)", got)
 				}
-				if !clusterPaused(f.h.Snapshot(), "c1") {
+				if c, _ := f.h.Snapshot().Cluster("c1"); !c.Paused {
 					t.Error("the snapshot lost the pause of a cluster that came back")
 				}
 			})
 		})
 	}
-}
-
-// clusterPaused says whether a snapshot lists a cluster as paused.
-func clusterPaused(s *Snapshot, cluster string) bool {
-	for _, c := range s.Clusters {
-		if c.Cluster == cluster {
-			return c.Paused
-		}
-	}
-	return false
 }
 
 // Orphan pruning goes through the guard, for the whole hub: never more than
