@@ -4,20 +4,17 @@ import (
 	"reflect"
 	"testing"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
-// decodeReference decodes a document the library's way: YAMLToJSON, then
-// the apimachinery JSON decoder.
+// decodeReference decodes a document the library's way, as decodeDocument
+// does when decodeFast leaves it: YAMLToJSON, then unmarshalDocument.
 func decodeReference(data []byte) (any, error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	err = utiljson.Unmarshal(j, &v)
-	return v, err
+	return unmarshalDocument(j, Origin{})
 }
 
 // decodeSeeds are documents whose values take every branch of jsonValue and
