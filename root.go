@@ -66,9 +66,10 @@ func newRootCmd(c *cliEnv) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "driftwatch -f FILE",
 		Short: "Keep Kubernetes objects true across many clusters",
-		Long: `driftwatch keeps the Deployments, Services and ConfigMaps of a YAML config
-true on many Kubernetes clusters: it sees external changes through watches
-and repairs them by server-side apply.
+		Long: `driftwatch keeps the Kubernetes objects of a YAML config true on many
+clusters: its applications, and any object of the manifests it names (plain
+YAML files, kustomize overlays, Helm charts, Git repositories). It sees
+external changes through watches and repairs them by server-side apply.
 
 Run with -f FILE, it is the hub and the terminal UI in one process: logs go
 to a file (nothing is written to the terminal while the UI runs), the hub
