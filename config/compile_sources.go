@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -14,12 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourcegraph/conc/iter"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/pack"
@@ -155,10 +156,11 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 	if err != nil {
 		out.err = err
 	}
+	bodies := encodeObjects(objs)
 	batches := map[k8sschema.GroupVersionKind]*pack.Batch{} // see pack.Batch
-	for _, o := range objs {
+	for i, o := range objs {
 		u := o.Object
-		body, err := json.Marshal(u.Object)
+		body, err := bodies[i].body, bodies[i].err
 		if err != nil {
 			out.err = fmt.Errorf("%s: %s %s: %w", o.Origin, u.GetKind(), u.GetName(), err)
 			break
@@ -184,6 +186,29 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 	}
 	st.renders[r.key] = out
 	return out
+}
+
+// encoded is an object's JSON encoding, or why it has none.
+type encoded struct {
+	body []byte
+	err  error
+}
+
+// encodeObjects encodes rendered objects as JSON, in parallel when there
+// are many (a panic in one is re-raised here, once all are done).
+func encodeObjects(objs []manifest.Object) []encoded {
+	encode := func(o *manifest.Object) encoded {
+		body, err := json.Marshal(o.Object.Object)
+		return encoded{body, err}
+	}
+	if len(objs) < parallelSpecs {
+		out := make([]encoded, len(objs))
+		for i := range objs {
+			out[i] = encode(&objs[i])
+		}
+		return out
+	}
+	return iter.Map(objs, encode)
 }
 
 // namespaced reports whether objects of the kind are namespaced: as
@@ -362,21 +387,39 @@ func (c *Config) compileSources(info ClusterInfo) ([]hub.NodeSpec, error) {
 		return nil, err
 	}
 	ignore := map[string]*hub.IgnoreSet{}
-	out := make([]hub.NodeSpec, 0, len(ps))
 	for _, p := range ps {
-		set, ok := ignore[p.src.ID]
-		if !ok {
-			set = c.ignoreSet(p.src.Ignore)
-			ignore[p.src.ID] = set
+		if _, ok := ignore[p.src.ID]; !ok {
+			ignore[p.src.ID] = c.ignoreSet(p.src.Ignore)
 		}
-		spec, err := c.sourceSpec(p, info, set)
+	}
+	out := make([]hub.NodeSpec, len(ps))
+	errs := make([]error, len(ps))
+	build := func(i int, p *placed) {
+		out[i], errs[i] = c.sourceSpec(*p, info, ignore[p.src.ID])
+	}
+	if len(ps) < parallelSpecs {
+		for i := range ps {
+			build(i, &ps[i])
+		}
+	} else {
+		// A relaunch over thousands of manifests on one cluster waits
+		// for this before its first rows: each object is decoded,
+		// marked and encoded again on its own, so they are spread over
+		// the cores (a panic in one is re-raised here, once all are
+		// done).
+		iter.ForEachIdx(ps, build)
+	}
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, spec)
 	}
 	return out, nil
 }
+
+// parallelSpecs is how many source objects one cluster has before
+// compileSources builds their specs in parallel.
+const parallelSpecs = 64
 
 // pruneKinds are the kinds a source never prunes unless its prune section
 // says so, by group and kind.

@@ -3,11 +3,18 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/pack"
 )
 
@@ -71,5 +78,54 @@ sources: [{id: plain, path: sources/plain, clusters: [a], namespace: team}]
 	objs[0].body = objs[0].body[:len(objs[0].body)/2]
 	if _, err := CompileCluster(cfg, ClusterInfo{ID: "a"}); !errors.Is(err, pack.ErrCorrupt) {
 		t.Fatalf("CompileCluster with a damaged object: %v, want pack.ErrCorrupt", err)
+	}
+}
+
+// TestSourceSpecsInParallel: a source of many objects (past parallelSpecs)
+// is encoded and compiled on several cores to the specs one core gives, in
+// the same order, each spec with its own object's body.
+func TestSourceSpecsInParallel(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 3 * parallelSpecs {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%03d}\ndata: {key: value-%d}\n", i, i)
+		if i%50 == 7 {
+			fmt.Fprintf(&b, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web-%d, labels: {tier: web}}\nspec: {replicas: %d}\n", i, i)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "many"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "many", "all.yaml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := "clusters: [{id: a, kubeconfig: /k}]\nsources: [{id: many, path: many, clusters: [a], namespace: team}]\n"
+	compile := func(procs int) []hub.NodeSpec {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		cfg, err := Parse(filepath.Join(dir, "config.yaml"), []byte(src), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, err := CompileCluster(cfg, ClusterInfo{ID: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specs
+	}
+	one, many := compile(1), compile(4)
+	if want := 3*parallelSpecs + 4; len(many) != want {
+		t.Fatalf("%d specs, want %d", len(many), want)
+	}
+	if !reflect.DeepEqual(one, many) {
+		t.Fatal("the specs compiled on four cores differ from those compiled on one")
+	}
+	for _, s := range many {
+		o := objectOf(t, s)
+		if got := o.GetAnnotations()[kubeobj.NodeIDAnnotation]; got != s.ID.String() || o.GetName() != s.Name || o.GetNamespace() != "team" {
+			t.Errorf("%s: body of %s %s/%s (node-id %q)", s.ID, o.GetKind(), o.GetNamespace(), o.GetName(), got)
+		}
+		if o.GetLabels()[kubeobj.ApplicationLabel] != "many" {
+			t.Errorf("%s: labels %v", s.ID, o.GetLabels())
+		}
 	}
 }
