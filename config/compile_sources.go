@@ -304,6 +304,21 @@ func (p placed) owner() string {
 	return fmt.Sprintf("source %q (%s)", p.src.ID, at)
 }
 
+// wantedBy is who wants an object on a cluster: an application (its id)
+// or a placed source object.
+type wantedBy struct {
+	app string
+	src *placed
+}
+
+// String names who wants the object, as owner does.
+func (w wantedBy) String() string {
+	if w.src != nil {
+		return w.src.owner()
+	}
+	return fmt.Sprintf("application %q", w.app)
+}
+
 // describeObject names an object for messages: Kind namespace/name.
 func describeObject(gvk k8sschema.GroupVersionKind, id hub.NodeID) string {
 	return gvk.Kind + " " + id.Resource
@@ -333,13 +348,13 @@ func (e *DuplicateError) Error() string {
 func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 	// The applications' objects are looked up only when a source places
 	// one: most clusters of a large config have no source.
-	var owners map[hub.NodeID]string
-	appOwners := func() map[hub.NodeID]string {
-		owners = map[hub.NodeID]string{}
+	// Who wants each object is named only for a duplicate's message.
+	var owners map[hub.NodeID]wantedBy
+	appOwners := func() map[hub.NodeID]wantedBy {
+		owners = map[hub.NodeID]wantedBy{}
 		for _, a := range c.AppsFor(info) {
 			for _, k := range appKinds(a) {
-				id := hub.NewNodeID(info.ID, a.Namespace, a.ID, k)
-				owners[id] = fmt.Sprintf("application %q", a.ID)
+				owners[hub.NewNodeID(info.ID, a.Namespace, a.ID, k)] = wantedBy{app: a.ID}
 			}
 		}
 		return owners
@@ -357,11 +372,12 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 		if len(ps) > 0 && owners == nil {
 			owners = appOwners()
 		}
-		for _, p := range ps {
+		for j := range ps {
+			p := &ps[j]
 			if first, dup := owners[p.id]; dup {
-				return nil, &DuplicateError{ID: p.id, Object: describeObject(p.obj.gvk, p.id), First: first, Second: p.owner(), SecondSource: i}
+				return nil, &DuplicateError{ID: p.id, Object: describeObject(p.obj.gvk, p.id), First: first.String(), Second: p.owner(), SecondSource: i}
 			}
-			owners[p.id] = p.owner()
+			owners[p.id] = wantedBy{src: p}
 		}
 		out = append(out, ps...)
 	}
