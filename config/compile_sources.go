@@ -156,22 +156,22 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 	if err != nil {
 		out.err = err
 	}
-	bodies := encodeObjects(objs)
+	enc := encodeObjects(objs)
 	batches := map[k8sschema.GroupVersionKind]*pack.Batch{} // see pack.Batch
+	out.objects = make([]sourceObject, 0, len(objs))
 	for i, o := range objs {
-		u := o.Object
-		body, err := bodies[i].body, bodies[i].err
-		if err != nil {
-			out.err = fmt.Errorf("%s: %s %s: %w", o.Origin, u.GetKind(), u.GetName(), err)
+		u, e := o.Object, &enc[i]
+		if e.err != nil {
+			out.err = fmt.Errorf("%s: %s %s: %w", o.Origin, e.gvk.Kind, e.name, e.err)
 			break
 		}
-		gvk := u.GroupVersionKind()
+		gvk := e.gvk
 		b := batches[gvk]
 		if b == nil {
-			b = st.dicts.For(gvk, body).Batch()
+			b = st.dicts.For(gvk, e.body).Batch()
 			batches[gvk] = b
 		}
-		out.objects = append(out.objects, sourceObject{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName(), body: b.Pack(body), dict: b.Dict(), origin: o.Origin})
+		out.objects = append(out.objects, sourceObject{gvk: gvk, namespace: e.namespace, name: e.name, body: b.Pack(e.body), dict: b.Dict(), origin: o.Origin})
 		if gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
 			group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
@@ -188,18 +188,22 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 	return out
 }
 
-// encoded is an object's JSON encoding, or why it has none.
+// encoded is a rendered object's kind, namespace and name, and its JSON
+// encoding or why it has none.
 type encoded struct {
-	body []byte
-	err  error
+	gvk             k8sschema.GroupVersionKind
+	namespace, name string
+	body            []byte
+	err             error
 }
 
 // encodeObjects encodes rendered objects as JSON, in parallel when there
 // are many (a panic in one is re-raised here, once all are done).
 func encodeObjects(objs []manifest.Object) []encoded {
 	encode := func(o *manifest.Object) encoded {
-		body, err := json.Marshal(o.Object.Object)
-		return encoded{body, err}
+		u := o.Object
+		body, err := json.Marshal(u.Object)
+		return encoded{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName(), body: body, err: err}
 	}
 	if len(objs) < parallelSpecs {
 		out := make([]encoded, len(objs))
