@@ -129,7 +129,7 @@ func TestShutdownWithUnreachableClusters(t *testing.T) {
 }
 
 // driftwatchBinary builds driftwatch (or returns $DRIFTWATCH_SHUTDOWN_BINARY).
-func driftwatchBinary(t *testing.T) string {
+func driftwatchBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(envShutdownBinary); p != "" {
 		return p
