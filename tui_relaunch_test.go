@@ -17,6 +17,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/driftwatch/driftwatch/internal/benchconfig"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 )
@@ -80,17 +81,12 @@ type relaunch struct {
 func newRelaunch(tb testing.TB, bin string, set *localcluster.Set, n int) *relaunch {
 	tb.Helper()
 	dir := tb.TempDir()
-	var s strings.Builder
-	s.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: relaunch}\n")
-	for i := range n {
-		fmt.Fprintf(&s, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%05d, namespace: relaunch}\ndata: {key: value-%d}\n", i, i)
-	}
 	for _, d := range []string{"manifests", "state"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(s.String()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(benchconfig.ConfigMaps("relaunch", n)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	c := set.Clusters[0]

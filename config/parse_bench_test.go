@@ -132,15 +132,10 @@ func reportCPU(b *testing.B) func() {
 //	go test -run '^$' -bench Source5k -benchtime 20x -cpu 1,2 ./config/
 func BenchmarkSource5k(b *testing.B) {
 	dir := b.TempDir()
-	var s strings.Builder
-	s.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: bench}\n")
-	for i := range 5000 {
-		fmt.Fprintf(&s, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%05d, namespace: bench}\ndata: {key: value-%d}\n", i, i)
-	}
 	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(s.String()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(benchconfig.ConfigMaps("bench", 5000)), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "driftwatch.yaml")

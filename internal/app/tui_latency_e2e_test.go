@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/benchconfig"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/tui"
@@ -75,15 +76,10 @@ func TestTUIControlPlaneLatency(t *testing.T) {
 func tuiBenchConfig(tb testing.TB, set *localcluster.Set, n int) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: tuibench}\n")
-	for i := range n {
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%05d, namespace: tuibench}\ndata: {key: value-%d}\n", i, i)
-	}
 	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "all.yaml"), []byte(benchconfig.ConfigMaps("tuibench", n)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	cfg := fmt.Sprintf("hub: {id: tuibench, stateFile: none}\nclusters:\n  - {id: %s, kubeconfig: %s}\nsources:\n  - {id: cms, path: manifests, clusters: [%s]}\n",

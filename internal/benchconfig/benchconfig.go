@@ -1,7 +1,8 @@
-// Package benchconfig writes the applications of the generated configs
-// that the config and check benchmarks load: one shape of application,
-// numbered, so that a benchmark of the parser and one of the command
-// measure the same input.
+// Package benchconfig writes the generated inputs benchmarks share: the
+// applications of the configs the config and check benchmarks load (one
+// shape of application, numbered, so that a benchmark of the parser and
+// one of the command measure the same input), and the manifests of the
+// relaunch benchmarks.
 package benchconfig
 
 import (
@@ -40,4 +41,17 @@ func App(b *strings.Builder, i int, anchors bool) {
       app.properties: "key=%d"
     resources:%s
 `, i, i%50, target, i, i%7, i, i, resources)
+}
+
+// ConfigMaps returns a multi-document manifest of a Namespace and n
+// ConfigMaps in it (cm-00000 on, one data key each): the source of the
+// benchmarks of a relaunch over many manifests, so that the config's load,
+// the in-process UI and the binary on a terminal measure the same input.
+func ConfigMaps(namespace string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", namespace)
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%05d, namespace: %s}\ndata: {key: value-%d}\n", i, namespace, i)
+	}
+	return b.String()
 }
