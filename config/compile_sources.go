@@ -198,21 +198,16 @@ type encoded struct {
 }
 
 // encodeObjects encodes rendered objects as JSON, in parallel when there
-// are many (a panic in one is re-raised here, once all are done).
+// are many (see eachObject).
 func encodeObjects(objs []manifest.Object) []encoded {
 	encode := func(o *manifest.Object) encoded {
 		u := o.Object
 		body, err := json.Marshal(u.Object)
 		return encoded{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName(), body: body, err: err}
 	}
-	if len(objs) < parallelSpecs {
-		out := make([]encoded, len(objs))
-		for i := range objs {
-			out[i] = encode(&objs[i])
-		}
-		return out
-	}
-	return iter.Map(objs, encode)
+	out := make([]encoded, len(objs))
+	eachObject(len(objs), func(i int) { out[i] = encode(&objs[i]) })
+	return out
 }
 
 // namespaced reports whether objects of the kind are namespaced: as
@@ -414,21 +409,12 @@ func (c *Config) compileSources(info ClusterInfo) ([]hub.NodeSpec, error) {
 	}
 	out := make([]hub.NodeSpec, len(ps))
 	errs := make([]error, len(ps))
-	build := func(i int, p *placed) {
-		out[i], errs[i] = c.sourceSpec(*p, info, ignore[p.src.ID])
-	}
-	if len(ps) < parallelSpecs {
-		for i := range ps {
-			build(i, &ps[i])
-		}
-	} else {
-		// A relaunch over thousands of manifests on one cluster waits
-		// for this before its first rows: each object is decoded,
-		// marked and encoded again on its own, so they are spread over
-		// the cores (a panic in one is re-raised here, once all are
-		// done).
-		iter.ForEachIdx(ps, build)
-	}
+	// A relaunch over thousands of manifests on one cluster waits for
+	// this before its first rows: each object is decoded, marked and
+	// encoded again on its own.
+	eachObject(len(ps), func(i int) {
+		out[i], errs[i] = c.sourceSpec(ps[i], info, ignore[ps[i].src.ID])
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -437,9 +423,22 @@ func (c *Config) compileSources(info ClusterInfo) ([]hub.NodeSpec, error) {
 	return out, nil
 }
 
-// parallelSpecs is how many source objects one cluster has before
-// compileSources builds their specs in parallel.
+// parallelSpecs is how many objects eachObject takes before it spreads
+// them over the cores.
 const parallelSpecs = 64
+
+// eachObject calls fn for every index of n objects: on this goroutine when
+// there are fewer than parallelSpecs, else on every core (a panic in one
+// is re-raised here, once all are done).
+func eachObject(n int, fn func(i int)) {
+	if n < parallelSpecs {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	iter.ForEachIdx(make([]struct{}, n), func(i int, _ *struct{}) { fn(i) })
+}
 
 // pruneKinds are the kinds a source never prunes unless its prune section
 // says so, by group and kind.
