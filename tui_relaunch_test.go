@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/creack/pty"
 
 	"github.com/driftwatch/driftwatch/internal/benchconfig"
@@ -98,10 +99,6 @@ func newRelaunch(tb testing.TB, bin string, set *localcluster.Set, n int) *relau
 	return &relaunch{bin: bin, dir: dir, cfg: path, cluster: c.Name, objects: n + 1}
 }
 
-// ansi matches the terminal's control sequences (CSI, OSC, charset and
-// keypad selections): what is left of the output is the text drawn.
-var ansi = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]`)
-
 // run starts the binary on a pseudo-terminal and returns how long after
 // the exec the cluster's row showed its objects and all were in sync; it
 // then quits the UI with q and waits for the process.
@@ -143,7 +140,7 @@ func (r *relaunch) run(tb testing.TB, timeout time.Duration) (firstRows, inSync 
 			n, err := ptmx.Read(buf)
 			at := time.Now()
 			if n > 0 && m.synced.IsZero() {
-				text.WriteString(ansi.ReplaceAllString(string(buf[:n]), " "))
+				text.WriteString(ansi.Strip(string(buf[:n]))) // the text drawn
 				s := text.String()
 				if m.first.IsZero() && row.MatchString(s) {
 					m.first = at
