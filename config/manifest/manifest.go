@@ -295,11 +295,14 @@ type decodedDoc struct {
 	err    error
 }
 
-// decodeDocument decodes one document of file, on its own: decodeFast's
-// way when it can, else YAMLToJSON's and the JSON decoder's (the same
-// value, and the library's errors).
+// decodeDocument decodes one document of file, on its own: decodeSimple's
+// way when it can, else decodeFast's, else YAMLToJSON's and the JSON
+// decoder's (the same value, and the library's errors).
 func decodeDocument(d document, file string) decodedDoc {
 	o := Origin{File: file, Line: d.line}
+	if v, ok := decodeSimple(d.data); ok {
+		return decodedDoc{value: v, origin: o}
+	}
 	if v, ok := decodeFast(d.data); ok {
 		return decodedDoc{value: v, origin: o}
 	}
