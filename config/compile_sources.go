@@ -202,7 +202,7 @@ type encoded struct {
 func encodeObjects(objs []manifest.Object) []encoded {
 	encode := func(o *manifest.Object) encoded {
 		u := o.Object
-		body, err := json.Marshal(u.Object)
+		body, err := kubeobj.Marshal(u.Object)
 		return encoded{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName(), body: body, err: err}
 	}
 	out := make([]encoded, len(objs))

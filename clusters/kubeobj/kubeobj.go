@@ -7,7 +7,6 @@
 package kubeobj
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -99,12 +98,12 @@ func Object(s hub.NodeSpec) (*unstructured.Unstructured, error) {
 }
 
 // EncodeBody returns u as a NodeSpec Body: its JSON with map keys sorted, so
-// equal objects encode to equal bytes.
+// equal objects encode to equal bytes (see Marshal).
 func EncodeBody(u *unstructured.Unstructured) ([]byte, error) {
 	if u == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(u.Object)
+	b, err := Marshal(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
