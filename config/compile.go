@@ -61,8 +61,17 @@ func Compile(c *Config) []hub.NodeSpec {
 		panic(fmt.Sprintf("config: Compile: %v", err))
 	}
 	var out []hub.NodeSpec
-	for _, specs := range perCluster {
-		out = append(out, specs...)
+	if len(perCluster) == 1 {
+		out = perCluster[0] // not copied: a large cluster's are megabytes
+	} else {
+		n := 0
+		for _, specs := range perCluster {
+			n += len(specs)
+		}
+		out = make([]hub.NodeSpec, 0, n)
+		for _, specs := range perCluster {
+			out = append(out, specs...)
+		}
 	}
 	sortSpecs(out) // once, over every cluster's
 	return out
@@ -149,6 +158,9 @@ func compileCluster(c *Config, info ClusterInfo, outline bool) ([]hub.NodeSpec, 
 	specs, err := c.compileSources(info)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", info.ID, err)
+	}
+	if len(out) == 0 {
+		return specs, nil // a cluster of sources alone: not copied
 	}
 	return append(out, specs...), nil
 }

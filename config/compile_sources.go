@@ -378,7 +378,11 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 			}
 			owners[p.id] = wantedBy{src: p}
 		}
-		out = append(out, ps...)
+		if out == nil {
+			out = ps // one source's alone: not copied
+		} else {
+			out = append(out, ps...)
+		}
 	}
 	return out, nil
 }

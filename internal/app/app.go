@@ -174,11 +174,19 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered),
 		git: opts.Git}
 	a.cfg = a.retainLocked(cfg) // a is not shared yet
-	if err := h.LoadIntent(); err != nil {
+	// The state file's records are read while the desired state compiles:
+	// the two are independent, and on a relaunch over thousands of
+	// objects each takes tens of milliseconds (the read on one core).
+	var intentErr error
+	var compiled []hub.NodeSpec
+	var both conc.WaitGroup
+	both.Go(func() { intentErr = h.LoadIntent() })
+	both.Go(func() { compiled = config.Compile(cfg) })
+	both.Wait()
+	if intentErr != nil {
 		_ = a.Close()
-		return nil, err
+		return nil, intentErr
 	}
-	compiled := config.Compile(cfg)
 	a.desiredHash = desiredHash(cfg, compiled)
 	only, forget := startScope(cfg, h.RecordedClusters())
 	for _, c := range cfg.Clusters {
