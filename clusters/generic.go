@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -41,13 +40,13 @@ type jsonObject struct {
 }
 
 // Marshal returns the object's JSON.
-func (o *jsonObject) Marshal() ([]byte, error) { return json.Marshal(o.Object) }
+func (o *jsonObject) Marshal() ([]byte, error) { return kubeobj.Marshal(o.Object) }
 
 // Unmarshal decodes JSON into the object (integers as int64, as the
 // apiserver's objects hold them).
 func (o *jsonObject) Unmarshal(data []byte) error {
-	var m map[string]any
-	if err := utiljson.Unmarshal(data, &m); err != nil {
+	m, err := kubeobj.Unmarshal(data)
+	if err != nil {
 		return err
 	}
 	o.Object = m

@@ -16,7 +16,6 @@ import (
 	"github.com/sourcegraph/conc/iter"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -468,8 +467,8 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	if err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
-	var m map[string]any
-	if err := utiljson.Unmarshal(body, &m); err != nil {
+	m, err := kubeobj.Unmarshal(body)
+	if err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
 	u := &unstructured.Unstructured{Object: m}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -90,8 +89,8 @@ func Object(s hub.NodeSpec) (*unstructured.Unstructured, error) {
 	if err != nil || len(body) == 0 {
 		return nil, err
 	}
-	var m map[string]any
-	if err := utiljson.Unmarshal(body, &m); err != nil {
+	m, err := Unmarshal(body)
+	if err != nil {
 		return nil, fmt.Errorf("node %s: decode desired object: %w", s.ID, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
