@@ -45,7 +45,7 @@ var decodeSeeds = []string{
 	"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web # the name\n  labels:\n    app.kubernetes.io/name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        args: []\n        env:\n        - name: A\n          value: '1'\n        - {name: B, value: \"it's\"}\n        resources: {}\n",
 	"data:\n  nginx.conf: |\n    server {\n      listen 80;  \n\n      # a comment in the file\n    }\n\n  other: |-\n    one\n    two\n\n\nk: v\n",
 	"- |\n a\n-\n- - x\n  - y\n- a: 1\n  b:\n  c: -1\n-   d: 'x''y'\n    e: [1, -2, a b, \"c\", {f: g}]\n",
-	"a:\n- 1\n- 2\nb: ~\nc: 0\nd: 007\ne: 123456789012345678\nf: 1234567890123456789\ng: +1\nh: -0\ni: 1.5\nj: .5\nk: yes\nl: Off\nm: yEs\no: 0x1f\n",
+	"a:\n- 1\n- 2\nb: ~\nc: 0\nd: 007\ne: 123456789012345678\nf: 1234567890123456789\ng: +1\nh: -0\ni: 1.5\nj: .5\nk: yes\nl: Off\nm: yEs\no: 0x1f\np: 0.5\nq: -0.0\nr: 10.250\ns: 1.\nt: 123456789012345678901234.5\nu: 64Mi\nv: 100m\nw: 1e3x\nx: 0b1\ny2: 0o17\nz: 12a3\n",
 	"a: b: c\n", "a: b:\n", "a: 'x' y\n", "a: \"x\ny\"\n", "a: |+\n  x\n", "a: >\n  x\n", "a: |\n\n  x\n",
 	"a: |\n    x\n  y\n", "a: b\n  c\n", "a:\n  b\n", "- a\n  b\n", "<<: {x: 1}\n", "a: [x: 1]\n", "a: {b}\n",
 	"a: [1,]\n", "a: {b: 1,}\n", "a: [a#b]\n", "a: *x\n", "a: &x 1\n", "a: !x 1\n", "a: %x\n", "a: ---\n", "a: - b\n",

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"strconv"
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -594,7 +595,7 @@ func (p *simpleParser) literal(i, col int, strip bool) (any, bool) {
 // resolvePlain is the value of a plain scalar, as go.yaml.in/yaml/v2
 // resolves it and decodeFast converts it: the library itself resolves
 // whatever could be a number or a timestamp, beyond a decimal integer of
-// up to 18 digits. ok is false for a value decodeFast does not convert.
+// up to 18 digits, a decimal fraction (`0.5`) and a quantity (`64Mi`). ok is false for a value decodeFast does not convert.
 func resolvePlain(t string) (any, bool) {
 	if t == "" {
 		return nil, false
@@ -614,6 +615,18 @@ func resolvePlain(t string) (any, bool) {
 		if n, ok := decimal(t); ok {
 			return n, true
 		}
+		if quantity(t) {
+			return t, true
+		}
+		if decimalFraction(t) {
+			// What the library's float syntax gives, no timestamp, no
+			// integer and no underscore being possible.
+			f, err := strconv.ParseFloat(t, 64)
+			if err != nil {
+				return nil, false
+			}
+			return jsonFloat(f)
+		}
 		var y any
 		if err := yamlv2.Unmarshal([]byte(t), &y); err != nil {
 			return nil, false
@@ -629,6 +642,44 @@ func resolvePlain(t string) (any, bool) {
 		}
 	}
 	return t, true
+}
+
+// quantity reports whether t is digits then a letter that starts no
+// number syntax (not e, o, x, b) and letters or digits, as in `64Mi` or
+// `100m`: no integer, float or timestamp the library reads, so a string.
+func quantity(t string) bool {
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 || i == len(t) || strings.IndexByte("eEoOxXbB", t[i]) >= 0 {
+		return false
+	}
+	for ; i < len(t); i++ {
+		c := t[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// decimalFraction reports whether t is digits, a point and digits, with
+// an optional minus: a float in the library's syntax.
+func decimalFraction(t string) bool {
+	if t[0] == '-' {
+		t = t[1:]
+	}
+	point := strings.IndexByte(t, '.')
+	if point <= 0 || point == len(t)-1 || len(t) > 32 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if i != point && (t[i] < '0' || t[i] > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // decimal reads a decimal integer of up to 18 digits with no sign but an
