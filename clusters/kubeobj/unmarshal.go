@@ -121,20 +121,29 @@ func (d *jsonDecoder) object(depth int) (map[string]any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.i == len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.next('}'); !more {
+			return m, ok
 		}
 	}
+}
+
+// next reads what follows an entry of a collection that ends with close:
+// more is true after a comma, false after close; ok is false for anything
+// else.
+func (d *jsonDecoder) next(close byte) (more, ok bool) {
+	d.space()
+	if d.i == len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case close:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // array reads the array whose '[' is at the offset.
@@ -155,18 +164,8 @@ func (d *jsonDecoder) array(depth int) ([]any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i == len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := d.next(']'); !more {
+			return a, ok
 		}
 	}
 }

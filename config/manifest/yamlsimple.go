@@ -445,20 +445,9 @@ func (p *simpleParser) flow(k, end, depth int) (any, int, bool) {
 				return nil, 0, false
 			}
 			seq = append(seq, v)
-			k = p.flowSpaces(e, end)
-			if k == end {
-				return nil, 0, false
-			}
-			switch s[k] {
-			case ']':
-				return seq, k + 1, true
-			case ',':
-				k = p.flowSpaces(k+1, end)
-				if k == end || s[k] == ']' {
-					return nil, 0, false
-				}
-			default:
-				return nil, 0, false // a pair in a sequence, or an error
+			var more bool
+			if k, more, ok = p.flowNext(e, end, ']'); !more {
+				return seq, k, ok // not ok: a pair in a sequence, or an error
 			}
 		}
 	}
@@ -495,22 +484,35 @@ func (p *simpleParser) flow(k, end, depth int) (any, int, bool) {
 			return nil, 0, false
 		}
 		m[key] = v
-		k = p.flowSpaces(e, end)
-		if k == end {
-			return nil, 0, false
-		}
-		switch s[k] {
-		case '}':
-			return m, k + 1, true
-		case ',':
-			k = p.flowSpaces(k+1, end)
-			if k == end || s[k] == '}' {
-				return nil, 0, false
-			}
-		default:
-			return nil, 0, false
+		var more bool
+		if k, more, ok = p.flowNext(e, end, '}'); !more {
+			return m, k, ok
 		}
 	}
+}
+
+// flowNext reads what follows an entry of a flow collection that ends
+// with close, from offset k of a line ending at end: more is true after a
+// comma (k is then the next entry's offset), false after close (k is then
+// the offset after it); ok is false for anything else, and for a comma
+// with no entry after it.
+func (p *simpleParser) flowNext(k, end int, close byte) (next int, more, ok bool) {
+	s := p.s
+	k = p.flowSpaces(k, end)
+	if k == end {
+		return 0, false, false
+	}
+	switch s[k] {
+	case close:
+		return k + 1, false, true
+	case ',':
+		k = p.flowSpaces(k+1, end)
+		if k == end || s[k] == close {
+			return 0, false, false
+		}
+		return k, true, true
+	}
+	return 0, false, false
 }
 
 // flowSpaces skips the spaces from offset k of a line ending at end.
