@@ -51,7 +51,7 @@ var decodeSeeds = []string{
 	"a: [1,]\n", "a: {b: 1,}\n", "a: [a#b]\n", "a: *x\n", "a: &x 1\n", "a: !x 1\n", "a: %x\n", "a: ---\n", "a: - b\n",
 	"yes: 1\n", "~: 1\n", "1.5: a\n", "0.5.1: a\n", "a b: c d\n", "a:b: c\n", "url: http://x:8080/p\n", "a : b\n",
 	"  a: 1\n  b: 2\n", "  a: 1\nb: 2\n", "a: 1\na: 2\n", "a:\n  - x\n- y\n", "- a:\n  - x\n- b\n", "a: 1\r\n", "a:\tb\n", "a: \u00e9\n",
-	"a: '''\n", "a: ''\n", "a: \"\"\n", "a: [\"x, y\", 'z']\n", "a: {b: {c: [d, {e: f}]}}\n", "a: [[], {}]\n", "%YAML 1.1\na: 1\n", "a: 1\n...\n",
+	"a: '''\n", "a: ''\n", "a: \"\"\n", "a: [\"x, y\", 'z']\n", "a: {b: {c: [d, {e: f}]}}\n", "a: [[], {}]\n", "a: [0?]\n", "a: {b?c: 1}\n", "a?b: c\n", "%YAML 1.1\na: 1\n", "a: 1\n...\n",
 }
 
 func TestDecodeFastMatchesTheLibrary(t *testing.T) {

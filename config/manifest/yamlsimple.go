@@ -461,7 +461,7 @@ func (p *simpleParser) flow(k, end, depth int) (any, int, bool) {
 			return nil, 0, false
 		}
 		e := k
-		for e < end && s[e] != ':' && strings.IndexByte(",[]{}#'\"", s[e]) < 0 {
+		for e < end && s[e] != ':' && strings.IndexByte(",[]{}#'\"?", s[e]) < 0 {
 			e++
 		}
 		if e+1 >= end || s[e] != ':' || s[e+1] != ' ' || s[e-1] == ' ' {
@@ -540,11 +540,13 @@ func (p *simpleParser) flowEntry(k, end, depth int) (any, int, bool) {
 		return nil, 0, false
 	}
 	e := k
-	for e < end && strings.IndexByte(",[]{}#:'\"", s[e]) < 0 {
+	for e < end && strings.IndexByte(",[]{}#:'\"?", s[e]) < 0 {
 		e++
 	}
-	if e < end && strings.IndexByte("#:'\"", s[e]) >= 0 {
-		return nil, 0, false // a pair, a comment or a quote: the library's
+	if e < end && strings.IndexByte("#:'\"?", s[e]) >= 0 {
+		// A pair, a comment, a quote, or a '?', which ends a plain
+		// scalar in a flow collection: the library's.
+		return nil, 0, false
 	}
 	t := strings.TrimRight(s[k:e], " ")
 	v, ok := resolvePlain(t)
