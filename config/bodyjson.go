@@ -2,9 +2,10 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strconv"
+
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 )
 
 // bodyWriter writes a compiled object's JSON body directly, in the bytes
@@ -49,7 +50,7 @@ func (w *bodyWriter) close(c byte) {
 // key writes an object key; its value comes next.
 func (w *bodyWriter) key(k string) {
 	w.sep()
-	w.buf = appendJSONString(w.buf, k)
+	w.buf = kubeobj.AppendJSONString(w.buf, k)
 	w.buf = append(w.buf, ':')
 	w.comma = false
 }
@@ -57,7 +58,7 @@ func (w *bodyWriter) key(k string) {
 // str writes a string value.
 func (w *bodyWriter) str(s string) {
 	w.sep()
-	w.buf = appendJSONString(w.buf, s)
+	w.buf = kubeobj.AppendJSONString(w.buf, s)
 	w.comma = true
 }
 
@@ -111,24 +112,4 @@ func (w *bodyWriter) strMap(base map[string]string, extra ...mapEntry) {
 	w.close('}')
 	clear(keys)
 	w.keys = keys[:0]
-}
-
-// appendJSONString appends s as encoding/json writes a string. Strings of
-// printable ASCII without the characters it escapes ('"', '\\' and the
-// HTML-sensitive '<', '>', '&') are copied as they are; any other string is
-// written by encoding/json itself, so the escaping is always its own.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, err := json.Marshal(s)
-			if err != nil {
-				// encoding/json does not fail on a string.
-				panic("config: encode string: " + err.Error())
-			}
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }

@@ -64,14 +64,7 @@ func Compile(c *Config) []hub.NodeSpec {
 	if len(perCluster) == 1 {
 		out = perCluster[0] // not copied: a large cluster's are megabytes
 	} else {
-		n := 0
-		for _, specs := range perCluster {
-			n += len(specs)
-		}
-		out = make([]hub.NodeSpec, 0, n)
-		for _, specs := range perCluster {
-			out = append(out, specs...)
-		}
+		out = slices.Concat(perCluster...)
 	}
 	sortSpecs(out) // once, over every cluster's
 	return out

@@ -352,14 +352,14 @@ func TestAppendJSONString(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+		if got := kubeobj.AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Errorf("appendJSONString(%q) = %s, want x%s", s, got, want)
 		}
 	}
 	for c := range 256 {
 		s := "k" + string([]byte{byte(c)}) + "v"
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
+		if got := kubeobj.AppendJSONString(nil, s); string(got) != string(want) {
 			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
 		}
 	}

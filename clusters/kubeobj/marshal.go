@@ -33,7 +33,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, t), nil
 	case string:
-		return appendString(b, t), nil
+		return AppendJSONString(b, t), nil
 	case int64:
 		return strconv.AppendInt(b, t, 10), nil
 	case int:
@@ -53,7 +53,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = AppendJSONString(b, k)
 			b = append(b, ':')
 			if b, err = appendJSON(b, t[k], depth+1); err != nil {
 				return nil, err
@@ -88,10 +88,11 @@ func appendLibrary(b []byte, v any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// appendString appends s as a JSON string: as it is, quoted, when it holds
-// only printable ASCII that encoding/json does not escape; else as
-// encoding/json writes it.
-func appendString(b []byte, s string) []byte {
+// AppendJSONString appends s as encoding/json writes a string. Strings
+// of printable ASCII without the characters it escapes ('"', '\\' and the
+// HTML-sensitive '<', '>', '&') are copied as they are; any other string
+// is written by encoding/json itself, so the escaping is always its own.
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			j, _ := json.Marshal(s) // a string always encodes
