@@ -287,12 +287,8 @@ func (c *Cluster) startOnce(ctx context.Context, begin time.Time) error {
 	if err != nil {
 		return err
 	}
-	kwok, err := c.spawn(binKwok, c.kwokArgs(ports))
-	if err != nil {
-		return err
-	}
-	watch = append(watch, sched, kwok)
-	if err := c.createNodes(ctx, watch); err != nil {
+	watch = append(watch, sched)
+	if err := c.startKwok(ctx, ports, watch); err != nil {
 		if _, ok := errors.AsType[*componentError](err); !ok {
 			err = &componentError{component: binKwok, err: err}
 		}
@@ -300,6 +296,33 @@ func (c *Cluster) startOnce(ctx context.Context, begin time.Time) error {
 	}
 	c.log.Info("fake nodes ready", "nodes", c.opts.Nodes, "elapsed", time.Since(begin).Round(time.Millisecond))
 	return c.pinAll()
+}
+
+// kwokStarts is how many times a start runs kwok before it gives up on
+// kwok exiting by itself before the fake nodes are Ready. kwok v0.8.0
+// can crash in its own start-up (an unsynchronised map write while it
+// builds its CEL environments); a second start goes past it.
+const kwokStarts = 2
+
+// startKwok starts kwok and creates the fake nodes, watching procs and
+// kwok for an early exit. When kwok alone exits before the nodes are
+// Ready (not on a port clash, which start retries on new ports), it is
+// started again, up to kwokStarts in all, and why is logged.
+func (c *Cluster) startKwok(ctx context.Context, ports clusterPorts, procs []*process) error {
+	for attempt := 1; ; attempt++ {
+		kwok, err := c.spawn(binKwok, c.kwokArgs(ports))
+		if err != nil {
+			return err
+		}
+		err = c.createNodes(ctx, append(procs, kwok))
+		ce, ok := errors.AsType[*componentError](err)
+		if err == nil || !ok || ce.component != binKwok || !kwok.exited() ||
+			errors.Is(err, errPortInUse) || ctx.Err() != nil || attempt >= kwokStarts {
+			return err
+		}
+		c.log.Warn("kwok exited while the fake nodes started, starting it again",
+			"err", ce.err, "attempt", attempt+1, "log", tailFile(c.logPath(binKwok), 5))
+	}
 }
 
 // prepare writes the PKI (once), the token file and the kubeconfigs (again
