@@ -689,3 +689,22 @@ func TestHeldStatus(t *testing.T) {
 		t.Error("held must be magenta, forbidden styled like failed")
 	}
 }
+
+// TestInitialSnapshot: Options.Initial is on the first frame, before the
+// source sends anything, and the source's first snapshot replaces it.
+func TestInitialSnapshot(t *testing.T) {
+	src := newFakeSource() // sends nothing yet
+	m := New(src, Options{Now: fixedClock, Initial: fixture()})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	if out := m.View().Content; !strings.Contains(out, "prod-eu") || !strings.Contains(out, "staging") {
+		t.Fatalf("the first frame lacks the initial snapshot's clusters:\n%s", out)
+	}
+	if out := New(src, Options{Now: fixedClock}).View().Content; strings.Contains(out, "prod-eu") {
+		t.Fatalf("without Initial the first frame shows clusters:\n%s", out)
+	}
+	later := buildSnapshot("hub-1", []hub.ClusterStatus{{ClusterHealth: hub.ClusterHealth{Cluster: "dr-west", State: hub.ClusterSynced}}}, nil, nil, nil)
+	m.Update(snapshotMsg{snap: later})
+	if out := m.View().Content; !strings.Contains(out, "dr-west") || strings.Contains(out, "prod-eu") {
+		t.Fatalf("the source's snapshot did not replace the initial one:\n%s", out)
+	}
+}

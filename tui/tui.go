@@ -62,6 +62,11 @@ type Options struct {
 	// Status is a status message shown from the start until the next one
 	// (the demo says there how to add what it could not start).
 	Status string
+	// Initial, when set, is shown from the first frame until the source's
+	// first snapshot: a caller that already has one (attach fetches one to
+	// check the hub answers) shows it at once instead of an empty frame
+	// until the stream's first snapshot arrives.
+	Initial *hub.Snapshot
 }
 
 // WriteRuleHint is the status message of W when writing rules is not
@@ -196,6 +201,9 @@ func New(src Source, opts Options) *Model {
 	m.setSize(80, 24)
 	if opts.Status != "" {
 		m.setStatus(opts.Status, false)
+	}
+	if opts.Initial != nil {
+		m.applySnapshot(opts.Initial)
 	}
 	return m
 }

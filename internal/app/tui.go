@@ -188,7 +188,8 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	if !hasTerminal(env) {
 		return noTerminal("attach: ", "without it, the hub's state is at GET "+url+"/api/v1/snapshot")
 	}
-	if _, err := c.Snapshot(ctx); err != nil {
+	first, err := c.Snapshot(ctx)
+	if err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
 	reload := func() (string, error) {
@@ -200,11 +201,13 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	// A hub that runs as several replicas: one view of all of them, each
 	// action sent to the replica that manages its cluster. A hub of one
 	// process (or one older than GET /api/v1/replicas) is attached as is.
+	// A single hub's snapshot, fetched above, is the first frame's.
 	var src tui.Source = c
+	initial := first
 	if l, err := c.Replicas(ctx); err == nil && len(l.Replicas) > 0 {
-		src = api.NewReplicaClient(c, 0)
+		src, initial = api.NewReplicaClient(c, 0), nil
 	}
-	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload})
+	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial})
 	if errors.Is(err, tui.ErrHangup) {
 		return nil // the terminal went away: end as q does
 	}
