@@ -77,8 +77,18 @@ applications:
 	testwait.For(t, 60*time.Second, "the management cluster's discovery to run", func() error {
 		return testwait.Check(discoveryRunning(), "no Cluster API discovery worker yet")
 	})
+	// And once each of its informers has its watch open: a reflector
+	// between its list and its watch has one goroutine fewer (the watch
+	// stream's reader) than it has for the rest of the test.
+	testwait.For(t, 60*time.Second, "the management cluster's informers to watch", func() error {
+		reflectors, watching, readers := watchState()
+		return testwait.Check(reflectors > 0 && watching == reflectors && readers == reflectors,
+			"%d reflectors, %d watching, %d watch readers", reflectors, watching, readers)
+	})
 	steadyGoroutines()
 	baseline := len(clusterStacks())
+	reflectors, _, _ := watchState()
+	t.Logf("baseline: %d informer and watch goroutines, %d reflectors watching", baseline, reflectors)
 
 	addCluster := func(name string, lc *localcluster.Cluster) {
 		t.Helper()
@@ -348,6 +358,23 @@ func discoveryRunning() bool {
 	return slices.ContainsFunc(goroutineStacks(), func(g string) bool {
 		return strings.Contains(g, "capi.(*Discoverer).Run") && strings.Contains(g, "workqueue.(*Typed")
 	})
+}
+
+// watchState counts the informers' reflectors, those handling a watch, and
+// the watch streams' readers.
+func watchState() (reflectors, watching, readers int) {
+	for _, g := range goroutineStacks() {
+		if strings.Contains(g, "cache.(*Reflector).RunWithContext") {
+			reflectors++
+			if strings.Contains(g, "cache.handleWatch(") {
+				watching++
+			}
+		}
+		if strings.Contains(g, "watch.(*StreamWatcher).receive") {
+			readers++
+		}
+	}
+	return reflectors, watching, readers
 }
 
 // clusterStacks returns the stacks of goroutines that belong to informers or
