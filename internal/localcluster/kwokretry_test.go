@@ -1,30 +1,16 @@
 package localcluster
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 // fakeKwokBin makes a binaries folder whose control-plane binaries are the
-// real ones of binDir and whose kwok is a script: the first crashes runs
+// real ones of binDir and whose kwok is a script: its first `crashes` runs
 // print a Go runtime crash and exit with status 2 (as kwok v0.8.0 does when
 // its start-up races), later runs exec the real kwok. Each run appends a
 // line to the returned count file.
@@ -72,9 +58,14 @@ func TestKwokCrashAtStartIsRetried(t *testing.T) {
 	t.Run("once", func(t *testing.T) {
 		t.Parallel()
 		bin, count := fakeKwokBin(t, binDir, 1)
-		var logs strings.Builder
+		logPath := filepath.Join(t.TempDir(), "start.log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logFile.Close()
 		set, err := Start(t.Context(), Options{BinDir: bin, Names: []string{"kwok-once"}, Full: true, Nodes: 1,
-			Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+			Logger: slog.New(slog.NewTextHandler(logFile, nil))})
 		if err != nil {
 			t.Fatalf("Start with a kwok that crashes once: %v", err)
 		}
@@ -86,8 +77,8 @@ func TestKwokCrashAtStartIsRetried(t *testing.T) {
 		if n := kwokRuns(t, count); n != kwokStarts {
 			t.Errorf("kwok ran %d times, want %d", n, kwokStarts)
 		}
-		if !strings.Contains(logs.String(), "kwok exited while the fake nodes started") {
-			t.Errorf("the retry was not logged:\n%s", logs.String())
+		if logs, _ := os.ReadFile(logPath); !strings.Contains(string(logs), "kwok exited while the fake nodes started") {
+			t.Errorf("the retry was not logged:\n%s", logs)
 		}
 	})
 	t.Run("always", func(t *testing.T) {
