@@ -483,17 +483,10 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	} else {
 		u.SetNamespace(p.namespace)
 	}
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := metaStrings(u, "labels")
 	labels[kubeobj.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, kubeobj.DefaultManagedBy)
 	labels[kubeobj.ApplicationLabel] = s.ID
-	u.SetLabels(labels)
-	annotations := u.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
+	annotations := metaStrings(u, "annotations")
 	annotations[kubeobj.NodeIDAnnotation] = p.id.String()
 	annotations[kubeobj.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
 	if enabled, guarded := pruneKinds(s.Prune)[o.gvk.GroupKind()]; guarded && !enabled {
@@ -501,7 +494,6 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 			annotations[PruneAnnotation] = PruneDisabled
 		}
 	}
-	u.SetAnnotations(annotations)
 
 	deadline := DefaultProgressDeadline
 	if s.ProgressDeadlineSeconds > 0 {
@@ -511,8 +503,10 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 			deadline = time.Duration(secs) * time.Second
 		}
 	}
-	if body, err = kubeobj.EncodeBody(u); err != nil {
-		return hub.NodeSpec{}, fmt.Errorf("source %q: %w", s.ID, err)
+	// The compiled body is the source's with a few labels and
+	// annotations more: written into a buffer of about its size.
+	if body, err = kubeobj.AppendMarshal(make([]byte, 0, len(body)+len(p.id.String())+256), m); err != nil {
+		return hub.NodeSpec{}, fmt.Errorf("source %q: encode %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
 	return hub.NodeSpec{
 		ID:               p.id,
@@ -528,6 +522,50 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 		Order:            applyOrder(o.gvk.GroupKind()),
 		Revision:         revisionOf(s),
 	}, nil
+}
+
+// metaStrings returns metadata.<field> of u (labels or annotations) as a
+// map whose entries the caller sets, in place: the object's own map when
+// it holds strings only (a null value is made "", as Get makes it), else a
+// new one that replaces it. Either way the object ends as
+// u.Set<Field>(u.Get<Field>() plus the caller's entries) leaves it: a
+// field of another type, or with a value that is neither a string nor
+// null, is dropped as Get drops it, and a metadata that is not a map is
+// left as it is (the entries go to a map the object does not hold).
+func metaStrings(u *unstructured.Unstructured, field string) map[string]any {
+	var meta map[string]any
+	switch v, found := u.Object["metadata"]; {
+	case !found:
+		meta = map[string]any{}
+		u.Object["metadata"] = meta
+	default:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return map[string]any{}
+		}
+		meta = m
+	}
+	if cur, ok := meta[field].(map[string]any); ok && cur != nil && stringsOrNull(cur) {
+		return cur
+	}
+	fresh := map[string]any{}
+	meta[field] = fresh
+	return fresh
+}
+
+// stringsOrNull reports whether every value of m is a string or null, and
+// makes each null "".
+func stringsOrNull(m map[string]any) bool {
+	for k, v := range m {
+		switch v.(type) {
+		case string:
+		case nil:
+			m[k] = ""
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // revisionOf is the revision a source's objects carry: its Git

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
@@ -128,4 +129,74 @@ func TestSourceSpecsInParallel(t *testing.T) {
 			t.Errorf("%s: labels %v", s.ID, o.GetLabels())
 		}
 	}
+}
+
+// TestMetaStringsMatchesGetAndSet: metaStrings plus the caller's entries
+// leaves an object as Unstructured's Get and Set of labels (and
+// annotations) plus the same entries leave it, for every shape of
+// metadata a manifest can hold.
+func TestMetaStringsMatchesGetAndSet(t *testing.T) {
+	shapes := map[string]string{
+		"none":                    `{"kind":"ConfigMap"}`,
+		"metadata null":           `{"metadata":null}`,
+		"metadata not a map":      `{"metadata":"x"}`,
+		"no labels":               `{"metadata":{"name":"a"}}`,
+		"labels null":             `{"metadata":{"name":"a","labels":null}}`,
+		"labels empty":            `{"metadata":{"name":"a","labels":{}}}`,
+		"labels of strings":       `{"metadata":{"name":"a","labels":{"x":"1","y":"2","app.kubernetes.io/managed-by":"someone"}}}`,
+		"a null label":            `{"metadata":{"name":"a","labels":{"x":null,"y":"2"}}}`,
+		"a number label":          `{"metadata":{"name":"a","labels":{"x":1,"y":"2"}}}`,
+		"a map label":             `{"metadata":{"name":"a","labels":{"x":{"z":"1"}}}}`,
+		"labels a list":           `{"metadata":{"name":"a","labels":["x"]}}`,
+		"labels a string":         `{"metadata":{"name":"a","labels":"x"}}`,
+		"annotations and labels":  `{"metadata":{"name":"a","labels":{"x":"1"},"annotations":{"driftwatch.io/prune":"enabled","n":null}}}`,
+		"annotations not strings": `{"metadata":{"name":"a","annotations":{"n":true}}}`,
+	}
+	for name, doc := range shapes {
+		t.Run(name, func(t *testing.T) {
+			for _, field := range []string{"labels", "annotations"} {
+				want := &unstructured.Unstructured{Object: mustUnmarshal(t, doc)}
+				got := &unstructured.Unstructured{Object: mustUnmarshal(t, doc)}
+				var old map[string]string
+				if field == "labels" {
+					old = want.GetLabels()
+				} else {
+					old = want.GetAnnotations()
+				}
+				if old == nil {
+					old = map[string]string{}
+				}
+				old["app.kubernetes.io/managed-by"] = "driftwatch"
+				old["k"] = "v"
+				if field == "labels" {
+					want.SetLabels(old)
+				} else {
+					want.SetAnnotations(old)
+				}
+				m := metaStrings(got, field)
+				m["app.kubernetes.io/managed-by"] = "driftwatch"
+				m["k"] = "v"
+				wb, err := kubeobj.Marshal(want.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gb, err := kubeobj.Marshal(got.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(gb) != string(wb) {
+					t.Errorf("%s:\n got %s\nwant %s", field, gb, wb)
+				}
+			}
+		})
+	}
+}
+
+func mustUnmarshal(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	m, err := kubeobj.Unmarshal([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -22,6 +22,13 @@ func Marshal(v any) ([]byte, error) {
 	return appendJSON(make([]byte, 0, 256), v, 0)
 }
 
+// AppendMarshal is Marshal appending to b: a caller that knows about how
+// long the result is passes a b with that capacity and spares the
+// buffer's growth.
+func AppendMarshal(b []byte, v any) ([]byte, error) {
+	return appendJSON(b, v, 0)
+}
+
 // appendJSON appends v's JSON to b.
 func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxMarshalDepth {
@@ -42,7 +49,12 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 		if t == nil {
 			return append(b, "null"...), nil
 		}
-		keys := make([]string, 0, len(t))
+		// Most objects' maps have a few keys: sorted on the stack.
+		var small [8]string
+		keys := small[:0]
+		if len(t) > len(small) {
+			keys = make([]string, 0, len(t))
+		}
 		for k := range t {
 			keys = append(keys, k)
 		}
