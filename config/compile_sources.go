@@ -487,7 +487,8 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	labels[kubeobj.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, kubeobj.DefaultManagedBy)
 	labels[kubeobj.ApplicationLabel] = s.ID
 	annotations := metaStrings(u, "annotations")
-	annotations[kubeobj.NodeIDAnnotation] = p.id.String()
+	id := p.id.String()
+	annotations[kubeobj.NodeIDAnnotation] = id
 	annotations[kubeobj.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
 	if enabled, guarded := pruneKinds(s.Prune)[o.gvk.GroupKind()]; guarded && !enabled {
 		if _, set := annotations[PruneAnnotation]; !set {
@@ -505,7 +506,7 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	}
 	// The compiled body is the source's with a few labels and
 	// annotations more: written into a buffer of about its size.
-	if body, err = kubeobj.AppendMarshal(make([]byte, 0, len(body)+len(p.id.String())+256), m); err != nil {
+	if body, err = kubeobj.AppendMarshal(make([]byte, 0, len(body)+len(id)+256), m); err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: encode %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
 	return hub.NodeSpec{
@@ -533,17 +534,14 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 // null, is dropped as Get drops it, and a metadata that is not a map is
 // left as it is (the entries go to a map the object does not hold).
 func metaStrings(u *unstructured.Unstructured, field string) map[string]any {
-	var meta map[string]any
-	switch v, found := u.Object["metadata"]; {
+	v, found := u.Object["metadata"]
+	meta, ok := v.(map[string]any)
+	switch {
 	case !found:
 		meta = map[string]any{}
 		u.Object["metadata"] = meta
-	default:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return map[string]any{}
-		}
-		meta = m
+	case !ok:
+		return map[string]any{}
 	}
 	if cur, ok := meta[field].(map[string]any); ok && cur != nil && stringsOrNull(cur) {
 		return cur

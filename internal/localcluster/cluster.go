@@ -316,7 +316,8 @@ func (c *Cluster) startKwok(ctx context.Context, ports clusterPorts, procs []*pr
 		}
 		err = c.createNodes(ctx, append(procs, kwok))
 		ce, ok := errors.AsType[*componentError](err)
-		if err == nil || !ok || ce.component != binKwok || !kwok.exited() ||
+		// A componentError of kwok's is its exit (poll's).
+		if err == nil || !ok || ce.component != binKwok ||
 			errors.Is(err, errPortInUse) || ctx.Err() != nil || attempt >= kwokStarts {
 			return err
 		}
