@@ -348,9 +348,10 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 	// one: most clusters of a large config have no source.
 	// Who wants each object is named only for a duplicate's message.
 	var owners map[hub.NodeID]wantedBy
-	appOwners := func() map[hub.NodeID]wantedBy {
-		owners = map[hub.NodeID]wantedBy{}
-		for _, a := range c.AppsFor(info) {
+	appOwners := func(objects int) map[hub.NodeID]wantedBy {
+		apps := c.AppsFor(info)
+		owners = make(map[hub.NodeID]wantedBy, objects+3*len(apps))
+		for _, a := range apps {
 			for _, k := range appKinds(a) {
 				owners[hub.NewNodeID(info.ID, a.Namespace, a.ID, k)] = wantedBy{app: a.ID}
 			}
@@ -368,7 +369,7 @@ func (c *Config) placeCluster(info ClusterInfo) ([]placed, error) {
 			return nil, err
 		}
 		if len(ps) > 0 && owners == nil {
-			owners = appOwners()
+			owners = appOwners(len(ps))
 		}
 		for j := range ps {
 			p := &ps[j]
@@ -460,6 +461,11 @@ func serverFields() []string {
 		"deletionTimestamp", "deletionGracePeriodSeconds"}
 }
 
+// isServerField reports whether a metadata field is one of serverFields.
+func isServerField(field string) bool {
+	return slices.Contains(serverFields(), field)
+}
+
 // sourceSpec builds the NodeSpec of a placed object.
 func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (hub.NodeSpec, error) {
 	s, o := p.src, p.obj
@@ -467,47 +473,18 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 	if err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
-	m, err := kubeobj.Unmarshal(body)
-	if err != nil {
+	id := p.id.String()
+	var entries [5]metaEntry
+	e := c.sourceEdit(p, id, entries[:0])
+	var secs int64
+	if body, secs, err = e.apply(body); err != nil {
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
-	u := &unstructured.Unstructured{Object: m}
-	delete(m, "status")
-	if meta, ok := m["metadata"].(map[string]any); ok {
-		for _, f := range serverFields() {
-			delete(meta, f)
-		}
-	}
-	if p.namespace == "" {
-		unstructured.RemoveNestedField(m, "metadata", "namespace")
-	} else {
-		u.SetNamespace(p.namespace)
-	}
-	labels := metaStrings(u, "labels")
-	labels[kubeobj.ManagedByLabel] = cmp.Or(c.Hub.ManagedBy, kubeobj.DefaultManagedBy)
-	labels[kubeobj.ApplicationLabel] = s.ID
-	annotations := metaStrings(u, "annotations")
-	id := p.id.String()
-	annotations[kubeobj.NodeIDAnnotation] = id
-	annotations[kubeobj.HubAnnotation] = cmp.Or(c.Hub.ID, DefaultHubID)
-	if enabled, guarded := pruneKinds(s.Prune)[o.gvk.GroupKind()]; guarded && !enabled {
-		if _, set := annotations[PruneAnnotation]; !set {
-			annotations[PruneAnnotation] = PruneDisabled
-		}
-	}
-
 	deadline := DefaultProgressDeadline
 	if s.ProgressDeadlineSeconds > 0 {
 		deadline = time.Duration(s.ProgressDeadlineSeconds) * time.Second
-	} else if o.gvk.Kind == "Deployment" && o.gvk.Group == "apps" {
-		if secs, ok, _ := unstructured.NestedInt64(m, "spec", "progressDeadlineSeconds"); ok && secs > 0 {
-			deadline = time.Duration(secs) * time.Second
-		}
-	}
-	// The compiled body is the source's with a few labels and
-	// annotations more: written into a buffer of about its size.
-	if body, err = kubeobj.AppendMarshal(make([]byte, 0, len(body)+len(id)+256), m); err != nil {
-		return hub.NodeSpec{}, fmt.Errorf("source %q: encode %s: %w", s.ID, describeObject(o.gvk, p.id), err)
+	} else if secs > 0 {
+		deadline = time.Duration(secs) * time.Second
 	}
 	return hub.NodeSpec{
 		ID:               p.id,
@@ -523,6 +500,30 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 		Order:            applyOrder(o.gvk.GroupKind()),
 		Revision:         revisionOf(s),
 	}, nil
+}
+
+// sourceEdit is what the compile changes in a placed object whose
+// NodeID's text is id: its namespace, the labels that mark it managed and
+// name its source, the annotations that name its NodeID and hub (and
+// disable its pruning where its kind is guarded and its source does not
+// enable it). Its entries are appended to buf (of capacity 5: one edit an
+// object, with no allocation of its own).
+func (c *Config) sourceEdit(p placed, id string, buf []metaEntry) metaEdit {
+	s, gvk := p.src, p.obj.gvk
+	buf = append(buf,
+		metaEntry{key: kubeobj.ManagedByLabel, value: cmp.Or(c.Hub.ManagedBy, kubeobj.DefaultManagedBy)},
+		metaEntry{key: kubeobj.ApplicationLabel, value: s.ID},
+		metaEntry{key: kubeobj.NodeIDAnnotation, value: id},
+		metaEntry{key: kubeobj.HubAnnotation, value: cmp.Or(c.Hub.ID, DefaultHubID)})
+	if enabled, guarded := pruneKinds(s.Prune)[gvk.GroupKind()]; guarded && !enabled {
+		buf = append(buf, metaEntry{key: PruneAnnotation, value: PruneDisabled, ifAbsent: true})
+	}
+	return metaEdit{
+		namespace:   p.namespace,
+		labels:      sortEntries(buf[:2]),
+		annotations: sortEntries(buf[2:]),
+		deadline:    s.ProgressDeadlineSeconds <= 0 && gvk.Kind == "Deployment" && gvk.Group == "apps",
+	}
 }
 
 // metaStrings returns metadata.<field> of u (labels or annotations) as a

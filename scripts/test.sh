@@ -115,12 +115,14 @@ fi
 
 # A count, not a duration: a timed fuzz run can end with "context deadline
 # exceeded" on a loaded machine although no input failed.
-step "fuzz FuzzNodeIDRoundTrip, FuzzUnpack, FuzzDecodeFast, FuzzMarshal, FuzzUnmarshal (50,000 inputs each)"
+step "fuzz FuzzNodeIDRoundTrip, FuzzUnpack, FuzzDecodeFast, FuzzMarshal, FuzzUnmarshal, FuzzPlainMembers, FuzzPlainEdit (50,000 inputs each)"
 go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 50000x ./hub/
 go test -run '^$' -fuzz '^FuzzNodeIDRoundTrip$' -fuzztime 50000x ./clusters/terraform/
 go test -run '^$' -fuzz '^FuzzUnpack$' -fuzztime 50000x ./internal/pack/
 go test -run '^$' -fuzz '^FuzzDecodeFast$' -fuzztime 50000x ./config/manifest/
 go test -run '^$' -fuzz '^FuzzMarshal$' -fuzztime 50000x ./clusters/kubeobj/
 go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 50000x ./clusters/kubeobj/
+go test -run '^$' -fuzz '^FuzzPlainMembers$' -fuzztime 50000x ./clusters/kubeobj/
+go test -run '^$' -fuzz '^FuzzPlainEdit$' -fuzztime 50000x ./config/
 
 step "all checks passed"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // maxMarshalDepth is how deep Marshal writes a value itself: deeper
@@ -107,7 +108,9 @@ func appendLibrary(b []byte, v any) ([]byte, error) {
 func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always encodes
+			// A copy goes to the library: s itself then never escapes,
+			// and callers may pass strings that live on their stack.
+			j, _ := json.Marshal(strings.Clone(s)) // a string always encodes
 			return append(b, j...)
 		}
 	}
