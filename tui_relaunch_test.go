@@ -69,6 +69,17 @@ func TestTUIRelaunch(t *testing.T) {
 			t.Errorf("%s: first rows %v, in sync %v", run, f, s)
 		}
 	}
+	// The watches started once the UI had drawn the hub's state (or, on
+	// a machine too loaded for that, after app.WatchAfterLimit).
+	log, err := os.ReadFile(filepath.Join(r.dir, "state", "tui.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := strings.Count(string(log), `"msg":"cluster watches start"`)
+	afterFrame := strings.Count(string(log), `"msg":"cluster watches start","after":"first frame"`)
+	if starts != 2 || afterFrame == 0 {
+		t.Errorf("the log says the watches started %d times, %d of them after the first frame; want 2, at least 1:\n%s", starts, afterFrame, log)
+	}
 }
 
 // relaunch is a config of n ConfigMaps on one local cluster, and the

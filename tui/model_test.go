@@ -708,3 +708,27 @@ func TestInitialSnapshot(t *testing.T) {
 		t.Fatalf("the source's snapshot did not replace the initial one:\n%s", out)
 	}
 }
+
+// TestFirstFrame: FirstFrame is called once, by the first View after a
+// snapshot from the source, and not for the Initial snapshot alone.
+func TestFirstFrame(t *testing.T) {
+	calls := 0
+	m := New(newFakeSource(), Options{Now: fixedClock, Initial: fixture(), FirstFrame: func() { calls++ }})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	m.View()
+	if calls != 0 {
+		t.Fatalf("FirstFrame called %d times before the source's first snapshot", calls)
+	}
+	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
+	if calls != 0 {
+		t.Fatal("FirstFrame called before the frame was rendered")
+	}
+	if out := m.View().Content; !strings.Contains(out, "prod-eu") {
+		t.Fatalf("the frame lacks the snapshot:\n%s", out)
+	}
+	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
+	m.View()
+	if calls != 1 {
+		t.Fatalf("FirstFrame called %d times, want once", calls)
+	}
+}

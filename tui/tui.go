@@ -67,6 +67,13 @@ type Options struct {
 	// check the hub answers) shows it at once instead of an empty frame
 	// until the stream's first snapshot arrives.
 	Initial *hub.Snapshot
+	// FirstFrame, when set, is called once, on the UI's goroutine, when
+	// the first frame showing a snapshot from the source has been
+	// rendered (Initial does not count). The hub and the UI in one
+	// process start the clusters' watches then, so that a relaunch over
+	// thousands of objects draws its first frame before the watches'
+	// first lists take the cores.
+	FirstFrame func()
 }
 
 // WriteRuleHint is the status message of W when writing rules is not
@@ -114,6 +121,7 @@ type Model struct {
 
 	width, height int
 	snap          *hub.Snapshot
+	live          bool // a snapshot from the source was applied
 	subCh         <-chan *hub.Snapshot
 	stack         []Screen
 	showHelp      bool
@@ -371,6 +379,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case snapshotMsg:
 		if msg.snap != nil {
 			m.applySnapshot(msg.snap)
+			m.live = true
 		}
 		if msg.fromSub && m.subCh != nil {
 			return m, waitForSnapshot(m.subCh, m.sub.done)
@@ -928,6 +937,11 @@ func (m *Model) askRelease() {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
+	if m.live && m.opts.FirstFrame != nil {
+		first := m.opts.FirstFrame
+		m.opts.FirstFrame = nil
+		first()
+	}
 	return v
 }
 

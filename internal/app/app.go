@@ -82,6 +82,9 @@ type App struct {
 	// git fetches the Git manifest sources (nil: the config has none and
 	// no Options.Git was given).
 	git *GitSources
+
+	// watchAfter holds the clusters' watches back (Options.WatchAfter).
+	watchAfter <-chan struct{}
 }
 
 // Options tune an App. Zero values take the documented defaults.
@@ -97,6 +100,12 @@ type Options struct {
 	HubOptions hub.Options
 	// DisableWatch turns the informers off (the bench's poll baseline).
 	DisableWatch bool
+	// WatchAfter, when set, holds the clusters' watches back until it is
+	// closed, for at most WatchAfterLimit: the terminal UI closes it once
+	// its first frame with the hub's state is drawn (tui.Options.FirstFrame),
+	// which on a relaunch over thousands of objects then has the cores
+	// before the watches' first lists do.
+	WatchAfter <-chan struct{}
 	// StateFile is where the hub keeps its intent (pauses, overrides,
 	// holds, pending decommissions, what it applied); "" keeps it in
 	// memory only. Commands resolve it with StateFile.
@@ -172,7 +181,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	// (see config.LoadOptions.IsolateSources).
 	opts.LoadOptions.IsolateSources = true
 	a := &App{log: opts.Logger, hub: h, path: cfg.Path, loadOpts: opts.LoadOptions, intent: store, found: make(map[string]discovered), claims: make(map[string]map[string]discovered),
-		git: opts.Git}
+		git: opts.Git, watchAfter: opts.WatchAfter}
 	a.cfg = a.retainLocked(cfg) // a is not shared yet
 	// The state file's records are read while the desired state compiles:
 	// the two are independent, and on a relaunch over thousands of
@@ -358,7 +367,14 @@ func (a *App) Run(ctx context.Context) error {
 		defer stopReg()
 		hubErr = a.hub.Run(ctx)
 	})
-	wg.Go(func() { regErr = a.reg.Run(regCtx) })
+	wg.Go(func() {
+		if a.watchAfter != nil {
+			start := time.Now()
+			why := waitToWatch(ctx, a.watchAfter, WatchAfterLimit)
+			a.log.Info("cluster watches start", "after", why, "waited", time.Since(start))
+		}
+		regErr = a.reg.Run(regCtx)
+	})
 	var coordErr error
 	if a.rep != nil {
 		wg.Go(func() {
@@ -392,6 +408,25 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(hubErr, regErr, coordErr)
+}
+
+// WatchAfterLimit is how long Options.WatchAfter holds the clusters'
+// watches back at most.
+const WatchAfterLimit = 250 * time.Millisecond
+
+// waitToWatch returns when gate is closed, limit has passed, or ctx ends,
+// whichever comes first, and says which.
+func waitToWatch(ctx context.Context, gate <-chan struct{}, limit time.Duration) string {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-gate:
+		return "first frame"
+	case <-t.C:
+		return "limit"
+	case <-ctx.Done():
+		return "stop"
+	}
 }
 
 // putCluster registers a cluster, or with coordination records it and

@@ -106,8 +106,10 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	if err != nil {
 		return StartError("", err)
 	}
+	// The clusters' watches start once the UI has drawn the hub's state.
+	firstFrame := make(chan struct{})
 	a, err := New(cfg, Options{Logger: log, LoadOptions: loadOpts, Git: git,
-		StateFile: stateFile, AllowPrune: o.AllowPrune})
+		StateFile: stateFile, AllowPrune: o.AllowPrune, WatchAfter: firstFrame})
 	if err != nil {
 		return StartError("", err)
 	}
@@ -116,7 +118,8 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
-	uiOpts := tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "", Reload: a.reloadFromUI, Alerts: a.notificationAlerts}
+	uiOpts := tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "", Reload: a.reloadFromUI, Alerts: a.notificationAlerts,
+		FirstFrame: func() { close(firstFrame) }}
 	if o.WriteConfig {
 		uiOpts.WriteRule = a.WriteIgnoreRule
 	}
