@@ -709,25 +709,33 @@ func TestInitialSnapshot(t *testing.T) {
 	}
 }
 
-// TestFirstFrame: FirstFrame is called once, by the first View after a
-// snapshot from the source, and not for the Initial snapshot alone.
+// TestFirstFrame: FirstFrame is called once, by the terminal's first
+// write after a View of a snapshot from the source, and not for the
+// Initial snapshot alone.
 func TestFirstFrame(t *testing.T) {
 	calls := 0
 	m := New(newFakeSource(), Options{Now: fixedClock, Initial: fixture(), FirstFrame: func() { calls++ }})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	m.View()
+	m.wrote()
 	if calls != 0 {
 		t.Fatalf("FirstFrame called %d times before the source's first snapshot", calls)
 	}
 	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
+	m.wrote() // a write of an earlier frame
 	if calls != 0 {
 		t.Fatal("FirstFrame called before the frame was rendered")
 	}
 	if out := m.View().Content; !strings.Contains(out, "prod-eu") {
 		t.Fatalf("the frame lacks the snapshot:\n%s", out)
 	}
+	if calls != 0 {
+		t.Fatal("FirstFrame called before the frame was written")
+	}
+	m.wrote()
 	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
 	m.View()
+	m.wrote()
 	if calls != 1 {
 		t.Fatalf("FirstFrame called %d times, want once", calls)
 	}

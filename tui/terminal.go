@@ -27,6 +27,7 @@ var ErrHangup = errors.New("the terminal hung up")
 type hangupFile struct {
 	*os.File
 	hangup context.CancelCauseFunc
+	wrote  func() // after each write that succeeded (nil: none)
 }
 
 // Read reads from the terminal; any error (EOF, EIO after a hangup) ends
@@ -44,16 +45,18 @@ func (f *hangupFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err != nil {
 		f.hangup(fmt.Errorf("%w: write %s: %w", ErrHangup, f.Name(), err))
+	} else if f.wrote != nil {
+		f.wrote()
 	}
 	return n, err
 }
 
 // terminalOptions returns the program options that watch the terminal for
 // a hangup (input as bubbletea picks it: stdin, or the controlling terminal
-// when stdin is not one; output stdout), and a func that releases what it
-// opened. Without any terminal, stdin is the input as it is, and its end
-// ends the UI.
-func terminalOptions(hangup context.CancelCauseFunc) ([]tea.ProgramOption, func()) {
+// when stdin is not one; output stdout, calling wrote after each write),
+// and a func that releases what it opened. Without any terminal, stdin is
+// the input as it is, and its end ends the UI.
+func terminalOptions(hangup context.CancelCauseFunc, wrote func()) ([]tea.ProgramOption, func()) {
 	in := os.Stdin
 	release := func() {}
 	if !term.IsTerminal(int(in.Fd())) {
@@ -64,7 +67,7 @@ func terminalOptions(hangup context.CancelCauseFunc) ([]tea.ProgramOption, func(
 	}
 	return []tea.ProgramOption{
 		tea.WithInput(&hangupFile{File: in, hangup: hangup}),
-		tea.WithOutput(&hangupFile{File: os.Stdout, hangup: hangup}),
+		tea.WithOutput(&hangupFile{File: os.Stdout, hangup: hangup, wrote: wrote}),
 	}, release
 }
 

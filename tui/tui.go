@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -67,12 +68,12 @@ type Options struct {
 	// check the hub answers) shows it at once instead of an empty frame
 	// until the stream's first snapshot arrives.
 	Initial *hub.Snapshot
-	// FirstFrame, when set, is called once, on the UI's goroutine, when
-	// the first frame showing a snapshot from the source has been
-	// rendered (Initial does not count). The hub and the UI in one
-	// process start the clusters' watches then, so that a relaunch over
-	// thousands of objects draws its first frame before the watches'
-	// first lists take the cores.
+	// FirstFrame, when set, is called once, when Run has written to its
+	// terminal the first frame showing a snapshot from the source (Initial
+	// does not count). The hub and the UI in one process start the
+	// clusters' watches then, so that a relaunch over thousands of objects
+	// shows its first frame before the watches' first lists take the
+	// cores.
 	FirstFrame func()
 }
 
@@ -137,6 +138,11 @@ type Model struct {
 	hold      *holdForm
 	status    string
 	statusErr bool
+
+	// framed is set by the first View of a live snapshot; the terminal's
+	// next write calls Options.FirstFrame (see wrote), once.
+	framed    atomic.Bool
+	firstOnce sync.Once
 }
 
 // DefaultHoldTTL is the duration a hold prompt offers.
@@ -229,7 +235,7 @@ func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramO
 	defer stopSignals()
 	m := New(src, opts)
 	defer m.Close()
-	po, release := terminalOptions(hangup)
+	po, release := terminalOptions(hangup, m.wrote)
 	defer release()
 	// The program is killed only through kill: when ctx ends with the
 	// terminal still there (SIGTERM, the hub stopping), it quits as q
@@ -938,11 +944,18 @@ func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	if m.live && m.opts.FirstFrame != nil {
-		first := m.opts.FirstFrame
-		m.opts.FirstFrame = nil
-		first()
+		m.framed.Store(true)
 	}
 	return v
+}
+
+// wrote is called after each write to the terminal: the first once a
+// live frame was rendered is (or follows) that frame's, and calls
+// Options.FirstFrame.
+func (m *Model) wrote() {
+	if m.framed.Load() {
+		m.firstOnce.Do(m.opts.FirstFrame)
+	}
 }
 
 // render renders exactly height lines of at most width cells.
