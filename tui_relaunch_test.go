@@ -21,6 +21,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/benchconfig"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
+	"github.com/driftwatch/driftwatch/internal/startheap"
 )
 
 // BenchmarkTUIRelaunch5k measures what an on-call engineer waits for when
@@ -79,6 +80,19 @@ func TestTUIRelaunch(t *testing.T) {
 	afterFrame := strings.Count(string(log), `"msg":"cluster watches start","after":"first frame"`)
 	if starts != 2 || afterFrame == 0 {
 		t.Errorf("the log says the watches started %d times, %d of them after the first frame; want 2, at least 1:\n%s", starts, afterFrame, log)
+	}
+	// Each start said how its heap is backed; where this machine's kernel
+	// hands out huge pages without compacting (and they are not turned
+	// off), in huge pages, withdrawn before the process ended.
+	huge := strings.Count(string(log), `"msg":"start-up heap in huge pages"`)
+	base := strings.Count(string(log), `"msg":"start-up heap in base pages","why":"`)
+	withdrawn := strings.Count(string(log), `"msg":"start-up heap: huge pages withdrawn"`)
+	_, why := startheap.Available()
+	if os.Getenv("DRIFTWATCH_HUGEPAGES") == "off" {
+		why = "DRIFTWATCH_HUGEPAGES=off"
+	}
+	if huge+base != 2 || withdrawn != huge || (why == "" && huge == 0) {
+		t.Errorf("the log says %d starts in huge pages (%d withdrawn), %d in base pages; the kernel's settings say %q:\n%s", huge, withdrawn, base, why, log)
 	}
 }
 

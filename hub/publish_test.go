@@ -318,3 +318,47 @@ func TestUnwatchedPublishBuildsNoSnapshot(t *testing.T) {
 		}
 	})
 }
+
+// A subscription made before the publisher runs (the terminal UI holds one
+// from before the hub starts until its first frame) makes the first pass a
+// snapshot, not a refresh of the gauges alone; a subscriber that joins
+// after it gets that snapshot at once, without waiting for a new one.
+func TestSubscribedBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dirty, changed := make(chan struct{}, 1), make(chan struct{}, 1)
+		store := &countingSnapshots{}
+		p := newPublisher(Options{SnapshotInterval: 100 * time.Millisecond, Now: time.Now}, store, dirty, changed)
+		held, release := p.subscribe() // also asks for a publish
+		select {
+		case dirty <- struct{}{}: // the desired state, set before the hub runs
+		default:
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); p.run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		if snaps, gauges := store.counts(); snaps != 1 || gauges != 0 {
+			t.Fatalf("first pass: %d snapshots and %d gauge refreshes, want 1 and 0", snaps, gauges)
+		}
+		if s := <-held; s.Seq != 1 {
+			t.Fatalf("the held subscription got snapshot #%d, want 1", s.Seq)
+		}
+		ui, unsubscribe := p.subscribe()
+		defer unsubscribe()
+		select {
+		case s := <-ui:
+			if s.Seq != 1 {
+				t.Errorf("the UI's first snapshot is #%d, want the first pass's (1)", s.Seq)
+			}
+		default:
+			t.Fatal("the UI got no snapshot at once when it subscribed")
+		}
+		release()
+		release() // again: nothing more
+		synctest.Wait()
+		if !p.watched() {
+			t.Error("releasing the held subscription ended the UI's")
+		}
+	})
+}

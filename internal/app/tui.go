@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"github.com/sourcegraph/conc"
@@ -19,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/safefile"
+	"github.com/driftwatch/driftwatch/internal/startheap"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -80,6 +82,11 @@ func openLog(path string) (*slog.Logger, io.Closer, error) {
 // config (SIGHUP reloads only in `serve`, the daemon convention).
 func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	getenv, stderr := env.Getenv, env.Stderr
+	// The heap the start grows into (the config's load, the first frame,
+	// the clusters' first lists) is backed by huge pages while it lasts,
+	// where the kernel can do that without a stall (see startheap).
+	heap, noHuge := startHeap(getenv)
+	defer heap.End()
 	// A hangup before the UI is up (while the state file opens) also ends
 	// the program; tui.Run watches for it from then on.
 	ctx, stopHangup := tui.NotifyHangup(ctx)
@@ -102,6 +109,11 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 		return errors.Join(err, git.Close())
 	}
 	defer closer.Close()
+	if heap != nil {
+		log.Info("start-up heap in huge pages", "bytes", startheap.Size, "for", startHeapWindow)
+	} else {
+		log.Info("start-up heap in base pages", "why", noHuge)
+	}
 	stateFile, err := StateFile(cfg, getenv)
 	if err != nil {
 		return StartError("", err)
@@ -115,11 +127,20 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The hub's first publish is a snapshot the UI takes as it subscribes,
+	// not a pass that only refreshes the gauges because nobody subscribed
+	// yet: a subscription held from before the hub starts until the UI's
+	// first frame.
+	_, release := a.hub.Subscribe()
+	defer release()
 	var wg conc.WaitGroup
 	var appErr error
 	wg.Go(func() { appErr = a.Run(runCtx) })
+	if heap != nil {
+		wg.Go(func() { endStartHeap(runCtx, log, heap, startHeapWindow) })
+	}
 	uiOpts := tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "", Reload: a.reloadFromUI, Alerts: a.notificationAlerts,
-		FirstFrame: func() { close(firstFrame) }}
+		FirstFrame: func() { release(); close(firstFrame) }}
 	if o.WriteConfig {
 		uiOpts.WriteRule = a.WriteIgnoreRule
 	}
@@ -131,6 +152,37 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	log.Info("stopped")
 	fmt.Fprintf(stderr, "driftwatch: logs in %s\n", o.LogFile)
 	return errors.Join(uiErr, appErr, closeErr)
+}
+
+// startHeapWindow is how long the start-up heap stays advised for huge
+// pages: the start of driftwatch -f over thousands of objects (its first
+// frame, the clusters' first lists) takes a second or two.
+const startHeapWindow = 10 * time.Second
+
+// startHeap asks for huge pages on the heap the start grows into (see
+// startheap.Advise), unless DRIFTWATCH_HUGEPAGES is "off"; it returns nil
+// and why not otherwise.
+func startHeap(getenv func(string) string) (*startheap.Advice, string) {
+	if v := getenv("DRIFTWATCH_HUGEPAGES"); v == "off" {
+		return nil, "DRIFTWATCH_HUGEPAGES=off"
+	}
+	return startheap.Advise()
+}
+
+// endStartHeap withdraws the start-up heap's advice (a *startheap.Advice)
+// after window, or when ctx ends.
+func endStartHeap(ctx context.Context, log *slog.Logger, heap interface{ End() error }, window time.Duration) {
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if err := heap.End(); err != nil {
+		log.Warn("start-up heap: huge pages not withdrawn", "err", err)
+		return
+	}
+	log.Info("start-up heap: huge pages withdrawn")
 }
 
 // hasTerminal reports whether the terminal UI can run (see Env.Terminal).

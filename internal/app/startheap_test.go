@@ -1,0 +1,72 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fakeAdvice records when End was called.
+type fakeAdvice struct {
+	ended []time.Duration
+	start time.Time
+	err   error
+}
+
+func (f *fakeAdvice) End() error {
+	f.ended = append(f.ended, time.Since(f.start))
+	return f.err
+}
+
+// The start-up heap's huge pages are withdrawn once the window has passed,
+// or as soon as the app stops; a failure is logged.
+func TestEndStartHeap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			stop time.Duration // when ctx ends (0: never)
+			err  error
+			at   time.Duration
+			log  string
+		}{
+			{"window", 0, nil, startHeapWindow, "huge pages withdrawn"},
+			{"stopped", 3 * time.Second, nil, 3 * time.Second, "huge pages withdrawn"},
+			{"failed", 0, errors.New("madvise: invalid argument"), startHeapWindow, "not withdrawn"},
+		} {
+			var out bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&out, nil))
+			ctx, cancel := context.WithCancel(t.Context())
+			if c.stop > 0 {
+				time.AfterFunc(c.stop, cancel)
+			}
+			f := &fakeAdvice{start: time.Now(), err: c.err}
+			endStartHeap(ctx, log, f, startHeapWindow)
+			if len(f.ended) != 1 || f.ended[0] != c.at {
+				t.Errorf("%s: ended %v, want once after %v", c.name, f.ended, c.at)
+			}
+			if !strings.Contains(out.String(), c.log) || (c.err != nil) != strings.Contains(out.String(), "invalid argument") {
+				t.Errorf("%s: log %q, want %q", c.name, out.String(), c.log)
+			}
+			cancel()
+			synctest.Wait()
+		}
+	})
+}
+
+// DRIFTWATCH_HUGEPAGES=off asks for no huge pages.
+func TestStartHeapOff(t *testing.T) {
+	a, why := startHeap(func(k string) string {
+		if k == "DRIFTWATCH_HUGEPAGES" {
+			return "off"
+		}
+		return ""
+	})
+	if a != nil || why != "DRIFTWATCH_HUGEPAGES=off" {
+		t.Errorf("startHeap with DRIFTWATCH_HUGEPAGES=off: %v, %q", a, why)
+	}
+}
