@@ -715,14 +715,15 @@ func TestInitialSnapshot(t *testing.T) {
 func TestFirstFrame(t *testing.T) {
 	calls := 0
 	m := New(newFakeSource(), Options{Now: fixedClock, Initial: fixture(), FirstFrame: func() { calls++ }})
+	frame := []byte("\x1b[H\x1b[2Jprod-eu  synced")
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	m.View()
-	m.wrote()
+	m.wrote(frame)
 	if calls != 0 {
 		t.Fatalf("FirstFrame called %d times before the source's first snapshot", calls)
 	}
 	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
-	m.wrote() // a write of an earlier frame
+	m.wrote(frame) // a write of an earlier frame
 	if calls != 0 {
 		t.Fatal("FirstFrame called before the frame was rendered")
 	}
@@ -732,10 +733,16 @@ func TestFirstFrame(t *testing.T) {
 	if calls != 0 {
 		t.Fatal("FirstFrame called before the frame was written")
 	}
-	m.wrote()
+	// The program's terminal queries (synchronized output, Unicode
+	// core), written before the frame: escape sequences only.
+	m.wrote([]byte("\x1b[?2026$p\x1b[?2027$p"))
+	if calls != 0 {
+		t.Fatal("FirstFrame called on a write of escape sequences only")
+	}
+	m.wrote(frame)
 	m.Update(snapshotMsg{snap: fixture(), fromSub: true})
 	m.View()
-	m.wrote()
+	m.wrote(frame)
 	if calls != 1 {
 		t.Fatalf("FirstFrame called %d times, want once", calls)
 	}

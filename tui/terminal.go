@@ -27,7 +27,7 @@ var ErrHangup = errors.New("the terminal hung up")
 type hangupFile struct {
 	*os.File
 	hangup context.CancelCauseFunc
-	wrote  func() // after each write that succeeded (nil: none)
+	wrote  func(p []byte) // after each write that succeeded, with what it wrote (nil: none)
 }
 
 // Read reads from the terminal; any error (EOF, EIO after a hangup) ends
@@ -46,7 +46,7 @@ func (f *hangupFile) Write(p []byte) (int, error) {
 	if err != nil {
 		f.hangup(fmt.Errorf("%w: write %s: %w", ErrHangup, f.Name(), err))
 	} else if f.wrote != nil {
-		f.wrote()
+		f.wrote(p[:n])
 	}
 	return n, err
 }
@@ -56,7 +56,7 @@ func (f *hangupFile) Write(p []byte) (int, error) {
 // when stdin is not one; output stdout, calling wrote after each write),
 // and a func that releases what it opened. Without any terminal, stdin is
 // the input as it is, and its end ends the UI.
-func terminalOptions(hangup context.CancelCauseFunc, wrote func()) ([]tea.ProgramOption, func()) {
+func terminalOptions(hangup context.CancelCauseFunc, wrote func([]byte)) ([]tea.ProgramOption, func()) {
 	in := os.Stdin
 	release := func() {}
 	if !term.IsTerminal(int(in.Fd())) {
