@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/startheap"
 )
 
 // fakeAdvice records when End was called.
@@ -58,15 +60,36 @@ func TestEndStartHeap(t *testing.T) {
 	})
 }
 
-// DRIFTWATCH_HUGEPAGES=off asks for no huge pages.
+// DRIFTWATCH_HUGEPAGES=off, and GODEBUG=disablethp=1 (the runtime's own
+// switch), ask for no huge pages.
 func TestStartHeapOff(t *testing.T) {
-	a, why := startHeap(func(k string) string {
-		if k == "DRIFTWATCH_HUGEPAGES" {
-			return "off"
+	for _, c := range []struct{ key, value, why string }{
+		{"DRIFTWATCH_HUGEPAGES", "off", "DRIFTWATCH_HUGEPAGES=off"},
+		{"DRIFTWATCH_HUGEPAGES", "0", "DRIFTWATCH_HUGEPAGES=0"},
+		{"DRIFTWATCH_HUGEPAGES", "False", "DRIFTWATCH_HUGEPAGES=False"},
+		{"DRIFTWATCH_HUGEPAGES", "no", "DRIFTWATCH_HUGEPAGES=no"},
+		{"GODEBUG", "madvdontneed=1, disablethp=1", "GODEBUG=disablethp=1"},
+	} {
+		a, why := startHeap(func(k string) string {
+			if k == c.key {
+				return c.value
+			}
+			return ""
+		})
+		if a != nil || why != c.why {
+			t.Errorf("startHeap with %s=%s: %v, %q; want nil, %q", c.key, c.value, a, why, c.why)
+			_ = a.End()
 		}
-		return ""
-	})
-	if a != nil || why != "DRIFTWATCH_HUGEPAGES=off" {
-		t.Errorf("startHeap with DRIFTWATCH_HUGEPAGES=off: %v, %q", a, why)
+	}
+	// Anything else leaves the choice to startheap.Advise.
+	for _, env := range []map[string]string{{"DRIFTWATCH_HUGEPAGES": "on"}, {"GODEBUG": "disablethp=0"}} {
+		a, why := startHeap(func(k string) string { return env[k] })
+		_, avail := startheap.Available()
+		if (a != nil) != (avail == "") || (a == nil && why == "") {
+			t.Errorf("startHeap with %v: %v, %q; startheap says %q", env, a, why, avail)
+		}
+		if err := a.End(); err != nil {
+			t.Error(err)
+		}
 	}
 }
