@@ -41,6 +41,9 @@ func Advise() (*Advice, string) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	h := uintptr(hugePage)
 	a := &Advice{lo: (start + h - 1) &^ (h - 1), hi: (start + Size) &^ (h - 1)}
+	if a.lo >= a.hi { // plan makes Size at least two huge pages
+		return nil, "no whole huge page in the range"
+	}
 	err := madvise(a.lo, a.hi, unix.MADV_HUGEPAGE)
 	runtime.KeepAlive(b)
 	if err != nil {

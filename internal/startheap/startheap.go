@@ -31,6 +31,9 @@ func plan(enabled, buddyinfo string, hugePage, page, size int) (bool, string) {
 	if hugePage <= page || page <= 0 || hugePage%page != 0 {
 		return false, fmt.Sprintf("huge page size %d, page size %d", hugePage, page)
 	}
+	if size < 2*hugePage { // an unaligned range of size bytes may hold no whole huge page
+		return false, fmt.Sprintf("huge pages of %d MiB are too large for a range of %d MiB", hugePage>>20, size>>20)
+	}
 	order := 0
 	for p := hugePage / page; p > 1; p /= 2 {
 		order++

@@ -37,8 +37,10 @@ func TestPlan(t *testing.T) {
 		{"huge page not larger", "[madvise]", buddyinfo, 4096, 4096, Size, false, "huge page size 4096, page size 4096"},
 		{"huge page not a multiple", "[madvise]", buddyinfo, 2*mib + 4096/2, 4096, Size, false, "huge page size"},
 		// 64 KiB pages and 512 MiB huge pages (arm64): order 13.
-		{"arm64 64k", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 0 0 0 0 1\n", 512 * mib, 64 << 10, 512 * mib, false, "has 1 free huge pages, fewer than 2"},
-		{"arm64 64k enough", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 0 0 0 0 2\n", 512 * mib, 64 << 10, 512 * mib, true, ""},
+		{"arm64 64k", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 0 0 0 0 3\n", 512 * mib, 64 << 10, 1024 * mib, false, "has 3 free huge pages, fewer than 4"},
+		{"arm64 64k enough", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 0 0 0 0 4\n", 512 * mib, 64 << 10, 1024 * mib, true, ""},
+		{"huge pages too large for Size", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 0 0 0 0 4\n", 512 * mib, 64 << 10, Size, false, "huge pages of 512 MiB are too large for a range of 64 MiB"},
+		{"one huge page too few", "[madvise]", buddyinfo, 2 * mib, 4096, 2*mib + 4096, false, "too large"},
 		{"huge counts saturate", "[madvise]", "Node 0, zone Normal 0 0 0 0 0 0 0 0 0 9223372036854775807 9223372036854775807\n", 2 * mib, 4096, Size, true, ""},
 	} {
 		ok, why := plan(c.enabled, c.buddy, c.hugePage, c.page, c.size)
