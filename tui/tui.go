@@ -142,10 +142,9 @@ type Model struct {
 	statusErr bool
 
 	// framed is set by the first View of a live snapshot; the terminal's
-	// next write of text calls Options.FirstFrame (see wrote), once, and
-	// sets first.
+	// next write of text sets first and calls Options.FirstFrame (see
+	// wrote).
 	framed, first atomic.Bool
-	firstOnce     sync.Once
 }
 
 // DefaultHoldTTL is the duration a hold prompt offers.
@@ -969,10 +968,9 @@ func (m *Model) wrote(p []byte) {
 	if m.first.Load() || !m.framed.Load() || ansi.Strip(string(p)) == "" {
 		return
 	}
-	m.firstOnce.Do(func() {
-		m.first.Store(true)
+	if m.first.CompareAndSwap(false, true) {
 		m.opts.FirstFrame()
-	})
+	}
 }
 
 // render renders exactly height lines of at most width cells.
