@@ -102,8 +102,8 @@ func TestTUIRelaunch(t *testing.T) {
 	base := strings.Count(string(log), `"msg":"start-up heap in base pages","why":"`)
 	withdrawn := strings.Count(string(log), `"msg":"start-up heap: huge pages withdrawn"`)
 	_, why := startheap.Available()
-	if v := os.Getenv("DRIFTWATCH_HUGEPAGES"); v != "" && v != "on" || strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
-		why = "turned off in this environment"
+	if off := startheap.Off(os.Getenv); off != "" {
+		why = off
 	}
 	if huge+base != 2 || withdrawn != huge || (why == "" && huge == 0) {
 		t.Errorf("the log says %d starts in huge pages (%d withdrawn), %d in base pages; the kernel's settings say %q:\n%s", huge, withdrawn, base, why, log)

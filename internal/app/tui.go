@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -161,18 +160,12 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 const startHeapWindow = 10 * time.Second
 
 // startHeap asks for huge pages on the heap the start grows into (see
-// startheap.Advise), unless DRIFTWATCH_HUGEPAGES turns that off ("off",
-// "0", "false" or "no") or GODEBUG asks the runtime for no huge pages
-// (disablethp=1); it returns nil and why not otherwise.
+// startheap.Advise), unless the environment turns that off
+// (startheap.Off: DRIFTWATCH_HUGEPAGES=off, GODEBUG=disablethp=1); it
+// returns nil and why not otherwise.
 func startHeap(getenv func(string) string) (*startheap.Advice, string) {
-	switch v := getenv("DRIFTWATCH_HUGEPAGES"); strings.ToLower(v) {
-	case "off", "0", "false", "no":
-		return nil, "DRIFTWATCH_HUGEPAGES=" + v
-	}
-	for _, kv := range strings.Split(getenv("GODEBUG"), ",") {
-		if strings.TrimSpace(kv) == "disablethp=1" {
-			return nil, "GODEBUG=disablethp=1"
-		}
+	if why := startheap.Off(getenv); why != "" {
+		return nil, why
 	}
 	return startheap.Advise()
 }

@@ -11,6 +11,23 @@ import (
 // room (37 MiB mapped at its first frame).
 const Size = 64 << 20
 
+// Off returns why the environment turns the start-up heap's huge pages
+// off, or "": DRIFTWATCH_HUGEPAGES set to "off", "0", "false" or "no"
+// (any case), or GODEBUG asking the runtime for no huge pages
+// (disablethp=1).
+func Off(getenv func(string) string) string {
+	switch v := getenv("DRIFTWATCH_HUGEPAGES"); strings.ToLower(v) {
+	case "off", "0", "false", "no":
+		return "DRIFTWATCH_HUGEPAGES=" + v
+	}
+	for _, kv := range strings.Split(getenv("GODEBUG"), ",") {
+		if strings.TrimSpace(kv) == "disablethp=1" {
+			return "GODEBUG=disablethp=1"
+		}
+	}
+	return ""
+}
+
 // plan decides whether to ask for huge pages on size bytes, from the
 // kernel's transparent huge page mode (the text of
 // /sys/kernel/mm/transparent_hugepage/enabled), its free memory blocks (the

@@ -60,3 +60,22 @@ func TestFreeBlocks(t *testing.T) {
 		t.Errorf("order 10: %d, %v; want %d", n, err, want)
 	}
 }
+
+func TestOff(t *testing.T) {
+	for _, c := range []struct {
+		env map[string]string
+		why string
+	}{
+		{nil, ""},
+		{map[string]string{"DRIFTWATCH_HUGEPAGES": "on"}, ""},
+		{map[string]string{"DRIFTWATCH_HUGEPAGES": "1"}, ""},
+		{map[string]string{"DRIFTWATCH_HUGEPAGES": "OFF"}, "DRIFTWATCH_HUGEPAGES=OFF"},
+		{map[string]string{"DRIFTWATCH_HUGEPAGES": "false"}, "DRIFTWATCH_HUGEPAGES=false"},
+		{map[string]string{"GODEBUG": "disablethp=0"}, ""},
+		{map[string]string{"GODEBUG": "madvdontneed=1, disablethp=1"}, "GODEBUG=disablethp=1"},
+	} {
+		if why := Off(func(k string) string { return c.env[k] }); why != c.why {
+			t.Errorf("Off(%v) = %q, want %q", c.env, why, c.why)
+		}
+	}
+}
