@@ -36,6 +36,10 @@ const (
 // connected.
 var errNotConnected = errors.New("not connected")
 
+// errReleased is the cause of backend calls on a manager whose run ended
+// and closed its connection (its cluster's manager restarted).
+var errReleased = errors.New("its connection is closed")
+
 var _ hub.Backend = (*Manager)(nil)
 
 // backendError is the error of one backend call. Its text names the
@@ -48,11 +52,17 @@ type backendError struct {
 	// conflict marks a write whose precondition met a concurrent change
 	// (see conflictError).
 	conflict bool
+	// restarting marks a call on a manager that was not connected, or
+	// whose connection closed (see Manager.resourceError).
+	restarting bool
 }
 
 func (e *backendError) Error() string { return e.msg }
 
 func (e *backendError) Unwrap() []error {
+	if e.restarting {
+		return []error{e.err, hub.ErrRestarting}
+	}
 	if apierrors.IsForbidden(e.err) {
 		return []error{e.err, hub.ErrForbidden}
 	}
@@ -72,8 +82,15 @@ func (m *Manager) callError(verb string, spec hub.NodeSpec, err error) error {
 	return m.resourceError(verb, resourceOf(spec.Kind)+" "+spec.Name, spec.Namespace, err)
 }
 
-// resourceError describes a failed call on any resource.
+// resourceError describes a failed call on any resource. A call that
+// failed on a manager not connected yet, or whose connection its run's end
+// closed (before or during the call), unwraps to hub.ErrRestarting
+// whatever its cause: the loop runs it again on the cluster's current
+// manager.
 func (m *Manager) resourceError(verb, resource, namespace string, err error) error {
+	if m.released.Load() || errors.Is(err, errNotConnected) || errors.Is(err, errReleased) {
+		return &backendError{msg: describeRestarting(m.cfg.ID, verb, resource, namespace, err), err: err, restarting: true}
+	}
 	return &backendError{msg: describe(m.cfg.ID, verb, resource, namespace, err), err: err}
 }
 
@@ -240,6 +257,9 @@ func (m *Manager) detectDrift(ctx context.Context, spec hub.NodeSpec, st hub.Sta
 // cachedOf looks spec's object up in the watch cache: watched says whether
 // an informer covers it, c is nil when the cache does not hold it.
 func (m *Manager) cachedOf(spec hub.NodeSpec) (c *cachedObject, watched bool, err error) {
+	if m.released.Load() {
+		return nil, true, errReleased // its caches stopped with its run
+	}
 	inf := m.informerFor(spec.Namespace, spec.Kind)
 	if inf == nil {
 		return nil, false, nil
@@ -1015,7 +1035,12 @@ var _ hub.OwnedLister = (*Manager)(nil)
 
 // ListOwned lists, from the synced watch caches, every object that carries
 // our label and this hub's id annotation (objects without the annotation
-// are not listed). Without a hub id it lists nothing.
+// are not listed), but those annotated never to be pruned
+// (kubeobj.PruneAnnotation): the hub never deletes them, and one that left
+// a source was retained with a feed line saying so, so showing it again as
+// an orphan (or pruning it with hub.pruneOrphans, which the annotation
+// would refuse at every scan) would contradict that. Without a hub id it
+// lists nothing.
 //
 // Objects of another hub are never listed (so never taken for orphans):
 // those whose annotation names another hub, and those another hub's field
@@ -1027,6 +1052,9 @@ var _ hub.OwnedLister = (*Manager)(nil)
 func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
 	if m.cfg.HubID == "" {
 		return nil, nil
+	}
+	if m.released.Load() {
+		return nil, m.resourceError("list owned", "objects", "", errReleased) // its caches stopped with its run
 	}
 	m.mu.Lock()
 	type src struct {
@@ -1059,9 +1087,15 @@ func (m *Manager) ListOwned(context.Context) ([]hub.SpecRef, error) {
 				byHub[owner]++
 				continue
 			}
-			if c, ok := item.(*cachedObject); ok && c.unusual != nil && c.unusual.otherHub != "" {
+			c, compact := item.(*cachedObject)
+			if compact && c.unusual != nil && c.unusual.otherHub != "" {
 				foreign++
 				byManager[c.unusual.otherHub]++
+				continue
+			}
+			if compact && c.retained() || !compact && acc.GetAnnotations()[kubeobj.PruneAnnotation] == kubeobj.PruneDisabled {
+				// Never pruned, so never an orphan: a prune that met it
+				// retained it and ended its management with a feed line.
 				continue
 			}
 			id := NodeIDFor(m.cfg.ID, s.kind, acc)

@@ -83,6 +83,9 @@ const (
 	// markOwnCreated: the latest write of our field manager (ownWrite) is
 	// the object's creation (within a second of its creationTimestamp).
 	markOwnCreated
+	// markRetain: the object is annotated never to be pruned
+	// (kubeobj.PruneAnnotation = kubeobj.PruneDisabled).
+	markRetain
 )
 
 // unusualMarks holds an object's ownership marks when they are not the
@@ -215,6 +218,9 @@ func (m *cachedMeta) SetAnnotations(annotations map[string]string) {
 // gives: its ownership marks are the usual ones, so a NodeID annotation, if
 // any, names the object itself (see setMarks).
 func (m *cachedMeta) usualNodeID() bool { return m.c.unusual == nil }
+
+// retained reports whether the object is annotated never to be pruned.
+func (c *cachedObject) retained() bool { return c.marks&markRetain != 0 }
 
 func (c *cachedObject) namespace() string {
 	if c.unusual != nil {
@@ -398,7 +404,10 @@ func (c *cachedObject) setData(body []byte) {
 func (c *cachedObject) setMarks(namespace string, labels, annots map[string]string, otherHub string) {
 	s := c.shared
 	usual := namespace == s.namespace && otherHub == ""
-	marks := c.marks
+	marks := c.marks &^ markRetain
+	if annots[kubeobj.PruneAnnotation] == kubeobj.PruneDisabled {
+		marks |= markRetain
+	}
 	if v, ok := labels[kubeobj.ManagedByLabel]; ok {
 		marks |= markLabel
 		usual = usual && v == s.managedBy
@@ -415,7 +424,7 @@ func (c *cachedObject) setMarks(namespace string, labels, annots map[string]stri
 		c.marks = marks
 		return
 	}
-	c.marks = marks & markOwnCreated
+	c.marks = marks & (markOwnCreated | markRetain)
 	u := &unusualMarks{namespace: namespace, otherHub: otherHub}
 	for _, k := range ownershipLabelKeys {
 		if v, ok := labels[k]; ok {

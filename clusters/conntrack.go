@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -163,4 +164,25 @@ func (b *endingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.end)
 	return err
+}
+
+// closedGuard fails every request at once with errReleased once closed is
+// set (the manager's run ended and closed its connections). Without it a
+// call on the closed connections failed only after client-go's retries: a
+// GET whose dial fails with "use of closed network connection" reads to
+// client-go as a probable EOF, retried ten times a second apart.
+type closedGuard struct {
+	rt     http.RoundTripper
+	closed *atomic.Bool
+}
+
+// RoundTrip refuses req once the guard is closed, else sends it.
+func (g closedGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if g.closed.Load() {
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper closes the body, even on errors
+		}
+		return nil, errReleased
+	}
+	return g.rt.RoundTrip(req)
 }

@@ -120,6 +120,16 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 	return fmt.Sprintf("cluster %q: %s %s%s: %v", cluster, verb, resource, where, err)
 }
 
+// describeRestarting describes a call that failed because its manager was
+// not connected or had closed its connection (see Manager.resourceError).
+func describeRestarting(cluster, verb, resource, namespace string, err error) string {
+	where := ""
+	if namespace != "" {
+		where = fmt.Sprintf(" in namespace %q", namespace)
+	}
+	return fmt.Sprintf("cluster %q: %s %s%s: the cluster's watch manager is restarting (%v): run again on the new one", cluster, verb, resource, where, err)
+}
+
 // tlsHint says why the apiserver's certificate was not accepted and what to
 // check: the server address for a certificate issued for other names, the
 // certificate authority for one signed by an unknown authority, the dates

@@ -375,7 +375,8 @@ metadata: {name: generic}
 		t.Errorf("namespace gone: %v", err)
 	}
 
-	// Every object is listed as ours (the orphan scan reads these).
+	// Every object is listed as ours (the orphan scan reads these), but
+	// the one annotated never to be pruned: never an orphan.
 	refs, err := be.(*Manager).ListOwned(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -385,8 +386,8 @@ metadata: {name: generic}
 		got[ref.ID] = true
 	}
 	for _, s := range specs {
-		if !got[s.ID] {
-			t.Errorf("ListOwned misses %s", s.ID)
+		if got[s.ID] != (s.ID != hpa.ID) {
+			t.Errorf("ListOwned lists %s: %t, want %t", s.ID, got[s.ID], s.ID != hpa.ID)
 		}
 	}
 }

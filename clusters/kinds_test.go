@@ -159,13 +159,16 @@ func TestBackendErrors(t *testing.T) {
 			[]string{`cluster "c1"`, "forbidden", "apply", "deployments web", `namespace "shop"`}},
 		{"conflict", apierrors.NewConflict(gr, "web", errors.New("precondition")), false,
 			[]string{`cluster "c1"`, "apply deployments web", `namespace "shop"`}},
-		{"not connected", errNotConnected, false, []string{`cluster "c1": apply deployments web in namespace "shop": not connected`}},
+		{"not connected", errNotConnected, false, []string{`cluster "c1": apply deployments web in namespace "shop": the cluster's watch manager is restarting (not connected)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := m.callError("apply", spec, tt.err)
 			if errors.Is(err, hub.ErrForbidden) != tt.forbidden {
 				t.Errorf("errors.Is(ErrForbidden) = %v", !tt.forbidden)
+			}
+			if restarting := errors.Is(tt.err, errNotConnected); errors.Is(err, hub.ErrRestarting) != restarting {
+				t.Errorf("errors.Is(ErrRestarting) = %v, want %v", !restarting, restarting)
 			}
 			if !errors.Is(err, tt.err) {
 				t.Error("the client error does not unwrap")

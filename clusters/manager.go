@@ -126,6 +126,10 @@ type Manager struct {
 	namespaces map[string]*namespaceCheck
 
 	probeNow chan struct{}
+	// released is set when the run's connection is closed (see connect):
+	// every later call, and every call it cut, fails with an error that
+	// unwraps to hub.ErrRestarting.
+	released atomic.Bool
 	// accepted is when the apiserver last accepted one of the manager's
 	// writes (UnixNano; 0: never): within a probe interval, it stands
 	// for a probe (see probeLoop).
@@ -243,11 +247,15 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 	// (an untrusted kubeconfig's, which refuses forbidden addresses).
 	conns := newConnTracker(rc.Dial)
 	rc.Dial = conns.DialContext
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return closedGuard{rt: rt, closed: &m.released} })
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: client: %w", m.cfg.ID, err)
 	}
 	release = func() {
+		// Set first: a call the closing cuts sees it when it describes
+		// its error.
+		m.released.Store(true)
 		hc.CloseIdleConnections()
 		conns.CloseAll()
 	}

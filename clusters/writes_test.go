@@ -615,6 +615,10 @@ func TestListOwnedLeavesOtherHubsAlone(t *testing.T) {
 		configMap("theirs", "hub-b", applied("driftwatch-hub-b", at)),
 		configMap("written-by-c", "hub-a", applied("driftwatch-hub-a", at), applied("driftwatch-hub-c", at)),
 		configMap("unannotated", "", applied("driftwatch-hub-a", at)),
+		retainedMap("kept", "c1"),
+		// Unusual marks (a NodeID annotation naming another cluster) keep
+		// the retain mark too.
+		retainedMap("kept-unusual", "c2"),
 	)
 	m.informers[informerKey{namespace: "shop", kind: hub.KindConfigMap}] = &informerState{informer: inf, synced: true}
 	refs, err := m.ListOwned(t.Context())
@@ -631,6 +635,15 @@ func TestListOwnedLeavesOtherHubsAlone(t *testing.T) {
 	if got := testutil.ToFloat64(met.foreign.WithLabelValues("c1")); got != 2 {
 		t.Fatalf("driftwatch_foreign_objects = %v, want 2", got)
 	}
+}
+
+// retainedMap is one of our ConfigMaps in "shop" annotated never to be
+// pruned, whose NodeID annotation names cluster.
+func retainedMap(name, cluster string) *corev1.ConfigMap {
+	cm := configMap(name, "hub-a")
+	cm.Annotations[kubeobj.PruneAnnotation] = kubeobj.PruneDisabled
+	cm.Annotations[kubeobj.NodeIDAnnotation] = hub.NewNodeID(cluster, "shop", name, hub.KindConfigMap).String()
+	return cm
 }
 
 // TestSameIDWriterIsDetected: two hubs with the default id share the

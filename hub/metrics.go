@@ -33,6 +33,7 @@ type metrics struct {
 	sourceRevision, sourceFetched *prometheus.GaugeVec
 	panics                        prometheus.Counter
 	staleReads                    *prometheus.CounterVec
+	restarted                     *prometheus.CounterVec
 	staleHealth                   *prometheus.CounterVec
 	refused                       *prometheus.CounterVec
 	drains                        prometheus.Counter
@@ -96,6 +97,9 @@ func newMetrics() *metrics {
 		staleReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_stale_cache_reads_total", Help: "Cached reads older than driftwatch's own last write, re-read fresh instead of treated as drift, by cluster.",
 		}, []string{"cluster"}),
+		restarted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_passes_restarted_total", Help: "Passes run again because their cluster's backend restarted under them (its connection closed during the call), by cluster; not failures.",
+		}, []string{"cluster"}),
 		staleHealth: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_stale_health_reports_total", Help: "Cluster health reports dropped because a newer one was already applied, by cluster.",
 		}, []string{"cluster"}),
@@ -119,7 +123,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.restarted, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -80,7 +80,8 @@ type reconciler struct {
 }
 
 // noBackendRetry is how soon a NodeID whose cluster is ready but whose
-// backend is not registered (a manager being replaced) is tried again.
+// backend is not registered, or was replaced during its pass
+// (ErrRestarting), is tried again.
 const noBackendRetry = time.Second
 
 // Reconcile is one level-based pass over a NodeID: it re-reads desired and
@@ -164,6 +165,13 @@ func (r *reconciler) outcome(p pass, res Result, err error) (Result, error) {
 		// and not a failed repair either.
 		r.out.foreign(p, err)
 		return Result{RequeueAfter: r.opts.ForbiddenRetry}, nil
+	}
+	if errors.Is(err, ErrRestarting) {
+		// Not the NodeID's failure: the pass runs again on the
+		// cluster's current backend, parked while it is not ready.
+		r.out.restarted(p, err)
+		r.restore(p)
+		return Result{RequeueAfter: noBackendRetry}, nil
 	}
 	if err != nil {
 		r.out.fail(p, err)

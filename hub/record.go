@@ -84,6 +84,13 @@ func (o *recorder) foreign(p pass, err error) {
 	o.status.setStatus(p.id, StatusForeign, reason, now)
 }
 
+// restarted records a pass whose backend was replaced under it
+// (ErrRestarting): logged at debug level and counted, not a failure.
+func (o *recorder) restarted(p pass, err error) {
+	o.metrics.restarted.WithLabelValues(p.id.Cluster).Inc()
+	o.log.Debug("pass runs again: its backend restarted", "node", p.id.String(), "err", err)
+}
+
 // fail records a failed pass; the handler retries it.
 func (o *recorder) fail(p pass, err error) {
 	now := o.opts.Now()

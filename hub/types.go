@@ -199,6 +199,17 @@ type Sink interface {
 // (parking while it is not ready) decides the rest.
 var ErrUnreachable = errors.New("unreachable")
 
+// ErrRestarting marks a backend error of a call that ran on a connection
+// its backend has since closed, or before it had one: the cluster's watch
+// manager was restarting (a reload that changed what it watches, rotated
+// credentials, a replica taking the cluster over). It says nothing about
+// the NodeID or its cluster: the loop runs the pass again on the
+// cluster's current backend (parked until the cluster is ready), neither
+// counted nor shown as a failure. A write that was in flight may or may
+// not have reached the cluster; the pass that runs again reads the object
+// first, and a delete carries its preconditions.
+var ErrRestarting = errors.New("backend restarting")
+
 // ErrUnauthorized marks a backend error of a target that refused the
 // credentials (401), or refused them the whole API (403 on /readyz). Such
 // an error also matches ErrUnreachable: the loop paces its retries the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -248,6 +249,7 @@ spec: {teeth: 12}
 	writeOther("1")
 	cfg := fmt.Sprintf(`hub:
   id: e2e
+  resync: 2s
 clusters:
   - {id: %s, kubeconfig: %s}
 sources:
@@ -337,5 +339,24 @@ sources:
 		if !retained[name] {
 			t.Errorf("no retained feed line for %s (feed: %v)", name, retained)
 		}
+	}
+
+	// Retained, precious is no orphan at a later scan either (the
+	// resync's, every 2 s here), while a stray object with our marks
+	// that nothing wants is one, which shows that a scan ran.
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: "pruning",
+		Labels:      map[string]string{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy},
+		Annotations: map[string]string{kubeobj.HubAnnotation: "e2e"}}}
+	if _, err := c.CoreV1().ConfigMaps("pruning").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	strayID := hub.NewNodeID(lc.Name, "pruning", "stray", hub.KindConfigMap)
+	preciousID := hub.NewNodeID(lc.Name, "pruning", "precious", hub.KindConfigMap)
+	a.waitSnap(t, 30*time.Second, "the stray object shown as an orphan", func(s *hub.Snapshot) bool {
+		n, ok := s.Node(strayID)
+		return ok && n.Status == hub.StatusOrphan
+	})
+	if n, ok := a.hub.Snapshot().Node(preciousID); ok {
+		t.Errorf("precious, retained, shown again: %s (%s)", n.Status, n.Reason)
 	}
 }
