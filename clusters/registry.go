@@ -287,6 +287,14 @@ func (r *Registry) supervise(ctx context.Context, e *entry) {
 			runErr = fmt.Errorf("cluster %q: panic: %v", e.cfg.ID, rec.Value)
 			r.log.Error("cluster manager panicked; restarting", "cluster", e.cfg.ID, "err", runErr, "stack", string(rec.Stack))
 			mgr.setError(hub.ClusterUnreachable, runErr.Error())
+		} else if runErr != nil && ctx.Err() == nil {
+			if st := mgr.Health().State; st == hub.ClusterSynced || st == hub.ClusterDegraded {
+				// Its run ended with an error once ready (an event
+				// handler panicked): until the next manager reports, the
+				// cluster is not watched, and the hub must not take it
+				// for ready (its calls fail with hub.ErrRestarting).
+				mgr.setError(hub.ClusterUnreachable, runErr.Error())
+			}
 		}
 		if ctx.Err() != nil {
 			return

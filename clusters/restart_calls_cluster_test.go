@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
@@ -171,5 +173,75 @@ func TestCallsAcrossARestartOnARealControlPlane(t *testing.T) {
 			return err
 		}
 		return testwait.Check(!st.Exists || st.Deleting, "still there")
+	})
+}
+
+// panickingSink records every health report, and panics in Observe the
+// first time an event of the object named boom comes (a broken event
+// handler).
+type panickingSink struct {
+	recordingSink
+	panicked atomic.Bool
+	reports  []hub.ClusterHealth // under recordingSink.mu
+}
+
+func (s *panickingSink) Observe(ev hub.Event) {
+	if ev.ID.Name() == "boom" && s.panicked.CompareAndSwap(false, true) {
+		panic("boom")
+	}
+	s.recordingSink.Observe(ev)
+}
+
+func (s *panickingSink) ClusterChanged(h hub.ClusterHealth) {
+	s.mu.Lock()
+	s.reports = append(s.reports, h)
+	s.mu.Unlock()
+	s.recordingSink.ClusterChanged(h)
+}
+
+// TestHandlerPanicIsNotReady: an event handler that panics ends the
+// cluster's manager run, which the registry restarts after a backoff.
+// Until the new manager reports, the cluster is reported unreachable with
+// the panic as its error, not left synced (the hub would take it for
+// ready while nothing watches it); then it is synced again.
+func TestHandlerPanicIsNotReady(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns = "handler-panic"
+	createNamespace(t, admin, ns)
+	sink := &panickingSink{recordingSink: recordingSink{health: make(map[string]hub.ClusterHealth)}}
+	r := NewRegistry(sink, RegistryOptions{Logger: testLogger(t), Health: fastHealth, MinBackoff: time.Second, MaxBackoff: time.Second})
+	if err := r.Add(clusterConfig(lc, ns)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = r.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	sink.waitFor(t, 30*time.Second, "synced", func() bool { return sink.health[lc.Name].State == hub.ClusterSynced })
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "boom", Namespace: ns,
+		Labels: map[string]string{kubeobj.ManagedByLabel: kubeobj.DefaultManagedBy}}}
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var at int
+	sink.waitFor(t, 30*time.Second, "the panic reported", func() bool {
+		for i, h := range sink.reports {
+			if h.State == hub.ClusterUnreachable && strings.Contains(h.LastError, "panic in") {
+				at = i
+				return true
+			}
+		}
+		return false
+	})
+	sink.waitFor(t, 30*time.Second, "synced again after the restart", func() bool {
+		for _, h := range sink.reports[at+1:] {
+			if h.State == hub.ClusterSynced {
+				return true
+			}
+		}
+		return false
 	})
 }
