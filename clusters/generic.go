@@ -249,10 +249,16 @@ func genericProgress(obj runtime.Object) *hub.Progress {
 // the cluster publishes none, or cannot be asked, it returns the zero
 // drift.Schema and no error: the kind is then compared without a schema
 // (lists by index, maps as structs, nothing counts as added), as the hub
-// compares it. It fails only before the manager connected.
+// compares it. It fails only before the manager connected and after its
+// run ended.
 func (m *Manager) SchemaFor(ctx context.Context, gvk schema.GroupVersionKind) (drift.Schema, error) {
 	if s, ok := drift.BuiltinSchema(gvk); ok {
 		return s, nil
+	}
+	if m.released.Load() {
+		// Not compared without a schema: the call runs again on the
+		// cluster's next manager.
+		return drift.Schema{}, errReleased
 	}
 	m.mu.Lock()
 	schemas := m.schemas

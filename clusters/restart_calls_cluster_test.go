@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
@@ -137,6 +138,14 @@ func TestCallsAcrossARestartOnARealControlPlane(t *testing.T) {
 		},
 		"delete":     func() error { return old.Delete(ctx, spec, st) },
 		"list owned": func() error { _, err := old.ListOwned(ctx); return err },
+		"custom resource schema": func() error {
+			// Not compared without one on a stale cache: detectDrift
+			// describes the error as it describes every call's.
+			if _, err := old.SchemaFor(ctx, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}); err != nil {
+				return old.callError("compare", spec, err)
+			}
+			return nil
+		},
 	} {
 		if err := call(); !errors.Is(err, hub.ErrRestarting) {
 			t.Errorf("%s on the replaced manager: %v, want an error that unwraps to hub.ErrRestarting", name, err)
