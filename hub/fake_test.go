@@ -62,10 +62,11 @@ type fakeBackend struct {
 	onWrite func(ctx context.Context, id NodeID) error
 	// onAttribute is called by Attribute, without the lock.
 	onAttribute func(id NodeID)
-	// onList is called by ListOwned.
-	onList func()
-	repErr func(id NodeID) error
-	attrib *Attribution
+	// onList is called by ListOwned; listErr, when set, makes it fail.
+	onList  func()
+	listErr func() error
+	repErr  func(id NodeID) error
+	attrib  *Attribution
 }
 
 func newFake(auto bool) *fakeBackend {
@@ -302,6 +303,11 @@ func (b *fakeBackend) Delete(ctx context.Context, spec NodeSpec, st State) error
 func (b *fakeBackend) ListOwned(context.Context) ([]SpecRef, error) {
 	if b.onList != nil {
 		b.onList()
+	}
+	if b.listErr != nil {
+		if err := b.listErr(); err != nil {
+			return nil, err
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -71,6 +72,12 @@ func (sc *orphanScanner) orphanLoop(ctx context.Context) {
 			callCtx, cancel := context.WithTimeout(ctx, sc.opts.CallTimeout)
 			refs, err := lister.ListOwned(callCtx)
 			cancel()
+			if errors.Is(err, ErrRestarting) {
+				// The cluster's next manager asks for a scan of its own
+				// once synced.
+				sc.log.Debug("orphan scan skipped: the cluster's backend is restarting", "cluster", c, "err", err)
+				continue
+			}
 			if err != nil {
 				sc.log.Warn("orphan scan", "cluster", c, "err", err)
 				continue

@@ -3,6 +3,10 @@ package hub
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -81,4 +85,62 @@ func TestPassRunsAgainWhenItsBackendRestarted(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An orphan scan that meets a cluster whose backend is restarting skips
+// that cluster quietly (no warning: the next manager's first sync asks
+// for a scan of its own) and keeps what it showed there; the next
+// generation's scan works again.
+func TestOrphanScanSkipsARestartingBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs strings.Builder
+		var logMu sync.Mutex
+		b := newFake(true)
+		stray := spec("c1", "stray", "v1").ID
+		b.put(stray, func(o *fakeObject) { o.content = "old" })
+		f := start(t, b, Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		f.h.SetDesired(appSpecs("c1", "a"))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if n, ok := f.h.Snapshot().Node(stray); !ok || n.Status != StatusOrphan {
+			t.Fatal("the stray object is not shown as an orphan")
+		}
+		var restarting atomic.Bool
+		restarting.Store(true)
+		b.listErr = func() error {
+			if restarting.Load() {
+				return fmt.Errorf("cluster \"c1\": list owned objects: the cluster's watch manager is restarting: %w", ErrRestarting)
+			}
+			return nil
+		}
+		f.h.requestScanAll()
+		synctest.Wait()
+		logMu.Lock()
+		if strings.Contains(logs.String(), "orphan scan") {
+			t.Errorf("a restarting backend's scan logged a warning: %s", logs.String())
+		}
+		logMu.Unlock()
+		if n, ok := f.h.Snapshot().Node(stray); !ok || n.Status != StatusOrphan {
+			t.Error("the orphan shown before the restart was dropped")
+		}
+		restarting.Store(false)
+		b.remove(stray)
+		f.ready("c1", 2, 2) // the next manager synced: a scan of its own
+		synctest.Wait()
+		if _, ok := f.h.Snapshot().Node(stray); ok {
+			t.Error("the next generation's scan did not run")
+		}
+	})
+}
+
+// lockedWriter is an io.Writer whose writes hold mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
