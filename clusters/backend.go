@@ -66,6 +66,9 @@ func (e *backendError) Unwrap() []error {
 	if apierrors.IsForbidden(e.err) {
 		return []error{e.err, hub.ErrForbidden}
 	}
+	if meta.IsNoMatchError(e.err) {
+		return []error{e.err, hub.ErrKindNotServed}
+	}
 	switch classify(e.err) {
 	case classAuth:
 		return []error{e.err, hub.ErrUnreachable, hub.ErrUnauthorized}

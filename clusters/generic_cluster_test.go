@@ -235,6 +235,9 @@ func TestGenericKindsOnARealControlPlane(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Widget.example.com") || !strings.Contains(err.Error(), "CustomResourceDefinition") {
 		t.Fatalf("custom resource without its CRD: %v", err)
 	}
+	if !errors.Is(err, hub.ErrKindNotServed) {
+		t.Errorf("custom resource without its CRD: %v does not unwrap to hub.ErrKindNotServed (a first apply waits for its kind)", err)
+	}
 	for _, key := range []string{"widgets.example.com:customresourcedefinition.apiextensions.k8s.io",
 		"db:statefulset.apps", "backup:cronjob.batch", "web:horizontalpodautoscaler.autoscaling",
 		"reader:serviceaccount", "reader:role.rbac.authorization.k8s.io", "generic-reader:clusterrole.rbac.authorization.k8s.io"} {

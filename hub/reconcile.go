@@ -173,6 +173,13 @@ func (r *reconciler) outcome(p pass, res Result, err error) (Result, error) {
 		r.restore(p)
 		return Result{RequeueAfter: noBackendRetry}, nil
 	}
+	if errors.Is(err, ErrKindNotServed) && p.dec == nil && r.neverApplied(p.id) {
+		// A first apply waiting for its kind's CRD: retried with the
+		// failure backoff, not a failure.
+		r.out.waitingForKind(p, err)
+		r.restore(p)
+		return Result{}, err
+	}
 	if err != nil {
 		r.out.fail(p, err)
 		if errors.Is(err, ErrUnreachable) {
@@ -311,6 +318,16 @@ func (r *reconciler) stale(id NodeID, version string) bool {
 		return false
 	}
 	return true
+}
+
+// neverApplied reports whether the hub has neither applied a NodeID's
+// object (this hub or, with a shared intent store, another replica) nor
+// seen it on its cluster.
+func (r *reconciler) neverApplied(id NodeID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.nodes.at(id)
+	return rec.managed() && !rec.seen && rec.applied == nil
 }
 
 // firstApply reports whether a NodeID is still managed and whether its

@@ -91,6 +91,14 @@ func (o *recorder) restarted(p pass, err error) {
 	o.log.Debug("pass runs again: its backend restarted", "node", p.id.String(), "err", err)
 }
 
+// waitingForKind records a first apply whose kind its cluster does not
+// serve yet (ErrKindNotServed): shown as unknown with the reason, not a
+// failure; the handler retries it.
+func (o *recorder) waitingForKind(p pass, err error) {
+	o.log.Debug("first apply waits for its kind", "node", p.id.String(), "err", err)
+	o.show(p.id, StatusUnknown, "waiting for the cluster to serve its kind: "+err.Error(), o.opts.Now())
+}
+
 // fail records a failed pass; the handler retries it.
 func (o *recorder) fail(p pass, err error) {
 	now := o.opts.Now()

@@ -144,3 +144,55 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A custom resource applied in the same wave as its CRD: until the cluster
+// serves its kind (ErrKindNotServed), its first apply waits, shown as
+// unknown with the reason, retried with the failure backoff, and never
+// counted or fed as a failed repair; it is created once the kind is
+// served. An object applied before whose kind went away still fails.
+func TestFirstApplyWaitsForItsKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var served atomic.Bool
+		cr, other := spec("c1", "gear", "v1"), spec("c1", "other", "v1")
+		kindErr := fmt.Errorf("cluster \"c1\": read widget.example.com gear: the cluster serves no kind Widget.example.com/v1: %w", ErrKindNotServed)
+		b.readErr = func(id NodeID) error {
+			if id == cr.ID && !served.Load() {
+				return kindErr
+			}
+			return nil
+		}
+		f := start(t, b, Options{})
+		f.h.SetDesired([]NodeSpec{cr, other})
+		f.ready("c1", 1, 1)
+		time.Sleep(100 * time.Millisecond) // several retries
+		synctest.Wait()
+		if n := f.node(cr.ID); n.Status != StatusUnknown || !strings.Contains(n.Reason, "waiting for the cluster to serve its kind") {
+			t.Errorf("waiting: status %s (%s), want unknown, waiting for its kind", n.Status, n.Reason)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.repairs.WithLabelValues("c1", "failure")); got != 0 {
+			t.Errorf("failed repairs counted while waiting for the kind: %v", got)
+		}
+		served.Store(true)
+		time.Sleep(time.Minute) // the failure backoff's longest wait here
+		synctest.Wait()
+		if !b.exists(cr.ID) {
+			t.Fatal("not created once its kind was served")
+		}
+		for _, e := range f.h.Snapshot().Feed {
+			if e.ID == cr.ID && e.Action == "failed" {
+				t.Errorf("a failed feed line: %+v", e)
+			}
+		}
+		// Applied now: its kind going away is a failure like any other.
+		served.Store(false)
+		b.remove(cr.ID)
+		synctest.Wait()
+		if got := testutil.ToFloat64(f.h.metrics.repairs.WithLabelValues("c1", "failure")); got == 0 {
+			t.Error("an applied object whose kind went away is not counted as failing")
+		}
+		if n := f.node(cr.ID); n.Status != StatusFailed {
+			t.Errorf("applied object whose kind went away: status %s, want failed", n.Status)
+		}
+	})
+}

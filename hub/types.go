@@ -210,6 +210,15 @@ var ErrUnreachable = errors.New("unreachable")
 // first, and a delete carries its preconditions.
 var ErrRestarting = errors.New("backend restarting")
 
+// ErrKindNotServed marks a backend error of an object whose kind the
+// target does not serve (yet): a custom resource whose
+// CustomResourceDefinition is missing or not established. An object the
+// hub has never applied (a CRD and its custom resources applied in one
+// wave) waits for its kind: shown as unknown with the reason, retried
+// with the failure backoff, never counted or fed as a failed repair. An
+// object applied before fails as any other (its kind went away).
+var ErrKindNotServed = errors.New("kind not served")
+
 // ErrUnauthorized marks a backend error of a target that refused the
 // credentials (401), or refused them the whole API (403 on /readyz). Such
 // an error also matches ErrUnreachable: the loop paces its retries the
