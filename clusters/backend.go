@@ -91,7 +91,7 @@ func (m *Manager) callError(verb string, spec hub.NodeSpec, err error) error {
 // whatever its cause: the loop runs it again on the cluster's current
 // manager.
 func (m *Manager) resourceError(verb, resource, namespace string, err error) error {
-	if m.released.Load() || errors.Is(err, errNotConnected) || errors.Is(err, errReleased) {
+	if m.released.Load() || errors.Is(err, errNotConnected) {
 		return &backendError{msg: describeRestarting(m.cfg.ID, verb, resource, namespace, err), err: err, restarting: true}
 	}
 	return &backendError{msg: describe(m.cfg.ID, verb, resource, namespace, err), err: err}

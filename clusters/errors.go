@@ -101,10 +101,7 @@ func (e *refusedError) Unwrap() []error {
 // describe turns a client error into a sentence that names the cluster, the
 // verb, the resource and the namespace.
 func describe(cluster, verb, resource, namespace string, err error) string {
-	where := ""
-	if namespace != "" {
-		where = fmt.Sprintf(" in namespace %q", namespace)
-	}
+	where := inNamespace(namespace)
 	switch classify(err) {
 	case classForbidden:
 		return fmt.Sprintf("cluster %q: forbidden: cannot %s %s%s (RBAC): %v", cluster, verb, resource, where, err)
@@ -123,11 +120,16 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 // describeRestarting describes a call that failed because its manager was
 // not connected or had closed its connection (see Manager.resourceError).
 func describeRestarting(cluster, verb, resource, namespace string, err error) string {
-	where := ""
-	if namespace != "" {
-		where = fmt.Sprintf(" in namespace %q", namespace)
+	return fmt.Sprintf("cluster %q: %s %s%s: the cluster's watch manager is restarting (%v): run again on the new one",
+		cluster, verb, resource, inNamespace(namespace), err)
+}
+
+// inNamespace is " in namespace NS" for messages, "" for no namespace.
+func inNamespace(namespace string) string {
+	if namespace == "" {
+		return ""
 	}
-	return fmt.Sprintf("cluster %q: %s %s%s: the cluster's watch manager is restarting (%v): run again on the new one", cluster, verb, resource, where, err)
+	return fmt.Sprintf(" in namespace %q", namespace)
 }
 
 // tlsHint says why the apiserver's certificate was not accepted and what to

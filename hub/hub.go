@@ -250,6 +250,11 @@ func nodeKey(n *node) NodeID {
 // (false for a nil record).
 func (n *node) managed() bool { return n != nil && (n.spec != nil || n.dec != nil) }
 
+// neverApplied reports whether the hub has neither applied the NodeID's
+// object (this hub or, with a shared intent store, another replica) nor
+// seen it on its cluster.
+func (n *node) neverApplied() bool { return !n.seen && n.applied == nil }
+
 // of returns the spec the NodeID is managed by: the desired one, else the
 // decommissioned one.
 func (n *node) of() *NodeSpec {

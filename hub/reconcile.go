@@ -320,14 +320,13 @@ func (r *reconciler) stale(id NodeID, version string) bool {
 	return true
 }
 
-// neverApplied reports whether the hub has neither applied a NodeID's
-// object (this hub or, with a shared intent store, another replica) nor
-// seen it on its cluster.
+// neverApplied reports whether a NodeID is managed and its object never
+// applied nor seen (node.neverApplied).
 func (r *reconciler) neverApplied(id NodeID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.nodes.at(id)
-	return rec.managed() && !rec.seen && rec.applied == nil
+	return rec.managed() && rec.neverApplied()
 }
 
 // firstApply reports whether a NodeID is still managed and whether its
@@ -341,7 +340,7 @@ func (r *reconciler) firstApply(id NodeID, st State, d Drift) (managed, first bo
 	if !rec.managed() {
 		return false, false
 	}
-	first = !rec.seen && rec.applied == nil && d.Class == DriftMissing
+	first = rec.neverApplied() && d.Class == DriftMissing
 	if st.Exists {
 		rec.seen = true
 	}
