@@ -95,7 +95,10 @@ type Hub struct {
 	// ManagedBy is the value of the kubeobj.ManagedByLabel label on every object
 	// the hub applies; default kubeobj.DefaultManagedBy.
 	ManagedBy string `yaml:"managedBy"`
-	// Resync is the period of the safety-net resync; default 5m.
+	// Resync is the period of the safety-net resync; default 5m. A resync
+	// that comes due while the reconcile queue is busy (a cold sync longer
+	// than the period, a catch-up, a burst) waits until the queue is idle,
+	// at most one more period.
 	Resync time.Duration `yaml:"resync"`
 	// Policy is the default drift policy; default hub.PolicyRepair.
 	Policy hub.Policy `yaml:"policy"`

@@ -516,15 +516,34 @@ func (h *Hub) Run(ctx context.Context) error {
 	return nil
 }
 
+// resyncIdlePoll is how often a resync postponed by a busy queue looks
+// again (see resyncLoop).
+const resyncIdlePoll = time.Second
+
+// resyncLoop enqueues every NodeID once a Resync (jittered by up to 10%)
+// and asks for an orphan scan. A resync that comes due while the queue is
+// busy (a cold sync longer than the period, a reconnected cluster's
+// catch-up, a burst) waits until the queue is idle, for at most one more
+// period: the wave passes over its NodeIDs already, and a second pass over
+// those it has done would repeat them on apiservers the wave keeps busy
+// (and read fresh every object whose write's echo is still on its way). So
+// the safety net runs at least once every two periods, however busy the
+// hub.
 func (h *Hub) resyncLoop(ctx context.Context) {
 	for {
 		jitter := time.Duration(rand.Int64N(int64(h.opts.Resync)/10 + 1))
-		t := time.NewTimer(h.opts.Resync + jitter)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepUntil(ctx, time.Now().Add(h.opts.Resync+jitter)) {
 			return
-		case <-t.C:
+		}
+		if !h.ctrl.inner.Idle() {
+			h.metrics.resyncsPostponed.Inc()
+			h.log.Debug("resync postponed until the queue is idle", "for at most", h.opts.Resync)
+			deadline := time.Now().Add(h.opts.Resync)
+			for !h.ctrl.inner.Idle() && time.Now().Before(deadline) {
+				if !sleepUntil(ctx, time.Now().Add(min(resyncIdlePoll, time.Until(deadline)))) {
+					return
+				}
+			}
 		}
 		h.EnqueueAll()
 		h.requestScanAll()

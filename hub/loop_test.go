@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -775,6 +776,77 @@ func TestResyncSafetyNet(t *testing.T) {
 			t.Errorf("repairs %d, want 2 (create + resync repair)", got)
 		}
 	})
+}
+
+// A resync that comes due while the queue is busy (a write in flight here,
+// as in a cold sync longer than the period) waits until the queue is idle,
+// and runs then; kept busy, it runs anyway one period later.
+func TestResyncWaitsForABusyQueue(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		t.Run(map[bool]string{true: "runs once idle", false: "runs after one more period"}[release], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
+				idle, busy := spec("c1", "idle", "v1"), spec("c1", "busy", "v1")
+				f.h.SetDesired([]NodeSpec{idle, busy})
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				var mu sync.Mutex
+				reads := 0
+				b.onRead = func(id NodeID, _ bool) {
+					if id == idle.ID {
+						mu.Lock()
+						reads++
+						mu.Unlock()
+					}
+				}
+				readsNow := func() int {
+					mu.Lock()
+					defer mu.Unlock()
+					return reads
+				}
+				// An edit of busy whose repair stays in flight.
+				held := make(chan struct{})
+				b.onWrite = func(ctx context.Context, id NodeID) error {
+					if id == busy.ID {
+						select {
+						case <-held:
+						case <-ctx.Done():
+							return ctx.Err()
+						}
+					}
+					return nil
+				}
+				b.put(busy.ID, func(o *fakeObject) { o.content = "edited" })
+				synctest.Wait()
+				time.Sleep(67 * time.Second) // past the resync's due time
+				synctest.Wait()
+				if got := readsNow(); got != 0 {
+					t.Fatalf("the resync ran while a write was in flight: %d reads of an idle NodeID", got)
+				}
+				if got := testutil.ToFloat64(f.h.metrics.resyncsPostponed); got != 1 {
+					t.Errorf("driftwatch_resyncs_postponed_total %v, want 1", got)
+				}
+				if release {
+					close(held)
+					synctest.Wait()
+					time.Sleep(2 * resyncIdlePoll)
+					synctest.Wait()
+					if got := readsNow(); got != 1 {
+						t.Errorf("once the queue was idle: %d reads of the idle NodeID, want 1 (the resync)", got)
+					}
+					return
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if got := readsNow(); got != 1 {
+					t.Errorf("one period later, the write still in flight: %d reads of the idle NodeID, want 1 (the resync)", got)
+				}
+				close(held)
+				synctest.Wait()
+			})
+		})
+	}
 }
 
 // A backend's note on a spec is the status reason when the loop has none,

@@ -33,6 +33,7 @@ type metrics struct {
 	sourceRevision, sourceFetched *prometheus.GaugeVec
 	panics                        prometheus.Counter
 	staleReads                    *prometheus.CounterVec
+	resyncsPostponed              prometheus.Counter
 	restarted                     *prometheus.CounterVec
 	staleHealth                   *prometheus.CounterVec
 	refused                       *prometheus.CounterVec
@@ -97,6 +98,9 @@ func newMetrics() *metrics {
 		staleReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_stale_cache_reads_total", Help: "Cached reads older than driftwatch's own last write, re-read fresh instead of treated as drift, by cluster.",
 		}, []string{"cluster"}),
+		resyncsPostponed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftwatch_resyncs_postponed_total", Help: "Safety-net resyncs that came due while the reconcile queue was busy and waited until it was idle (at most one more period).",
+		}),
 		restarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_passes_restarted_total", Help: "Passes run again because their cluster's backend restarted under them (its connection closed during the call), by cluster; not failures.",
 		}, []string{"cluster"}),
@@ -123,7 +127,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.restarted, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.resyncsPostponed, m.restarted, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
