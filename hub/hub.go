@@ -537,7 +537,7 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 		}
 		if !h.ctrl.inner.Idle() {
 			h.metrics.resyncsPostponed.Inc()
-			h.log.Debug("resync postponed until the queue is idle", "for at most", h.opts.Resync)
+			h.log.Debug("resync postponed until the queue is idle", "within", h.opts.Resync)
 			deadline := time.Now().Add(h.opts.Resync)
 			for !h.ctrl.inner.Idle() && time.Now().Before(deadline) {
 				if !sleepUntil(ctx, time.Now().Add(min(resyncIdlePoll, time.Until(deadline)))) {
