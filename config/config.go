@@ -98,7 +98,9 @@ type Hub struct {
 	// Resync is the period of the safety-net resync; default 5m. A resync
 	// that comes due while the reconcile queue is busy (a cold sync longer
 	// than the period, a catch-up, a burst) waits until the queue is idle,
-	// at most one more period.
+	// at most one more period, and then leaves out the clusters passed
+	// over in full since the last resync (a first sync or a catch-up: all
+	// their objects were just checked), which the next resync covers.
 	Resync time.Duration `yaml:"resync"`
 	// Policy is the default drift policy; default hub.PolicyRepair.
 	Policy hub.Policy `yaml:"policy"`

@@ -334,6 +334,11 @@ type clusterLoop struct {
 	ready   bool
 	lastGen int64
 	lastSeq int64
+	// fullPass is the number of the resync after the cluster's last full
+	// pass (its first sync, or a catch-up after a reconnect) was
+	// enqueued, 0 if none: a postponed resync leaves such a cluster out
+	// (see resyncLoop).
+	fullPass uint64
 	// parked are NodeIDs a worker met while the cluster was not ready:
 	// they are enqueued again the moment it becomes ready, so nothing
 	// waits for the periodic resync.
@@ -438,6 +443,7 @@ func (h *Hub) clusterChanged(ch ClusterHealth) []NodeID {
 		// catch-up pass reads fresh.
 		catchUp := cl.lastGen > 0
 		cl.lastGen = ch.Generation
+		cl.fullPass = h.resyncs + 1
 		ids = h.clusterIDsLocked(ch.Cluster)
 		if catchUp {
 			for _, id := range ids {
@@ -528,14 +534,20 @@ const resyncIdlePoll = time.Second
 // those it has done would repeat them on apiservers the wave keeps busy
 // (and read fresh every object whose write's echo is still on its way). So
 // the safety net runs at least once every two periods, however busy the
-// hub.
+// hub. A resync that waited also leaves out the clusters passed over in
+// full since the last resync (a first sync or a catch-up: the wave it
+// waited for, as a rule), whose objects were all just checked: the next
+// resync, one period later, covers them again. A resync that did not wait
+// covers every cluster.
 func (h *Hub) resyncLoop(ctx context.Context) {
 	for {
 		jitter := time.Duration(rand.Int64N(int64(h.opts.Resync)/10 + 1))
 		if !sleepUntil(ctx, time.Now().Add(h.opts.Resync+jitter)) {
 			return
 		}
+		waited := false
 		if !h.ctrl.inner.Idle() {
+			waited = true
 			h.metrics.resyncsPostponed.Inc()
 			h.log.Debug("resync postponed until the queue is idle", "within", h.opts.Resync)
 			deadline := time.Now().Add(h.opts.Resync)
@@ -545,22 +557,55 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 				}
 			}
 		}
-		h.EnqueueAll()
+		ids, left := h.resyncIDs(waited)
+		for _, c := range left {
+			h.metrics.resyncsLeftOut.WithLabelValues(c).Inc()
+		}
+		if len(left) > 0 {
+			h.log.Debug("resync left out clusters passed over in full since the last one", "clusters", left)
+		}
+		for _, id := range ids {
+			h.ctrl.add(id)
+		}
 		h.requestScanAll()
 	}
 }
 
-// EnqueueAll enqueues every desired and decommissioning NodeID (the
-// periodic safety-net resync).
-func (h *Hub) EnqueueAll() {
+// resyncIDs counts a resync and returns the NodeIDs it enqueues: every
+// desired and decommissioning NodeID, but, when leaveOut is set, not those
+// of the clusters passed over in full since the last resync, whose names
+// it returns, sorted.
+func (h *Hub) resyncIDs(leaveOut bool) (ids []NodeID, left []string) {
 	h.mu.Lock()
-	ids := make([]NodeID, 0, h.nodes.len())
+	defer h.mu.Unlock()
+	h.resyncs++
+	var skip map[string]bool
+	if leaveOut {
+		for c, cl := range h.clusters {
+			if cl.fullPass == h.resyncs {
+				if skip == nil {
+					skip = make(map[string]bool)
+				}
+				skip[c] = true
+				left = append(left, c)
+			}
+		}
+		slices.Sort(left)
+	}
+	ids = make([]NodeID, 0, h.nodes.len())
 	for id, n := range h.nodes.all() {
-		if n.managed() {
+		if n.managed() && !skip[id.Cluster] {
 			ids = append(ids, id)
 		}
 	}
-	h.mu.Unlock()
+	return ids, left
+}
+
+// EnqueueAll enqueues every desired and decommissioning NodeID, whatever
+// passes ran lately, as a resync that did not wait for a busy queue does;
+// it counts as a resync (see resyncLoop).
+func (h *Hub) EnqueueAll() {
+	ids, _ := h.resyncIDs(false)
 	for _, id := range ids {
 		h.ctrl.add(id)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -780,30 +781,25 @@ func TestResyncSafetyNet(t *testing.T) {
 
 // A resync that comes due while the queue is busy (a write in flight here,
 // as in a cold sync longer than the period) waits until the queue is idle,
-// and runs then; kept busy, it runs anyway one period later.
+// and runs then; kept busy, it runs anyway one period later. The cluster's
+// first sync came before the last resync, so the postponed one covers it.
 func TestResyncWaitsForABusyQueue(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		t.Run(map[bool]string{true: "runs once idle", false: "runs after one more period"}[release], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newFake(true)
-				f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
 				idle, busy := spec("c1", "idle", "v1"), spec("c1", "busy", "v1")
+				count := countReads(b, idle.ID)
+				f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
 				f.h.SetDesired([]NodeSpec{idle, busy})
 				f.ready("c1", 1, 1)
 				synctest.Wait()
-				var mu sync.Mutex
-				reads := 0
-				b.onRead = func(id NodeID, _ bool) {
-					if id == idle.ID {
-						mu.Lock()
-						reads++
-						mu.Unlock()
-					}
-				}
-				readsNow := func() int {
-					mu.Lock()
-					defer mu.Unlock()
-					return reads
+				first := count()
+				reads := func() int { return count() - first }
+				time.Sleep(67 * time.Second) // past the first resync
+				synctest.Wait()
+				if got := reads(); got != 1 {
+					t.Fatalf("the first resync read the idle NodeID %d times, want 1", got)
 				}
 				// An edit of busy whose repair stays in flight.
 				held := make(chan struct{})
@@ -819,10 +815,10 @@ func TestResyncWaitsForABusyQueue(t *testing.T) {
 				}
 				b.put(busy.ID, func(o *fakeObject) { o.content = "edited" })
 				synctest.Wait()
-				time.Sleep(67 * time.Second) // past the resync's due time
+				time.Sleep(67 * time.Second) // past the second resync's due time
 				synctest.Wait()
-				if got := readsNow(); got != 0 {
-					t.Fatalf("the resync ran while a write was in flight: %d reads of an idle NodeID", got)
+				if got := reads(); got != 1 {
+					t.Fatalf("the resync ran while a write was in flight: %d reads of an idle NodeID, want the first resync's alone", got)
 				}
 				if got := testutil.ToFloat64(f.h.metrics.resyncsPostponed); got != 1 {
 					t.Errorf("driftwatch_resyncs_postponed_total %v, want 1", got)
@@ -832,21 +828,123 @@ func TestResyncWaitsForABusyQueue(t *testing.T) {
 					synctest.Wait()
 					time.Sleep(2 * resyncIdlePoll)
 					synctest.Wait()
-					if got := readsNow(); got != 1 {
-						t.Errorf("once the queue was idle: %d reads of the idle NodeID, want 1 (the resync)", got)
+					if got := reads(); got != 2 {
+						t.Errorf("once the queue was idle: %d reads of the idle NodeID, want 2 (the resyncs)", got)
 					}
 					return
 				}
 				time.Sleep(time.Minute)
 				synctest.Wait()
-				if got := readsNow(); got != 1 {
-					t.Errorf("one period later, the write still in flight: %d reads of the idle NodeID, want 1 (the resync)", got)
+				if got := reads(); got != 2 {
+					t.Errorf("one period later, the write still in flight: %d reads of the idle NodeID, want 2 (the resyncs)", got)
 				}
 				close(held)
 				synctest.Wait()
 			})
 		})
 	}
+}
+
+// countReads counts the backend's reads of id. Set it before the hub
+// starts: the workers read b.onRead without a lock.
+func countReads(b *fakeBackend, id NodeID) func() int {
+	var mu sync.Mutex
+	reads := 0
+	b.onRead = func(got NodeID, _ bool) {
+		if got == id {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+	}
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reads
+	}
+}
+
+// A resync that waited for a busy queue leaves out a cluster passed over in
+// full since the last resync (here a catch-up after a reconnect), whose
+// objects were just checked, and covers the other clusters; the next
+// resync, which does not wait, covers it again. A resync that does not
+// wait covers a cluster passed over in full as any other (the first one
+// here, after both clusters' first syncs).
+func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		caught, other, busy := spec("c1", "caught", "v1"), spec("c2", "other", "v1"), spec("c2", "busy", "v1")
+		var mu sync.Mutex
+		reads := map[NodeID]int{}
+		b.onRead = func(id NodeID, _ bool) {
+			mu.Lock()
+			reads[id]++
+			mu.Unlock()
+		}
+		f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
+		f.h.SetDesired([]NodeSpec{caught, other, busy})
+		f.ready("c1", 1, 1)
+		f.ready("c2", 1, 1)
+		synctest.Wait()
+		mu.Lock()
+		first := maps.Clone(reads) // the first syncs'
+		mu.Unlock()
+		readsOf := func(id NodeID) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return reads[id] - first[id]
+		}
+		time.Sleep(67 * time.Second) // past the first resync, which does not wait
+		synctest.Wait()
+		if readsOf(caught.ID) != 1 || readsOf(other.ID) != 1 {
+			t.Fatalf("the first resync read caught %d and other %d times, want 1 each", readsOf(caught.ID), readsOf(other.ID))
+		}
+		// c1 reconnects (its catch-up reads everything fresh) while a
+		// repair on c2 stays in flight past the second resync's due time.
+		held := make(chan struct{})
+		b.onWrite = func(ctx context.Context, id NodeID) error {
+			if id == busy.ID {
+				select {
+				case <-held:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}
+		b.put(busy.ID, func(o *fakeObject) { o.content = "edited" })
+		f.ready("c1", 2, 2)
+		synctest.Wait()
+		if readsOf(caught.ID) != 2 {
+			t.Fatalf("the catch-up read caught %d times in all, want 2", readsOf(caught.ID))
+		}
+		time.Sleep(67 * time.Second)
+		synctest.Wait()
+		close(held)
+		synctest.Wait()
+		time.Sleep(2 * resyncIdlePoll)
+		synctest.Wait()
+		if got := testutil.ToFloat64(f.h.metrics.resyncsPostponed); got != 1 {
+			t.Fatalf("driftwatch_resyncs_postponed_total %v, want 1", got)
+		}
+		if got := readsOf(caught.ID); got != 2 {
+			t.Errorf("the postponed resync read caught, passed over in full since the last resync: %d reads in all, want 2", got)
+		}
+		if got := readsOf(other.ID); got != 2 {
+			t.Errorf("the postponed resync did not cover the other cluster: %d reads of other in all, want 2", got)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.resyncsLeftOut.WithLabelValues("c1")); got != 1 {
+			t.Errorf("driftwatch_resync_clusters_left_out_total{cluster=c1} %v, want 1", got)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.resyncsLeftOut.WithLabelValues("c2")); got != 0 {
+			t.Errorf("driftwatch_resync_clusters_left_out_total{cluster=c2} %v, want 0", got)
+		}
+		time.Sleep(67 * time.Second) // the third resync, which does not wait
+		synctest.Wait()
+		if got := readsOf(caught.ID); got != 3 {
+			t.Errorf("the next resync did not cover the cluster left out: %d reads of caught in all, want 3", got)
+		}
+	})
 }
 
 // A backend's note on a spec is the status reason when the loop has none,

@@ -34,6 +34,7 @@ type metrics struct {
 	panics                        prometheus.Counter
 	staleReads                    *prometheus.CounterVec
 	resyncsPostponed              prometheus.Counter
+	resyncsLeftOut                *prometheus.CounterVec
 	restarted                     *prometheus.CounterVec
 	staleHealth                   *prometheus.CounterVec
 	refused                       *prometheus.CounterVec
@@ -101,6 +102,9 @@ func newMetrics() *metrics {
 		resyncsPostponed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "driftwatch_resyncs_postponed_total", Help: "Safety-net resyncs that came due while the reconcile queue was busy and waited until it was idle (at most one more period).",
 		}),
+		resyncsLeftOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_resync_clusters_left_out_total", Help: "Clusters a postponed safety-net resync left out because they were passed over in full since the last resync (a first sync or a catch-up), by cluster.",
+		}, []string{"cluster"}),
 		restarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_passes_restarted_total", Help: "Passes run again because their cluster's backend restarted under them (its connection closed during the call), by cluster; not failures.",
 		}, []string{"cluster"}),
@@ -127,7 +131,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
-		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.resyncsPostponed, m.restarted, m.staleHealth,
+		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.resyncsPostponed, m.resyncsLeftOut, m.restarted, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -27,6 +27,9 @@ type loopState struct {
 	// remembers applying (see node), by nodeKey.
 	nodes    *idIndex[*node]
 	clusters map[string]*clusterLoop
+	// resyncs counts the safety-net resyncs enqueued (clusterLoop.fullPass
+	// refers to them).
+	resyncs uint64
 	// intents is the operator intent: pauses, holds, policy overrides.
 	intents
 	// writes are the writes the gate let through that have not returned,
