@@ -100,7 +100,8 @@ type Hub struct {
 	// than the period, a catch-up, a burst) waits until the queue is idle,
 	// at most one more period, and then leaves out the clusters passed
 	// over in full since the last resync (a first sync or a catch-up: all
-	// their objects were just checked), which the next resync covers.
+	// their objects were just checked, and scanned for orphans), which the
+	// next resync covers.
 	Resync time.Duration `yaml:"resync"`
 	// Policy is the default drift policy; default hub.PolicyRepair.
 	Policy hub.Policy `yaml:"policy"`

@@ -536,9 +536,9 @@ const resyncIdlePoll = time.Second
 // the safety net runs at least once every two periods, however busy the
 // hub. A resync that waited also leaves out the clusters passed over in
 // full since the last resync (a first sync or a catch-up: the wave it
-// waited for, as a rule), whose objects were all just checked: the next
-// resync, one period later, covers them again. A resync that did not wait
-// covers every cluster.
+// waited for, as a rule), whose objects were all just checked and which
+// were scanned for orphans then: the next resync, one period later, covers
+// them again. A resync that did not wait covers every cluster.
 func (h *Hub) resyncLoop(ctx context.Context) {
 	for {
 		jitter := time.Duration(rand.Int64N(int64(h.opts.Resync)/10 + 1))
@@ -567,7 +567,7 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 		for _, id := range ids {
 			h.ctrl.add(id)
 		}
-		h.requestScanAll()
+		h.requestScanAll(left...) // a full pass asks for a scan too
 	}
 }
 

@@ -866,7 +866,8 @@ func countReads(b *fakeBackend, id NodeID) func() int {
 
 // A resync that waited for a busy queue leaves out a cluster passed over in
 // full since the last resync (here a catch-up after a reconnect), whose
-// objects were just checked, and covers the other clusters; the next
+// objects were just checked and which was scanned for orphans then, and
+// covers the other clusters; the next
 // resync, which does not wait, covers it again. A resync that does not
 // wait covers a cluster passed over in full as any other (the first one
 // here, after both clusters' first syncs).
@@ -876,10 +877,21 @@ func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
 		caught, other, busy := spec("c1", "caught", "v1"), spec("c2", "other", "v1"), spec("c2", "busy", "v1")
 		var mu sync.Mutex
 		reads := map[NodeID]int{}
+		lists := 0 // orphan scans, of either cluster
 		b.onRead = func(id NodeID, _ bool) {
 			mu.Lock()
 			reads[id]++
 			mu.Unlock()
+		}
+		b.onList = func() {
+			mu.Lock()
+			lists++
+			mu.Unlock()
+		}
+		listsNow := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return lists
 		}
 		f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
 		f.h.SetDesired([]NodeSpec{caught, other, busy})
@@ -920,12 +932,16 @@ func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
 		}
 		time.Sleep(67 * time.Second)
 		synctest.Wait()
+		scans := listsNow() // the catch-up's scan of c1 among them
 		close(held)
 		synctest.Wait()
 		time.Sleep(2 * resyncIdlePoll)
 		synctest.Wait()
 		if got := testutil.ToFloat64(f.h.metrics.resyncsPostponed); got != 1 {
 			t.Fatalf("driftwatch_resyncs_postponed_total %v, want 1", got)
+		}
+		if got := listsNow() - scans; got != 1 {
+			t.Errorf("the postponed resync scanned %d clusters for orphans, want 1 (c2; c1 was scanned at its catch-up)", got)
 		}
 		if got := readsOf(caught.ID); got != 2 {
 			t.Errorf("the postponed resync read caught, passed over in full since the last resync: %d reads in all, want 2", got)

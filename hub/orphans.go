@@ -19,11 +19,12 @@ type orphanScanner struct {
 	ctrl *controller
 }
 
-// requestScanAll asks for an orphan scan of every ready cluster.
-func (sc *orphanScanner) requestScanAll() {
+// requestScanAll asks for an orphan scan of every ready cluster but those
+// in except.
+func (sc *orphanScanner) requestScanAll(except ...string) {
 	sc.mu.Lock()
 	for c, cl := range sc.clusters {
-		if cl.ready {
+		if cl.ready && !slices.Contains(except, c) {
 			sc.scans[c] = true
 		}
 	}
