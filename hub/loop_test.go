@@ -802,17 +802,7 @@ func TestResyncWaitsForABusyQueue(t *testing.T) {
 					t.Fatalf("the first resync read the idle NodeID %d times, want 1", got)
 				}
 				// An edit of busy whose repair stays in flight.
-				held := make(chan struct{})
-				b.onWrite = func(ctx context.Context, id NodeID) error {
-					if id == busy.ID {
-						select {
-						case <-held:
-						case <-ctx.Done():
-							return ctx.Err()
-						}
-					}
-					return nil
-				}
+				held := holdWrites(b, busy.ID)
 				b.put(busy.ID, func(o *fakeObject) { o.content = "edited" })
 				synctest.Wait()
 				time.Sleep(67 * time.Second) // past the second resync's due time
@@ -843,6 +833,23 @@ func TestResyncWaitsForABusyQueue(t *testing.T) {
 			})
 		})
 	}
+}
+
+// holdWrites makes every write of id wait until the returned channel is
+// closed (or its call's context ends). Set it before the write's trigger.
+func holdWrites(b *fakeBackend, id NodeID) chan struct{} {
+	held := make(chan struct{})
+	b.onWrite = func(ctx context.Context, got NodeID) error {
+		if got == id {
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	return held
 }
 
 // countReads counts the backend's reads of id. Set it before the hub
@@ -913,17 +920,7 @@ func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
 		}
 		// c1 reconnects (its catch-up reads everything fresh) while a
 		// repair on c2 stays in flight past the second resync's due time.
-		held := make(chan struct{})
-		b.onWrite = func(ctx context.Context, id NodeID) error {
-			if id == busy.ID {
-				select {
-				case <-held:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return nil
-		}
+		held := holdWrites(b, busy.ID)
 		b.put(busy.ID, func(o *fakeObject) { o.content = "edited" })
 		f.ready("c1", 2, 2)
 		synctest.Wait()
