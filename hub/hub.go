@@ -579,19 +579,14 @@ func (h *Hub) resyncIDs(leaveOut bool) (ids []NodeID, left []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.resyncs++
-	var skip map[string]bool
-	if leaveOut {
-		for c, cl := range h.clusters {
-			if cl.fullPass == h.resyncs {
-				if skip == nil {
-					skip = make(map[string]bool)
-				}
-				skip[c] = true
-				left = append(left, c)
-			}
+	skip := make(map[string]bool)
+	for c, cl := range h.clusters {
+		if leaveOut && cl.fullPass == h.resyncs {
+			skip[c] = true
+			left = append(left, c)
 		}
-		slices.Sort(left)
 	}
+	slices.Sort(left)
 	ids = make([]NodeID, 0, h.nodes.len())
 	for id, n := range h.nodes.all() {
 		if n.managed() && !skip[id.Cluster] {

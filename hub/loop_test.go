@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -789,13 +788,13 @@ func TestResyncWaitsForABusyQueue(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newFake(true)
 				idle, busy := spec("c1", "idle", "v1"), spec("c1", "busy", "v1")
-				count := countReads(b, idle.ID)
+				count := countReads(b)
 				f := start(t, b, Options{Resync: time.Minute, CallTimeout: time.Hour})
 				f.h.SetDesired([]NodeSpec{idle, busy})
 				f.ready("c1", 1, 1)
 				synctest.Wait()
-				first := count()
-				reads := func() int { return count() - first }
+				first := count(idle.ID)
+				reads := func() int { return count(idle.ID) - first }
 				time.Sleep(67 * time.Second) // past the first resync
 				synctest.Wait()
 				if got := reads(); got != 1 {
@@ -852,44 +851,37 @@ func holdWrites(b *fakeBackend, id NodeID) chan struct{} {
 	return held
 }
 
-// countReads counts the backend's reads of id. Set it before the hub
+// countReads counts the backend's reads by NodeID. Set it before the hub
 // starts: the workers read b.onRead without a lock.
-func countReads(b *fakeBackend, id NodeID) func() int {
+func countReads(b *fakeBackend) func(NodeID) int {
 	var mu sync.Mutex
-	reads := 0
-	b.onRead = func(got NodeID, _ bool) {
-		if got == id {
-			mu.Lock()
-			reads++
-			mu.Unlock()
-		}
+	reads := map[NodeID]int{}
+	b.onRead = func(id NodeID, _ bool) {
+		mu.Lock()
+		reads[id]++
+		mu.Unlock()
 	}
-	return func() int {
+	return func(id NodeID) int {
 		mu.Lock()
 		defer mu.Unlock()
-		return reads
+		return reads[id]
 	}
 }
 
 // A resync that waited for a busy queue leaves out a cluster passed over in
 // full since the last resync (here a catch-up after a reconnect), whose
 // objects were just checked and which was scanned for orphans then, and
-// covers the other clusters; the next
-// resync, which does not wait, covers it again. A resync that does not
+// covers the other clusters; the next resync, which does not wait, covers
+// it again. A resync that does not
 // wait covers a cluster passed over in full as any other (the first one
 // here, after both clusters' first syncs).
 func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newFake(true)
 		caught, other, busy := spec("c1", "caught", "v1"), spec("c2", "other", "v1"), spec("c2", "busy", "v1")
+		count := countReads(b)
 		var mu sync.Mutex
-		reads := map[NodeID]int{}
 		lists := 0 // orphan scans, of either cluster
-		b.onRead = func(id NodeID, _ bool) {
-			mu.Lock()
-			reads[id]++
-			mu.Unlock()
-		}
 		b.onList = func() {
 			mu.Lock()
 			lists++
@@ -905,14 +897,8 @@ func TestPostponedResyncLeavesOutAClusterPassedInFull(t *testing.T) {
 		f.ready("c1", 1, 1)
 		f.ready("c2", 1, 1)
 		synctest.Wait()
-		mu.Lock()
-		first := maps.Clone(reads) // the first syncs'
-		mu.Unlock()
-		readsOf := func(id NodeID) int {
-			mu.Lock()
-			defer mu.Unlock()
-			return reads[id] - first[id]
-		}
+		first := map[NodeID]int{caught.ID: count(caught.ID), other.ID: count(other.ID)} // the first syncs'
+		readsOf := func(id NodeID) int { return count(id) - first[id] }
 		time.Sleep(67 * time.Second) // past the first resync, which does not wait
 		synctest.Wait()
 		if readsOf(caught.ID) != 1 || readsOf(other.ID) != 1 {
