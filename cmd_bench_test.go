@@ -196,6 +196,11 @@ func TestBenchFleet(t *testing.T) {
 			FloorError     string  `json:"createFloorError"`
 			FloorAfter     float64 `json:"createFloorAfterMs"`
 			FloorAfterErr  string  `json:"createFloorAfterError"`
+			WatchFloor     float64 `json:"createWatchFloorMs"`
+			WatchFloorErr  string  `json:"createWatchFloorError"`
+			WatchFloorCost *struct {
+				Mutating int `json:"mutatingCalls"`
+			} `json:"createWatchFloorCost"`
 		} `json:"fleet"`
 		Runs []struct {
 			Mode     string `json:"mode"`
@@ -224,6 +229,7 @@ func TestBenchFleet(t *testing.T) {
 		} `json:"runs"`
 		Ratios struct {
 			OverRepairFloor float64 `json:"fleetRepairP99OverRepairFloorP99"`
+			OverWatchFloor  float64 `json:"fleetColdSyncOverCreateWatchFloor"`
 		} `json:"ratios"`
 		Targets []struct {
 			Goal string `json:"goal"`
@@ -242,6 +248,15 @@ func TestBenchFleet(t *testing.T) {
 	}
 	if f.CreateFloor <= 0 || f.FloorInFlight < 1 || f.FloorError != "" || f.FloorAfter <= 0 || f.FloorAfterErr != "" {
 		t.Errorf("fleet raw create floor: %v ms before the hub, %v ms after it, %d in flight, errors %q, %q", f.CreateFloor, f.FloorAfter, f.FloorInFlight, f.FloorError, f.FloorAfterErr)
+	}
+	// The watched floor's time ends once its watches saw all 20 objects
+	// created (it fails otherwise); its 20 creates and 4 namespaces are
+	// among the apiservers' mutating calls.
+	if f.WatchFloor <= 0 || f.WatchFloorErr != "" || f.WatchFloorCost == nil || f.WatchFloorCost.Mutating < 24 || rep.Ratios.OverWatchFloor <= 0 {
+		t.Errorf("fleet raw create floor with watches: %v ms, error %q, cost %+v, ratio %v", f.WatchFloor, f.WatchFloorErr, f.WatchFloorCost, rep.Ratios.OverWatchFloor)
+	}
+	if !strings.Contains(errOut.String(), "its 12 raw watches saw all 20 objects created") {
+		t.Errorf("the watched floor's progress does not say its 12 watches (4 entries x 3 kinds) saw the 20 objects:\n%s", errOut)
 	}
 	// 4 entries x 1 drift/s x 4s: each object drifts at most once (5 per
 	// entry), so no drift can supersede another.

@@ -1430,6 +1430,10 @@ type benchRatios struct {
 	// clusters' drifts during the burst over their raw watch floor p99.
 	BurstOthersRepairP99OverFloorP99 float64 `json:"burstOthersRepairP99OverFloorP99,omitempty"`
 	FleetColdSyncOverCreateFloor     float64 `json:"fleetColdSyncOverCreateFloor,omitempty"`
+	// FleetColdSyncOverCreateWatchFloor is the fleet's cold sync over its
+	// raw create floor with watches (the same creates while raw watches
+	// follow them; no bar).
+	FleetColdSyncOverCreateWatchFloor float64 `json:"fleetColdSyncOverCreateWatchFloor,omitempty"`
 	// FleetRepairP99OverFloorP99 is the fleet's repair p99 over its raw
 	// watch floor p99 (the drift seen); FleetRepairP99OverRepairFloorP99
 	// over its raw repair floor's repair p99 (a plain client repairing
@@ -1773,6 +1777,9 @@ func (rep *benchReport) writeTable(w io.Writer) error {
 		}
 		if rep.Ratios.FleetColdSyncOverCreateFloor > 0 {
 			fmt.Fprintf(tw, "fleet cold sync / raw create floor\t%.2fx\n", rep.Ratios.FleetColdSyncOverCreateFloor)
+		}
+		if rep.Ratios.FleetColdSyncOverCreateWatchFloor > 0 {
+			fmt.Fprintf(tw, "fleet cold sync / raw create floor with watches\t%.2fx\n", rep.Ratios.FleetColdSyncOverCreateWatchFloor)
 		}
 		if rep.Ratios.FleetRepairP99OverFloorP99 > 0 {
 			fmt.Fprintf(tw, "fleet repair p99 / floor p99\t%.2fx\n", rep.Ratios.FleetRepairP99OverFloorP99)

@@ -152,8 +152,12 @@ func figures(rep *benchReport) []figure {
 		dur("fleet cold sync", f.ColdSync)
 		dur("fleet raw create floor", f.CreateFloor)
 		dur("fleet raw create floor after the hub", f.CreateFloorAfter)
+		dur("fleet raw create floor with watches", f.CreateWatchFloor)
 		if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
 			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(floor)})
+		}
+		if f.ColdSync > 0 && f.CreateWatchFloor > 0 {
+			out = append(out, figure{"fleet cold sync / raw create floor with watches", unitRatio, float64(f.ColdSync) / float64(f.CreateWatchFloor)})
 		}
 		if f.ColdSyncCost != nil {
 			dur("fleet cold sync process gc cpu", f.ColdSyncCost.ProcessGC)

@@ -155,6 +155,17 @@ type fleetReport struct {
 	// moves both. The cold sync's ratio is over their mean (floor).
 	CreateFloorAfter      msDuration `json:"createFloorAfterMs,omitempty"`
 	CreateFloorAfterError string     `json:"createFloorAfterError,omitempty"`
+	// CreateWatchFloor is the raw create floor with what the apiservers
+	// serve any watch-based tool: measured right before the cold hub, the
+	// same creates while a raw watch per entry and kind (the hub's
+	// informers' watches) follows each entry's floor namespace, from the
+	// first call until the last returned and the watches saw every object
+	// created. Beside the cold sync it says how much of the gap to the
+	// raw create floor is the watch events' cost (no bar: the cold sync's
+	// bar is over the raw create floor).
+	CreateWatchFloor      msDuration `json:"createWatchFloorMs,omitempty"`
+	CreateWatchFloorError string     `json:"createWatchFloorError,omitempty"`
+	CreateWatchFloorCost  *spanCost  `json:"createWatchFloorCost,omitempty"`
 	// CreateFloorCost, CreateFloorAfterCost and ColdSyncCost are what the
 	// floors and the cold sync cost the control planes and this process,
 	// and the calls the apiservers served meanwhile.
@@ -211,7 +222,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	defer pprof.SetGoroutineLabels(ctx) // the phases end with the fleet
 	phase(ctx, "create floor before")
 	b.compactStores(ctx)
-	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub")
+	createFloor, floorConc, floorCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "before the hub", false)
 	floorErr := ""
 	if err != nil {
 		if ctx.Err() != nil {
@@ -219,6 +230,25 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 		}
 		b.log.Warn("raw create floor not measured", "err", err)
 		floorErr = err.Error()
+	}
+	var createWatchFloor time.Duration
+	var createWatchFloorCost *spanCost
+	createWatchFloorErr := ""
+	// The same creates with the watches, on apiservers as empty as the
+	// cold hub's, right before it.
+	phase(ctx, "create watch floor")
+	if floorErr == "" {
+		b.compactStores(ctx)
+		watched, _, watchedCost, err := b.fleetCreateFloor(ctx, entries, config.Compile(cfg), cfg.Workers(), "with watches", true)
+		switch {
+		case err == nil:
+			createWatchFloor, createWatchFloorCost = watched, watchedCost
+		case ctx.Err() != nil:
+			return nil, nil, err
+		default:
+			b.log.Warn("raw create floor with watches not measured", "err", err)
+			createWatchFloorErr = err.Error()
+		}
 	}
 	heap0 := heapBefore()
 	cfg, err = config.Load(path, config.LoadOptions{Getenv: func(string) string { return "" }})
@@ -235,7 +265,8 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	}
 	f := &fleetReport{Entries: len(entries), APIServers: len(b.set.Clusters), ObjectsPerEntry: o.Objects,
 		Objects: len(specs), Mix: mixOf(mix), DriftFor: msDuration(o.Duration),
-		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc, CreateFloorError: floorErr}
+		CreateFloor: msDuration(createFloor), CreateFloorConcurrency: floorConc, CreateFloorError: floorErr,
+		CreateWatchFloor: msDuration(createWatchFloor), CreateWatchFloorError: createWatchFloorErr, CreateWatchFloorCost: createWatchFloorCost}
 	f.CreateFloorCost = floorCost
 	rep.Mix = f.Mix
 	specs = nil
@@ -330,7 +361,7 @@ func (b *bencher) fleet(ctx context.Context, rep *benchReport) (*fleetReport, []
 	phase(ctx, "create floor after")
 	b.compactStores(ctx)
 	if f.CreateFloorError == "" {
-		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, specs, cfg.Workers(), "after the hub")
+		after, _, afterCost, err := b.fleetCreateFloor(ctx, entries, specs, cfg.Workers(), "after the hub", false)
 		switch {
 		case err == nil:
 			f.CreateFloorAfter, f.CreateFloorAfterCost = msDuration(after), afterCost
@@ -681,6 +712,9 @@ func (rep *benchReport) finishFleet() {
 		rep.ratios().FleetColdSyncOverCreateFloor = rep.ratioGoal(fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
 			fleetColdSyncFloorBar, f.ColdSync, floor, true)
 	}
+	if f.ColdSync > 0 && f.CreateWatchFloor > 0 {
+		rep.ratios().FleetColdSyncOverCreateWatchFloor = float64(f.ColdSync) / float64(f.CreateWatchFloor)
+	}
 	if hub, floor := f.coldCPU(); hub > 0 && floor > 0 {
 		rep.ratios().FleetColdSyncCPUOverCreateFloorCPU = float64(hub) / float64(floor)
 	}
@@ -714,7 +748,16 @@ func (rep *benchReport) finishFleet() {
 	rep.Notes = append(rep.Notes, fmt.Sprintf("fleet: %d cluster entries, each its own kubeconfig entry and namespace on one of %d shared apiservers (round-robin), so each has its own watch manager and watches; "+
 		"cold sync: a fresh hub with nothing on the apiservers creating every object, run headless (followed through its status hook and the entries' health, not a snapshot subscription) and timed by its own stamps of the last entry synced and the last object in sync; steady rss, heap and idle cpu (no drift) measured once it settled (the hub returns the heap its cold sync freed to the system once its queue is idle), with the control planes' cpu over the idle span and over as long right after the hub stopped (what the idle hub costs the clusters); "+
 		"the drift run is a second fresh hub started on the existing objects (hub sync), drifts spread evenly over the entries and over time; "+
-		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
+		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; raw create floor with watches: right before the cold hub, the same creates while a raw watch per entry and kind (a plain watch, no informer and no cache, each event decoded) follows each entry's floor namespace, from the first call until the last returned and the watches saw every object created: what the apiservers serve any watch-based tool, beside the plain creates (no bar); before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
+}
+
+// coldSyncOver says the cold sync's ratio over a floor, after the floor's
+// figure ("" when either is not measured).
+func coldSyncOver(cold, floor msDuration) string {
+	if cold <= 0 || floor <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the cold sync %.2fx it)", float64(cold)/float64(floor))
 }
 
 // writeTable writes the fleet's measures (nothing for a nil report).
@@ -741,6 +784,12 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	if f.CreateFloorAfterError != "" {
 		fmt.Fprintf(tw, "raw create floor after the hub\tnot measured: %s\n", f.CreateFloorAfterError)
 	}
+	if f.CreateWatchFloor > 0 {
+		fmt.Fprintf(tw, "raw create floor with watches (a raw watch per entry and kind)\t%s%s\n", fmtDur(f.CreateWatchFloor.dur()), coldSyncOver(f.ColdSync, f.CreateWatchFloor))
+	}
+	if f.CreateWatchFloorError != "" {
+		fmt.Fprintf(tw, "raw create floor with watches\tnot measured: %s\n", f.CreateWatchFloorError)
+	}
 	if f.ColdSyncCost != nil {
 		fmt.Fprintf(tw, "cold sync's cost\t%s\n", f.ColdSyncCost)
 	}
@@ -749,6 +798,9 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 	}
 	if f.CreateFloorAfterCost != nil {
 		fmt.Fprintf(tw, "raw create floor's cost (after the hub)\t%s\n", f.CreateFloorAfterCost)
+	}
+	if f.CreateWatchFloorCost != nil {
+		fmt.Fprintf(tw, "raw create floor with watches' cost\t%s\n", f.CreateWatchFloorCost)
 	}
 	if hub, floor := f.coldCPU(); hub > 0 || floor > 0 {
 		fmt.Fprintf(tw, "cpu per object created (control planes and this process)\tcold sync %s, raw create floor %s\n", fmtDur(hub.dur()), fmtDur(floor.dur()))

@@ -10,7 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
@@ -214,7 +217,7 @@ func TestCompareFleet(t *testing.T) {
 	golden(t, "compare-fleet.golden", out.Bytes())
 	for _, s := range []string{"note: the runs differ in apiservers", "250 cluster entries on 3 apiserver(s)",
 		"fleet cold sync", "fleet steady rss", "fleet idle cpu", "fleet repair p99", "fleet delete repair p99",
-		"fleet raw create floor", "fleet raw create floor after the hub", "fleet cold sync / raw create floor                   1.09x      0.76x",
+		"fleet raw create floor", "fleet raw create floor after the hub", "fleet raw create floor with watches", "fleet cold sync / raw create floor with watches", "fleet cold sync / raw create floor                   1.09x      0.76x",
 		"fleet raw repair floor repair p99", "fleet repair p99 / raw repair floor p99              2.40x      2.67x",
 		"fleet cpu per drift / raw repair floor's             1.35x", "fleet cold sync cpu per object / raw create floor's  1.28x",
 		"fleet process gc cpu", "fleet raw repair floor process gc cpu", "fleet cold sync process gc cpu",
@@ -223,6 +226,33 @@ func TestCompareFleet(t *testing.T) {
 			t.Errorf("compare lacks %q:\n%s", s, &out)
 		}
 	}
+}
+
+// TestCreatedSeenAwait: the watched floor waits for every object's ADDED
+// event, gives up once none came for the limit, and ignores other events.
+func TestCreatedSeenAwait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &createdSeen{change: make(chan struct{})}
+		sink := s.sink()
+		go func() {
+			for range 3 {
+				time.Sleep(time.Second)
+				sink("f1", hub.KindConfigMap, watch.Event{Type: watch.Modified}, time.Now())
+				sink("f1", hub.KindConfigMap, watch.Event{Type: watch.Added}, time.Now())
+			}
+		}()
+		began := time.Now()
+		if err := s.await(t.Context(), 3, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took != 3*time.Second {
+			t.Errorf("returned after %s, want 3s (the third ADDED event)", took)
+		}
+		err := s.await(t.Context(), 4, 2*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "saw 3 of the 4 objects created, none more in 2s") {
+			t.Errorf("no fourth event: %v", err)
+		}
+	})
 }
 
 // TestFleetFloor: the cold sync's floor is the mean of the floors before

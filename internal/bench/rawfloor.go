@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -160,9 +162,15 @@ func floorNamespace(ns string) string { return "floor-" + ns }
 // The floor's objects are deleted afterwards (the empty namespaces stay:
 // the local control planes run no namespace controller to finalize a
 // namespace deletion). It returns the time and the calls in flight. when
-// says in the progress which of the two floors this is ("before the hub",
+// says in the progress which of the floors this is ("before the hub",
 // "after the hub").
-func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int, when string) (time.Duration, int, *spanCost, error) {
+//
+// watched adds what the apiservers serve any watch-based tool: a raw
+// watch per entry and kind on the entry's floor namespace (the hub's
+// informers' watches, one event per object created, decoded by this
+// process), started before the first call; the time then runs until the
+// last call returned and the watches saw every object created.
+func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, specs []hub.NodeSpec, writers int, when string, watched bool) (time.Duration, int, *spanCost, error) {
 	clients, closeAll, err := entryClients(entries)
 	if err != nil {
 		return 0, 0, nil, err
@@ -184,20 +192,116 @@ func (b *bencher) fleetCreateFloor(ctx context.Context, entries []fleetEntry, sp
 		}
 		calls = append(calls, rawApply{client: c, spec: moved})
 	}
+	var seen *createdSeen
+	if watched {
+		wctx, stop := context.WithCancel(ctx)
+		seen, err = b.watchFloorNamespaces(wctx, entries, clients)
+		defer func() {
+			stop()
+			seen.wait()
+		}()
+		if err != nil {
+			return 0, 0, nil, err
+		}
+	}
 	b.progress("fleet: raw create floor %s: a plain client creating %d objects in %d namespaces of its own (a connection per entry), %d at a time", when, len(calls), len(namespaces), writers)
 	before := b.readCost(ctx)
+	began := time.Now()
 	took, err := timeApplies(ctx, namespaces, calls, writers)
+	if err == nil && seen != nil {
+		err = seen.await(ctx, len(calls), fleetWatchFloorWait)
+		took = max(took, time.Since(began))
+	}
 	cost := b.costSince(ctx, before)
 	if err != nil {
 		// What it created goes too, so that nothing but empty
 		// namespaces stays beside the hub's run.
 		return 0, 0, nil, errors.Join(err, b.deleteFloorObjects(ctx, namespaces))
 	}
-	b.progress("fleet: raw create floor %s: %s; deleting its objects", when, took.Round(time.Millisecond))
+	if seen != nil {
+		b.progress("fleet: raw create floor %s: %s, its %d raw watches saw all %d objects created; deleting its objects", when, took.Round(time.Millisecond), seen.watches(), len(calls))
+	} else {
+		b.progress("fleet: raw create floor %s: %s; deleting its objects", when, took.Round(time.Millisecond))
+	}
 	if err := b.deleteFloorObjects(ctx, namespaces); err != nil {
 		return 0, 0, nil, err
 	}
 	return took, writers, cost, nil
+}
+
+// fleetWatchFloorWait bounds how long the watched create floor waits, once
+// its last call returned, for the watches to see the objects not seen yet.
+const fleetWatchFloorWait = time.Minute
+
+// createdSeen counts the objects a watched floor's raw watches saw
+// created.
+type createdSeen struct {
+	mu     sync.Mutex
+	added  int
+	change chan struct{} // closed and replaced on each count
+	floors []*Floor
+}
+
+// watchFloorNamespaces starts a raw watch per entry and kind on the
+// entry's floor namespace (no object there yet) and returns what counts
+// their ADDED events; each watch has its starting point when it returns.
+// The watches run until ctx ends (then call wait), also those started
+// before an error.
+func (b *bencher) watchFloorNamespaces(ctx context.Context, entries []fleetEntry, clients map[string]kubernetes.Interface) (*createdSeen, error) {
+	s := &createdSeen{change: make(chan struct{})}
+	sink := s.sink()
+	for _, e := range entries {
+		f, err := StartFloor(ctx, map[string]kubernetes.Interface{e.ID: clients[e.ID]}, floorNamespace(e.Namespace), sink, b.log)
+		if err != nil {
+			return s, fmt.Errorf("bench: entry %s: raw watch: %w", e.ID, err)
+		}
+		s.floors = append(s.floors, f)
+	}
+	return s, nil
+}
+
+// sink is the watches' EventSink: it counts ADDED events.
+func (s *createdSeen) sink() EventSink {
+	return func(_ string, _ hub.Kind, ev watch.Event, _ time.Time) {
+		if ev.Type != watch.Added {
+			return
+		}
+		s.mu.Lock()
+		s.added++
+		close(s.change)
+		s.change = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// await returns once n objects were seen created, or an error after
+// limit without a new one, or when ctx ends.
+func (s *createdSeen) await(ctx context.Context, n int, limit time.Duration) error {
+	for {
+		s.mu.Lock()
+		added, change := s.added, s.change
+		s.mu.Unlock()
+		if added >= n {
+			return nil
+		}
+		select {
+		case <-change:
+		case <-time.After(limit):
+			return fmt.Errorf("raw watches saw %d of the %d objects created, none more in %s", added, n, limit)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// watches is how many raw watches count.
+func (s *createdSeen) watches() int { return len(s.floors) * len(hub.Kinds()) }
+
+// wait waits for the watches' goroutines (after their context ended).
+func (s *createdSeen) wait() {
+	for _, f := range s.floors {
+		f.Wait()
+	}
 }
 
 // retryCollection runs a collection delete until it succeeds, at most 10
