@@ -156,8 +156,8 @@ func figures(rep *benchReport) []figure {
 		if floor := f.floor(); f.ColdSync > 0 && floor > 0 {
 			out = append(out, figure{"fleet cold sync / raw create floor", unitRatio, float64(f.ColdSync) / float64(floor)})
 		}
-		if f.ColdSync > 0 && f.CreateWatchFloor > 0 {
-			out = append(out, figure{"fleet cold sync / raw create floor with watches", unitRatio, float64(f.ColdSync) / float64(f.CreateWatchFloor)})
+		if r := f.overWatchFloor(); r > 0 {
+			out = append(out, figure{"fleet cold sync / raw create floor with watches", unitRatio, r})
 		}
 		if f.ColdSyncCost != nil {
 			dur("fleet cold sync process gc cpu", f.ColdSyncCost.ProcessGC)

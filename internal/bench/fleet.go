@@ -712,8 +712,8 @@ func (rep *benchReport) finishFleet() {
 		rep.ratios().FleetColdSyncOverCreateFloor = rep.ratioGoal(fmt.Sprintf("fleet cold sync within %gx the raw create floor", fleetColdSyncFloorBar),
 			fleetColdSyncFloorBar, f.ColdSync, floor, true)
 	}
-	if f.ColdSync > 0 && f.CreateWatchFloor > 0 {
-		rep.ratios().FleetColdSyncOverCreateWatchFloor = float64(f.ColdSync) / float64(f.CreateWatchFloor)
+	if r := f.overWatchFloor(); r > 0 {
+		rep.ratios().FleetColdSyncOverCreateWatchFloor = r
 	}
 	if hub, floor := f.coldCPU(); hub > 0 && floor > 0 {
 		rep.ratios().FleetColdSyncCPUOverCreateFloorCPU = float64(hub) / float64(floor)
@@ -751,13 +751,13 @@ func (rep *benchReport) finishFleet() {
 		"raw create floor: before the cold hub, a plain client-go client server-side applying the same bodies on the same apiservers, on a connection per entry as a client of that many clusters has, each entry's objects in a namespace of its own (created first, as the hub creates the entries'), as many calls in flight as the hub has writers, taken in turn across the entries as the hub's writers take them, from the first call to the last returning; its objects are deleted before the hub starts; measured again the same way once the cold hub stopped (the hub's objects on the apiservers), and the cold sync's ratio taken over the mean of the two, so that a machine whose speed drifts during the run moves the floor with the hub; raw create floor with watches: right before the cold hub, the same creates while a raw watch per entry and kind (a plain watch, no informer and no cache, each event decoded) follows each entry's floor namespace, from the first call until the last returned and the watches saw every object created: what the apiservers serve any watch-based tool, beside the plain creates (no bar); before each phase every etcd is compacted to its current revision and defragmented (as an apiserver's 5-minute compaction would, in time), so that no phase writes on the history of the ones before it.", f.Entries, f.APIServers))
 }
 
-// coldSyncOver says the cold sync's ratio over a floor, after the floor's
-// figure ("" when either is not measured).
-func coldSyncOver(cold, floor msDuration) string {
-	if cold <= 0 || floor <= 0 {
-		return ""
+// overWatchFloor is the cold sync over the raw create floor with watches
+// (0 when either was not measured).
+func (f *fleetReport) overWatchFloor() float64 {
+	if f.ColdSync <= 0 || f.CreateWatchFloor <= 0 {
+		return 0
 	}
-	return fmt.Sprintf(" (the cold sync %.2fx it)", float64(cold)/float64(floor))
+	return float64(f.ColdSync) / float64(f.CreateWatchFloor)
 }
 
 // writeTable writes the fleet's measures (nothing for a nil report).
@@ -785,7 +785,11 @@ func (f *fleetReport) writeTable(tw io.Writer) {
 		fmt.Fprintf(tw, "raw create floor after the hub\tnot measured: %s\n", f.CreateFloorAfterError)
 	}
 	if f.CreateWatchFloor > 0 {
-		fmt.Fprintf(tw, "raw create floor with watches (a raw watch per entry and kind)\t%s%s\n", fmtDur(f.CreateWatchFloor.dur()), coldSyncOver(f.ColdSync, f.CreateWatchFloor))
+		over := ""
+		if r := f.overWatchFloor(); r > 0 {
+			over = fmt.Sprintf(" (the cold sync %.2fx it)", r)
+		}
+		fmt.Fprintf(tw, "raw create floor with watches (a raw watch per entry and kind)\t%s%s\n", fmtDur(f.CreateWatchFloor.dur()), over)
 	}
 	if f.CreateWatchFloorError != "" {
 		fmt.Fprintf(tw, "raw create floor with watches\tnot measured: %s\n", f.CreateWatchFloorError)
