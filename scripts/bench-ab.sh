@@ -90,13 +90,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# build OUT builds the current directory's driftwatch into OUT: as `go
-# build` does by default, or (BENCH_AB_STATIC=1) as the image does.
+# build OUT builds the current directory's driftwatch into OUT: as the
+# project's scripts build it (with cgo, kustomize's Go plugin loader left
+# out; a no-op for a version that does not link kustomize), or
+# (BENCH_AB_STATIC=1) as the image does.
 build() {
   if [[ "${BENCH_AB_STATIC:-}" == 1 ]]; then
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1" .
+    CGO_ENABLED=0 go build -tags kustomize_disable_go_plugin_support -trimpath -ldflags "-s -w" -o "$1" .
   else
-    go build -o "$1" .
+    go build -tags kustomize_disable_go_plugin_support -o "$1" .
   fi
 }
 
