@@ -34,7 +34,7 @@ fi
 # loads Go plugins (kustomize runs with its builtin plugins only), and the
 # loader imports Go's plugin package, which with cgo makes the linker keep
 # every exported method and link externally: a binary 33 MB larger, about
-# 6 MiB more resident and slower to start (docs/performance.md, "Reading
+# 5 MiB more resident and slower to start (docs/performance.md, "Reading
 # a peak RSS"). TestBuildsLeaveOutGoPlugins checks the tag still does it.
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-tags=kustomize_disable_go_plugin_support"
 
