@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"runtime"
 	"testing"
 )
@@ -11,6 +12,7 @@ import (
 // peak RSS.
 func TestRSSSplitFollowsPeaks(t *testing.T) {
 	var r rssSplit
+	defer r.close()
 	r.sample()
 	anon0, file0 := r.peaks()
 	if anon0 == 0 || file0 == 0 {
@@ -39,5 +41,32 @@ func TestRSSSplitFollowsPeaks(t *testing.T) {
 	}
 	if anon > hwm || file > hwm {
 		t.Errorf("a part's peak above the process's peak RSS %d: anonymous %d, file-backed %d", hwm, anon, file)
+	}
+}
+
+// TestRSSSplitAgreesWithStatus: a sample's parts are the resident set's
+// anonymous and file-backed parts as /proc/self/status gives them (RssAnon,
+// RssFile and RssShmem), read one after the other with nothing allocated
+// between them.
+func TestRSSSplitAgreesWithStatus(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rssSplit
+	defer r.close()
+	r.sample()
+	anon, file := r.peaks()
+	want := map[string]uint64{}
+	for _, field := range []string{"RssAnon", "RssFile", "RssShmem"} {
+		if want[field], err = statusField(b, field); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const slack = 2 << 20 // what the process may touch between the two reads
+	near := func(a, b uint64) bool { return max(a, b)-min(a, b) <= slack }
+	if !near(anon, want["RssAnon"]) || !near(file, want["RssFile"]+want["RssShmem"]) {
+		t.Errorf("sample: anonymous %d, file-backed %d; /proc/self/status: RssAnon %d, RssFile %d, RssShmem %d",
+			anon, file, want["RssAnon"], want["RssFile"], want["RssShmem"])
 	}
 }
