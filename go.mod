@@ -155,3 +155,5 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 )
+
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/third_party/jsonschema
