@@ -7,7 +7,7 @@ ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-# A module go.mod replaces with a patched copy (see its PATCH.md).
+# go.mod replaces a module with the patched copy there (see its PATCH.md).
 COPY internal/third_party/ internal/third_party/
 RUN go mod download
 COPY . .

@@ -875,7 +875,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 		b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-drift-before"))
 		cost = b.readCost(ctx)
 	}
-	cpu0 := CPUTime()
+	cpu0, faults0 := CPUTime(), MinorFaults()
 	issued := time.Now()
 	var alongside conc.WaitGroup
 	if len(others) > 0 {
@@ -902,7 +902,7 @@ func (b *bencher) makeDrifts(ctx context.Context, r *runReport, rh *runningHub, 
 	}
 	timer.Stop()
 	stopProgress()
-	r.CPU = msDuration(CPUTime() - cpu0)
+	r.CPU, r.MinorFaults = msDuration(CPUTime()-cpu0), MinorFaults()-faults0
 	if mode == ModeFleet {
 		r.Cost = b.costSince(ctx, cost)
 		b.writeHeapProfileTo(memProfilePath(b.opts.MemProfile, "-drift-after"))
@@ -1227,6 +1227,10 @@ type runReport struct {
 	// CPU is this process's CPU time from the first drift to the last
 	// repair (the hub, its clients, the raw watch and the drift client).
 	CPU msDuration `json:"cpuMs"`
+	// MinorFaults is the minor page faults this process took over the
+	// same span: part of CPU, and most of the cost of a heap that grows
+	// back after the hub returned it to the operating system.
+	MinorFaults int64 `json:"minorFaults,omitempty"`
 	// Cost is what the fleet's drift phase cost the control planes and
 	// this process, and the calls the apiservers served, over the same
 	// span (fleet runs only).

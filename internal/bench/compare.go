@@ -24,6 +24,7 @@ const (
 	unitBytes                // lower is better
 	unitRate                 // per second, higher is better
 	unitRatio                // a figure over its floor, lower is better
+	unitCount                // a number of events, lower is better
 )
 
 // figure is one comparable number of a report.
@@ -111,6 +112,9 @@ func figures(rep *benchReport) []figure {
 			out = append(out, figure{r.Mode + " repairs/s", unitRate, r.RepairsPerSecond})
 		}
 		dur(r.Mode+" cpu", r.CPU)
+		if r.MinorFaults > 0 {
+			out = append(out, figure{r.Mode + " minor page faults", unitCount, float64(r.MinorFaults)})
+		}
 		bytes(r.Mode+" peak rss", float64(r.PeakRSS))
 		bytes(r.Mode+" peak rss anonymous", float64(r.PeakAnonRSS))
 		bytes(r.Mode+" peak rss file-backed", float64(r.PeakFileRSS))
@@ -346,6 +350,8 @@ func formatFigure(u unit, v float64) string {
 		return fmtBytes(uint64(math.Round(v)))
 	case unitRatio:
 		return fmt.Sprintf("%.2fx", v)
+	case unitCount:
+		return fmt.Sprintf("%.0f", v)
 	default:
 		return fmt.Sprintf("%.1f/s", v)
 	}

@@ -98,6 +98,23 @@ func TestCompareRuns(t *testing.T) {
 	}
 }
 
+// TestCompareMinorFaults: the page faults of a run's span are a figure of
+// their own, a count, fewer being better.
+func TestCompareMinorFaults(t *testing.T) {
+	olds := runsOf(t, "old", 5, func(i int, r *runReport) { r.MinorFaults = []int64{90, 110, 100, 95, 105}[i] })
+	news := runsOf(t, "new", 5, func(i int, r *runReport) { r.MinorFaults = []int64{1300, 1250, 1400, 1350, 1290}[i] })
+	var buf bytes.Buffer
+	if err := compareRuns(&buf, olds, news); err != nil {
+		t.Fatal(err)
+	}
+	line := lineOf(t, buf.String(), "watch minor page faults")
+	for _, want := range []string{" 100 ", " 1300 ", "+1200 ", "worse"} {
+		if !strings.Contains(line+" ", want) {
+			t.Errorf("minor page faults: want %q in:\n%s", want, line)
+		}
+	}
+}
+
 // TestCompareRunsTooFew: with two runs a side nothing can be significant,
 // so nothing is marked and the summary says how many runs it takes.
 func TestCompareRunsTooFew(t *testing.T) {

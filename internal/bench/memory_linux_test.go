@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -69,4 +70,53 @@ func TestRSSSplitAgreesWithStatus(t *testing.T) {
 		t.Errorf("sample: anonymous %d, file-backed %d; /proc/self/status: RssAnon %d, RssFile %d, RssShmem %d",
 			anon, file, want["RssAnon"], want["RssFile"], want["RssShmem"])
 	}
+}
+
+// TestMinorFaultsCountsFreshPages: touching 8 MiB of fresh anonymous
+// memory, a page at a time, counts a minor fault for most of its 2,048
+// pages.
+func TestMinorFaultsCountsFreshPages(t *testing.T) {
+	const size = 8 << 20
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Munmap(b) }()
+	before := MinorFaults()
+	for i := 0; i < len(b); i += os.Getpagesize() {
+		b[i] = 1
+	}
+	if got := MinorFaults() - before; got < size/int64(os.Getpagesize())*3/4 {
+		t.Errorf("%d minor faults touching %d fresh pages; want most of them counted", got, size/os.Getpagesize())
+	}
+}
+
+// BenchmarkRSSSample measures one sample of the resident set's parts as
+// the bench's sampler takes it (/proc/self/statm, a file kept open) beside
+// reading /proc/self/status, which it read before, in the same run.
+func BenchmarkRSSSample(b *testing.B) {
+	b.Run("statm-kept-open", func(b *testing.B) {
+		var r rssSplit
+		defer r.close()
+		for b.Loop() {
+			r.sample()
+		}
+		if anon, _ := r.peaks(); anon == 0 {
+			b.Fatal("no sample")
+		}
+	})
+	b.Run("status-read-and-parsed", func(b *testing.B) {
+		for b.Loop() {
+			s, err := os.ReadFile("/proc/self/status")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := statusField(s, "RssAnon"); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := statusField(s, "RssFile"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
