@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -139,7 +140,7 @@ type inflight struct {
 // intentLocked returns the intent covering a pass's NodeID now. Expired
 // holds it meets are dropped and returned, for deletion from the intent
 // store once l.mu is released. Callers hold l.mu.
-func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []HoldTarget) {
+func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []Hold) {
 	rec := l.nodes.at(p.id)
 	in := intentView{manual: p.manual, stopping: l.stopping()}
 	of := p.spec
@@ -147,17 +148,24 @@ func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []HoldTarg
 		of = p.dec.spec
 		in.current = rec != nil && rec.dec == p.dec
 	} else {
-		// A desired-state change that left this NodeID's body as it was
-		// (a reload, a rediscovery, a workspace's new plan) keeps the
-		// pass current; its policy and application are read from the
-		// record as it is now.
-		in.current = rec != nil && rec.spec != nil && rec.spec.Hash == p.spec.Hash
+		// A desired-state change that left this NodeID's body and ignore
+		// rules as they were (a reload, a rediscovery, a workspace's new
+		// plan) keeps the pass current; its policy and application are
+		// read from the record as it is now. New ignore rules make it
+		// stale: what the pass classified may be ignored now.
+		in.current = rec != nil && rec.spec != nil && rec.spec.Hash == p.spec.Hash &&
+			rec.spec.Ignore.key() == p.spec.Ignore.key()
 		if in.current {
 			of = rec.spec
 		}
 	}
 	in.paused = l.pauses[p.id.Cluster]
 	in.policy = of.Policy
+	if p.dec != nil && p.dec.orphan {
+		// An orphan is judged by its cluster's policy as it is at the
+		// delete, not as it was when the scan found it.
+		in.policy = l.orphanPolicyLocked(p.id.Cluster)
+	}
 	if ap, ok := l.appPolicy[of.Application]; ok {
 		in.policy, in.policySeq = ap, l.appPolicySeq[of.Application]
 	}
@@ -171,10 +179,12 @@ func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []HoldTarg
 // admit asks the gate whether a pass may write now. When it may, the write
 // is registered as in flight until release is called, and wctx (derived
 // from ctx) is cancelled if an intent change waiting for it runs out of
-// patience. Release must be called once the write returned.
+// patience. Release must be called once the write returned; it is
+// idempotent, so a caller defers it as well and a write that panics never
+// leaves its registration behind for a pause or hold to wait on.
 func (l *loopState) admit(ctx context.Context, p *pass, kind writeKind) (wctx context.Context, release func(), v verdict) {
 	now := l.opts.Now()
-	var expired []HoldTarget
+	var expired []Hold
 	func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -188,7 +198,7 @@ func (l *loopState) admit(ctx context.Context, p *pass, kind writeKind) (wctx co
 		wctx, cancel = context.WithCancel(ctx)
 		w := &inflight{cluster: p.id.Cluster, app: p.app(), cancel: cancel, done: make(chan struct{})}
 		l.writes[p.id] = w
-		release = func() {
+		release = sync.OnceFunc(func() {
 			l.mu.Lock()
 			if l.writes[p.id] == w {
 				delete(l.writes, p.id)
@@ -196,7 +206,7 @@ func (l *loopState) admit(ctx context.Context, p *pass, kind writeKind) (wctx co
 			l.mu.Unlock()
 			cancel()
 			close(w.done)
-		}
+		})
 	}()
 	l.deleteExpiredHolds(expired)
 	return wctx, release, v
@@ -207,7 +217,7 @@ func (l *loopState) admit(ctx context.Context, p *pass, kind writeKind) (wctx co
 // bookkeeping, a confirming read). The write itself asks again (admit).
 func (l *loopState) plan(p *pass, kind writeKind) verdict {
 	now := l.opts.Now()
-	in, expired := func() (intentView, []HoldTarget) {
+	in, expired := func() (intentView, []Hold) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return l.intentLocked(p, now)
@@ -216,14 +226,17 @@ func (l *loopState) plan(p *pass, kind writeKind) verdict {
 	return decide(kind, in, now)
 }
 
-// deleteExpiredHolds deletes expired holds from the intent store.
-func (l *loopState) deleteExpiredHolds(expired []HoldTarget) {
+// deleteExpiredHolds deletes expired holds from the intent store, each
+// only while the store still has that hold: one renewed on its target
+// since (by this hub after the lock was released, or by another replica
+// on the shared store) is never deleted with it.
+func (l *loopState) deleteExpiredHolds(expired []Hold) {
 	if l.opts.Intent == nil {
 		return
 	}
-	for _, t := range expired {
-		if err := l.opts.Intent.DeleteHold(t); err != nil {
-			l.log.Error("delete expired hold", "hold", t.String(), "err", err)
+	for _, hd := range expired {
+		if err := l.opts.Intent.DeleteExpiredHold(hd); err != nil {
+			l.log.Error("delete expired hold", "hold", hd.Target.String(), "err", err)
 		}
 	}
 }

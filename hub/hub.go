@@ -268,6 +268,9 @@ func (n *node) of() *NodeSpec {
 type decommission struct {
 	spec  *NodeSpec
 	since time.Time
+	// orphan marks an orphan's prune: its policy is its cluster's at the
+	// moment of the delete (orphanPolicyLocked), not spec.Policy.
+	orphan bool
 }
 
 // nodeLoop is the loop's bookkeeping of one NodeID (guarded by loopState.mu).

@@ -85,6 +85,10 @@ func (r SpecRef) Spec() NodeSpec {
 type DecommissionRecord struct {
 	Ref   SpecRef
 	Since time.Time
+	// Orphan marks the prune of an orphan (an object carrying this hub's
+	// marks that nothing wants): it is judged by its cluster's policy at
+	// the delete.
+	Orphan bool
 }
 
 // Intent is what on-call engineers told the hub and what it applied: it must
@@ -122,6 +126,10 @@ type IntentStore interface {
 	PutHold(h Hold) error
 	// DeleteHold deletes the hold on a target (none is not an error).
 	DeleteHold(t HoldTarget) error
+	// DeleteExpiredHold deletes the hold on h's target only while the
+	// stored one still ends at h.Until, atomically: a hold renewed on the
+	// target (a later Until) stays. None is not an error.
+	DeleteExpiredHold(h Hold) error
 	// PutDecommission records a pending decommission.
 	PutDecommission(d DecommissionRecord) error
 	// DeleteDecommission deletes a decommission record.

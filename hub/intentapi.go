@@ -64,17 +64,18 @@ func (ia *intentAPI) RepairNow(id NodeID) error {
 
 // PauseCluster pauses or resumes repairs on one cluster. Pausing returns
 // once no write on the cluster can still happen: writes already let through
-// have finished, or were cancelled after Options.IntentWait. Resuming
-// enqueues every NodeID of the cluster. With an intent store the pause
-// survives a restart; an error means it could not be recorded (the pause
-// still holds in this run).
+// have finished, or were cancelled after Options.IntentWait. Pausing a
+// paused cluster pauses it again: a manual repair asked for since the first
+// pause no longer overrides it. Resuming enqueues every NodeID of the
+// cluster. With an intent store the pause survives a restart; an error
+// means it could not be recorded (the pause still holds in this run).
 func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 	var ids []NodeID
 	var ws []*inflight
 	func() {
 		ia.mu.Lock()
 		defer ia.mu.Unlock()
-		if paused == (ia.pauses[cluster] != 0) {
+		if !paused && ia.pauses[cluster] == 0 {
 			return
 		}
 		ia.setPausedLocked(cluster, paused)
@@ -97,8 +98,10 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 
 // SetApplicationPolicy overrides the policy of one application at runtime
 // ("" removes the override). Every NodeID of the application is enqueued.
-// Switching to warn returns once no repair or prune of the application can
-// still happen. With an intent store the override survives a restart.
+// A change that leaves any of the application's objects warn-only
+// (switching to warn, or removing a repair override over a warn-only
+// config) returns once no repair or prune of the application can still
+// happen. With an intent store the override survives a restart.
 func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 	var ids []NodeID
 	var ws []*inflight
@@ -112,7 +115,7 @@ func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 			}
 		}
 		ia.status.appPolicies(ia.appPolicy)
-		if p == PolicyWarn {
+		if ia.overrideNarrowsLocked(app, p) {
 			ws = ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
 		}
 	}()
@@ -126,6 +129,22 @@ func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 		}
 	}
 	return nil
+}
+
+// overrideNarrowsLocked reports whether setting application app's
+// override to p leaves any of its objects warn-only: a warn override, or no
+// override over a config that makes one of them warn-only. Such a change
+// waits for the application's writes in flight. Callers hold mu.
+func (ia *intentAPI) overrideNarrowsLocked(app string, p Policy) bool {
+	if p != "" {
+		return p == PolicyWarn
+	}
+	for _, n := range ia.nodes.all() {
+		if n.spec != nil && n.spec.Application == app && n.spec.Policy == PolicyWarn {
+			return true
+		}
+	}
+	return false
 }
 
 // Hold stops repairs (and prunes) of a NodeID, an application or a cluster
@@ -249,7 +268,7 @@ func (ia *intentAPI) LoadIntent() error {
 			s := d.Ref.Spec()
 			n := ia.nodeForLocked(s.ID)
 			n.spec = nil
-			n.dec = &decommission{spec: &s, since: d.Since}
+			n.dec = &decommission{spec: &s, since: d.Since, orphan: d.Orphan}
 			ia.status.track(&s, true, now)
 		}
 	}()

@@ -85,13 +85,13 @@ func (in *intents) holdsLocked() []Hold {
 
 // holdForLocked returns the active hold covering a NodeID, if any; expired
 // holds are dropped and returned for deletion from the intent store.
-func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []HoldTarget) {
+func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, []Hold) {
 	if len(in.holds) == 0 {
 		// Every pass asks, under the loop's lock: no NodeID text is
 		// built when nothing is held.
 		return nil, nil
 	}
-	var expired []HoldTarget
+	var expired []Hold
 	var found *Hold
 	for _, t := range []HoldTarget{{HoldNode, id.String()}, {HoldApplication, app}, {HoldCluster, id.Cluster}} {
 		hd, ok := in.holds[t]
@@ -101,7 +101,7 @@ func (in *intents) holdForLocked(id NodeID, app string, now time.Time) (*Hold, [
 		if !hd.Active(now) {
 			delete(in.holds, t)
 			delete(in.holdSeq, t)
-			expired = append(expired, t)
+			expired = append(expired, hd)
 			continue
 		}
 		if found == nil || hd.Until.After(found.Until) {

@@ -98,7 +98,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string) (wake []NodeID, drai
 		for app := range changed {
 			p := in.Policies[app]
 			ia.setAppPolicyLocked(app, p)
-			if p == PolicyWarn {
+			if ia.overrideNarrowsLocked(app, p) {
 				drain = append(drain, ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })...)
 			}
 		}
@@ -165,7 +165,7 @@ func (ia *intentAPI) adoptRecordsLocked(in Intent, cluster string, now time.Time
 		}
 		s := d.Ref.Spec()
 		n := ia.nodeForLocked(s.ID)
-		n.dec = &decommission{spec: &s, since: d.Since}
+		n.dec = &decommission{spec: &s, since: d.Since, orphan: d.Orphan}
 		ia.status.track(&s, true, now)
 	}
 }

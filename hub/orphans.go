@@ -171,9 +171,9 @@ func (sc *orphanScanner) judgeOrphans(scanned map[string][]SpecRef, now time.Tim
 			s.ID = id
 			s.Policy = sc.orphanPolicyLocked(cluster)
 			n := sc.nodeForLocked(id)
-			n.dec = &decommission{spec: &s, since: now}
+			n.dec = &decommission{spec: &s, since: now, orphan: true}
 			sc.status.track(&s, true, now)
-			records = append(records, DecommissionRecord{Ref: found[id], Since: now})
+			records = append(records, DecommissionRecord{Ref: found[id], Since: now, Orphan: true})
 		}
 		delete(orphans, cluster)
 		sc.status.setOrphans(cluster, nil, "", now)

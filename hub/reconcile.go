@@ -540,6 +540,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		// hold, a warn override): the switch holds at the write.
 		return r.out.refused(p, rep, v)
 	}
+	defer release() // a panicking write releases too
 	if err := p.unpack(); err != nil {
 		release()
 		return Result{}, fmt.Errorf("repair: %w", err)
@@ -669,6 +670,7 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 		r.unnoteApplied(p.spec)
 		return r.out.refused(p, Repair{ID: p.id, Drift: d, ObservedAt: p.observedAt, ClassifiedAt: r.opts.Now()}, v)
 	}
+	defer release() // a panicking write releases too
 	// Written already unless the gate refused at the pass and allows
 	// now (the intent changed meanwhile).
 	if err := p.unpack(); err != nil {
@@ -802,6 +804,7 @@ func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 			r.out.show(p.id, v.status, v.reason, now)
 			return Result{RequeueAfter: v.retry}, nil
 		}
+		defer release() // a panicking delete releases too
 		err := p.backend.Delete(wctx, spec, st)
 		release()
 		if errors.Is(err, ErrRefused) {

@@ -56,6 +56,7 @@ func (m *memIntent) SetPolicy(app string, p Policy) error {
 func (m *memIntent) PutHold(h Hold) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.in.Holds = slices.DeleteFunc(m.in.Holds, func(x Hold) bool { return x.Target == h.Target })
 	m.in.Holds = append(m.in.Holds, h)
 	return nil
 }
@@ -66,6 +67,18 @@ func (m *memIntent) DeleteHold(t HoldTarget) error {
 	for _, h := range m.in.Holds {
 		if h.Target != t {
 			out = append(out, h)
+		}
+	}
+	m.in.Holds = out
+	return nil
+}
+func (m *memIntent) DeleteExpiredHold(h Hold) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.in.Holds[:0]
+	for _, x := range m.in.Holds {
+		if x.Target != h.Target || !x.Until.Equal(h.Until) {
+			out = append(out, x)
 		}
 	}
 	m.in.Holds = out

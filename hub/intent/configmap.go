@@ -386,6 +386,63 @@ func (s *ConfigMapStore) DeleteHold(t hub.HoldTarget) error {
 	return s.write(what, s.locate(kindHolds, "", t.String()), nil)
 }
 
+// DeleteExpiredHold deletes the hold on h's target only while the stored
+// one still ends at h.Until: a compare-and-delete (a JSON patch that tests
+// the record read and removes it), read again when another replica changed
+// it in between, so that a hold renewed on the target by any replica stays.
+// None is not an error, an invalid target is.
+func (s *ConfigMapStore) DeleteExpiredHold(h hub.Hold) error {
+	what := "delete expired hold " + h.Target.String()
+	if err := h.Target.Valid(); err != nil {
+		return fmt.Errorf("intent configmaps: %s: %w", what, err)
+	}
+	loc := s.locate(kindHolds, "", h.Target.String())
+	fail := func(err error) error {
+		return fmt.Errorf("intent configmap %s/%s: %s: %w", s.namespace, loc.name, what, err)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+	defer cancel()
+	cms := s.cs.CoreV1().ConfigMaps(s.namespace)
+	path := "/data/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(loc.key)
+	for range maxCreateRaces {
+		cm, err := cms.Get(ctx, loc.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fail(err)
+		}
+		val, ok := cm.Data[loc.key]
+		if !ok {
+			return nil
+		}
+		var rec holdRecord
+		if err := decode([]byte(val), &rec); err != nil {
+			return fail(fmt.Errorf("key %s: %w", loc.key, err))
+		}
+		if !rec.Until.Equal(h.Until) {
+			return nil // renewed since
+		}
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": path, "value": val},
+			{"op": "remove", "path": path},
+		})
+		if err != nil {
+			return fail(err)
+		}
+		_, err = cms.Patch(ctx, loc.name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: s.opts.FieldManager})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsInvalid(err):
+			continue // the test failed: changed since the read
+		default:
+			return fail(err)
+		}
+	}
+	return fail(fmt.Errorf("changed by others %d times in a row", maxCreateRaces))
+}
+
 // PutDecommission records a pending decommission, replacing one of the same
 // NodeID.
 func (s *ConfigMapStore) PutDecommission(d hub.DecommissionRecord) error {
@@ -393,7 +450,7 @@ func (s *ConfigMapStore) PutDecommission(d hub.DecommissionRecord) error {
 	if err := validID(d.Ref.ID); err != nil {
 		return fmt.Errorf("intent configmaps: %s: %w", what, err)
 	}
-	rec := decommissionRecord{Ref: toRef(d.Ref), Since: d.Since}
+	rec := decommissionRecord{Ref: toRef(d.Ref), Since: d.Since, Orphan: d.Orphan}
 	return s.write(what, s.locate(kindDecommissions, d.Ref.ID.Cluster, d.Ref.ID.String()), rec)
 }
 
@@ -563,7 +620,7 @@ func (s *ConfigMapStore) loadConfigMap(cm *corev1.ConfigMap, in *hub.Intent) []e
 			if err := validID(r.Ref.ID); err != nil {
 				return "", "", err
 			}
-			in.Decommissions = append(in.Decommissions, hub.DecommissionRecord{Ref: r.Ref.ref(), Since: r.Since})
+			in.Decommissions = append(in.Decommissions, hub.DecommissionRecord{Ref: r.Ref.ref(), Since: r.Since, Orphan: r.Orphan})
 			return r.Ref.ID.String(), r.Ref.ID.Cluster, nil
 		}
 	case kindApplied:

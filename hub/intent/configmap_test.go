@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -153,7 +154,65 @@ func TestConfigMapStore(t *testing.T) {
 	t.Run("concurrent replicas", func(t *testing.T) { testCMConcurrent(t, env) })
 	t.Run("corrupt records", func(t *testing.T) { testCMCorrupt(t, env) })
 	t.Run("namespace rbac", func(t *testing.T) { testCMRBAC(t, env) })
+	t.Run("expired hold", func(t *testing.T) { testCMExpiredHold(t, env) })
 }
+
+// testCMExpiredHold: a replica that saw a hold expire deletes it only while
+// the store still has that hold; one renewed on the target since (through
+// another replica) stays.
+func testCMExpiredHold(t *testing.T, env cmEnv) {
+	ns := env.newNamespace(t, "expired-hold")
+	a, b := newCMStore(t, env.admin, ns), newCMStore(t, env.admin, ns)
+	target := hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-eu"}
+	other := hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "other", Since: t0(), Until: t0().Add(time.Hour)}
+	old := hub.Hold{Target: target, Reason: "incident", Since: t0(), Until: t0().Add(time.Minute)}
+	renewed := hub.Hold{Target: target, Reason: "incident, still", Since: t0().Add(2 * time.Minute), Until: t0().Add(time.Hour)}
+	holdsOf := func() []hub.Hold {
+		in, err := a.Load()
+		must(t, err)
+		return in.Holds
+	}
+	must(t, a.PutHold(other))
+	must(t, a.PutHold(old))
+	must(t, a.PutHold(renewed))
+	must(t, b.DeleteExpiredHold(old)) // b still had the old one
+	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) {
+		t.Fatalf("after deleting the expired hold: %+v, want %+v kept and the renewal %+v", got, other, renewed)
+	}
+	must(t, b.DeleteExpiredHold(renewed))
+	if got := holdsOf(); len(got) != 1 || got[0].Target != other.Target {
+		t.Fatalf("after deleting the renewal once expired: %+v, want only %+v", got, other)
+	}
+	must(t, b.DeleteExpiredHold(renewed)) // none: not an error
+	if err := b.DeleteExpiredHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}); err == nil {
+		t.Error("an invalid target was accepted")
+	}
+
+	// The renewal lands between c's read and its delete: the delete's test
+	// fails, c reads again and keeps the renewal.
+	must(t, a.PutHold(old))
+	cfg := rest.CopyConfig(env.cfg)
+	var once sync.Once
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && req.Header.Get("Content-Type") == string(types.JSONPatchType) {
+				once.Do(func() { must(t, a.PutHold(renewed)) })
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	c := newCMStore(t, kubernetes.NewForConfigOrDie(cfg), ns)
+	must(t, c.DeleteExpiredHold(old))
+	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) {
+		t.Fatalf("a renewal between the read and the delete: %+v, want %+v kept and the renewal %+v", got, other, renewed)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // roundTrip writes one of every record kind with s, checks that a second
 // store (another replica) loads them, deletes them and checks that no
@@ -175,7 +234,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		Holds:         holds,
-		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second)}, {Ref: long, Since: t0()}},
+		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}, {Ref: long, Since: t0()}},
 		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, warn.ID: warn, cm.ID: cm, long.ID: long},
 	}
 	sortDecommissions(want.Decommissions)

@@ -35,8 +35,9 @@ type (
 	}
 	// decommissionRecord is a hub.DecommissionRecord.
 	decommissionRecord struct {
-		Ref   refRecord `json:"ref"`
-		Since time.Time `json:"since"`
+		Ref    refRecord `json:"ref"`
+		Since  time.Time `json:"since"`
+		Orphan bool      `json:"orphan,omitempty"`
 	}
 )
 
@@ -130,6 +131,31 @@ func (s *Store) DeleteHold(t hub.HoldTarget) error {
 	})
 }
 
+// DeleteExpiredHold deletes the hold on h's target only while the stored
+// one still ends at h.Until (in one transaction): a hold renewed on the
+// target stays. None is not an error, an invalid target is.
+func (s *Store) DeleteExpiredHold(h hub.Hold) error {
+	what := "delete expired hold " + h.Target.String()
+	if err := h.Target.Valid(); err != nil {
+		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
+	}
+	key := h.Target.String()
+	return s.update(what, func(tx *bolt.Tx) error {
+		v := tx.Bucket([]byte(bucketHolds)).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		var rec holdRecord
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		if !rec.Until.Equal(h.Until) {
+			return nil // renewed since
+		}
+		return del(tx, bucketHolds, key)
+	})
+}
+
 // PutDecommission records a pending decommission, replacing one of the same
 // NodeID.
 func (s *Store) PutDecommission(d hub.DecommissionRecord) error {
@@ -137,7 +163,7 @@ func (s *Store) PutDecommission(d hub.DecommissionRecord) error {
 	if err := validID(d.Ref.ID); err != nil {
 		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
 	}
-	rec := decommissionRecord{Ref: toRef(d.Ref), Since: d.Since}
+	rec := decommissionRecord{Ref: toRef(d.Ref), Since: d.Since, Orphan: d.Orphan}
 	return s.update(what, func(tx *bolt.Tx) error {
 		return put(tx, bucketDecommissions, d.Ref.ID.String(), rec)
 	})
@@ -327,7 +353,7 @@ func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 		if r.Ref.ID != id {
 			return fmt.Errorf("record is for %s", r.Ref.ID)
 		}
-		in.Decommissions = append(in.Decommissions, hub.DecommissionRecord{Ref: r.Ref.ref(), Since: r.Since})
+		in.Decommissions = append(in.Decommissions, hub.DecommissionRecord{Ref: r.Ref.ref(), Since: r.Since, Orphan: r.Orphan})
 		return nil
 	}); err != nil {
 		return err

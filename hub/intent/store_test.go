@@ -66,7 +66,7 @@ func TestRoundTrip(t *testing.T) {
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		Holds:         holds, // already in target order
-		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second)}},
+		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}},
 		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, svc.ID: svc, cm.ID: cm},
 	}
 	sortDecommissions(want.Decommissions)
@@ -154,6 +154,22 @@ func TestDelete(t *testing.T) {
 		{"hold", func(s *Store) error { return s.DeleteHold(hold.Target) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Holds) != 0 {
 				t.Errorf("Holds = %v, want none", in.Holds)
+			}
+		}},
+		{"expired hold", func(s *Store) error { return s.DeleteExpiredHold(hold) }, func(t *testing.T, in hub.Intent) {
+			if len(in.Holds) != 0 {
+				t.Errorf("Holds = %v, want none", in.Holds)
+			}
+		}},
+		{"expired hold, renewed since", func(s *Store) error {
+			// The hold the caller saw expire was replaced by a later one:
+			// the later one stays.
+			old := hold
+			old.Until = hold.Until.Add(-time.Hour)
+			return s.DeleteExpiredHold(old)
+		}, func(t *testing.T, in hub.Intent) {
+			if len(in.Holds) != 1 || !in.Holds[0].Until.Equal(hold.Until) {
+				t.Errorf("Holds = %v, want the renewed %v", in.Holds, hold)
 			}
 		}},
 		{"decommission", func(s *Store) error { return s.DeleteDecommission(a.ID) }, func(t *testing.T, in hub.Intent) {

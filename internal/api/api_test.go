@@ -289,6 +289,7 @@ func (failingIntent) SetPaused(string, bool) error                 { return errD
 func (failingIntent) SetPolicy(string, hub.Policy) error           { return errDiskFull }
 func (failingIntent) PutHold(hub.Hold) error                       { return errDiskFull }
 func (failingIntent) DeleteHold(hub.HoldTarget) error              { return errDiskFull }
+func (failingIntent) DeleteExpiredHold(hub.Hold) error             { return errDiskFull }
 func (failingIntent) PutDecommission(hub.DecommissionRecord) error { return errDiskFull }
 func (failingIntent) DeleteDecommission(hub.NodeID) error          { return errDiskFull }
 func (failingIntent) PutApplied(hub.SpecRef) error                 { return errDiskFull }

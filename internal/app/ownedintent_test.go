@@ -41,6 +41,10 @@ func (s *recordingStore) DeleteHold(t hub.HoldTarget) error {
 	s.writes = append(s.writes, "release "+t.String())
 	return nil
 }
+func (s *recordingStore) DeleteExpiredHold(h hub.Hold) error {
+	s.writes = append(s.writes, "expire "+h.Target.String())
+	return nil
+}
 func (s *recordingStore) PutDecommission(d hub.DecommissionRecord) error {
 	s.writes = append(s.writes, "decommission "+d.Ref.ID.String())
 	return nil

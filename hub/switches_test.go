@@ -1,0 +1,291 @@
+package hub
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestPanickingWriteReleasesItsGate: a backend write that panics is
+// recovered by its writer; its registration at the gate must go with it,
+// or the next pause of the cluster waits for a write that will never end.
+func TestPanickingWriteReleasesItsGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{IntentWait: time.Second})
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		var n atomic.Int32
+		b.onRepair = func(NodeID) {
+			if n.Add(1) == 1 {
+				panic("backend bug")
+			}
+		}
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait() // the repair panicked and was recovered
+		f.h.mu.Lock()
+		leaked := f.h.writes[s.ID]
+		f.h.mu.Unlock()
+		if leaked != nil {
+			t.Error("after the panic, the gate still holds the NodeID's write")
+		}
+		paused := make(chan struct{})
+		go func() {
+			defer close(paused)
+			_ = f.h.PauseCluster("c1", true)
+		}()
+		time.Sleep(time.Hour)
+		select {
+		case <-paused:
+		default:
+			t.Errorf("PauseCluster has not returned after 1h (IntentWait 1s): it waits for a write that panicked")
+			if leaked != nil {
+				close(leaked.done) // let the test end
+				<-paused
+			}
+		}
+	})
+}
+
+// TestExpiredHoldOfAReplicaKeepsTheRenewedOne: replica B still holds an
+// expired hold in memory when the operator renews it through replica A;
+// B's next pass drops the expired one and must not delete the renewal from
+// the shared store (A's next refresh would then lift an acknowledged hold).
+func TestExpiredHoldOfAReplicaKeepsTheRenewedOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		ba, bb := newFake(true), newFake(true)
+		fa := startWithIntent(t, ba, store)
+		fb := startWithIntent(t, bb, store)
+		sa, sb := spec("c1", "x", "v1"), spec("c2", "x", "v1")
+		sa.Application, sb.Application = "app", "app"
+		fa.h.SetDesired([]NodeSpec{sa})
+		fb.h.SetDesired([]NodeSpec{sb})
+		fa.ready("c1", 1, 1)
+		fb.ready("c2", 1, 1)
+		synctest.Wait()
+		target := HoldTarget{HoldApplication, "app"}
+		if _, err := fa.h.Hold(target, time.Minute, "incident"); err != nil {
+			t.Fatal(err)
+		}
+		if err := fb.h.RefreshIntent(); err != nil { // B adopts H1
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Minute) // H1 expired
+		// The operator renews the hold through A: acknowledged.
+		if _, err := fa.h.Hold(target, time.Hour, "incident, still"); err != nil {
+			t.Fatal(err)
+		}
+		// B passes over its NodeID of the application before its refresh.
+		bb.put(sb.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		in, _ := store.Load()
+		if len(in.Holds) == 0 {
+			t.Errorf("the renewed hold (1h, acknowledged) was deleted from the shared store by replica B's expiry of the old one")
+		}
+		// A refreshes (every lease duration) and the hold is gone.
+		if err := fa.h.RefreshIntent(); err != nil {
+			t.Fatal(err)
+		}
+		ba.put(sa.ID, func(o *fakeObject) { o.content = "edited" })
+		synctest.Wait()
+		if got := ba.repairCount(sa.ID); got != 1 {
+			t.Errorf("replica A repaired %d times under the hold it acknowledged 2 minutes earlier (want only the first apply)", got-1)
+		}
+	})
+}
+
+// blockingDelete is a memIntent whose first expired hold's delete waits for
+// release.
+type blockingDelete struct {
+	*memIntent
+	once    sync.Once
+	in      chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingDelete) DeleteExpiredHold(h Hold) error {
+	b.once.Do(func() { close(b.in); <-b.release })
+	return b.memIntent.DeleteExpiredHold(h)
+}
+
+// TestExpiredHoldDeleteKeepsARenewal: the same in one hub: the expired hold
+// is dropped under the lock and deleted from the store after it; a Hold on
+// the same target in between is recorded and must stay recorded.
+func TestExpiredHoldDeleteKeepsARenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &blockingDelete{memIntent: newMemIntent(), in: make(chan struct{}), release: make(chan struct{})}
+		b := newFake(true)
+		f := startWithIntent(t, b, store)
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		target := HoldTarget{HoldCluster, "c1"}
+		if _, err := f.h.Hold(target, time.Minute, "incident"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Minute)
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" }) // a pass meets the expired hold
+		<-store.in
+		if _, err := f.h.Hold(target, time.Hour, "incident, renewed"); err != nil {
+			t.Fatal(err)
+		}
+		close(store.release)
+		synctest.Wait()
+		in, _ := store.Load()
+		if len(in.Holds) == 0 {
+			t.Errorf("Hold returned nil, yet the state file has no hold: a restart (or RefreshIntent) loses it")
+		}
+	})
+}
+
+// TestSwitchAgainBeatsAnEarlierManualRepair: a manual repair overrides a
+// pause or hold set before it; pausing (or holding) again after the
+// request must win over it, as a new switch does, even when the cluster
+// was already paused.
+func TestSwitchAgainBeatsAnEarlierManualRepair(t *testing.T) {
+	for _, sw := range []string{"pause", "hold"} {
+		t.Run(sw, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newFake(true)
+				b.attrib = &Attribution{Manager: "kubectl-edit"}
+				f := start(t, b, Options{})
+				s := spec("c1", "a", "v1")
+				f.h.SetDesired([]NodeSpec{s})
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				target := HoldTarget{HoldCluster, "c1"}
+				if sw == "pause" {
+					if err := f.h.PauseCluster("c1", true); err != nil {
+						t.Fatal(err)
+					}
+				} else if _, err := f.h.Hold(target, time.Hour, "incident"); err != nil {
+					t.Fatal(err)
+				}
+				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+				synctest.Wait()
+				at, proceed := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				b.onAttribute = func(NodeID) { once.Do(func() { close(at); <-proceed }) }
+				if err := f.h.RepairNow(s.ID); err != nil {
+					t.Fatal(err)
+				}
+				<-at // the manual pass classified, about to hand its write off
+				// A second operator: "stop everything on c1".
+				if sw == "pause" {
+					if err := f.h.PauseCluster("c1", true); err != nil {
+						t.Fatal(err)
+					}
+				} else if _, err := f.h.Hold(target, time.Hour, "incident"); err != nil {
+					t.Fatal(err)
+				}
+				close(proceed)
+				synctest.Wait()
+				if got := b.repairCount(s.ID); got != 1 {
+					t.Errorf("%s acknowledged, then the earlier manual repair wrote anyway (%d writes, want only the first apply)", sw, got)
+				}
+			})
+		})
+	}
+}
+
+// TestOrphanPruneReadsItsClusterPolicyAtTheDelete: an orphan's prune is
+// judged by its cluster's policy at the moment of the delete: a cluster
+// made warn-only (a reload) after the scan judged its orphans prunes none
+// of them.
+func TestOrphanPruneReadsItsClusterPolicyAtTheDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{PruneOrphans: true})
+		f.h.SetDesired(appSpecs("c1", "keep"))
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		target := HoldTarget{HoldCluster, "c1"}
+		if _, err := f.h.Hold(target, time.Hour, "incident"); err != nil {
+			t.Fatal(err)
+		}
+		stray := spec("c1", "stray", "v1").ID
+		b.put(stray, func(o *fakeObject) { o.content = "old" })
+		f.h.requestScanAll()
+		synctest.Wait()
+		if n := f.node(stray); n.Status != StatusHeld {
+			t.Fatalf("stray %s %q, want held (decommissioned, prune held)", n.Status, n.Reason)
+		}
+		// The config now says: cluster c1 is warn-only (reload).
+		f.h.SetClusterPolicy("c1", PolicyWarn)
+		if err := f.h.ReleaseHold(target); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !b.exists(stray) {
+			t.Errorf("orphan pruned on a cluster that is warn-only at the moment of the delete")
+		}
+	})
+}
+
+// TestIgnoreRuleAddedMidPassMakesTheWriteStale: a reload that adds an
+// ignore rule covering the drift a pass already classified makes that
+// pass's write stale: once SetDesired returned, the field is left alone.
+func TestIgnoreRuleAddedMidPassMakesTheWriteStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, s := midPass(t) // drift by kubectl-edit, pass blocked in attribution
+		b := g.b
+		next := spec("c1", "a", "v1") // same body
+		next.Ignore = &IgnoreSet{Rules: []IgnoreRule{{Name: "edits", Managers: []string{"kubectl-edit"}}}, Key: "edits"}
+		g.h.SetDesired([]NodeSpec{next})
+		close(g.proceed)
+		synctest.Wait()
+		b.mu.Lock()
+		content := b.truth[s.ID].content
+		b.mu.Unlock()
+		if got := b.repairCount(s.ID); got != 1 {
+			t.Errorf("a field the new ignore rule covers was overwritten after SetDesired returned: writes %d (content now %q), want only the first apply", got, content)
+		}
+	})
+}
+
+// TestRemovingARepairOverrideDrains: removing a repair override of an
+// application whose config makes it warn-only narrows what may be written:
+// it returns only once the application's writes in flight are done.
+func TestRemovingARepairOverrideDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{IntentWait: time.Minute})
+		s := spec("c1", "a", "v1")
+		s.Policy = PolicyWarn
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if err := f.h.SetApplicationPolicy("a", PolicyRepair); err != nil {
+			t.Fatal(err)
+		}
+		inWrite, finish := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.onWrite = func(context.Context, NodeID) error {
+			once.Do(func() { close(inWrite); <-finish })
+			return nil
+		}
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		<-inWrite
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = f.h.SetApplicationPolicy("a", "") // back to the config's warn-only
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Errorf("SetApplicationPolicy(a, \"\") (now warn-only) returned while a repair of a was in flight")
+		default:
+		}
+		close(finish)
+		synctest.Wait()
+		<-done
+	})
+}
