@@ -191,10 +191,10 @@ func (v *clusterView) rebuild() {
 	v.resW, v.appW, v.kindW, v.statusW = 0, 0, 0, 0
 	found := false
 	for i, n := range v.rows {
-		v.resW = max(v.resW, len(n.ID.Resource))
-		v.appW = max(v.appW, len(n.Application))
-		v.kindW = max(v.kindW, len(n.Kind))
-		v.statusW = max(v.statusW, len(n.Status))
+		v.resW = max(v.resW, len(clean(n.ID.Resource)))
+		v.appW = max(v.appW, len(clean(n.Application)))
+		v.kindW = max(v.kindW, len(clean(string(n.Kind))))
+		v.statusW = max(v.statusW, len(clean(string(n.Status))))
 		if !found && n.ID == v.sel {
 			v.cur, found = i, true
 		}
@@ -381,10 +381,10 @@ func (v *clusterView) cells(n *hub.NodeStatus, now time.Time) []cell {
 // infoLine summarises the cluster.
 func (v *clusterView) infoLine(now time.Time) string {
 	if !v.known {
-		return v.st.bold.render(v.cluster) + " " + v.st.dim.render("not in the latest snapshot")
+		return v.st.bold.render(clean(v.cluster)) + " " + v.st.dim.render("not in the latest snapshot")
 	}
 	c := v.info
-	parts := []string{v.st.bold.render(c.Cluster) + " " + v.st.health(c.State).render(string(c.State))}
+	parts := []string{v.st.bold.render(clean(c.Cluster)) + " " + v.st.health(c.State).render(clean(string(c.State)))}
 	if c.Paused {
 		parts[0] += " " + v.st.magenta.render("PAUSED")
 	}
@@ -393,7 +393,7 @@ func (v *clusterView) infoLine(now time.Time) string {
 		source = "-"
 	}
 	parts = append(parts,
-		source,
+		clean(source),
 		plural(c.Objects, "object"),
 		rate(c.EventsPerSecond)+" ev/s",
 		"last event "+age(now, c.LastEvent),
@@ -416,7 +416,7 @@ func (v *clusterView) stateLine() string {
 		parts = append(parts, "problems only")
 	}
 	parts = append(parts, strconv.Itoa(len(v.rows))+"/"+strconv.Itoa(len(v.nodes))+" shown")
-	return v.st.dim.render(strings.Join(parts, " · "))
+	return v.st.dim.render(clean(strings.Join(parts, " · ")))
 }
 
 // View renders the view; only the visible rows are rendered.
@@ -434,9 +434,9 @@ func (v *clusterView) View() string {
 			s += " for " + age(now, c.Since)
 		}
 		if c.LastError != "" {
-			s += ": " + oneLine(c.LastError)
+			s += ": " + c.LastError
 		}
-		lines = append(lines, v.st.health(c.State).render(truncate(s, v.width)))
+		lines = append(lines, v.st.health(c.State).render(truncate(clean(s), v.width)))
 	}
 	lines = append(lines, truncate(v.stateLine(), v.width))
 	if len(v.rows) == 0 {

@@ -122,7 +122,7 @@ const maxWrapped = 4
 // wrapped to the width, at most maxWrapped lines.
 func (v *detailView) wrapped(label, value string, st style) []string {
 	room := max(v.width-labelWidth, 20)
-	parts := strings.Split(ansi.Wrap(oneLine(value), room, ""), "\n")
+	parts := strings.Split(ansi.Wrap(clean(value), room, ""), "\n")
 	if len(parts) > maxWrapped {
 		parts = parts[:maxWrapped]
 		parts[maxWrapped-1] = truncate(parts[maxWrapped-1]+" "+ellipsis, room)
@@ -146,17 +146,17 @@ func (v *detailView) lines() []string {
 	n := v.node
 	var l []string
 	add := func(s ...string) { l = append(l, s...) }
-	add(v.field("node", v.st.bold.render(v.id.String())))
+	add(v.field("node", v.st.bold.render(clean(v.id.String()))))
 	if !v.found {
 		add("", v.st.warn.render("This NodeID is not in the latest snapshot (removed from the config, or its cluster left)."))
 		return l
 	}
 
-	status := v.st.status(n.Status).render(string(n.Status)) + v.st.dim.render(" · changed "+age(now, n.LastChange)+" ago")
+	status := v.st.status(n.Status).render(clean(string(n.Status))) + v.st.dim.render(" · changed "+age(now, n.LastChange)+" ago")
 	if n.Repairs > 0 {
 		status += v.st.dim.render(" · " + plural(n.Repairs, "repair"))
 	}
-	cl := v.st.health(v.cluster.State).render(string(v.cluster.State))
+	cl := v.st.health(v.cluster.State).render(clean(string(v.cluster.State)))
 	if v.cluster.State == "" {
 		cl = v.st.grey.render("unknown")
 	}
@@ -175,18 +175,18 @@ func (v *detailView) lines() []string {
 			continue
 		}
 		left := shortDuration(max(hd.Until.Sub(now).Round(time.Minute), time.Minute))
-		head := v.st.magenta.render(string(hd.Target.Scope)+" "+hd.Target.Name) + v.st.dim.render(" · "+left+" left · ")
-		add(v.field("hold", head+oneLine(hd.Reason)))
+		head := v.st.magenta.render(clean(string(hd.Target.Scope)+" "+hd.Target.Name)) + v.st.dim.render(" · "+left+" left · ")
+		add(v.field("hold", head+clean(hd.Reason)))
 	}
-	app := n.Application
+	app := clean(n.Application)
 	if app == "" {
 		app = "-"
 	}
-	obj := app + v.st.dim.render(" · ") + string(n.Kind)
+	obj := app + v.st.dim.render(" · ") + clean(string(n.Kind))
 	if n.Kind == hub.KindDeployment || n.DesiredReplicas > 0 {
 		obj += v.st.dim.render(" · ready ") + strconv.Itoa(int(n.ReadyReplicas)) + "/" + strconv.Itoa(int(n.DesiredReplicas))
 	}
-	policy := string(n.Policy)
+	policy := clean(string(n.Policy))
 	if policy == "" {
 		policy = "-"
 	}
@@ -223,7 +223,7 @@ func (v *detailView) driftLines() []string {
 	if r == nil {
 		return []string{v.title("DRIFT"), v.st.dim.render("  no drift recorded since the hub started")}
 	}
-	head := v.title("DRIFT") + " " + v.st.class(r.Drift.Class).render(string(r.Drift.Class))
+	head := v.title("DRIFT") + " " + v.st.class(r.Drift.Class).render(clean(string(r.Drift.Class)))
 	if !r.ObservedAt.IsZero() {
 		head += v.st.dim.render(" · observed " + r.ObservedAt.Format("15:04:05.000"))
 	}
@@ -238,23 +238,23 @@ func (v *detailView) driftLines() []string {
 	}
 	for _, f := range r.Drift.Fields {
 		if f.Added {
-			l = append(l, v.st.diffAdd.render("+ "+f.Path+": "+oneLine(f.Actual))+v.st.dim.render("  (added by someone else)"))
+			l = append(l, v.st.diffAdd.render(clean("+ "+f.Path+": "+f.Actual))+v.st.dim.render("  (added by someone else)"))
 			continue
 		}
 		l = append(l,
-			v.st.diffDel.render("- "+f.Path+": "+oneLine(f.Desired)),
-			v.st.diffAdd.render("+ "+f.Path+": "+oneLine(f.Actual)))
+			v.st.diffDel.render(clean("- "+f.Path+": "+f.Desired)),
+			v.st.diffAdd.render(clean("+ "+f.Path+": "+f.Actual)))
 	}
 
 	who := "unknown"
 	if r.Attribution != nil {
 		who = r.Attribution.String()
 	}
-	l = append(l, v.field("changed by", v.st.accent.render(who)))
+	l = append(l, v.field("changed by", v.st.accent.render(clean(who))))
 	if r.Attribution != nil && len(r.Attribution.Fields) > 0 {
-		l = append(l, v.field("  fields", strings.Join(r.Attribution.Fields, ", ")))
+		l = append(l, v.field("  fields", clean(strings.Join(r.Attribution.Fields, ", "))))
 	}
-	action := r.Action
+	action := clean(r.Action)
 	if action == "" {
 		action = "-"
 	}
@@ -278,13 +278,13 @@ func (v *detailView) timelineLines() []string {
 	first := tl[0].At
 	stepW := 0
 	for _, e := range tl {
-		stepW = max(stepW, width(string(e.Step)))
+		stepW = max(stepW, width(clean(string(e.Step))))
 	}
 	for _, e := range tl {
 		s := "  " + v.st.dim.render(e.At.Format("15:04:05.000")) + " " +
-			pad("+"+dur(e.At.Sub(first)), 9, true) + "  " + pad(string(e.Step), stepW, false)
+			pad("+"+dur(e.At.Sub(first)), 9, true) + "  " + pad(clean(string(e.Step)), stepW, false)
 		if e.Detail != "" {
-			s += "  " + v.st.dim.render(oneLine(e.Detail))
+			s += "  " + v.st.dim.render(clean(e.Detail))
 		}
 		l = append(l, strings.TrimRight(s, " "))
 	}
@@ -308,7 +308,7 @@ func (v *detailView) specLines() []string {
 	if spec.Namespace != "" {
 		res = spec.Namespace + "/" + spec.Name
 	}
-	l = append(l, head+" "+res)
+	l = append(l, clean(head+" "+res))
 	meta := []string{"policy " + string(spec.Policy)}
 	if spec.Tenancy != "" {
 		meta = append(meta, "tenancy "+spec.Tenancy)
@@ -323,10 +323,10 @@ func (v *detailView) specLines() []string {
 		}
 		meta = append(meta, "hash "+h)
 	}
-	l = append(l, "  "+v.st.dim.render(strings.Join(meta, " · ")))
+	l = append(l, "  "+v.st.dim.render(clean(strings.Join(meta, " · "))))
 	if obj != nil {
 		for _, s := range objectSummary(obj) {
-			l = append(l, "  "+s)
+			l = append(l, "  "+clean(s))
 		}
 	}
 	return l

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/driftwatch/driftwatch/internal/termtext"
 )
 
 const ellipsis = "…"
@@ -112,14 +114,20 @@ func pad(s string, w int, right bool) string {
 	return s + strings.Repeat(" ", n)
 }
 
-// oneLine replaces line breaks and tabs so that text from the hub can never
-// break the layout.
+// oneLine replaces line breaks and tabs so that pasted text stays on the
+// input's line (the input drops other control characters).
 func oneLine(s string) string {
 	if !strings.ContainsAny(s, "\n\r\t") {
 		return s
 	}
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
 }
+
+// clean is termtext.Clean, the one sanitiser of text from the hub: every
+// string a hub or a cluster supplies (names, values, field managers,
+// errors, reasons, commit subjects, hold reasons, alerts) goes through it
+// before a view lays it out or measures it.
+func clean(s string) string { return termtext.Clean(s) }
 
 // spread lays out left and right on one line of w cells. When both do not
 // fit, right is cut first, down to a third of the line, then left.

@@ -11,9 +11,9 @@ import (
 // contestLine describes a fight with another writer: who, the backoff and
 // the next attempt (or when the fight clears if the last repair holds).
 func contestLine(st *styles, c hub.Contest, now time.Time) string {
-	s := st.contested.render(c.Who())
+	s := st.contested.render(clean(c.Who()))
 	if len(c.Fields) > 0 {
-		s += st.dim.render(" over ") + strings.Join(c.Fields, ", ")
+		s += st.dim.render(" over ") + clean(strings.Join(c.Fields, ", "))
 	}
 	repairs := " repairs"
 	if c.Undone == 1 {
@@ -40,7 +40,7 @@ func (v *detailView) ignoredLines() []string {
 			rule += ", owned by " + f.Manager
 		}
 		rule += ")"
-		l = append(l, "  "+f.FieldDiff.String()+"  "+v.st.dim.render(rule))
+		l = append(l, "  "+clean(f.FieldDiff.String())+"  "+v.st.dim.render(clean(rule)))
 	}
 	return l
 }
@@ -107,12 +107,12 @@ func kindName(k hub.Kind) string {
 // proposalLines shows the proposed ignore rule (key i).
 func (v *detailView) proposalLines() []string {
 	rule := ProposeIgnoreRule(v.node)
-	l := []string{v.title("PROPOSED IGNORE RULE") + v.st.dim.render(" · add to application "+v.node.Application+" in the config, then reload · W writes it · i hides")}
+	l := []string{v.title("PROPOSED IGNORE RULE") + v.st.dim.render(clean(" · add to application "+v.node.Application+" in the config, then reload · W writes it · i hides"))}
 	if rule == "" {
 		return append(l, v.st.dim.render("  no drift recorded: nothing to propose"))
 	}
 	for _, line := range strings.Split(strings.TrimSuffix(rule, "\n"), "\n") {
-		l = append(l, "  "+line)
+		l = append(l, "  "+clean(line))
 	}
 	return l
 }

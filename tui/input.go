@@ -24,8 +24,10 @@ const (
 	inputIgnored
 )
 
+// reset sets the prompt, which may name what the hub shows (it is
+// cleaned), and the value.
 func (in *lineInput) reset(prefix, value string) {
-	in.prefix = prefix
+	in.prefix = clean(prefix)
 	in.value = []rune(value)
 }
 
@@ -63,10 +65,11 @@ func (in *lineInput) update(msg tea.KeyPressMsg) inputResult {
 	return inputIgnored
 }
 
-// insert appends text (typed or pasted) without control characters.
+// insert appends text (typed or pasted) without control characters (C0,
+// DEL, C1).
 func (in *lineInput) insert(text string) {
 	for _, r := range text {
-		if r >= 0x20 && r != 0x7f {
+		if r >= 0x20 && (r < 0x7f || r > 0x9f) {
 			in.value = append(in.value, r)
 		}
 	}

@@ -286,7 +286,7 @@ func (v *overviewView) clusterTable(now time.Time) (*table, [][]cell) {
 			ocTTR:       {optDur(c.MedianRepair), style{}},
 		}
 		for j, cl := range rows[i] {
-			wmax[j] = max(wmax[j], width(cl.text))
+			wmax[j] = max(wmax[j], width(clean(cl.text)))
 		}
 	}
 	for j := range t.cols {
@@ -347,9 +347,9 @@ func (v *overviewView) feedTable() *table {
 	node, who, action, count := 0, 1, 0, 0
 	for _, e := range v.feed[v.feedOff:end] {
 		count = max(count, width(timesText(e)))
-		node = max(node, len(e.ID.Cluster)+len(e.ID.Resource)+len(e.ID.Kind)+2)
-		who = max(who, width(e.Who))
-		action = max(action, width(e.Action))
+		node = max(node, len(clean(e.ID.Cluster))+len(clean(e.ID.Resource))+len(clean(string(e.ID.Kind)))+2)
+		who = max(who, width(clean(e.Who)))
+		action = max(action, width(clean(e.Action)))
 		if e.Err != "" {
 			action = max(action, len("failed"))
 		}
@@ -495,9 +495,9 @@ func (v *overviewView) clusterNote(c hub.ClusterStatus, now time.Time) string {
 		s += " for " + age(now, c.Since)
 	}
 	if c.LastError != "" {
-		s += ": " + oneLine(c.LastError)
+		s += ": " + c.LastError
 	}
-	return v.st.health(c.State).render(truncate(s, v.width))
+	return v.st.health(c.State).render(truncate(clean(s), v.width))
 }
 
 // anyContested reports whether a cluster has a contested object (the FIGHT

@@ -192,7 +192,7 @@ func (t *table) row(cells []cell, selected bool) string {
 		var text string
 		var st style
 		if i < len(cells) {
-			text, st = oneLine(cells[i].text), cells[i].st
+			text, st = clean(cells[i].text), cells[i].st
 		}
 		text = truncate(text, w)
 		n := w - width(text)

@@ -429,7 +429,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) setStatus(s string, isErr bool) {
-	m.status, m.statusErr = oneLine(s), isErr
+	m.status, m.statusErr = clean(s), isErr
 }
 
 func (m *Model) setSize(w, h int) {
@@ -1028,7 +1028,7 @@ func (m *Model) headerLine() string {
 			crumbs = append(crumbs, m.detail.id.Resource+":"+string(m.detail.id.Kind))
 		}
 	}
-	left := m.st.crumb.render(strings.Join(crumbs, " > "))
+	left := m.st.crumb.render(clean(strings.Join(crumbs, " > ")))
 	return spread(left, m.totals(), m.width)
 }
 
@@ -1072,7 +1072,7 @@ func (m *Model) totals() string {
 func (m *Model) promptLine() string {
 	switch {
 	case m.confirm != nil:
-		return truncate(m.st.prompt.render(m.confirm.question+" [y/N]"), m.width)
+		return truncate(m.st.prompt.render(clean(m.confirm.question)+" [y/N]"), m.width)
 	case m.hold != nil:
 		return m.hold.input.view(m.st, m.width)
 	case m.command:
@@ -1185,13 +1185,13 @@ func (m *Model) gitRevisions() string {
 }
 
 // revisionLine shows a node's revision ("<sha> <subject>") with a short
-// SHA.
+// SHA, cleaned.
 func revisionLine(rev string) string {
 	sha, subject, _ := strings.Cut(rev, " ")
 	if subject == "" {
-		return hub.ShortCommit(sha)
+		return clean(hub.ShortCommit(sha))
 	}
-	return hub.ShortCommit(sha) + " " + oneLine(subject)
+	return clean(hub.ShortCommit(sha) + " " + subject)
 }
 
 // statusLine is the status bar: hub, clusters up, repair mode, holds, the
@@ -1241,7 +1241,7 @@ func (m *Model) statusLine() string {
 		}
 		left += " │ " + msg
 	}
-	line := spread(left, snapAge+" ", m.width)
+	line := spread(clean(left), snapAge+" ", m.width)
 	if m.st.statusBar.on {
 		if n := m.width - width(line); n > 0 {
 			line += strings.Repeat(" ", n)
