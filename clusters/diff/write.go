@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/termtext"
 )
 
 // driftClasses are the classes of drift in the order summaries list them.
@@ -29,7 +30,8 @@ var driftClasses = [...]hub.DriftClass{hub.DriftMissing, hub.DriftModified, hub.
 // could not be checked, per unreachable cluster and per cluster that refused
 // the credentials ("unauthorized <cluster>: ..."), per source not checked
 // ("not checked <source>: <reason>"), and a summary line. In-sync objects
-// print nothing but the summary.
+// print nothing but the summary. Control characters of the clusters' text
+// (values, field managers, errors) are shown escaped (termtext.Clean).
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, o := range r.Objects {
@@ -74,8 +76,24 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString(r.summary())
 	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable(b.String()))
 	return err
+}
+
+// printable cleans each line of a text report (termtext.Clean): the
+// values, field managers and errors it quotes come from the clusters.
+func printable(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		if c := termtext.Clean(body); c != body {
+			lines[i] = c
+			if nl {
+				lines[i] += "\n"
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // ago formats how long ago something happened, as kubectl's AGE column.
