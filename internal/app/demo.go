@@ -30,6 +30,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/safefile"
+	"github.com/driftwatch/driftwatch/internal/termtext"
 	"github.com/driftwatch/driftwatch/tui"
 )
 
@@ -464,9 +465,7 @@ func demoHeadless(ctx context.Context, h *hub.Hub, tracker *repairTracker, until
 			return nil
 		case s := <-ch:
 			for _, n := range tracker.check(s) {
-				r := n.LastRepair
-				fmt.Fprintf(stdout, "repaired %s: %s (by %s) detect %s, repaired %s\n",
-					n.ID, r.Drift.Summary(), attribution(r), r.DetectLatency().Round(time.Microsecond), r.RepairLatency().Round(time.Microsecond))
+				fmt.Fprintln(stdout, repairLine(n))
 			}
 			tracker.mu.Lock()
 			done := tracker.done
@@ -477,6 +476,15 @@ func demoHeadless(ctx context.Context, h *hub.Hub, tracker *repairTracker, until
 			}
 		}
 	}
+}
+
+// repairLine is the headless line of a repaired node, "repaired <nodeid>:
+// <drift> (by <manager>) detect <latency>, repaired <latency>", with the
+// cluster's text cleaned for the terminal (termtext.Clean).
+func repairLine(n hub.NodeStatus) string {
+	r := n.LastRepair
+	return termtext.Clean(fmt.Sprintf("repaired %s: %s (by %s) detect %s, repaired %s",
+		n.ID, r.Drift.Summary(), attribution(r), r.DetectLatency().Round(time.Microsecond), r.RepairLatency().Round(time.Microsecond)))
 }
 
 func attribution(r *hub.Repair) string {
