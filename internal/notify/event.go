@@ -135,7 +135,8 @@ type Event struct {
 	Time time.Time `json:"time"`
 }
 
-// Text is the event as one line of text, the "slack" format's text.
+// Text is the event as one line of plain text: the "slack" format sends it
+// escaped for Slack's markup.
 func (e Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s] %s %s: %s", e.Hub, strings.ToUpper(string(e.Severity)), e.Type, e.Message)

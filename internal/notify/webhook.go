@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ const (
 	// FormatJSON sends the Event as JSON.
 	FormatJSON Format = "json"
 	// FormatSlack sends {"text": Event.Text()}, which Slack's incoming
-	// webhooks and the many services compatible with them accept.
+	// webhooks and the many services compatible with them accept, escaped
+	// as their markup needs (see slackText).
 	FormatSlack Format = "slack"
 )
 
@@ -249,9 +251,22 @@ func (s *sender) body(ev Event) ([]byte, error) {
 	if s.cfg.Format == FormatSlack {
 		return json.Marshal(struct {
 			Text string `json:"text"`
-		}{ev.Text()})
+		}{slackText(ev)})
 	}
 	return json.Marshal(ev)
+}
+
+// slackText is ev.Text() as the "slack" format's text. Its parts come from
+// clusters (a field manager's name is whatever the editor chose, errors
+// quote the apiserver), so it carries no markup of its own and all of it
+// is escaped: &, < and > as &amp;, &lt; and &gt;, as Slack's message
+// formatting requires (a "<!channel>" would ping the channel, a
+// "<https://...|text>" disguise a link), and a zero-width space follows
+// each @, which breaks the plain-text mentions of the services compatible
+// with Slack's webhooks (Mattermost's and Rocket.Chat's @channel, @all,
+// @here, Discord's @everyone) and reads the same.
+func slackText(ev Event) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b").Replace(ev.Text())
 }
 
 // deliver sends one event, retrying with backoff.
