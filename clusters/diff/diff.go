@@ -31,7 +31,6 @@ import (
 	"github.com/sourcegraph/conc/pool"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/clusters/drift"
@@ -482,7 +481,7 @@ func managedYAML(obj map[string]any) (string, error) {
 	})
 	var out strings.Builder
 	for _, k := range keys {
-		b, err := yaml.Marshal(map[string]any{k: obj[k]})
+		b, err := kubeobj.MarshalYAML(map[string]any{k: obj[k]})
 		if err != nil {
 			return "", err
 		}

@@ -225,6 +225,26 @@ func TestUnified(t *testing.T) {
 	}
 }
 
+// TestUnifiedShowsAnyLiveValue: a live value holding characters YAML does
+// not take raw (DEL, C1 controls, NEL) is a diff like any other, with
+// those characters escaped; it used to fail the object's report with
+// "control characters are not allowed".
+func TestUnifiedShowsAnyLiveValue(t *testing.T) {
+	dep := deployment(2)
+	d := mustUnified(t, dep, live(dep, func(m map[string]any) {
+		c := m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		c["image"] = "nginx\x7f\u0085\u009b[2J"
+	}))
+	if !strings.Contains(d, "+        image: \"nginx\\x7F\\N\\x9B[2J\"\n") {
+		t.Errorf("diff lacks the escaped image:\n%s", d)
+	}
+	for _, raw := range []string{"\x7f", "\u0085", "\u009b"} {
+		if strings.Contains(d, raw) {
+			t.Errorf("diff holds %q raw:\n%s", raw, d)
+		}
+	}
+}
+
 // pipelineTypes is the structured-merge-diff schema of a custom resource
 // whose stages are a list of maps keyed by name, as a cluster publishes it
 // for a CRD with x-kubernetes-list-type map.

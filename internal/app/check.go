@@ -15,8 +15,6 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
@@ -157,7 +155,7 @@ func printObjects(w io.Writer, specs []hub.NodeSpec) error {
 		}
 		var y []byte
 		if obj != nil {
-			y, err = yaml.Marshal(obj.Object)
+			y, err = kubeobj.MarshalYAML(obj.Object)
 		}
 		if err != nil {
 			return fmt.Errorf("check: marshal %s: %w", s.ID, err)

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/clusters/diff"
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/config"
 )
 
@@ -133,7 +133,7 @@ func writeReport(env Env, rep *diff.Report, output string) error {
 		if err := rep.WriteJSON(&b); err != nil {
 			return err
 		}
-		y, err := yaml.JSONToYAML(b.Bytes())
+		y, err := kubeobj.JSONToYAML(b.Bytes())
 		if err != nil {
 			return fmt.Errorf("diff: %w", err)
 		}
