@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -184,7 +185,12 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 	return hd, nil
 }
 
-// ReleaseHold ends a hold early and re-checks what it covered.
+// ErrNoHold is wrapped by the error of ReleaseHold when the target has no
+// hold (never placed, or already released).
+var ErrNoHold = errors.New("no such hold")
+
+// ReleaseHold ends a hold early and re-checks what it covered. Without a
+// hold on t it changes nothing and returns an error wrapping ErrNoHold.
 func (ia *intentAPI) ReleaseHold(t HoldTarget) error {
 	var ids []NodeID
 	ok := false
@@ -198,7 +204,7 @@ func (ia *intentAPI) ReleaseHold(t HoldTarget) error {
 		ids = ia.heldIDsLocked(t)
 	}()
 	if !ok {
-		return fmt.Errorf("release %s: no such hold", t)
+		return fmt.Errorf("release %s: %w", t, ErrNoHold)
 	}
 	for _, id := range ids {
 		ia.ctrl.add(id)

@@ -284,8 +284,8 @@ func TestHolds(t *testing.T) {
 		if err := f.h.ReleaseHold(HoldTarget{HoldCluster, "c2"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.h.ReleaseHold(HoldTarget{HoldCluster, "c2"}); err == nil {
-			t.Error("releasing a missing hold succeeded")
+		if err := f.h.ReleaseHold(HoldTarget{HoldCluster, "c2"}); !errors.Is(err, ErrNoHold) {
+			t.Errorf("releasing a missing hold = %v, want ErrNoHold", err)
 		}
 		synctest.Wait()
 		if b.repairCount(c.ID) != 2 {

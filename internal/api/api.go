@@ -365,21 +365,18 @@ func (s *server) hold(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// releaseHold ends a hold: 204, or 404 when there is no active hold on the
-// target.
+// releaseHold ends a hold: 204, or 404 when there is no hold on the
+// target. The hub decides which, in one step (hub.ErrNoHold): of two
+// concurrent releases of one hold, one gets 204 and the other 404.
 func (s *server) releaseHold(w http.ResponseWriter, r *http.Request) {
 	t := hub.HoldTarget{Scope: hub.HoldScope(r.PathValue("scope")), Name: r.PathValue("name")}
 	if err := t.Valid(); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	active := false
-	for _, hd := range s.h.Snapshot().Holds {
-		active = active || hd.Target == t
-	}
 	if err := s.h.ReleaseHold(t); err != nil {
 		code := http.StatusInternalServerError // released, but not recorded
-		if !active {
+		if errors.Is(err, hub.ErrNoHold) {
 			code = http.StatusNotFound
 		}
 		writeError(w, code, err)

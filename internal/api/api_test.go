@@ -222,6 +222,67 @@ func TestHolds(t *testing.T) {
 	}
 }
 
+// lostRelease is a hub where another release of the same hold wins the
+// race: it goes through between the handler's call and the hub's own check.
+type lostRelease struct{ *hub.Hub }
+
+func (h lostRelease) ReleaseHold(t hub.HoldTarget) error {
+	if err := h.Hub.ReleaseHold(t); err != nil { // the other DELETE
+		return err
+	}
+	return h.Hub.ReleaseHold(t)
+}
+
+// TestConcurrentReleasesOfOneHold: of two DELETEs of one hold, one answers
+// 204 and the other 404, never 500 "released but not recorded": the one
+// that loses the race (forced with lostRelease, then raced for real) finds
+// no hold.
+func TestConcurrentReleasesOfOneHold(t *testing.T) {
+	h := startHub(t)
+	target := hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}
+	del := func(url string) int {
+		req, _ := http.NewRequest(http.MethodDelete, url+"/api/v1/holds/cluster/c1", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound && !strings.Contains(string(b), "no such hold") {
+			t.Errorf("404 without the reason: %s", b)
+		}
+		return resp.StatusCode
+	}
+
+	lost := httptest.NewServer(Handler(lostRelease{h}, Options{}))
+	defer lost.Close()
+	if _, err := h.Hold(target, time.Hour, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if code := del(lost.URL); code != http.StatusNotFound {
+		t.Fatalf("the release that lost the race = %d, want 404", code)
+	}
+
+	srv := httptest.NewServer(Handler(h, Options{}))
+	defer srv.Close()
+	for range 20 {
+		if _, err := h.Hold(target, time.Hour, "x"); err != nil {
+			t.Fatal(err)
+		}
+		var codes [2]int
+		var wg conc.WaitGroup
+		for i := range codes {
+			wg.Go(func() { codes[i] = del(srv.URL) })
+		}
+		wg.Wait()
+		slices.Sort(codes[:])
+		if codes != [2]int{http.StatusNoContent, http.StatusNotFound} {
+			t.Fatalf("two releases of one hold = %v, want 204 and 404", codes)
+		}
+	}
+}
+
 func TestReload(t *testing.T) {
 	h := startHub(t)
 	var calls []bool
