@@ -53,7 +53,7 @@ func (s *server) watchHandler() http.Handler {
 }
 
 // snapshot answers the latest snapshot (an apiv1.Snapshot), with
-// environment values redacted unless the caller is an operator.
+// environment and Secret values redacted unless the caller is an operator.
 func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
 	snap := apiv1.FromSnapshot(s.h.Snapshot())
 	if owners := s.replicaList().Owners(); len(owners) > 0 {
@@ -86,8 +86,8 @@ func (s *server) replicas(w http.ResponseWriter, _ *http.Request) {
 }
 
 // node answers one NodeID's status and desired object (an
-// apiv1.NodeDetail), with environment values redacted unless the caller is
-// an operator.
+// apiv1.NodeDetail), with environment and Secret values redacted unless
+// the caller is an operator.
 func (s *server) node(w http.ResponseWriter, r *http.Request) {
 	id, err := hub.ParseNodeID(r.PathValue("id"))
 	if err != nil {

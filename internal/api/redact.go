@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,10 +13,12 @@ import (
 )
 
 // A caller who is not an operator never sees the value of an environment
-// variable: not in a field diff, not in the desired object, not in a
-// timeline detail, status reason or error that quotes one. Everything here
-// copies on write: the wire values given are shared (a delta is marshalled
-// once for every client) and are never modified.
+// variable, nor any value of a Secret (its data and stringData, and every
+// field diff of a Secret NodeID): not in a field diff, not in the desired
+// object, not in a timeline detail, status reason or error that quotes one.
+// A Secret's keys stay visible. Everything here copies on write: the wire
+// values given are shared (a delta is marshalled once for every client) and
+// are never modified.
 
 // view is what a caller may see; each view of a snapshot or delta is
 // marshalled once, whatever the number of clients.
@@ -24,7 +27,8 @@ type view int
 const (
 	// viewOperator is everything.
 	viewOperator view = iota
-	// viewRedacted has environment values replaced by apiv1.Redacted.
+	// viewRedacted has environment values and Secret values replaced by
+	// apiv1.Redacted.
 	viewRedacted
 	numViews
 )
@@ -48,14 +52,51 @@ var envText = regexp.MustCompile(`(?:^|[\s.{,\[])env(?:\[|\.|:|$)`)
 // envValueRendered matches a rendered object that holds an env list.
 var envValueRendered = regexp.MustCompile(`(?:^|[\s{,\[])env: `)
 
+// secretText matches text that may quote a value of a Secret: a field path
+// into its data or stringData ("data.password: ... -> ...",
+// "+data.token=...", "data[password]"), or an object rendered with one
+// ("{data: {...}").
+var secretText = regexp.MustCompile(`(?:^|[\s.{,\[+])(?:data|stringData)(?:\[|\.|:|=|$)`)
+
+// kindSecret is the NodeID slug of a Kubernetes Secret (core group).
+const kindSecret hub.Kind = "secret"
+
+// isSecretID reports whether a NodeID's text form (cluster:resource:slug)
+// is a Secret's.
+func isSecretID(id string) bool {
+	i := strings.LastIndexByte(id, ':')
+	return i >= 0 && hub.Kind(id[i+1:]) == kindSecret
+}
+
+// rules are the redaction rules of one NodeID: env values always, every
+// value of a Secret's field diffs and texts that mention its data.
+type rules struct{ secret bool }
+
+// rulesOf returns the rules of the NodeID of kind slug k.
+func rulesOf(k hub.Kind) rules { return rules{secret: k == kindSecret} }
+
 // none is the text of an absent value in a field diff.
 const none = "<none>"
 
-// needsRedaction reports whether a field diff's values may hold an
-// environment value: its path is in an env list, or a value renders an
-// object holding one (a container, the pod template).
-func needsRedaction(f apiv1.FieldDiff) bool {
-	return envPath.MatchString(f.Path) || envValueRendered.MatchString(f.Desired) || envValueRendered.MatchString(f.Actual)
+// needsRedaction reports whether a field diff's values may hold a secret:
+// every diff of a Secret; elsewhere one whose path is in an env list, or
+// one with a value that renders an object holding one (a container, the pod
+// template).
+func (r rules) needsRedaction(f apiv1.FieldDiff) bool {
+	return r.secret || envPath.MatchString(f.Path) || envValueRendered.MatchString(f.Desired) || envValueRendered.MatchString(f.Actual)
+}
+
+// mention returns the position of the first mention in s of what may quote
+// a secret (an env list; a Secret's data), or nil.
+func (r rules) mention(s string) []int {
+	loc := envText.FindStringIndex(s)
+	if !r.secret {
+		return loc
+	}
+	if sl := secretText.FindStringIndex(s); sl != nil && (loc == nil || sl[0] < loc[0]) {
+		return sl
+	}
+	return loc
 }
 
 func redactValue(s string) string {
@@ -65,12 +106,12 @@ func redactValue(s string) string {
 	return apiv1.Redacted
 }
 
-// redactDiffs returns the diffs with environment values redacted (fs itself
+// redactDiffs returns the diffs with secret values redacted (fs itself
 // when there is nothing to redact).
-func redactDiffs(fs []apiv1.FieldDiff) []apiv1.FieldDiff {
+func (r rules) redactDiffs(fs []apiv1.FieldDiff) []apiv1.FieldDiff {
 	var out []apiv1.FieldDiff
 	for i, f := range fs {
-		if !needsRedaction(f) {
+		if !r.needsRedaction(f) {
 			continue
 		}
 		if out == nil {
@@ -89,15 +130,15 @@ func redactDiffs(fs []apiv1.FieldDiff) []apiv1.FieldDiff {
 type quoted struct{ text, redacted string }
 
 // quotes returns the fragments of the diffs that need redaction.
-func quotes(fs []apiv1.FieldDiff) []quoted {
+func (r rules) quotes(fs []apiv1.FieldDiff) []quoted {
 	var q []quoted
 	for _, f := range fs {
-		if !needsRedaction(f) {
+		if !r.needsRedaction(f) {
 			continue
 		}
-		r := f
-		r.Desired, r.Actual = redactValue(f.Desired), redactValue(f.Actual)
-		q = append(q, quoted{text: diffText(f), redacted: diffText(r)})
+		red := f
+		red.Desired, red.Actual = redactValue(f.Desired), redactValue(f.Actual)
+		q = append(q, quoted{text: diffText(f), redacted: diffText(red)})
 	}
 	return q
 }
@@ -109,9 +150,10 @@ func diffText(f apiv1.FieldDiff) string {
 
 // redactText redacts free text (a timeline detail, a reason, an error):
 // the known diffs it quotes are replaced by their redacted form; past any
-// other mention of an env list, the text is cut and ends in apiv1.Redacted.
-func redactText(s string, known []quoted) string {
-	if !envText.MatchString(s) {
+// other mention of an env list (or, for a Secret, of its data), the text is
+// cut and ends in apiv1.Redacted.
+func (r rules) redactText(s string, known []quoted) string {
+	if r.mention(s) == nil && !slices.ContainsFunc(known, func(q quoted) bool { return strings.Contains(s, q.text) }) {
 		return s
 	}
 	var b strings.Builder
@@ -126,8 +168,8 @@ func redactText(s string, known []quoted) string {
 		if at >= 0 {
 			gap = s[:at]
 		}
-		if loc := envText.FindStringIndex(gap); loc != nil {
-			// Cut at the start of the word that mentions env.
+		if loc := r.mention(gap); loc != nil {
+			// Cut at the start of the word that mentions env (or data).
 			cut := strings.LastIndexAny(gap[:loc[0]+1], " \t\n") + 1
 			b.WriteString(gap[:cut])
 			b.WriteString(apiv1.Redacted)
@@ -144,26 +186,27 @@ func redactText(s string, known []quoted) string {
 
 // redactNode returns the node as a caller who is not an operator sees it.
 func redactNode(n apiv1.Node) apiv1.Node {
+	rs := rulesOf(hub.Kind(n.Kind))
 	var known []quoted
 	if r := n.LastRepair; r != nil {
-		known = quotes(r.Drift.Fields)
+		known = rs.quotes(r.Drift.Fields)
 		rr := *r
-		rr.Drift.Fields = redactDiffs(r.Drift.Fields)
-		rr.Error = redactText(r.Error, known)
+		rr.Drift.Fields = rs.redactDiffs(r.Drift.Fields)
+		rr.Error = rs.redactText(r.Error, known)
 		n.LastRepair = &rr
 	}
 	if len(n.Ignored) > 0 {
 		ig := make([]apiv1.IgnoredField, len(n.Ignored))
 		for i, f := range n.Ignored {
 			ig[i] = f
-			ig[i].FieldDiff = redactDiffs([]apiv1.FieldDiff{f.FieldDiff})[0]
+			ig[i].FieldDiff = rs.redactDiffs([]apiv1.FieldDiff{f.FieldDiff})[0]
 		}
 		n.Ignored = ig
 	}
-	n.Reason = redactText(n.Reason, known)
+	n.Reason = rs.redactText(n.Reason, known)
 	var tl []apiv1.TimelineEntry
 	for i, e := range n.Timeline {
-		d := redactText(e.Detail, known)
+		d := rs.redactText(e.Detail, known)
 		if d == e.Detail {
 			continue
 		}
@@ -181,13 +224,14 @@ func redactNode(n apiv1.Node) apiv1.Node {
 // redactFeedEntry returns the feed entry as a caller who is not an operator
 // sees it.
 func redactFeedEntry(e apiv1.FeedEntry) apiv1.FeedEntry {
-	e.Error = redactText(e.Error, quotes(e.Fields))
-	e.Fields = redactDiffs(e.Fields)
+	rs := rules{secret: isSecretID(e.ID)}
+	e.Error = rs.redactText(e.Error, rs.quotes(e.Fields))
+	e.Fields = rs.redactDiffs(e.Fields)
 	return e
 }
 
 func redactCluster(c apiv1.Cluster) apiv1.Cluster {
-	c.LastError = redactText(c.LastError, nil)
+	c.LastError = rules{}.redactText(c.LastError, nil)
 	return c
 }
 
@@ -225,14 +269,23 @@ func redactDelta(d *apiv1.Delta) *apiv1.Delta {
 }
 
 // redactNodeDetail returns the node detail as a caller who is not an
-// operator sees it: env values are redacted from the status and from a
-// copy of the desired object (spec.template.spec.*containers[*].env[*].value).
+// operator sees it: secrets are redacted from the status and from a copy of
+// the desired object: env values (spec.template.spec.*containers[*].env[*].value)
+// and, in a Secret, every value of data and stringData (the keys stay).
 func redactNodeDetail(d apiv1.NodeDetail) apiv1.NodeDetail {
 	d.Status = redactNode(d.Status)
 	if d.Desired == nil {
 		return d
 	}
 	obj := (&unstructured.Unstructured{Object: d.Desired}).DeepCopy().Object
+	if rulesOf(hub.Kind(d.Status.Kind)).secret || isSecretObject(obj) {
+		for _, field := range [...]string{"data", "stringData"} {
+			m, _ := obj[field].(map[string]any)
+			for k := range m {
+				m[k] = apiv1.Redacted
+			}
+		}
+	}
 	v, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "template", "spec")
 	pod, _ := v.(map[string]any)
 	for _, list := range [...]string{"initContainers", "containers", "ephemeralContainers"} {
@@ -251,4 +304,12 @@ func redactNodeDetail(d apiv1.NodeDetail) apiv1.NodeDetail {
 	}
 	d.Desired = obj
 	return d
+}
+
+// isSecretObject reports whether a Kubernetes object is a Secret (core
+// group, any version).
+func isSecretObject(obj map[string]any) bool {
+	kind, _ := obj["kind"].(string)
+	apiVersion, _ := obj["apiVersion"].(string)
+	return kind == "Secret" && !strings.Contains(apiVersion, "/")
 }

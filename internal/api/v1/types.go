@@ -9,7 +9,7 @@ import (
 const APIVersion = "driftwatch.io/v1"
 
 // Redacted replaces a value the caller may not see (an environment
-// variable's value, for a caller that is not an operator).
+// variable's value or a Secret's, for a caller that is not an operator).
 const Redacted = "<redacted>"
 
 // Duration is a time.Duration written as a Go duration string ("1.5s",
@@ -435,7 +435,8 @@ type NodeDetail struct {
 	// Status is the NodeID's status.
 	Status Node `json:"status"`
 	// Desired is the desired Kubernetes object, when the hub has one
-	// (environment values redacted for a caller that is not an operator).
+	// (environment values and a Secret's data and stringData values
+	// redacted for a caller that is not an operator).
 	Desired map[string]any `json:"desired,omitempty"`
 }
 
