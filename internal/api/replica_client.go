@@ -19,7 +19,7 @@ import (
 const defaultReplicaPoll = 2 * time.Second
 
 // replicaProbeTimeout is the least time a replica's API has to answer the
-// health check before it is shown unreachable.
+// health check, or the list of replicas, before it is shown unreachable.
 const replicaProbeTimeout = 5 * time.Second
 
 // ReplicaClient is one view of a hub that runs as several replicas, through
@@ -34,6 +34,11 @@ const replicaProbeTimeout = 5 * time.Second
 type ReplicaClient struct {
 	first *Client
 	poll  time.Duration
+	// probeTimeout is replicaProbeTimeout (tests shorten it): every
+	// request of the client's own (the list, the health checks) gives up
+	// after max(poll, probeTimeout), so a replica that stops answering is
+	// shown unreachable instead of freezing the view.
+	probeTimeout time.Duration
 
 	mu      sync.Mutex
 	list    apiv1.ReplicaList
@@ -47,11 +52,17 @@ func NewReplicaClient(c *Client, poll time.Duration) *ReplicaClient {
 	if poll <= 0 {
 		poll = defaultReplicaPoll
 	}
-	return &ReplicaClient{first: c, poll: poll, clients: make(map[string]*Client)}
+	return &ReplicaClient{first: c, poll: poll, probeTimeout: replicaProbeTimeout, clients: make(map[string]*Client)}
 }
 
-// refresh re-reads the list of replicas and returns it.
+// timeout is how long a request of the client's own may take.
+func (rc *ReplicaClient) timeout() time.Duration { return max(rc.poll, rc.probeTimeout) }
+
+// refresh re-reads the list of replicas and returns it, waiting at most
+// timeout for the first replica.
 func (rc *ReplicaClient) refresh(ctx context.Context) (apiv1.ReplicaList, error) {
+	ctx, cancel := context.WithTimeout(ctx, rc.timeout())
+	defer cancel()
 	l, err := rc.first.Replicas(ctx)
 	if err != nil {
 		return apiv1.ReplicaList{}, err
@@ -104,7 +115,9 @@ func (rc *ReplicaClient) baseOf(addr string) string {
 }
 
 // owner returns the client of the replica that manages cluster (the first
-// one when none does, or the list is not known yet).
+// one when none does). A list not known yet is read first, for at most
+// timeout: an action never waits for good on a replica that stopped
+// answering.
 func (rc *ReplicaClient) owner(cluster string) (*Client, error) {
 	rc.mu.Lock()
 	l := rc.list
@@ -164,12 +177,8 @@ func (rc *ReplicaClient) run(ctx context.Context, out chan *hub.Snapshot) {
 	var list apiv1.ReplicaList
 	t := time.NewTicker(rc.poll)
 	defer t.Stop()
-	resync := func() {
-		l, err := rc.refresh(ctx)
-		if err != nil {
-			return // keep the last list; the peers' checks below still run
-		}
-		list = l
+	// follow watches the replicas of l and stops the watches of the others.
+	follow := func(l apiv1.ReplicaList) {
 		live := map[string]bool{}
 		for _, r := range l.Replicas {
 			live[r.ID] = true
@@ -195,15 +204,39 @@ func (rc *ReplicaClient) run(ctx context.Context, out chan *hub.Snapshot) {
 				delete(errs, id)
 			}
 		}
-		for id, w := range watches {
-			pctx, pcancel := context.WithTimeout(ctx, max(rc.poll, replicaProbeTimeout))
-			_, err := w.client.Replicas(pctx)
-			pcancel()
-			errs[id] = err
-			if err != nil {
-				errs[id] = fmt.Errorf("replica %q: %w", id, err)
-			}
+	}
+	// probe checks every watched replica's API at once, each for at most
+	// rc.timeout(): a replica that does not answer is unreachable.
+	probe := func() {
+		ids := make([]string, 0, len(watches))
+		for id := range watches {
+			ids = append(ids, id)
 		}
+		res := make([]error, len(ids))
+		var wg conc.WaitGroup
+		for i, id := range ids {
+			c := watches[id].client
+			wg.Go(func() {
+				pctx, pcancel := context.WithTimeout(ctx, rc.timeout())
+				defer pcancel()
+				if _, err := c.Replicas(pctx); err != nil {
+					res[i] = fmt.Errorf("replica %q: %w", id, err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, id := range ids {
+			errs[id] = res[i]
+		}
+	}
+	// resync re-reads the list (bounded: a first replica that stops
+	// answering must not freeze the view) and checks every replica.
+	resync := func() {
+		if l, err := rc.refresh(ctx); err == nil {
+			list = l
+			follow(l)
+		} // else keep the last list; the peers' checks below still run
+		probe()
 	}
 	publish := func() {
 		m := Merge(list, snaps, errs)

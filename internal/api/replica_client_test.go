@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,5 +202,103 @@ func TestReplicaAddressFromLease(t *testing.T) {
 				t.Fatalf("client error = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestReplicaListHangMarksUnreachable: attached to replicas a and b
+// through a, a's GET /api/v1/replicas stops answering (a wedged process, a
+// proxy holding the connection). The list refresh and the health checks
+// give up after their timeout: the merged view keeps coming, b's changes
+// reach it, a is shown unreachable, and an action whose owner must be
+// looked up fails instead of hanging.
+func TestReplicaListHangMarksUnreachable(t *testing.T) {
+	const token = "op-token-0123456789abcdef0123456789"
+	tokens, err := ParseTokens("test", []byte(token+" operator alice\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list atomic.Pointer[[]apiv1.Replica]
+	view := func(self string) func() []apiv1.Replica {
+		return func() []apiv1.Replica {
+			var out []apiv1.Replica
+			for _, r := range *list.Load() {
+				r.Self = r.ID == self
+				out = append(out, r)
+			}
+			return out
+		}
+	}
+	ha, hb := startReplicaHub(t, "a"), startReplicaHub(t, "b")
+	var hang atomic.Bool
+	release := make(chan struct{})
+	apiA := Handler(ha, Options{Tokens: tokens, Replicas: view("a")})
+	srvA := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() && r.URL.Path == "/api/v1/replicas" {
+			select { // wedged until the client gives up
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		apiA.ServeHTTP(w, r)
+	}))
+	srvB := httptest.NewServer(Handler(hb, Options{Tokens: tokens, Replicas: view("b")}))
+	defer srvA.Close()
+	defer srvB.Close()
+	defer close(release)
+	list.Store(&[]apiv1.Replica{
+		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
+		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
+	})
+	c, err := NewClientWithOptions(srvA.URL, ClientOptions{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewReplicaClient(c, 50*time.Millisecond)
+	rc.probeTimeout = 300 * time.Millisecond
+	snaps, stop := rc.Subscribe()
+	defer stop()
+	wait := func(what string, cond func(*hub.Snapshot) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-snaps:
+				if cond(s) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no merged view with %s", what)
+			}
+		}
+	}
+	wait("both replicas", func(s *hub.Snapshot) bool {
+		c2, ok := s.Cluster("c2")
+		return ok && c2.Owner == "b" && len(s.Replicas) == 2
+	})
+	hang.Store(true)
+	time.Sleep(100 * time.Millisecond) // a resync now waits on a
+	if err := hb.PauseCluster("c2", true); err != nil {
+		t.Fatal(err)
+	}
+	wait("c2 paused (b's change) and a unreachable", func(s *hub.Snapshot) bool {
+		c2, _ := s.Cluster("c2")
+		return c2.Paused && len(s.Replicas) == 2 && s.Replicas[0].ID == "a" && !s.Replicas[0].Reachable && s.Replicas[1].Reachable
+	})
+
+	// An action on a cluster, with the list not known yet: bounded too.
+	fresh := NewReplicaClient(c, 50*time.Millisecond)
+	fresh.probeTimeout = 300 * time.Millisecond
+	done := make(chan error, 1)
+	var wg conc.WaitGroup
+	wg.Go(func() { done <- fresh.PauseCluster("c2", false) })
+	defer wg.Wait()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an action succeeded while the list could not be read")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an action waits for good on a replica that does not answer")
 	}
 }
