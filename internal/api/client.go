@@ -37,6 +37,64 @@ type ClientOptions struct {
 	// CAFile is a PEM file of the certificate authorities trusted for an
 	// https hub, instead of the system's. It needs an https address.
 	CAFile string
+	// maxAnswerBytes caps a success answer and a watch event (tests
+	// shrink it); 0 means defaultMaxAnswerBytes.
+	maxAnswerBytes int64
+}
+
+// defaultMaxAnswerBytes caps what the client reads of one answer of the
+// hub: a JSON body, or one event of the watch stream (a line, and the data
+// of an event), so a hostile or broken hub cannot make it buffer without
+// end. The largest legitimate answer is a full snapshot (GET
+// /api/v1/snapshot, and the watch stream's first event). Measured with
+// 100,000 objects: 35.5 MiB when each has 3 timeline steps (created,
+// observed, verified: a fleet in sync), 373 MiB when every timeline is
+// full (32 steps, each a short drift summary) and each object has a repair
+// record; the feed adds at most 200 entries. 1 GiB is over 2.5 times the
+// worst of these (and the client's memory of a snapshot that size is
+// larger than its JSON anyway).
+const defaultMaxAnswerBytes = 1 << 30
+
+// maxErrorBytes caps what the client reads of an error answer: a message.
+const maxErrorBytes = 64 << 10
+
+// maxAnswer returns the cap of an answer or watch event.
+func (c *Client) maxAnswer() int64 {
+	if c.opts.maxAnswerBytes > 0 {
+		return c.opts.maxAnswerBytes
+	}
+	return defaultMaxAnswerBytes
+}
+
+// tooLarge is the error of an answer over the client's cap; what names it
+// with its endpoint.
+func (c *Client) tooLarge(what string) error {
+	return fmt.Errorf("hub %s: %s is larger than the client's limit of %s: refused", c.base, what, byteSize(c.maxAnswer()))
+}
+
+// byteSize writes n bytes in the largest binary unit that divides it.
+func byteSize(n int64) string {
+	for _, u := range [...]struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
 }
 
 // NewClient returns a client without credentials for the hub at base (e.g.
@@ -118,8 +176,9 @@ func (e *Error) Unwrap() error {
 }
 
 // do sends a request with a JSON body (nil: none) and decodes a JSON answer
-// into out (nil: ignored). Errors name the hub; an error answer is an
-// *Error.
+// into out (nil: ignored), reading at most maxAnswer bytes of it
+// (maxErrorBytes of an error answer). Errors name the hub; an error answer
+// is an *Error.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -144,14 +203,21 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error string }
-		_ = json.NewDecoder(resp.Body).Decode(&e)
+		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&e)
 		if e.Error == "" {
 			e.Error = resp.Status
 		}
 		return fmt.Errorf("hub %s: %w", c.base, &Error{StatusCode: resp.StatusCode, Message: e.Error})
 	}
 	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		// One byte past the cap tells a body of exactly the cap from a
+		// larger one.
+		body := &countingReader{r: io.LimitReader(resp.Body, c.maxAnswer()+1)}
+		err := json.NewDecoder(body).Decode(out)
+		if body.n > c.maxAnswer() {
+			return c.tooLarge("the answer to " + method + " " + path)
+		}
+		if err != nil {
 			return fmt.Errorf("hub %s: decode answer: %w", c.base, err)
 		}
 	}

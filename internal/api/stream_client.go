@@ -92,19 +92,24 @@ func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot, ws *watchSta
 			wait = time.Duration(s) * time.Second
 		}
 		var e apiv1.Error
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&e)
 		if e.Message == "" {
 			e.Message = resp.Status
 		}
 		return wait, fmt.Errorf("hub %s: watch: %w", c.base, &Error{StatusCode: resp.StatusCode, Message: e.Message})
 	}
 	r := bufio.NewReaderSize(resp.Body, 1<<16)
-	var ev sseEvent
+	ev := sseEvent{max: c.maxAnswer()}
 	for {
 		ok, err := ev.read(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return 0, nil
+			}
+			if errors.Is(err, errEventTooLarge) {
+				// Start afresh: the reconnect gets a full snapshot.
+				ws.last, ws.lastID = nil, ""
+				return 0, c.tooLarge("an event of GET /api/v1/watch")
 			}
 			return 0, fmt.Errorf("hub %s: watch: %w", c.base, err)
 		}
@@ -167,16 +172,22 @@ type sseEvent struct {
 	id   string
 	typ  string
 	data []byte
+	// max caps a line and the data of an event (0: no cap).
+	max int64
 }
+
+// errEventTooLarge is returned by sseEvent.read for a line or an event's
+// data longer than its cap.
+var errEventTooLarge = errors.New("server-sent event too large")
 
 // read reads the next event into e: true when one was dispatched (a blank
 // line after at least one data field), false after a comment or a blank
-// line with no data.
+// line with no data. A line or data longer than e.max is errEventTooLarge.
 func (e *sseEvent) read(r *bufio.Reader) (bool, error) {
 	e.typ, e.data = "", e.data[:0]
 	gotData := false
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := readLine(r, e.max)
 		if err != nil {
 			return false, err
 		}
@@ -201,11 +212,31 @@ func (e *sseEvent) read(r *bufio.Reader) (bool, error) {
 		case "event":
 			e.typ = string(value)
 		case "data":
+			if e.max > 0 && int64(len(e.data)+1+len(value)) > e.max {
+				return false, errEventTooLarge
+			}
 			if gotData {
 				e.data = append(e.data, '\n')
 			}
 			e.data = append(e.data, value...)
 			gotData = true
+		}
+	}
+}
+
+// readLine is r.ReadBytes('\n'), but fails with errEventTooLarge as soon
+// as the line is longer than limit (0: no limit), before buffering more of
+// it.
+func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if limit > 0 && int64(len(line)+len(frag)) > limit {
+			return nil, errEventTooLarge
+		}
+		line = append(line, frag...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
 		}
 	}
 }
