@@ -37,10 +37,19 @@ type ClientOptions struct {
 	// CAFile is a PEM file of the certificate authorities trusted for an
 	// https hub, instead of the system's. It needs an https address.
 	CAFile string
+	// ResponseTimeout is how long the hub has to start answering a watch
+	// connection (its response headers: the stream then lasts as long as
+	// it lasts) and, for attach, the first contact. Default 30s. The other
+	// requests have timeouts of their own (actions 10s, a reload a
+	// minute) or their caller's context.
+	ResponseTimeout time.Duration
 	// maxAnswerBytes caps a success answer and a watch event (tests
 	// shrink it); 0 means defaultMaxAnswerBytes.
 	maxAnswerBytes int64
 }
+
+// defaultResponseTimeout is ClientOptions.ResponseTimeout's default.
+const defaultResponseTimeout = 30 * time.Second
 
 // defaultMaxAnswerBytes caps what the client reads of one answer of the
 // hub: a JSON body, or one event of the watch stream (a line, and the data
@@ -57,6 +66,15 @@ const defaultMaxAnswerBytes = 1 << 30
 
 // maxErrorBytes caps what the client reads of an error answer: a message.
 const maxErrorBytes = 64 << 10
+
+// ResponseTimeout is how long the hub has to start answering a watch
+// connection or the first contact (ClientOptions.ResponseTimeout).
+func (c *Client) ResponseTimeout() time.Duration {
+	if c.opts.ResponseTimeout > 0 {
+		return c.opts.ResponseTimeout
+	}
+	return defaultResponseTimeout
+}
 
 // maxAnswer returns the cap of an answer or watch event.
 func (c *Client) maxAnswer() int64 {

@@ -72,6 +72,8 @@ type watchState struct {
 // to wait before reconnecting (503 Retry-After), and why the stream ended
 // (nil: the hub closed it).
 func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot, ws *watchState) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v1/watch", nil)
 	if err != nil {
 		return 0, err
@@ -81,7 +83,7 @@ func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot, ws *watchSta
 		req.Header.Set(lastEventIDHeader, ws.lastID)
 	}
 	c.authorize(req)
-	resp, err := c.http.Do(req)
+	resp, err := c.connect(req, cancel)
 	if err != nil {
 		return 0, fmt.Errorf("hub %s: watch: %w", c.base, err)
 	}
@@ -131,6 +133,23 @@ func (c *Client) stream(ctx context.Context, ch chan *hub.Snapshot, ws *watchSta
 		}
 		ch <- next
 	}
+}
+
+// connect sends the request of a watch stream; cancel (its context's) ends
+// it when the hub has not started answering within ResponseTimeout. Only
+// the wait for the response headers is bounded: the stream itself is not.
+func (c *Client) connect(req *http.Request, cancel context.CancelFunc) (*http.Response, error) {
+	timeout := c.ResponseTimeout()
+	timer := time.AfterFunc(timeout, cancel)
+	resp, err := c.http.Do(req)
+	if !timer.Stop() {
+		// The timer fired: the request is cancelled, whatever Do returned.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return nil, fmt.Errorf("no answer within %s", timeout)
+	}
+	return resp, err
 }
 
 // apply applies one event to the state and returns the new snapshot (nil

@@ -235,7 +235,10 @@ func (a *App) reloadFromUI() (string, error) {
 // hub's API, with the client's options (see ClientOptions). Attached to a
 // replica of a hub that runs as several (or a Service in front of them),
 // it shows every replica's clusters with their owner and sends each
-// action to the owner (api.ReplicaClient).
+// action to the owner (api.ReplicaClient). The first contact (the
+// snapshot, the list of replicas) waits at most opts.ResponseTimeout
+// (default 30s) for each answer: a hub that never answers ends attach with
+// an error naming its address.
 func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptions, env Env) error {
 	c, err := api.NewClientWithOptions(url, opts)
 	if err != nil {
@@ -244,7 +247,20 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	if !hasTerminal(env) {
 		return noTerminal("attach: ", "without it, the hub's state is at GET "+url+"/api/v1/snapshot")
 	}
-	first, err := c.Snapshot(ctx)
+	// noAnswer is the error of a first request (err, under fctx) the hub
+	// did not answer in time; nil for any other outcome.
+	noAnswer := func(fctx context.Context, err error) error {
+		if err == nil || ctx.Err() != nil || !errors.Is(fctx.Err(), context.DeadlineExceeded) {
+			return nil
+		}
+		return fmt.Errorf("attach: the hub at %s did not answer within %s (is it running, is this its API address, is a proxy in the way?): %w", url, c.ResponseTimeout(), err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, c.ResponseTimeout())
+	first, err := c.Snapshot(fctx)
+	cancel()
+	if e := noAnswer(fctx, err); e != nil {
+		return e
+	}
 	if err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
@@ -260,7 +276,13 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	// A single hub's snapshot, fetched above, is the first frame's.
 	var src tui.Source = c
 	initial := first
-	if l, err := c.Replicas(ctx); err == nil && len(l.Replicas) > 0 {
+	rctx, rcancel := context.WithTimeout(ctx, c.ResponseTimeout())
+	l, err := c.Replicas(rctx)
+	rcancel()
+	if e := noAnswer(rctx, err); e != nil {
+		return e
+	}
+	if err == nil && len(l.Replicas) > 0 {
 		src, initial = api.NewReplicaClient(c, 0), nil
 	}
 	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial})

@@ -109,3 +109,67 @@ func watchOnce(ctx context.Context, c *Client) error {
 	}
 	return err
 }
+
+// TestWatchConnectBounded: a hub that takes a watch connection but never
+// answers it ends the connection after the client's response timeout, with
+// an error naming the hub; a stream that did answer lives on well past
+// that timeout, on one connection.
+func TestWatchConnectBounded(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	mute := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer mute.Close()
+	c, err := NewClientWithOptions(mute.URL, ClientOptions{ResponseTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := watchOnce(ctx, c); err == nil || !strings.Contains(err.Error(), "hub "+mute.URL+": watch: no answer within 100ms") {
+		t.Fatalf("watch of a hub that does not answer = %v", err)
+	}
+
+	src := newFakeSource(testSnapshot(1))
+	st := newStreamer(src, streamConfig{})
+	var conns atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conns.Add(1)
+		st.ServeHTTP(w, r)
+	}))
+	defer func() {
+		st.close() // ends the streams first: a server's Close waits for them
+		srv.Close()
+	}()
+	c, err = NewClientWithOptions(srv.URL, ClientOptions{ResponseTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, stop := c.Subscribe()
+	defer stop()
+	next := func() *hub.Snapshot {
+		t.Helper()
+		select {
+		case s := <-snaps:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no snapshot")
+		}
+		return nil
+	}
+	if s := next(); s.Seq != 1 {
+		t.Fatalf("first snapshot seq %d", s.Seq)
+	}
+	time.Sleep(5 * timeout)
+	s2 := *src.latest
+	s2.Seq++
+	src.publish(&s2)
+	if s := next(); s.Seq != 2 || conns.Load() != 1 {
+		t.Fatalf("after %s: snapshot seq %d over %d connections, want seq 2 over one", 5*timeout, s.Seq, conns.Load())
+	}
+}

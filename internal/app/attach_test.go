@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/api"
+)
+
+// TestAttachHubThatNeverAnswers: a hub that takes the connection but never
+// answers (a wedged process, a proxy holding it), at the first snapshot or
+// at the list of replicas, ends attach after the response timeout with an
+// error naming its address, instead of a blank wait.
+func TestAttachHubThatNeverAnswers(t *testing.T) {
+	h := hub.New(hub.Options{ID: "attach-test"})
+	hubAPI := api.Handler(h, api.Options{})
+	env := Env{Getenv: func(string) string { return "" }, Terminal: func() bool { return true }}
+	for _, path := range []string{"/api/v1/snapshot", "/api/v1/replicas"} {
+		t.Run(path, func(t *testing.T) {
+			release := make(chan struct{})
+			ctx, cancel := context.WithCancel(t.Context())
+			// stop lets the hub answer at last and ends attach: the test
+			// can end whatever attach does.
+			stop := sync.OnceFunc(func() { close(release); cancel() })
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == path {
+					select { // never answers
+					case <-r.Context().Done():
+					case <-release:
+					}
+					return
+				}
+				hubAPI.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			done := make(chan error, 1)
+			var wg conc.WaitGroup
+			defer wg.Wait()
+			defer stop()
+			wg.Go(func() {
+				done <- Attach(ctx, srv.URL, true, api.ClientOptions{ResponseTimeout: 200 * time.Millisecond}, env)
+			})
+			select {
+			case err := <-done:
+				want := "attach: the hub at " + srv.URL + " did not answer within 200ms"
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("attach = %v, want %q", err, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("attach still waits for a hub that does not answer")
+			}
+		})
+	}
+}
