@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 )
 
 // renderKustomize builds the kustomization in r.Kustomize in process,
@@ -82,14 +81,25 @@ func (g guardedFS) ReadFile(path string) ([]byte, error) {
 
 // checkLocal refuses a kustomization that names a remote resource, base,
 // component or file: kustomize would clone it with git or fetch it over
-// HTTP, and a source renders from local files only. A kustomization that
-// does not parse is left to kustomize, which reports it.
+// HTTP, and a source renders from local files only. It decodes the file
+// as kustomize does (types.Kustomization.Unmarshal), so that it sees the
+// references kustomize will follow; a kustomization kustomize cannot
+// decode is left to kustomize, which reports it and follows nothing.
+//
+// kustomize's loader offers no way to leave the git cloner out (it is in
+// an internal package), so this check is the door: every kustomization
+// kustomize builds is read through guardedFS.ReadFile first, and one that
+// names anything kustomize could take for a repository is refused before
+// kustomize sees a single reference of it.
 func checkLocal(data []byte) error {
 	var k types.Kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
+	if err := k.Unmarshal(data); err != nil {
 		return nil
 	}
 	k.FixKustomization() // bases into resources, env into envs
+	// Entries of these fields may be inline configs (generators,
+	// transformers, validators) or patches: isRemote looks at their start
+	// only, where a reference kustomize follows begins.
 	refs := slices.Concat(k.Resources, k.Components, k.Crds, k.Configurations,
 		k.Generators, k.Transformers, k.Validators, []string{k.OpenAPI["path"]})
 	for _, p := range k.Patches {
@@ -101,26 +111,29 @@ func checkLocal(data []byte) error {
 	}
 	//lint:ignore SA1019 kustomize still reads the deprecated patch fields
 	for _, p := range k.PatchesStrategicMerge {
-		if s := string(p); !strings.ContainsAny(s, "\n:") || isRemote(s) {
-			refs = append(refs, s)
-		}
+		refs = append(refs, string(p))
 	}
 	for _, r := range k.Replacements {
 		refs = append(refs, r.Path)
 	}
+	var gens []types.GeneratorArgs
 	for _, g := range k.ConfigMapGenerator {
-		refs = append(refs, g.FileSources...)
-		refs = append(refs, g.EnvSources...)
+		gens = append(gens, g.GeneratorArgs)
 	}
 	for _, g := range k.SecretGenerator {
-		refs = append(refs, g.FileSources...)
+		gens = append(gens, g.GeneratorArgs)
+	}
+	for _, g := range gens {
 		refs = append(refs, g.EnvSources...)
+		for _, f := range g.FileSources {
+			// A file source may be key=path; nothing else is cut.
+			if _, p, ok := strings.Cut(f, "="); ok {
+				refs = append(refs, p)
+			}
+			refs = append(refs, f)
+		}
 	}
 	for _, ref := range refs {
-		// A file source may be key=path.
-		if _, p, ok := strings.Cut(ref, "="); ok && !strings.Contains(ref, "://") {
-			ref = p
-		}
 		if isRemote(ref) {
 			return fmt.Errorf("remote reference %q: a source renders local files only (vendor it next to the kustomization)", ref)
 		}
@@ -128,22 +141,43 @@ func checkLocal(data []byte) error {
 	return nil
 }
 
-// isRemote reports whether a kustomization reference is one kustomize
-// would fetch: a URL (https://, ssh://, file://...), a go-getter git::
-// reference, a GitHub shorthand (github.com/org/repo) or an SCP-style
-// git reference (git@host:org/repo).
+// isRemote reports whether kustomize could fetch a kustomization
+// reference instead of reading it from the disk. It accepts more than
+// kustomize's own parser of repository references (git.NewRepoSpecFromURL,
+// internal to kustomize) and HTTP files, never less: after any git::
+// prefix, a reference starting with a URL scheme (https://, ssh://,
+// file://...), with github.com/ or github.com: (any case), or with a
+// user@ (user@host:path, user@host/path) is remote. A local folder whose
+// name holds an '@' is named ./user@folder.
 func isRemote(ref string) bool {
 	ref = strings.TrimSpace(ref)
-	lower := strings.ToLower(ref)
+	for {
+		rest, ok := cutPrefixFold(ref, "git::")
+		if !ok {
+			break
+		}
+		ref = strings.TrimSpace(rest)
+	}
+	_, gh := cutPrefixFold(ref, "github.com")
 	switch {
 	case ref == "":
 		return false
-	case strings.Contains(ref, "://"), strings.HasPrefix(lower, "git::"),
-		strings.HasPrefix(lower, "github.com/"), strings.HasPrefix(lower, "github.com:"):
+	case gh && len(ref) > len("github.com") && strings.ContainsRune("/:", rune(ref[len("github.com")])):
 		return true
 	}
-	// user@host:path, before any '/'.
-	first, _, _ := strings.Cut(ref, "/")
-	at := strings.IndexByte(first, '@')
-	return at > 0 && strings.IndexByte(first[at:], ':') > 0
+	// scheme://..., user@host...: the scheme or the user is one word at
+	// the start (an inline config starts with a key and ':').
+	if i := strings.Index(ref, "://"); i > 0 && !strings.ContainsAny(ref[:i], " \t\r\n/:@") {
+		return true
+	}
+	at := strings.IndexByte(ref, '@')
+	return at > 0 && !strings.ContainsAny(ref[:at], " \t\r\n/:")
+}
+
+// cutPrefixFold is strings.CutPrefix, ignoring case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
 }

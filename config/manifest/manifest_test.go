@@ -255,7 +255,9 @@ func TestRenderKustomize(t *testing.T) {
 
 func TestIsRemote(t *testing.T) {
 	for ref, want := range map[string]bool{
-		"../base": false, "deploy.yaml": false, "a@b/c.yaml": false, "": false, "key=file.txt": false,
+		"../base": false, "deploy.yaml": false, "./a@b/c.yaml": false, "dir/a@b.yaml": false, "": false, "key=file.txt": false,
+		"apiVersion: v1\nkind: X\nmetadata: {annotations: {a: https://x, b: me@x/y}}": false,
+		"a@b/c.yaml": true, "git@evil.example/org/repo": true, "GITHUB.COM/org/repo?ref=main": true, " git::git@host:repo": true,
 		"https://example.com/x.yaml": true, "ssh://git@host/repo": true, "git::https://host/repo": true,
 		"github.com/org/repo": true, "git@github.com:org/repo": true, "file:///srv/repo": true,
 	} {
