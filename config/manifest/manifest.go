@@ -6,10 +6,11 @@
 // that problems can be reported at their file and line.
 //
 // The input is treated as hostile: files are read up to a size limit, the
-// number of objects is bounded, YAML aliases are bounded by the decoder,
-// plain files behind symlinks that leave the source's folder are refused,
-// kustomize runs without plugins, exec or remote resources, and Helm
-// without a cluster (lookup finds nothing) or DNS.
+// number of objects is bounded, YAML aliases may add a few nodes per byte
+// read to a whole Render (aliasBudget), plain files behind symlinks that
+// leave the source's folder are refused, kustomize runs without plugins,
+// exec or remote resources, and Helm without a cluster (lookup finds
+// nothing) or DNS.
 package manifest
 
 import (
@@ -190,6 +191,8 @@ func Render(ctx context.Context, r Request) ([]Object, error) {
 type collector struct {
 	objects []Object
 	max     int
+	// aliases counts what YAML aliases add to the Render.
+	aliases aliasBudget
 }
 
 // add appends the object, or fails once there would be more than the
@@ -264,11 +267,32 @@ const docsPerCore = 64
 // core when there are many (a file of thousands of objects is common: a
 // rendered chart, a generated list), each on its own; their objects are
 // then added, and the first error is returned, in the file's order, as
-// decoding them one after the other does.
+// decoding them one after the other does. The nodes the documents'
+// aliases add are counted first, against one budget for the whole
+// Render (aliasBudget): past it, the document is refused before any is
+// decoded.
 func (c *collector) decodeYAML(data []byte, file string) error {
 	docs := splitDocuments(data)
+	c.aliases.read += len(data)
+	// late are the documents with aliases go.yaml.in/yaml/v3 does not
+	// parse: decoded one at a time and counted then.
+	late := make([]bool, len(docs))
+	for i, d := range docs {
+		if !mayAlias(d.data) {
+			continue
+		}
+		ok, err := c.aliases.countAliases(d.data, Origin{File: file, Line: d.line})
+		if err != nil {
+			return err
+		}
+		late[i] = !ok
+	}
 	decoded := make([]decodedDoc, len(docs))
-	decode := func(i int, d *document) { decoded[i] = decodeDocument(*d, file) }
+	decode := func(i int, d *document) {
+		if !late[i] {
+			decoded[i] = decodeDocument(*d, file)
+		}
+	}
 	if len(docs) >= 2*docsPerCore {
 		iter.Iterator[document]{MaxGoroutines: min(runtime.GOMAXPROCS(0), len(docs)/docsPerCore)}.ForEachIdx(docs, decode)
 	} else {
@@ -276,7 +300,15 @@ func (c *collector) decodeYAML(data []byte, file string) error {
 			decode(i, &docs[i])
 		}
 	}
-	for _, d := range decoded {
+	for i, d := range decoded {
+		if late[i] {
+			d = decodeDocument(docs[i], file)
+			if d.err == nil {
+				if err := c.aliases.countValue(d.value, d.origin); err != nil {
+					return err
+				}
+			}
+		}
 		if d.err != nil {
 			return d.err
 		}
