@@ -16,7 +16,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 )
 
@@ -26,7 +25,8 @@ const notesFile = "NOTES.txt"
 
 // renderHelm renders r.Helm's chart client-only: no cluster (the lookup
 // function finds nothing), no DNS, no values schema references outside
-// the chart.
+// the chart, and the template functions that could make more than a
+// rendered template may hold bounded (boundedEngine).
 func renderHelm(ctx context.Context, r Request) ([]Object, error) {
 	h := r.Helm
 	if err := chartutil.ValidateReleaseName(h.ReleaseName); err != nil {
@@ -74,8 +74,7 @@ func renderHelm(ctx context.Context, r Request) ([]Object, error) {
 			return nil, err
 		}
 	}
-	var e engine.Engine // no client: lookup finds nothing; no DNS
-	files, err := e.RenderWithContext(ctx, ch, top)
+	files, err := boundedEngine(ctx, r.maxFileSize()).RenderWithContext(ctx, ch, top)
 	if err != nil {
 		return nil, err
 	}
