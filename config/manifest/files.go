@@ -74,14 +74,7 @@ func manifestFiles(root string) ([]string, error) {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return errorAt(Origin{File: filepath.ToSlash(rel)}, "broken symlink: %v", err)
-			}
-			if !within(root, target) {
-				return errorAt(Origin{File: filepath.ToSlash(rel)}, "symlink to %s, outside the source's folder: refused", target)
-			}
-			fi, err := os.Stat(target)
+			fi, err := linkWithin(root, p, rel)
 			if err != nil {
 				return err
 			}
@@ -101,6 +94,40 @@ func manifestFiles(root string) ([]string, error) {
 	}
 	slices.SortFunc(files, func(a, b string) int { return strings.Compare(filepath.ToSlash(a), filepath.ToSlash(b)) })
 	return files, nil
+}
+
+// linkWithin checks the symlink at path (rel in root, a real path) and
+// returns what it leads to: a broken link, or one whose target is outside
+// root, is refused.
+func linkWithin(root, path, rel string) (fs.FileInfo, error) {
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, errorAt(Origin{File: filepath.ToSlash(rel)}, "broken symlink: %v", err)
+	}
+	if !within(root, target) {
+		return nil, errorAt(Origin{File: filepath.ToSlash(rel)}, "symlink to %s, outside the source's folder: refused", target)
+	}
+	return os.Stat(target)
+}
+
+// checkLinks refuses a folder (a chart) holding a symlink, at any depth,
+// whose target is outside it or that is broken.
+func checkLinks(dir string) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		_, err = linkWithin(root, p, rel)
+		return err
+	})
 }
 
 // within reports whether path is dir or inside it (both cleaned and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -31,6 +32,13 @@ func renderHelm(ctx context.Context, r Request) ([]Object, error) {
 	h := r.Helm
 	if err := chartutil.ValidateReleaseName(h.ReleaseName); err != nil {
 		return nil, fmt.Errorf("release name %q: %w", h.ReleaseName, err)
+	}
+	// Helm's loader follows symlinks: a chart folder may hold none that
+	// leads out of it, as a folder of plain manifests may not.
+	if fi, err := os.Stat(h.Chart); err == nil && fi.IsDir() {
+		if err := checkLinks(h.Chart); err != nil {
+			return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
+		}
 	}
 	loaded, err := loader.Load(h.Chart)
 	if err != nil {

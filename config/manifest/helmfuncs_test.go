@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -105,5 +107,36 @@ func TestHelmBoundedFuncsAsSprig(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s = %q, want %q", k, got[k], w)
 		}
+	}
+}
+
+// TestHelmChartSymlinkOutRefused renders a chart whose files/ holds a
+// symlink to a file outside the chart (read by .Files.Get): the chart is
+// refused, naming the link, and the file is never in an object; a link
+// inside the chart is followed.
+func TestHelmChartSymlinkOutRefused(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(secret, []byte("TOPSECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := writeTree(t, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: leak\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\ndata: {x: {{ .Files.Get \"files/s\" | quote }}}\n",
+		"files/real":        "inside",
+	})
+	if err := os.Symlink(filepath.Join(dir, "files/real"), filepath.Join(dir, "files/s")); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Render(t.Context(), Request{Helm: &Helm{Chart: dir, ReleaseName: "r"}})
+	if err != nil || objs[0].Object.Object["data"].(map[string]any)["x"] != "inside" {
+		t.Fatalf("a link inside the chart: %v %q", err, summary(objs))
+	}
+	os.Remove(filepath.Join(dir, "files/s"))
+	if err := os.Symlink(secret, filepath.Join(dir, "files/s")); err != nil {
+		t.Fatal(err)
+	}
+	objs, err = Render(t.Context(), Request{Helm: &Helm{Chart: dir, ReleaseName: "r"}})
+	if err == nil || !strings.Contains(err.Error(), "files/s: symlink to "+secret+", outside the source's folder: refused") {
+		t.Errorf("error = %v, objects %v: want the link refused", err, objs)
 	}
 }
