@@ -156,18 +156,20 @@ func parseURL(raw string) (remoteURL, error) {
 	if raw == "" {
 		return remoteURL{}, errors.New("url is empty")
 	}
+	// Every error shows the URL with its password, if any, redacted.
+	shown := redactRaw(raw)
 	for _, r := range raw {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return remoteURL{}, fmt.Errorf("url %q contains white space or a control character", raw)
+			return remoteURL{}, fmt.Errorf("url %q contains white space or a control character", shown)
 		}
 	}
 	if strings.HasPrefix(raw, "-") {
-		return remoteURL{}, fmt.Errorf("url %q starts with '-'", raw)
+		return remoteURL{}, fmt.Errorf("url %q starts with '-'", shown)
 	}
 	if !strings.Contains(raw, "://") {
 		m := scpLike.FindStringSubmatch(raw)
 		if m == nil || remoteHelper.MatchString(raw) {
-			return remoteURL{}, fmt.Errorf("url %q: want https://, http://, ssh://, [user@]host:path or file:///path", raw)
+			return remoteURL{}, fmt.Errorf("url %q: want https://, http://, ssh://, [user@]host:path or file:///path", shown)
 		}
 		user := m[1]
 		if user == "" {
@@ -178,26 +180,32 @@ func parseURL(raw string) (remoteURL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return remoteURL{}, fmt.Errorf("url %q: %w", raw, err)
+		// url.Parse's error repeats the URL, and its reason may quote
+		// part of the password: given only when there is none.
+		var ue *url.Error
+		if shown != raw || !errors.As(err, &ue) {
+			return remoteURL{}, fmt.Errorf("url %q does not parse as a URL", shown)
+		}
+		return remoteURL{}, fmt.Errorf("url %q does not parse as a URL: %v", shown, ue.Err)
 	}
 	if u.Fragment != "" || u.RawQuery != "" {
-		return remoteURL{}, fmt.Errorf("url %q: a query or fragment is not allowed", raw)
+		return remoteURL{}, fmt.Errorf("url %q: a query or fragment is not allowed", shown)
 	}
 	switch u.Scheme {
 	case "https", "http":
 		if u.User != nil {
-			return remoteURL{}, fmt.Errorf("url %q carries credentials; put them in auth files instead", redact(u))
+			return remoteURL{}, fmt.Errorf("url %q carries credentials; put them in auth files instead", shown)
 		}
 		if u.Hostname() == "" {
-			return remoteURL{}, fmt.Errorf("url %q has no host", raw)
+			return remoteURL{}, fmt.Errorf("url %q has no host", shown)
 		}
 		return remoteURL{scheme: u.Scheme, endpoint: raw, host: u.Hostname()}, nil
 	case "ssh":
 		if _, ok := u.User.Password(); ok {
-			return remoteURL{}, fmt.Errorf("url %q carries a password; use auth.sshKeyFile", redact(u))
+			return remoteURL{}, fmt.Errorf("url %q carries a password; use auth.sshKeyFile", shown)
 		}
 		if u.Hostname() == "" {
-			return remoteURL{}, fmt.Errorf("url %q has no host", raw)
+			return remoteURL{}, fmt.Errorf("url %q has no host", shown)
 		}
 		user := u.User.Username()
 		if user == "" {
@@ -206,24 +214,39 @@ func parseURL(raw string) (remoteURL, error) {
 		return remoteURL{scheme: "ssh", endpoint: raw, host: u.Hostname(), user: user}, nil
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return remoteURL{}, fmt.Errorf("url %q: a file URL names no host (file:///path)", raw)
+			return remoteURL{}, fmt.Errorf("url %q: a file URL names no host (file:///path)", shown)
 		}
 		if !filepath.IsAbs(u.Path) {
-			return remoteURL{}, fmt.Errorf("url %q: the path must be absolute", raw)
+			return remoteURL{}, fmt.Errorf("url %q: the path must be absolute", shown)
 		}
 		return remoteURL{scheme: "file", endpoint: raw, path: filepath.Clean(u.Path)}, nil
 	default:
-		return remoteURL{}, fmt.Errorf("url %q: scheme %q is not supported (https, http, ssh, file)", raw, u.Scheme)
+		return remoteURL{}, fmt.Errorf("url %q: scheme %q is not supported (https, http, ssh, file)", shown, u.Scheme)
 	}
 }
 
-// redact returns u without its password, for error messages.
-func redact(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User(c.User.Username())
+// redactRaw returns a URL as written with the password of its user
+// information, if any, replaced by "xxxxx", for error messages: it works
+// on the text, so also on a URL that does not parse.
+func redactRaw(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
 	}
-	return c.String()
+	end := len(raw)
+	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndexByte(raw[start:end], '@')
+	if at < 0 {
+		return raw
+	}
+	userinfo := raw[start : start+at]
+	colon := strings.IndexByte(userinfo, ':')
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + "xxxxx" + raw[start+at:]
 }
 
 // isLoopback reports whether host is localhost or a loopback address.
