@@ -111,6 +111,14 @@ func (s Source) request(info ClusterInfo) (sourceRequest, error) {
 		return filepath.Clean(out), err
 	}
 	var r manifest.Request
+	if s.checkout != nil {
+		// A Git source renders nothing outside its checkout: a kustomize
+		// base of ../../elsewhere would reach the hub's other checkouts
+		// or the operator's files. A local source is the operator's own
+		// and has no root (its overlays may reach a base beside the
+		// config's folder: init writes kustomize: ../deploy/...).
+		r.Root = s.checkout.Dir
+	}
 	var err error
 	switch s.Kind() {
 	case "path":

@@ -135,3 +135,47 @@ func TestGitSourceCheckoutFails(t *testing.T) {
 		t.Errorf("specs of a source without checkout: %d", len(specs))
 	}
 }
+
+// TestGitSourceKustomizeStaysInTheCheckout loads a Git source whose
+// kustomization reaches a folder beside the checkout: the source is
+// refused, naming the reference and the checkout; an overlay of a base
+// inside the checkout renders.
+func TestGitSourceKustomizeStaysInTheCheckout(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"checkout/deploy/kustomization.yaml": "resources: [../../elsewhere]\n",
+		"checkout/base/kustomization.yaml":   "resources: [cm.yaml]\n",
+		"checkout/base/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+		"checkout/prod/kustomization.yaml":   "resources: [../base]\n",
+		"elsewhere/kustomization.yaml":       "resources: [cm.yaml]\n",
+		"elsewhere/cm.yaml":                  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: not-yours}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkout := filepath.Join(dir, "checkout")
+	opts := testOptions()
+	opts.GitCheckout = func(Hub, string, GitSource) (GitCheckout, error) {
+		return GitCheckout{Dir: checkout, Commit: strings.Repeat("ab", 20)}, nil
+	}
+	config := func(kustomize string) []byte {
+		return []byte(strings.Replace(gitConfig("", "x"), "path: x", "kustomize: "+kustomize, 1))
+	}
+	_, err := Parse(filepath.Join(dir, "config.yaml"), config("deploy"), opts)
+	if err == nil || !strings.Contains(err.Error(), `reference "../../elsewhere"`) || !strings.Contains(err.Error(), "outside the source's root "+checkout) {
+		t.Errorf("a base outside the checkout: error = %v, want the reference and the checkout named", err)
+	}
+	cfg, err := Parse(filepath.Join(dir, "config.yaml"), config("prod"), opts)
+	if err != nil {
+		t.Fatalf("a base inside the checkout: %v", err)
+	}
+	if specs := Compile(cfg); len(specs) != 1 || specs[0].Name != "web" {
+		t.Errorf("specs: %+v", specs)
+	}
+}

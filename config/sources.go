@@ -58,7 +58,8 @@ type Source struct {
 	// Git, when set, takes the source from a Git repository: Path,
 	// Kustomize and the Helm chart and values files are then paths inside
 	// the repository (relative; "." is its root), read from a checkout of
-	// the ref's current commit. See docs/sources.md.
+	// the ref's current commit; a kustomize build reads nothing outside
+	// the checkout (symlinks resolved). See docs/sources.md.
 	Git *GitSource `yaml:"git"`
 	// Path is a manifest file, or a folder of .yaml, .yml and .json files
 	// read recursively in sorted path order (multi-document YAML, List

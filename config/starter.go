@@ -504,6 +504,10 @@ func InspectStarterFolder(ctx context.Context, path, namespace string) (*Starter
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
+	// The requests have no Root: the folder is local, the operator's own,
+	// and renders as a local source of the config init writes would
+	// (which may reach ../base beside it); only Git sources are held to
+	// their checkout.
 	var reqs []manifest.Request
 	var locs []string
 	if !fi.IsDir() {

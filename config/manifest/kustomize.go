@@ -16,17 +16,23 @@ import (
 
 // renderKustomize builds the kustomization in r.Kustomize in process,
 // with kustomize's default options (load restrictions RootOnly, plugins
-// and helmCharts disabled) over a file system that refuses files larger
-// than the limit and kustomizations that name remote resources (which
-// kustomize would fetch with git or HTTP).
+// and helmCharts disabled) over a file system (guardedFS) that refuses
+// files larger than the limit, anything outside r.Root and
+// kustomizations that name remote resources (which kustomize would fetch
+// with git or HTTP).
 func renderKustomize(r Request) ([]Object, error) {
-	root, err := filepath.Abs(r.Kustomize)
+	dir, err := filepath.Abs(r.Kustomize)
 	if err != nil {
 		return nil, err
 	}
 	fsys := guardedFS{FileSystem: filesys.MakeFsOnDisk(), limit: r.maxFileSize(), refused: new(error)}
+	if r.Root != "" {
+		if fsys.root, err = realPath(r.Root); err != nil {
+			return nil, fmt.Errorf("root %s: %w", r.Root, err)
+		}
+	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(fsys, root)
+	m, err := k.Run(fsys, dir)
 	if err != nil {
 		// kustomize takes an unreadable kustomization file for a missing
 		// one: the guard's reason is the one to report.
@@ -52,22 +58,40 @@ func renderKustomize(r Request) ([]Object, error) {
 	return c.objects, nil
 }
 
+// realPath is the absolute path of p with its symlinks resolved.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
 // guardedFS is the file system kustomize reads: the disk, with a size
-// limit per file, and every kustomization file checked for remote
-// references before kustomize sees it.
+// limit per file, nothing read outside root, and every kustomization
+// file checked for remote references and references outside root before
+// kustomize sees it.
 type guardedFS struct {
 	filesys.FileSystem
 	limit int64
+	// root is the real path of the folder kustomize may read in; ""
+	// means anywhere (Request.Root).
+	root string
 	// refused is the first file the guard refused, and why.
 	refused *error
 }
 
-// ReadFile reads a file within the limit; a kustomization file that names
-// a remote resource is refused.
+// ReadFile reads a file within the limit and the root; a kustomization
+// file that names a remote resource or a folder outside the root is
+// refused.
 func (g guardedFS) ReadFile(path string) ([]byte, error) {
-	data, err := readLimited(path, g.limit)
+	err := g.inRoot(path)
+	var data []byte
+	if err == nil {
+		data, err = readLimited(path, g.limit)
+	}
 	if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
-		err = checkLocal(data)
+		err = checkLocal(data, filepath.Dir(path), g.root)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", path, err)
@@ -79,19 +103,58 @@ func (g guardedFS) ReadFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// checkLocal refuses a kustomization that names a remote resource, base,
-// component or file: kustomize would clone it with git or fetch it over
-// HTTP, and a source renders from local files only. It decodes the file
-// as kustomize does (types.Kustomization.Unmarshal), so that it sees the
-// references kustomize will follow; a kustomization kustomize cannot
-// decode is left to kustomize, which reports it and follows nothing.
+// Open opens a file within the root.
+func (g guardedFS) Open(path string) (filesys.File, error) {
+	if err := g.inRoot(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return g.FileSystem.Open(path)
+}
+
+// ReadDir lists a folder within the root.
+func (g guardedFS) ReadDir(path string) ([]string, error) {
+	if err := g.inRoot(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return g.FileSystem.ReadDir(path)
+}
+
+// inRoot refuses a path whose real path (its symlinks resolved) is
+// outside the root. A path that does not exist is left to the caller,
+// which fails to read it.
+func (g guardedFS) inRoot(path string) error {
+	if g.root == "" {
+		return nil
+	}
+	real, err := realPath(path)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case within(g.root, real):
+		return nil
+	case real != filepath.Clean(path):
+		return fmt.Errorf("leads to %s, outside the source's root %s: refused", real, g.root)
+	}
+	return fmt.Errorf("outside the source's root %s: refused", g.root)
+}
+
+// checkLocal refuses a kustomization (in folder dir) that names a remote
+// resource, base, component or file: kustomize would clone it with git or
+// fetch it over HTTP, and a source renders from local files only. With a
+// root (a real path; "" for none), it also refuses a reference whose real
+// path is outside the root, naming the reference as written. It decodes
+// the file as kustomize does (types.Kustomization.Unmarshal), so that it
+// sees the references kustomize will follow; a kustomization kustomize
+// cannot decode is left to kustomize, which reports it and follows
+// nothing.
 //
 // kustomize's loader offers no way to leave the git cloner out (it is in
 // an internal package), so this check is the door: every kustomization
 // kustomize builds is read through guardedFS.ReadFile first, and one that
 // names anything kustomize could take for a repository is refused before
 // kustomize sees a single reference of it.
-func checkLocal(data []byte) error {
+func checkLocal(data []byte, dir, root string) error {
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
 		return nil
@@ -136,6 +199,22 @@ func checkLocal(data []byte) error {
 	for _, ref := range refs {
 		if isRemote(ref) {
 			return fmt.Errorf("remote reference %q: a source renders local files only (vendor it next to the kustomization)", ref)
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	for _, ref := range refs {
+		ref = strings.TrimSpace(ref)
+		if ref == "" || filepath.IsAbs(ref) {
+			continue // kustomize refuses an absolute folder, the root guard an absolute file
+		}
+		real, err := realPath(filepath.Join(dir, ref))
+		if err != nil {
+			continue // inline, a key=path file source, or missing: kustomize reports it
+		}
+		if !within(root, real) {
+			return fmt.Errorf("reference %q leads to %s, outside the source's root %s: refused", ref, real, root)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package manifest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,69 @@ func TestKustomizeLocalReferences(t *testing.T) {
 	objs, err := Render(t.Context(), Request{Kustomize: dir})
 	if err != nil || len(objs) != 3 {
 		t.Fatalf("Render: %v, %q", err, summary(objs))
+	}
+}
+
+// TestKustomizeRootHoldsBases builds kustomizations in a folder laid out
+// as a Git checkout beside other folders: with the checkout as the
+// request's Root, an overlay reaching a base outside it (as written, or
+// through a symlink inside it) is refused, naming the reference and the
+// root, while an overlay reaching ../../base inside it renders. Without
+// a Root (a local source) the same overlay renders what it names.
+func TestKustomizeRootHoldsBases(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"checkout/deploy/kustomization.yaml":        "resources: [../../elsewhere]\n",
+		"checkout/linked/kustomization.yaml":        "resources: [../link]\n",
+		"checkout/base/kustomization.yaml":          "resources: [cm.yaml]\n",
+		"checkout/base/cm.yaml":                     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours}\n",
+		"checkout/overlays/prod/kustomization.yaml": "resources: [../../base]\nnamePrefix: prod-\n",
+		"elsewhere/kustomization.yaml":              "resources: [secret.yaml]\n",
+		"elsewhere/secret.yaml":                     "apiVersion: v1\nkind: Secret\nmetadata: {name: not-yours}\nstringData: {token: s3cr3t}\n",
+	})
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(dir, "checkout/link")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := realPath(filepath.Join(dir, "checkout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ overlay, ref string }{{"deploy", "../../elsewhere"}, {"linked", "../link"}} {
+		objs, err := Render(t.Context(), Request{Kustomize: filepath.Join(root, tt.overlay), Root: root})
+		if err == nil {
+			t.Errorf("%s: rendered %q from outside the root", tt.overlay, summary(objs))
+		} else if msg := err.Error(); !strings.Contains(msg, `reference "`+tt.ref+`"`) || !strings.Contains(msg, "outside the source's root "+root) {
+			t.Errorf("%s: error = %v, want the reference %q and the root named", tt.overlay, err, tt.ref)
+		}
+	}
+	objs, err := Render(t.Context(), Request{Kustomize: filepath.Join(root, "overlays/prod"), Root: root})
+	if got := summary(objs); err != nil || !slices.Equal(got, []string{"ConfigMap prod-ours @"}) {
+		t.Errorf("overlay inside the root: %v, %q", err, got)
+	}
+	objs, err = Render(t.Context(), Request{Kustomize: filepath.Join(root, "deploy")})
+	if got := summary(objs); err != nil || !slices.Equal(got, []string{"Secret not-yours @"}) {
+		t.Errorf("without a root: %v, %q", err, got)
+	}
+}
+
+// TestKustomizeRootHoldsFiles reads through the file system guard
+// itself: a file whose real path is outside the root is refused, one
+// inside it is read.
+func TestKustomizeRootHoldsFiles(t *testing.T) {
+	dir := writeTree(t, map[string]string{"root/in.yaml": "a: 1\n", "out.yaml": "b: 2\n"})
+	if err := os.Symlink(filepath.Join(dir, "out.yaml"), filepath.Join(dir, "root/link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := realPath(filepath.Join(dir, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guardedFS{limit: 1 << 10, root: root, refused: new(error)}
+	if _, err := g.ReadFile(filepath.Join(root, "in.yaml")); err != nil {
+		t.Errorf("in.yaml: %v", err)
+	}
+	for _, p := range []string{filepath.Join(dir, "out.yaml"), filepath.Join(root, "link.yaml"), filepath.Join(root, "../out.yaml")} {
+		if _, err := g.ReadFile(p); err == nil || !strings.Contains(err.Error(), "outside the source's root "+root) {
+			t.Errorf("%s: error = %v, want it refused", p, err)
+		}
 	}
 }

@@ -9,8 +9,8 @@
 // number of objects is bounded, YAML aliases may add a few nodes per byte
 // read to a whole Render (aliasBudget), plain files behind symlinks that
 // leave the source's folder are refused, kustomize runs without plugins,
-// exec or remote resources, and Helm without a cluster (lookup finds
-// nothing) or DNS.
+// exec or remote resources and reads nothing outside Request.Root, and
+// Helm without a cluster (lookup finds nothing) or DNS.
 package manifest
 
 import (
@@ -55,6 +55,15 @@ type Request struct {
 	Kustomize string
 	// Helm is a chart to render.
 	Helm *Helm
+	// Root, when set, is the folder a kustomize build may read nothing
+	// outside of, symlinks resolved: no base, component, resource, patch
+	// or generator file (kustomize's RootOnly restriction holds files to
+	// their kustomization's folder, not bases to any folder). A reference
+	// leading out of it is refused, naming the reference and the root.
+	// The config sets it to a Git source's checkout; "" (local sources)
+	// means no bound. Plain folders and Helm charts are held to their own
+	// folder whatever Root says.
+	Root string
 	// MaxFileSize and MaxObjects override DefaultMaxFileSize and
 	// DefaultMaxObjects when positive.
 	MaxFileSize int64
