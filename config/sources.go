@@ -68,7 +68,8 @@ type Source struct {
 	Path string `yaml:"path"`
 	// Kustomize is a folder holding a kustomization file, built as
 	// `kustomize build` does: load restrictions RootOnly, no plugins, no
-	// helmCharts, no remote bases or resources.
+	// helmCharts, no remote bases, resources or builtin config files, no
+	// folders as generators, transformers or validators.
 	Kustomize string `yaml:"kustomize"`
 	// Helm is a Helm chart rendered as `helm template` does, without a
 	// cluster.

@@ -1,25 +1,30 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 )
 
 // renderKustomize builds the kustomization in r.Kustomize in process,
 // with kustomize's default options (load restrictions RootOnly, plugins
 // and helmCharts disabled) over a file system (guardedFS) that refuses
-// files larger than the limit, anything outside r.Root and
-// kustomizations that name remote resources (which kustomize would fetch
-// with git or HTTP).
+// files larger than the limit, anything outside r.Root, kustomizations
+// that name remote resources (which kustomize would fetch with git or
+// HTTP) and builtin generator and transformer configs that name remote
+// files.
 func renderKustomize(r Request) ([]Object, error) {
 	dir, err := filepath.Abs(r.Kustomize)
 	if err != nil {
@@ -68,9 +73,10 @@ func realPath(p string) (string, error) {
 }
 
 // guardedFS is the file system kustomize reads: the disk, with a size
-// limit per file, nothing read outside root, and every kustomization
-// file checked for remote references and references outside root before
-// kustomize sees it.
+// limit per file, nothing read outside root, every kustomization file
+// checked for remote references and references outside root, and every
+// other file checked for builtin configs naming remote files, before
+// kustomize sees them.
 type guardedFS struct {
 	filesys.FileSystem
 	limit int64
@@ -82,16 +88,20 @@ type guardedFS struct {
 }
 
 // ReadFile reads a file within the limit and the root; a kustomization
-// file that names a remote resource or a folder outside the root is
-// refused.
+// file that names a remote resource or a folder outside the root, or a
+// builtin config that names a remote file, is refused.
 func (g guardedFS) ReadFile(path string) ([]byte, error) {
 	err := g.inRoot(path)
 	var data []byte
 	if err == nil {
 		data, err = readLimited(path, g.limit)
 	}
-	if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
-		err = checkLocal(data, filepath.Dir(path), g.root)
+	if err == nil {
+		if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
+			err = checkLocal(data, filepath.Dir(path), g.root)
+		} else {
+			err = checkBuiltinConfigs(data)
+		}
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", path, err)
@@ -149,11 +159,16 @@ func (g guardedFS) inRoot(path string) error {
 // cannot decode is left to kustomize, which reports it and follows
 // nothing.
 //
-// kustomize's loader offers no way to leave the git cloner out (it is in
-// an internal package), so this check is the door: every kustomization
-// kustomize builds is read through guardedFS.ReadFile first, and one that
-// names anything kustomize could take for a repository is refused before
-// kustomize sees a single reference of it.
+// kustomize's loader offers no way to leave the git cloner or its HTTP
+// client out (they are in an internal package), so this check is the
+// door: every kustomization kustomize builds is read through
+// guardedFS.ReadFile first, and one that names anything kustomize could
+// take for a repository or a URL is refused before kustomize sees a
+// single reference of it. Generators, transformers and validators are
+// configs kustomize reads with the same loader: an inline one is checked
+// here (checkBuiltinConfigs), a file when it is read, and a folder is
+// refused, since the configs a folder builds may hold a URL that none of
+// its files holds (a patch or a replacement may write it).
 func checkLocal(data []byte, dir, root string) error {
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
@@ -201,6 +216,20 @@ func checkLocal(data []byte, dir, root string) error {
 			return fmt.Errorf("remote reference %q: a source renders local files only (vendor it next to the kustomization)", ref)
 		}
 	}
+	for _, f := range []struct {
+		field   string
+		configs []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		field := f.field
+		for _, c := range f.configs {
+			if err := checkBuiltinConfigs([]byte(c)); err != nil {
+				return fmt.Errorf("%s: inline config: %w", field, err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, c)); err == nil && fi.IsDir() {
+				return fmt.Errorf("%s: %q is a folder: what it builds cannot be checked for remote references (list its config files, or make it a component)", field, c)
+			}
+		}
+	}
 	if root == "" {
 		return nil
 	}
@@ -216,6 +245,71 @@ func checkLocal(data []byte, dir, root string) error {
 		if !within(root, real) {
 			return fmt.Errorf("reference %q leads to %s, outside the source's root %s: refused", ref, real, root)
 		}
+	}
+	return nil
+}
+
+// checkBuiltinConfigs refuses YAML (a file kustomize reads, or an inline
+// config of a kustomization) holding a builtin generator or transformer
+// config (apiVersion builtin) that names a remote file in a field its
+// loader reads, or fetches when it is a URL: the patch transformers' path
+// and paths, the generators' files, envs and env, the value-add
+// transformer's targetFilePath, the Helm generator's values files and a
+// replacement's path. The YAML is read by kustomize's own resource
+// factory, lists inlined, so the check sees the configs kustomize will
+// configure; YAML the factory cannot read is left alone (kustomize cannot
+// read it either: a configMapGenerator's data file, say), and so is YAML
+// that cannot spell "builtin" (neither the word nor an escape).
+func checkBuiltinConfigs(data []byte) error {
+	if !bytes.Contains(data, []byte("builtin")) && bytes.IndexByte(data, '\\') < 0 {
+		return nil
+	}
+	nodes, err := provider.NewDefaultDepProvider().GetResourceFactory().RNodesFromBytes(data)
+	if err != nil {
+		return nil
+	}
+	for _, n := range nodes {
+		if g, v := resid.ParseGroupVersion(n.GetApiVersion()); g != "" || v != konfig.BuiltinPluginApiVersion {
+			continue
+		}
+		m, err := n.Map()
+		if err != nil {
+			continue // not a mapping: kustomize configures nothing from it
+		}
+		var refs []string
+		for _, f := range []string{"path", "paths", "files", "envs", "env", "targetFilePath", "valuesFile", "additionalValuesFiles"} {
+			refs = append(refs, stringsOf(m[f])...)
+		}
+		if rs, ok := m["replacements"].([]any); ok {
+			for _, r := range rs {
+				if rm, ok := r.(map[string]any); ok {
+					refs = append(refs, stringsOf(rm["path"])...)
+				}
+			}
+		}
+		for _, ref := range refs {
+			_, p, _ := strings.Cut(ref, "=") // a file source may be key=path
+			if isRemote(ref) || isRemote(p) {
+				return fmt.Errorf("builtin %s config: remote reference %q: a source renders local files only (vendor it next to the kustomization)", n.GetKind(), ref)
+			}
+		}
+	}
+	return nil
+}
+
+// stringsOf returns a string, or the strings of a list.
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -1,10 +1,14 @@
 package manifest
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -64,6 +68,94 @@ func TestKustomizeLocalReferences(t *testing.T) {
 	if err != nil || len(objs) != 3 {
 		t.Fatalf("Render: %v, %q", err, summary(objs))
 	}
+}
+
+// TestKustomizeBuiltinConfigsFetchNothing gives kustomize builtin
+// generator and transformer configs (in files, inline, and built from a
+// folder) whose file fields name an https:// URL, which kustomize's
+// loader would fetch: each is refused as a remote reference, and the
+// server is never asked.
+func TestKustomizeBuiltinConfigsFetchNothing(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fetched}\n")
+	}))
+	defer srv.Close()
+	url := srv.URL + "/x.yaml"
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: local}\n"
+	patch := "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: " + url + "\ntarget: {kind: ConfigMap}\n"
+	for name, files := range map[string]map[string]string{
+		"patch transformer file": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [patch.yaml]\n",
+			"patch.yaml":         patch,
+		},
+		"json6902 transformer file": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [patch.yaml]\n",
+			"patch.yaml":         "apiVersion: builtin\nkind: PatchJson6902Transformer\nmetadata: {name: p}\ntarget: {version: v1, kind: ConfigMap, name: local}\npath: " + url + "\n",
+		},
+		"strategic merge transformer file": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [patch.yaml]\n",
+			"patch.yaml":         "apiVersion: builtin\nkind: PatchStrategicMergeTransformer\nmetadata: {name: p}\npaths: [" + url + "]\n",
+		},
+		"replacement transformer file": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [repl.yaml]\n",
+			"repl.yaml":          "apiVersion: builtin\nkind: ReplacementTransformer\nmetadata: {name: r}\nreplacements: [{path: '" + url + "'}]\n",
+		},
+		"configmap generator file": {
+			"kustomization.yaml": "generators: [gen.yaml]\n",
+			"gen.yaml":           "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: g}\nfiles: [" + url + "]\n",
+		},
+		"secret generator file, key=url": {
+			"kustomization.yaml": "generators: [gen.yaml]\n",
+			"gen.yaml":           "apiVersion: builtin\nkind: SecretGenerator\nmetadata: {name: g}\nfiles: ['k=" + url + "']\n",
+		},
+		"apiVersion spelt with an escape, in a List": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [patch.yaml]\n",
+			"patch.yaml":         "apiVersion: v1\nkind: List\nitems:\n- " + strings.Replace(indent(patch, "  ")[2:], "apiVersion: builtin", `apiVersion: "/b\u0075iltin"`, 1),
+		},
+		"inline transformer": {
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers:\n- |\n" + indent(patch, "  "),
+		},
+		"transformers built from a folder": {
+			// The folder's own patch writes the URL: no file holds it.
+			"kustomization.yaml": "resources: [cm.yaml]\ntransformers: [tdir]\n",
+			"tdir/kustomization.yaml": "resources: [patch.yaml]\npatches:\n- target: {kind: PatchTransformer}\n" +
+				"  patch: |\n    - {op: replace, path: /path, value: \"" + url + "\"}\n",
+			"tdir/patch.yaml": strings.Replace(patch, url, "local.yaml", 1),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files["cm.yaml"] = cm
+			dir := writeTree(t, files)
+			objs, err := Render(t.Context(), Request{Kustomize: dir})
+			if n := hits.Swap(0); n > 0 {
+				t.Errorf("kustomize fetched %s %d time(s) (render: %v, %q)", url, n, err, summary(objs))
+			}
+			if err == nil || !strings.Contains(err.Error(), "remote reference") && !strings.Contains(err.Error(), "folder") {
+				t.Errorf("error = %v, want the config refused", err)
+			}
+		})
+	}
+}
+
+// TestKustomizeBuiltinCheckLeavesDataAlone renders a generator whose data
+// file mentions builtin and holds backslashes without being YAML: the
+// check of builtin configs leaves it to kustomize, which reads it.
+func TestKustomizeBuiltinCheckLeavesDataAlone(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"kustomization.yaml": "configMapGenerator: [{name: scripts, files: [run.sh]}]\n",
+		"run.sh":             "#!/bin/sh\n# uses the builtin echo: {[\n echo \"a\\tb\" \\\n  'c: d: e'\n",
+	})
+	objs, err := Render(t.Context(), Request{Kustomize: dir})
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("Render: %v, %q", err, summary(objs))
+	}
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
 }
 
 // TestKustomizeRootHoldsBases builds kustomizations in a folder laid out
