@@ -791,6 +791,10 @@ ids, label selectors, Kubernetes names and quantities.
 - Source paths (` + "`sources[].path`, `kustomize`, `helm.chart`, `helm.valuesFiles`" + `) are relative to the
   config file's folder too, and expand ` + "`${cluster.id}` and `${cluster.labels.KEY}`" + ` for each target
   cluster (not ` + "`~`" + ` nor environment variables).
+- Anchors, aliases and merge keys work (` + "`env: &common {...}`, then `env: *common`" + `). Each use of an
+  alias counts the nodes of what it names: all of them together may be at most 65,536 plus 16 per
+  node of the file (500 applications sharing a 20-key env use 20,000), and merge keys may add at
+  most 10,000 entries; past that the file is refused at the alias's line.
 - Default "inherited" means the value of another key, as the description says.
 `)
 	for _, p := range root.Properties {

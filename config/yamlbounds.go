@@ -15,13 +15,14 @@ import (
 )
 
 // A config is parsed into a node tree by go.yaml.in/yaml/v3, in time that
-// grows linearly with its size. Its tree is then checked against two
+// grows linearly with its size. Its tree is then checked against three
 // limits that bound hostile input and the work of the decoder: how many
-// keys a block mapping has and how deep mappings and lists nest. A file
-// that go.yaml.in/yaml/v3 refuses is parsed again by goccy/go-yaml, whose
+// keys a block mapping has, how deep mappings and lists nest, and how
+// many nodes aliases expand to (aliasBounds). A file that
+// go.yaml.in/yaml/v3 refuses is parsed again by goccy/go-yaml, whose
 // syntax errors are the ones reported; as that parser takes time
 // quadratic in two shapes of input (a block mapping with many keys, deep
-// nesting), bounds checks its tokens for the same two limits first.
+// nesting), bounds checks its tokens for the first two limits first.
 
 // maxMappingKeys is the most keys one block mapping may have (a flow
 // mapping, {a: 1, b: 2}, is not limited). The schema's own mappings have
@@ -33,6 +34,20 @@ const maxMappingKeys = 1000
 // together. The schema nests six levels deep at most.
 const maxNesting = 64
 
+// aliasBaseline is the number of nodes the aliases of a config may expand
+// to whatever its size; aliasPerNode is how many more each node of its
+// tree allows. An alias is read again wherever it is used, so a file of a
+// few KiB whose wide mapping is used a few hundred times would otherwise
+// be decoded as hundreds of MiB. The budget keeps a shared block usable
+// by every entry of a large file (500 applications whose env is the
+// same 20 keys expand to about 20,000 nodes) and the work linear in the
+// file's size. It is separate from maxMergedEntries, which bounds merge
+// keys per document.
+const (
+	aliasBaseline = 1 << 16
+	aliasPerNode  = 16
+)
+
 // parseYAML parses data into its documents. Problems are recorded in
 // w.errs and give ok false: a syntax error or a file beyond the limits.
 func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool) {
@@ -43,7 +58,73 @@ func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool
 		return nil, false
 	}
 	w.unknown = unknown
-	return docs, w.treeBounds(docs)
+	return docs, w.treeBounds(docs) && w.aliasBounds(docs)
+}
+
+// aliasBounds counts, on the tree and before anything is decoded, the
+// nodes the aliases of docs expand to: each alias adds the nodes of the
+// node it refers to, the aliases inside that node expanded (counted once
+// per anchor), and all of them together may add at most aliasBaseline
+// plus aliasPerNode per node of the tree. Past that, the alias that
+// crosses the limit is recorded in w.errs at its line, and ok is false.
+func (w *walker) aliasBounds(docs []*yaml.Node) bool {
+	if bytes.IndexByte(w.text.data, '*') < 0 {
+		return true // no alias: no need to walk the tree
+	}
+	nodes := 0
+	var aliases []*yaml.Node
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		nodes++
+		if n.Kind == yaml.AliasNode {
+			aliases = append(aliases, n)
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	for _, doc := range docs {
+		walk(doc)
+	}
+	if len(aliases) == 0 {
+		return true
+	}
+	limit := aliasBaseline + aliasPerNode*nodes
+	// sizes are the expanded sizes of the nodes aliases refer to, at most
+	// limit+1; 1 while one is being counted, so that an alias inside the
+	// node it refers to (reported when it is read) counts one.
+	sizes := map[*yaml.Node]int{}
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil {
+				return 1
+			}
+			s, ok := sizes[n.Alias]
+			if !ok {
+				sizes[n.Alias] = 1
+				s = size(n.Alias)
+				sizes[n.Alias] = s
+			}
+			return s
+		}
+		s := 1
+		for _, c := range n.Content {
+			if s += size(c); s > limit {
+				return limit + 1
+			}
+		}
+		return s
+	}
+	total := 0
+	for _, a := range aliases {
+		if total += size(a); total > limit {
+			w.errorf(rawPos(a), "", "aliases expand to more than %d nodes, the limit of this file (%d plus %d per node of it): *%s is used too often", limit, aliasBaseline, aliasPerNode, a.Value)
+			return false
+		}
+	}
+	return true
 }
 
 // parseTree parses every document of data (text as a string), past what

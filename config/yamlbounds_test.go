@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -115,5 +116,79 @@ func TestParseBounds(t *testing.T) {
 	want := fmt.Sprintf("config.yaml:%d:7: a mapping has more than %d keys", 10+maxMappingKeys, maxMappingKeys)
 	if list.Error() != want {
 		t.Errorf("Parse error = %q, want %q", list.Error(), want)
+	}
+}
+
+// aliasedEnvConfig is a config of apps applications after a first one
+// whose env (keys keys) is anchored, each using it as env: *e.
+func aliasedEnvConfig(keys, apps int) string {
+	var b strings.Builder
+	b.WriteString("clusters:\n  - id: a\n    kubeconfig: k\napplications:\n  - {id: first, namespace: ns, clusters: [a], image: i, env: &e {")
+	for i := range keys {
+		fmt.Fprintf(&b, "K%d: v, ", i)
+	}
+	b.WriteString("}}\n")
+	for i := range apps {
+		fmt.Fprintf(&b, "  - {id: a%d, namespace: ns, clusters: [a], image: i, env: *e}\n", i)
+	}
+	return b.String()
+}
+
+// TestAliasesBoundedByFileSize parses a 23 KiB config whose env of 1,000
+// keys is used by 200 applications (200,000 entries once expanded): it is
+// refused at the alias that crosses the limit before anything is decoded,
+// allocating a small multiple of its size (without the bound, decoding
+// it allocates about 70 MiB, and quadratically more as it grows).
+func TestAliasesBoundedByFileSize(t *testing.T) {
+	src := aliasedEnvConfig(1000, 200)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Parse("config.yaml", []byte(src), testOptions())
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if alloc > 400*uint64(len(src)) {
+		t.Errorf("a %d KiB config allocated %d MiB while parsing (x%d)", len(src)>>10, alloc>>20, alloc/uint64(len(src)))
+	}
+	if err == nil || !strings.Contains(err.Error(), "config.yaml:") || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Fatalf("error = %v, want the aliases refused at their file and line", err)
+	}
+	t.Logf("%d bytes, %d KiB allocated: %v", len(src), alloc>>10, err)
+
+	// Nested aliases (a "billion laughs", 10^9 nodes) are counted once
+	// per anchor: refused at once.
+	lol := "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := 1; i < 10; i++ {
+		lol += fmt.Sprintf("l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", "))
+	}
+	_, err = Parse("config.yaml", []byte(lol), testOptions())
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Errorf("nested aliases: error = %v, want them refused", err)
+	}
+}
+
+// TestAliasesSharedByManyApplications loads a realistic config that
+// shares one env block of 20 keys among 500 applications: within the
+// budget, it loads, every application with the 20 keys.
+func TestAliasesSharedByManyApplications(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("clusters:\n  - id: a\n    kubeconfig: k\napplications:\n")
+	for i := range 500 {
+		fmt.Fprintf(&b, "  - id: app%d\n    namespace: ns\n    clusters: [a]\n    image: nginx\n", i)
+		if i > 0 {
+			b.WriteString("    env: *common\n")
+			continue
+		}
+		b.WriteString("    env: &common\n")
+		for k := range 20 {
+			fmt.Fprintf(&b, "      KEY_%d: value-%d\n", k, k)
+		}
+	}
+	cfg, err := Parse("config.yaml", []byte(b.String()), testOptions())
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(cfg.Applications) != 500 || len(cfg.Applications[499].Env) != 20 {
+		t.Errorf("%d applications, the last with %d env keys", len(cfg.Applications), len(cfg.Applications[499].Env))
 	}
 }
