@@ -356,6 +356,11 @@ applications:
     clusters: [a]
     image: nginx
 `},
+		{name: "alias-self", src: `hub: &h {<<: [*h, *h], id: *h}
+x: &a {k: 1}
+y: &b {<<: [*a, *a]}
+applications: [{<<: *b}]
+`},
 		{name: "alias-recursion", src: `hub: &h {<<: [*h, *h], id: *h}
 x: &a {k: 1}
 y: &b {<<: [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]}
