@@ -44,17 +44,7 @@ func TestAPIAndClient(t *testing.T) {
 	defer stop()
 	waitSnap := func(what string, cond func(*hub.Snapshot) bool) {
 		t.Helper()
-		deadline := time.After(5 * time.Second)
-		for {
-			select {
-			case s := <-snaps:
-				if cond(s) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		waitSnapshot(t, snaps, 5*time.Second, what, cond)
 	}
 	waitSnap("first snapshot", func(s *hub.Snapshot) bool {
 		return s.HubID == "api-test" && len(s.Nodes) == 1 && s.Nodes[0].ID.String() == "c1:ns/web:deployment"

@@ -100,17 +100,7 @@ func TestReplicaClient(t *testing.T) {
 	defer stop()
 	wait := func(what string, cond func(*hub.Snapshot) bool) {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case s := <-snaps:
-				if cond(s) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		waitSnapshot(t, snaps, 10*time.Second, what, cond)
 	}
 	owner := func(s *hub.Snapshot, cluster string) (hub.ClusterStatus, bool) {
 		c, ok := s.Cluster(cluster)
@@ -260,17 +250,7 @@ func TestReplicaListHangMarksUnreachable(t *testing.T) {
 	defer stop()
 	wait := func(what string, cond func(*hub.Snapshot) bool) {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case s := <-snaps:
-				if cond(s) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no merged view with %s", what)
-			}
-		}
+		waitSnapshot(t, snaps, 10*time.Second, what, cond)
 	}
 	wait("both replicas", func(s *hub.Snapshot) bool {
 		c2, ok := s.Cluster("c2")
@@ -300,5 +280,22 @@ func TestReplicaListHangMarksUnreachable(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("an action waits for good on a replica that does not answer")
+	}
+}
+
+// waitSnapshot reads snaps until cond holds for a snapshot, failing the
+// test after timeout with what it waited for.
+func waitSnapshot(t testing.TB, snaps <-chan *hub.Snapshot, timeout time.Duration, what string, cond func(*hub.Snapshot) bool) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case s := <-snaps:
+			if cond(s) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
