@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/driftwatch/driftwatch/config/manifest"
 )
 
 // A config is parsed into a node tree by go.yaml.in/yaml/v3, in time that
@@ -58,7 +60,8 @@ func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool
 		return nil, false
 	}
 	w.unknown = unknown
-	return docs, w.treeBounds(docs) && w.aliasBounds(docs)
+	ok, nodes := w.treeBounds(docs)
+	return docs, ok && w.aliasBounds(docs, nodes)
 }
 
 // aliasBounds counts, on the tree and before anything is decoded, the
@@ -67,62 +70,15 @@ func (w *walker) parseYAML(data []byte, text string) (docs []*yaml.Node, ok bool
 // per anchor), and all of them together may add at most aliasBaseline
 // plus aliasPerNode per node of the tree. Past that, the alias that
 // crosses the limit is recorded in w.errs at its line, and ok is false.
-func (w *walker) aliasBounds(docs []*yaml.Node) bool {
+// nodes is the tree's node count (treeBounds).
+func (w *walker) aliasBounds(docs []*yaml.Node, nodes int) bool {
 	if bytes.IndexByte(w.text.data, '*') < 0 {
 		return true // no alias: no need to walk the tree
 	}
-	nodes := 0
-	var aliases []*yaml.Node
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		nodes++
-		if n.Kind == yaml.AliasNode {
-			aliases = append(aliases, n)
-			return
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	for _, doc := range docs {
-		walk(doc)
-	}
-	if len(aliases) == 0 {
-		return true
-	}
 	limit := aliasBaseline + aliasPerNode*nodes
-	// sizes are the expanded sizes of the nodes aliases refer to, at most
-	// limit+1; 1 while one is being counted, so that an alias inside the
-	// node it refers to (reported when it is read) counts one.
-	sizes := map[*yaml.Node]int{}
-	var size func(n *yaml.Node) int
-	size = func(n *yaml.Node) int {
-		if n.Kind == yaml.AliasNode {
-			if n.Alias == nil {
-				return 1
-			}
-			s, ok := sizes[n.Alias]
-			if !ok {
-				sizes[n.Alias] = 1
-				s = size(n.Alias)
-				sizes[n.Alias] = s
-			}
-			return s
-		}
-		s := 1
-		for _, c := range n.Content {
-			if s += size(c); s > limit {
-				return limit + 1
-			}
-		}
-		return s
-	}
-	total := 0
-	for _, a := range aliases {
-		if total += size(a); total > limit {
-			w.errorf(rawPos(a), "", "aliases expand to more than %d nodes, the limit of this file (%d plus %d per node of it): *%s is used too often", limit, aliasBaseline, aliasPerNode, a.Value)
-			return false
-		}
+	if _, a := manifest.AliasExpansion(docs, limit); a != nil {
+		w.errorf(rawPos(a), "", "aliases expand to more than %d nodes, the limit of this file (%d plus %d per node of it): *%s is used too often", limit, aliasBaseline, aliasPerNode, a.Value)
+		return false
 	}
 	return true
 }
@@ -270,10 +226,11 @@ func nullUnknownAliases(data []byte) ([]byte, map[pos]string) {
 // treeBounds checks that no block mapping of docs has more than
 // maxMappingKeys keys and that nothing nests deeper than maxNesting,
 // recording each problem in w.errs. It reports whether there was none.
-func (w *walker) treeBounds(docs []*yaml.Node) bool {
+func (w *walker) treeBounds(docs []*yaml.Node) (ok bool, nodes int) {
 	ok, deep := true, false
 	var walk func(n *yaml.Node, depth int)
 	walk = func(n *yaml.Node, depth int) {
+		nodes++
 		switch n.Kind {
 		case yaml.MappingNode, yaml.SequenceNode:
 			if depth++; depth > maxNesting && !deep {
@@ -294,7 +251,7 @@ func (w *walker) treeBounds(docs []*yaml.Node) bool {
 	for _, doc := range docs {
 		walk(doc, 0)
 	}
-	return ok
+	return ok, nodes
 }
 
 // bounds checks that no block mapping of tokens has more than

@@ -84,7 +84,7 @@ func TestTreeBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := &walker{file: "x.yaml", text: source{data: []byte(tt.src)}}
-			ok := w.treeBounds(docs)
+			ok, _ := w.treeBounds(docs)
 			got := ""
 			if len(w.errs) > 0 {
 				got = w.errs.Error()

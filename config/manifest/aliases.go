@@ -43,28 +43,64 @@ func (b *aliasBudget) countAliases(data []byte, o Origin) (ok bool, err error) {
 	if yamlv3.Unmarshal(data, &n) != nil {
 		return false, nil
 	}
-	// Nodes count as the YAML library decodes them: an alias as what it
-	// names. The sums saturate above the limit (a chain of aliases may
-	// double at each step) plus the nodes of the tree itself.
-	limit := b.allowed() - b.added + 4*len(data) + 16
-	memo := map[*yamlv3.Node]int{}
+	added, _ := AliasExpansion([]*yamlv3.Node{&n}, b.allowed()-b.added)
+	return true, b.add(added, o)
+}
+
+// AliasExpansion returns how many nodes the aliases under roots add when
+// they are decoded: each alias adds the nodes of the node it names, the
+// aliases inside that node expanded (each anchor's size counted once, so
+// in time linear in the tree; an alias inside the node it names counts
+// one, the decoder refuses it). Past limit it stops and returns the alias
+// that crossed it (over), added then being more than limit; over is nil
+// within it. Render bounds its sources with it, and the config package
+// its files.
+func AliasExpansion(roots []*yamlv3.Node, limit int) (added int, over *yamlv3.Node) {
+	sizes := map[*yamlv3.Node]int{}
 	var size func(n *yamlv3.Node) int
 	size = func(n *yamlv3.Node) int {
-		if s, ok := memo[n]; ok {
+		if n.Kind == yamlv3.AliasNode {
+			if n.Alias == nil {
+				return 1
+			}
+			s, ok := sizes[n.Alias]
+			if !ok {
+				sizes[n.Alias] = 1
+				s = size(n.Alias)
+				sizes[n.Alias] = s
+			}
 			return s
 		}
 		s := 1
-		if n.Kind == yamlv3.AliasNode && n.Alias != nil {
-			s = size(n.Alias)
-		}
 		for _, c := range n.Content {
-			s = min(s+size(c), limit)
+			if s += size(c); s > limit {
+				return limit + 1 // saturated: a chain may double at each step
+			}
 		}
-		memo[n] = s
 		return s
 	}
-	expanded := size(&n)
-	return true, b.add(max(expanded-len(memo), 0), o)
+	var walk func(n *yamlv3.Node) bool
+	walk = func(n *yamlv3.Node) bool {
+		if n.Kind == yamlv3.AliasNode {
+			if added += size(n); added > limit {
+				over = n
+				return false
+			}
+			return true
+		}
+		for _, c := range n.Content {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range roots {
+		if !walk(r) {
+			break
+		}
+	}
+	return added, over
 }
 
 // countValue adds the nodes of a decoded document that countAliases could
