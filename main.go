@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/cli"
 )
@@ -25,6 +26,9 @@ import (
 var version = "dev"
 
 func main() {
+	// Started as a Helm render worker (manifest.Sandbox), this process
+	// renders one chart and exits here.
+	manifest.ServeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

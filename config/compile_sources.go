@@ -42,6 +42,8 @@ type sourceState struct {
 	// faults are the sources left out under LoadOptions.IsolateSources,
 	// by source id, each with its errors (positioned as ErrorList's).
 	faults map[string]ErrorList
+	// sandbox renders Helm charts (LoadOptions.HelmSandbox).
+	sandbox *manifest.Sandbox
 }
 
 // rendering is the result of one request.
@@ -159,7 +161,9 @@ func (st *sourceState) render(ctx context.Context, r sourceRequest) *rendering {
 		return out
 	}
 	out := &rendering{}
-	objs, err := manifest.Render(ctx, r.req)
+	req := r.req
+	req.Sandbox = st.sandbox
+	objs, err := manifest.Render(ctx, req)
 	if err != nil {
 		out.err = err
 	}

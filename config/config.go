@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -394,6 +395,12 @@ type LoadOptions struct {
 	// Git sources is an error ("git sources need a hub or check/diff to
 	// fetch them"). The hub, check and diff set it.
 	GitCheckout func(h Hub, sourceID string, g GitSource) (GitCheckout, error)
+	// HelmSandbox, when set, renders the Helm charts of sources in child
+	// processes with a time and a memory limit (manifest.Sandbox), so that
+	// a chart whose templates never end or eat memory fails its source
+	// instead of stopping or killing the process. The hub, check, diff
+	// and the bench set manifest.Self(); nil renders in process.
+	HelmSandbox *manifest.Sandbox
 }
 
 // Load reads and validates the config file at path. Problems with the

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -411,5 +414,55 @@ func TestSourceFaultsIsolated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHelmSandboxFaultsOnlyItsSource loads a config whose Helm source's
+// template writes text in a loop three values lists deep (a 12 KB chart
+// that grows a process's heap past 3 GiB in 9 s): with the hub's load
+// options, the chart renders in a sandbox that dies at its memory limit,
+// the source is a fault naming its chart and the limit, and the other
+// source and the application compile.
+func TestHelmSandboxFaultsOnlyItsSource(t *testing.T) {
+	chart := t.TempDir()
+	var vals strings.Builder
+	vals.WriteString("items:\n")
+	for range 3000 {
+		vals.WriteString("- 1\n")
+	}
+	for name, text := range map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: bomb\nversion: 0.1.0\n",
+		"values.yaml":       vals.String(),
+		"templates/cm.yaml": "{{- range .Values.items }}{{- range $.Values.items }}{{- range $.Values.items }}xxxxxxxxxxxxxxxx{{ end }}{{ end }}{{ end }}\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(chart, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := "clusters:\n  - {id: a, kubeconfig: /k}\n" +
+		"applications: [{id: app, namespace: shop, image: nginx, clusters: [a]}]\nsources:\n  - {id: good, path: sources/custom, clusters: [a]}\n" +
+		"  - {id: bomb, helm: {chart: " + chart + "}, clusters: [a]}\n"
+	opts := testOptions()
+	opts.IsolateSources = true
+	sb := manifest.Self()
+	sb.MemoryLimit = 256 << 20
+	opts.HelmSandbox = sb
+	cfg, err := Parse("testdata/config.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := cfg.SourceFaults()
+	if len(faults) != 1 || faults["bomb"] == nil || !strings.Contains(faults["bomb"].Error(), "helm chart "+chart+": rendering needed more than 256 MiB of memory: stopped") {
+		t.Fatalf("faults %v, want the bomb source's memory limit", faults)
+	}
+	apps := map[string]int{}
+	for _, s := range Compile(cfg) {
+		apps[s.Application]++
+	}
+	if apps["bomb"] != 0 || apps["good"] == 0 || apps["app"] == 0 {
+		t.Errorf("compiled objects by application %v: want the good source's and the application's, none of the bomb's", apps)
 	}
 }

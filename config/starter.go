@@ -489,7 +489,10 @@ const helmReleaseNameMax = 53
 // An empty folder, one that cannot be read, and manifests that do not
 // render (kustomize's or Helm's own message) or render no object are
 // errors naming the folder.
-func InspectStarterFolder(ctx context.Context, path, namespace string) (*StarterFolder, error) {
+//
+// sandbox, when set, renders a Helm chart in a child process
+// (manifest.Sandbox); nil renders it in process.
+func InspectStarterFolder(ctx context.Context, path, namespace string, sandbox *manifest.Sandbox) (*StarterFolder, error) {
 	if path == "" {
 		return nil, errors.New("no folder given")
 	}
@@ -572,6 +575,7 @@ func InspectStarterFolder(ctx context.Context, path, namespace string) (*Starter
 	}
 
 	st := newSourceState()
+	st.sandbox = sandbox
 	renders := make([]*rendering, len(reqs))
 	for i, r := range reqs {
 		where := filepath.Join(path, locs[i])

@@ -116,7 +116,7 @@ func TestInspectStarterFolder(t *testing.T) {
 			if tt.setup != nil {
 				path = tt.setup(t)
 			}
-			f, err := InspectStarterFolder(t.Context(), path, tt.namespace)
+			f, err := InspectStarterFolder(t.Context(), path, tt.namespace, nil)
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", f)
@@ -204,7 +204,7 @@ func TestStarterFrom(t *testing.T) {
 			copyDir(t, filepath.Join(fromDir, tt.folder), filepath.Join(dir, "manifests", tt.folder))
 			// Inspected from the config file's folder, as init does.
 			t.Chdir(dir)
-			f, err := InspectStarterFolder(t.Context(), filepath.Join("manifests", tt.folder), tt.namespace)
+			f, err := InspectStarterFolder(t.Context(), filepath.Join("manifests", tt.folder), tt.namespace, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +283,7 @@ func TestStarterFrom(t *testing.T) {
 // TestStarterFromPath: the path is written as given (relative paths
 // that leave the folder quoted as needed); ${ cannot be written.
 func TestStarterFromPath(t *testing.T) {
-	f, err := InspectStarterFolder(t.Context(), filepath.Join(fromDir, "overlays"), "")
+	f, err := InspectStarterFolder(t.Context(), filepath.Join(fromDir, "overlays"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,51 @@ const notesFile = "NOTES.txt"
 // the chart, and the template functions that could make more than a
 // rendered template may hold bounded (boundedEngine).
 func renderHelm(ctx context.Context, r Request) ([]Object, error) {
+	var out *templated
+	var err error
+	if r.Sandbox != nil {
+		out, err = r.Sandbox.render(ctx, r)
+	} else {
+		out, err = helmTemplates(ctx, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collectHelm(r, out)
+}
+
+// templated is what the template stage of a Helm render made: the
+// chart's CRD files and its rendered templates (NOTES.txt and empty ones
+// left out), each within the size limit, in the order they become
+// objects.
+type templated struct {
+	CRDs  []renderedFile `json:"crds,omitempty"`
+	Files []renderedFile `json:"files,omitempty"`
+}
+
+// renderedFile is one file of a templated chart.
+type renderedFile struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// size returns the bytes of text t holds.
+func (t *templated) size() int64 {
+	var n int64
+	for _, f := range t.CRDs {
+		n += int64(len(f.Text))
+	}
+	for _, f := range t.Files {
+		n += int64(len(f.Text))
+	}
+	return n
+}
+
+// helmTemplates is the template stage of renderHelm: it loads the chart
+// and its values and runs its templates. This is the stage that runs
+// the chart's own code, so it is the one a Sandbox runs in a child
+// process.
+func helmTemplates(ctx context.Context, r Request) (*templated, error) {
 	h := r.Helm
 	if err := chartutil.ValidateReleaseName(h.ReleaseName); err != nil {
 		return nil, fmt.Errorf("release name %q: %w", h.ReleaseName, err)
@@ -87,15 +132,13 @@ func renderHelm(ctx context.Context, r Request) ([]Object, error) {
 		return nil, err
 	}
 
-	c := &collector{max: r.maxObjects()}
+	out := &templated{}
 	for _, crd := range ch.CRDObjects() {
 		name := path.Clean(crd.Filename)
 		if int64(len(crd.File.Data)) > r.maxFileSize() {
 			return nil, errorAt(Origin{File: name}, "file is %d bytes: the limit is %d", len(crd.File.Data), r.maxFileSize())
 		}
-		if err := c.decodeYAML(crd.File.Data, name); err != nil {
-			return nil, err
-		}
+		out.CRDs = append(out.CRDs, renderedFile{Name: name, Text: string(crd.File.Data)})
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		text := files[name]
@@ -105,8 +148,26 @@ func renderHelm(ctx context.Context, r Request) ([]Object, error) {
 		if int64(len(text)) > r.maxFileSize() {
 			return nil, errorAt(Origin{File: name}, "rendered to %d bytes: the limit is %d", len(text), r.maxFileSize())
 		}
+		out.Files = append(out.Files, renderedFile{Name: name, Text: text})
+	}
+	if n := out.size(); n > r.maxRendered() {
+		return nil, fmt.Errorf("chart %s rendered %d bytes in all: the limit is %d", h.Chart, n, r.maxRendered())
+	}
+	return out, nil
+}
+
+// collectHelm decodes a templated chart into objects: its CRDs, then its
+// templates' objects less hooks.
+func collectHelm(r Request, t *templated) ([]Object, error) {
+	c := &collector{max: r.maxObjects()}
+	for _, crd := range t.CRDs {
+		if err := c.decodeYAML([]byte(crd.Text), crd.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range t.Files {
 		before := len(c.objects)
-		if err := c.decodeYAML([]byte(text), name); err != nil {
+		if err := c.decodeYAML([]byte(f.Text), f.Name); err != nil {
 			return nil, err
 		}
 		// Hooks (tests too) run around installs and upgrades; they are

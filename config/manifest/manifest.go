@@ -1,5 +1,5 @@
 // Package manifest renders users' own Kubernetes manifests into objects,
-// in process and without any cluster or network access: plain YAML and
+// without any cluster or network access: plain YAML and
 // JSON files (a file or a folder of them), a kustomize folder (built with
 // sigs.k8s.io/kustomize/api) or a Helm chart (rendered with the Helm SDK,
 // as `helm template` does). Every object carries where it came from, so
@@ -10,7 +10,10 @@
 // read to a whole Render (aliasBudget), plain files behind symlinks that
 // leave the source's folder are refused, kustomize runs without plugins,
 // exec or remote resources and reads nothing outside Request.Root, and
-// Helm without a cluster (lookup finds nothing) or DNS.
+// Helm without a cluster (lookup finds nothing) or DNS, its amplifying
+// template functions bounded, and with Request.Sandbox its templates in a
+// child process with a time and a memory limit (a chart's templates are
+// a program that nothing stops from inside).
 package manifest
 
 import (
@@ -68,6 +71,11 @@ type Request struct {
 	// DefaultMaxObjects when positive.
 	MaxFileSize int64
 	MaxObjects  int
+	// Sandbox, when set, runs a Helm chart's templates in a child
+	// process with a time and a memory limit (see Sandbox); nil renders
+	// in this process. Plain files and kustomize always render in
+	// process: they run no code of the source's.
+	Sandbox *Sandbox `json:"-"`
 }
 
 // Helm is a Helm chart to render, client only, as `helm template` does
@@ -117,6 +125,10 @@ func (r Request) maxFileSize() int64 {
 	}
 	return DefaultMaxFileSize
 }
+
+// maxRendered is the most bytes a Helm chart's rendered files may hold
+// in all: eight files of the largest size.
+func (r Request) maxRendered() int64 { return 8 * r.maxFileSize() }
 
 func (r Request) maxObjects() int {
 	if r.MaxObjects > 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -58,7 +59,7 @@ func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	gitCheckout, cleanup := tempGitCheckouts("")
 	defer cleanup()
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout})
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout, HelmSandbox: manifest.Self()})
 	var list config.ErrorList
 	if errors.As(err, &list) {
 		printErrors(stderr, list)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
@@ -266,7 +267,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	stateFile := filepath.Join(dir, "state.db")
 	cfgText := demoConfigText(stateFile, []string{set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig}, repo.url())
 	gitSources := NewGitSources(log.With("component", "git"), getenv)
-	loadOpts := gitSources.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	loadOpts := gitSources.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, HelmSandbox: manifest.Self()})
 	appOpts := Options{Logger: log, StateFile: stateFile, LoadOptions: loadOpts, Git: gitSources}
 	var wsFiles map[string]string
 	if ws != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/clusters"
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/manifest"
 )
 
 // InitOptions are the settings of Init (the flags of driftwatch init).
@@ -87,7 +88,7 @@ func Init(ctx context.Context, o InitOptions, env Env) error {
 	}
 	opts := config.StarterOptions{KubeconfigPath: kubeconfigPath, Contexts: o.Contexts, Namespace: o.Namespace}
 	if o.From != "" {
-		from, err := config.InspectStarterFolder(ctx, o.From, o.Namespace)
+		from, err := config.InspectStarterFolder(ctx, o.From, o.Namespace, manifest.Self())
 		if err != nil {
 			return fmt.Errorf("init: --from %w", err)
 		}

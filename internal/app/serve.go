@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/coord"
 	"github.com/driftwatch/driftwatch/internal/safefile"
@@ -145,7 +146,7 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	log := slog.New(slog.NewJSONHandler(stderr, logOptions(o.LogLevel)))
 	git := NewGitSources(log.With("component", "git"), getenv)
-	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true})
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, HelmSandbox: manifest.Self()})
 	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -22,7 +22,9 @@ const (
 // renderCost is what rendering one source costs, through
 // config/manifest.Render as the config loader calls it.
 type renderCost struct {
-	// Source is "files", "kustomize" or "helm".
+	// Source is "files", "kustomize", "helm" or "helm, sandboxed" (the
+	// chart rendered as the hub renders it: its templates in a child
+	// process, manifest.Sandbox).
 	Source  string `json:"source"`
 	Objects int    `json:"objects"`
 	Renders int    `json:"renders"`
@@ -102,10 +104,13 @@ patches:
 			return nil, fmt.Errorf("render fixtures: %w", err)
 		}
 	}
+	helm := &manifest.Helm{Chart: filepath.Join(dir, "helm"), ReleaseName: "bench", Namespace: "bench-render", KubeVersion: "1.37.2"}
 	return []renderSource{
 		{name: "files", req: manifest.Request{Path: filepath.Join(dir, "files")}},
 		{name: "kustomize", req: manifest.Request{Kustomize: filepath.Join(dir, "kustomize", "overlay")}},
-		{name: "helm", req: manifest.Request{Helm: &manifest.Helm{Chart: filepath.Join(dir, "helm"), ReleaseName: "bench", Namespace: "bench-render", KubeVersion: "1.37.2"}}},
+		{name: "helm", req: manifest.Request{Helm: helm}},
+		// As the hub renders a chart: its templates in a child process.
+		{name: "helm, sandboxed", req: manifest.Request{Helm: helm, Sandbox: manifest.Self()}},
 	}, nil
 }
 

@@ -13,7 +13,7 @@ func TestRenderFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(srcs) != 3 {
+	if len(srcs) != 4 {
 		t.Fatalf("%d fixtures", len(srcs))
 	}
 	for _, s := range srcs {
@@ -81,3 +81,8 @@ func BenchmarkRenderKustomize100(b *testing.B) { benchmarkRender(b, "kustomize")
 // BenchmarkRenderHelm100 renders a Helm chart of ten templates, each
 // ranging over ten items: the same 100 objects.
 func BenchmarkRenderHelm100(b *testing.B) { benchmarkRender(b, "helm") }
+
+// BenchmarkRenderHelmSandboxed100 renders the same chart as the hub does:
+// its templates in a child process (manifest.Sandbox; this test binary
+// is the worker, see TestMain).
+func BenchmarkRenderHelmSandboxed100(b *testing.B) { benchmarkRender(b, "helm, sandboxed") }
