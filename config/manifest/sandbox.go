@@ -236,9 +236,18 @@ func (s *Sandbox) exchange(ctx context.Context, req []byte, max int64) (*workerA
 	if err := w.out.SetReadDeadline(deadline); err != nil {
 		return nil, err
 	}
-	// The caller's cancellation ends the wait for the answer too.
-	stop := context.AfterFunc(ctx, func() { w.out.SetReadDeadline(time.Now()) })
-	defer stop()
+	// The caller's cancellation ends the wait for the answer too; its
+	// function is waited for once started.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		w.out.SetReadDeadline(time.Now())
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
 	w.budget.left, w.budget.max = max, max
 	if _, err := w.in.Write(append(req, '\n')); err != nil {
 		return nil, s.gone(err)
