@@ -286,17 +286,12 @@ func (s *Sandbox) gone(err error) error {
 	w.exited, w.stderr = true, readHead(w.errOut)
 	switch {
 	case werr != nil:
-		return &workerExit{err: werr}
+		return werr // an *exec.ExitError
 	case w.stderr != "":
 		return fmt.Errorf("%w: %s", errNoAnswer, firstLine(w.stderr))
 	}
 	return errWorkerGone
 }
-
-// workerExit is a worker that exited with an error.
-type workerExit struct{ err error }
-
-func (e *workerExit) Error() string { return e.err.Error() }
 
 // failed kills and reaps the worker after a failed exchange and returns
 // the render's error.
@@ -312,7 +307,7 @@ func (s *Sandbox) failed(ctx context.Context, chart string, err error) error {
 	w.out.Close()
 	w.errOut.Close()
 	stderr := w.stderr
-	var exit *workerExit
+	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -324,7 +319,7 @@ func (s *Sandbox) failed(ctx context.Context, chart string, err error) error {
 		strings.Contains(stderr, "failed to allocate"): // the race detector's allocator
 		return fmt.Errorf("helm chart %s: rendering needed more than %d MiB of memory: stopped", chart, s.memoryLimit()>>20)
 	case errors.As(err, &exit):
-		return fmt.Errorf("helm chart %s: renderer %s failed (%v): %s", chart, s.Path, exit.err, firstLine(stderr))
+		return fmt.Errorf("helm chart %s: renderer %s failed (%v): %s", chart, s.Path, exit, firstLine(stderr))
 	case errors.Is(err, errWorkerGone):
 		err = errNoAnswer // twice in a row: it is no worker
 	}
@@ -402,9 +397,9 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "helm worker: %s=%q: want MEMORY,TIMEOUT,IDLE (bytes, milliseconds, milliseconds)\n", workerEnv, limits)
 		return 2
 	}
+	// The limits are set at the first request, not before: the tests
+	// call serveWorker in their own process with input it refuses.
 	limited := false
-	// The request holds the config's inline values, bounded by the
-	// config file's own size limit.
 	dec := json.NewDecoder(in)
 	enc := json.NewEncoder(out)
 	for {
@@ -451,6 +446,5 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 			fmt.Fprintln(errOut, "helm worker: write answer:", err)
 			return 2
 		}
-		ans, t = workerAnswer{}, nil
 	}
 }

@@ -3,39 +3,18 @@
 package manifest
 
 import (
-	"bufio"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/driftwatch/driftwatch/internal/procstatus"
 )
 
 // limitSelf bounds this process's data segment to mem bytes more than it
 // has mapped now (the runtime's own, and the race detector's shadow
-// memory in a test binary built with -race): the kernel then refuses the
-// runtime more memory, and it dies with "out of memory".
+// memory in a test binary built with -race; nothing where
+// /proc/self/status is missing): the kernel then refuses the runtime
+// more memory, and it dies with "out of memory".
 func limitSelf(mem uint64) error {
-	limit := dataNow() + mem
+	now, _ := procstatus.Field("VmData")
+	limit := now + mem
 	return syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: limit, Max: limit})
-}
-
-// dataNow returns the process's data segment (VmData in
-// /proc/self/status) in bytes, or 0 where there is no such file.
-func dataNow() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmData:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftwatch/driftwatch/clusters/drift"
+	"github.com/driftwatch/driftwatch/internal/procstatus"
 )
 
 // ResetPeakRSS resets this process's peak resident set size to its current
@@ -27,10 +27,10 @@ func ResetPeakRSS() error {
 
 // PeakRSS returns this process's peak resident set size in bytes
 // (VmHWM, Linux).
-func PeakRSS() (uint64, error) { return procStatus("VmHWM") }
+func PeakRSS() (uint64, error) { return procstatus.Field("VmHWM") }
 
 // RSS returns this process's resident set size in bytes (VmRSS, Linux).
-func RSS() (uint64, error) { return procStatus("VmRSS") }
+func RSS() (uint64, error) { return procstatus.Field("VmRSS") }
 
 // rssSplitEvery is how often a rssSplit samples the resident set's parts.
 const rssSplitEvery = 20 * time.Millisecond
@@ -132,38 +132,6 @@ func (b *bencher) followRSSSplit() (stop func() (anon, file uint64)) {
 		r.close()
 		return r.peaks()
 	})
-}
-
-// procStatus reads one "kB" field of /proc/self/status, in bytes.
-func procStatus(field string) (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", field, err)
-	}
-	return statusField(b, field)
-}
-
-// statusField reads one "kB" field of the text of /proc/self/status, in
-// bytes.
-func statusField(b []byte, field string) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	prefix := []byte(field + ":")
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, prefix) {
-			continue
-		}
-		f := bytes.Fields(line[len(prefix):])
-		if len(f) == 0 {
-			break
-		}
-		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", field, err)
-		}
-		return kb * 1024, nil
-	}
-	return 0, errors.New("read " + field + ": not in /proc/self/status")
 }
 
 // LoadAverage returns the machine's 1, 5 and 15 minute load averages as

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/procstatus"
 )
 
 // TestRSSSplitFollowsPeaks: the split's anonymous peak grows with memory
@@ -60,7 +62,7 @@ func TestRSSSplitAgreesWithStatus(t *testing.T) {
 	anon, file := r.peaks()
 	want := map[string]uint64{}
 	for _, field := range []string{"RssAnon", "RssFile", "RssShmem"} {
-		if want[field], err = statusField(b, field); err != nil {
+		if want[field], err = procstatus.Parse(b, field); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,10 +113,10 @@ func BenchmarkRSSSample(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := statusField(s, "RssAnon"); err != nil {
+			if _, err := procstatus.Parse(s, "RssAnon"); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := statusField(s, "RssFile"); err != nil {
+			if _, err := procstatus.Parse(s, "RssFile"); err != nil {
 				b.Fatal(err)
 			}
 		}
