@@ -96,6 +96,12 @@ type DecommissionRecord struct {
 type Intent struct {
 	// Paused clusters.
 	Paused map[string]bool
+	// PausedAt is when each paused cluster was last paused, for stores
+	// that keep it (the ones replicas share; nil otherwise). A replica that
+	// reads a later pause of a cluster it already holds paused takes it as
+	// a new pause: a manual repair asked for before it no longer overrides
+	// it.
+	PausedAt map[string]time.Time
 	// Policies are runtime policy overrides by application.
 	Policies map[string]Policy
 	// Holds, expired ones included until they are deleted.
@@ -118,8 +124,10 @@ type OverridesLoader interface {
 type IntentStore interface {
 	// Load reads everything stored.
 	Load() (Intent, error)
-	// SetPaused records a cluster's pause (false deletes it).
-	SetPaused(cluster string, paused bool) error
+	// SetPaused records a cluster's pause (false deletes it). at is when
+	// it was paused: a store shared by replicas keeps it (Intent.PausedAt),
+	// one only a single hub writes may ignore it.
+	SetPaused(cluster string, paused bool, at time.Time) error
 	// SetPolicy records an application's policy override ("" deletes it).
 	SetPolicy(app string, p Policy) error
 	// PutHold records a hold, replacing one on the same target.

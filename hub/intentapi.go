@@ -17,6 +17,25 @@ type intentAPI struct {
 	ctrl *controller
 }
 
+// beginChange counts a change of the overrides (a pause, a policy
+// override, a hold) made here, before it takes effect: until endChange,
+// called once its record in the intent store is written or failed, no
+// refresh adopts a read of the store, which may predate the record (and
+// would undo the change until the next refresh).
+func (ia *intentAPI) beginChange() {
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	ia.changes++
+	ia.recording++
+}
+
+// endChange ends what beginChange began.
+func (ia *intentAPI) endChange() {
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	ia.recording--
+}
+
 // MaxHoldTTL is the default longest hold: a hold is for an incident, and
 // one forgotten must not stop repairs for good.
 const MaxHoldTTL = 7 * 24 * time.Hour
@@ -71,6 +90,9 @@ func (ia *intentAPI) RepairNow(id NodeID) error {
 // cluster. With an intent store the pause survives a restart; an error
 // means it could not be recorded (the pause still holds in this run).
 func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
+	ia.beginChange()
+	defer ia.endChange()
+	at := ia.opts.Now()
 	var ids []NodeID
 	var ws []*inflight
 	func() {
@@ -79,7 +101,7 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 		if !paused && ia.pauses[cluster] == 0 {
 			return
 		}
-		ia.setPausedLocked(cluster, paused)
+		ia.setPausedLocked(cluster, paused, at)
 		if !paused {
 			ids = ia.clusterIDsLocked(cluster)
 		}
@@ -90,7 +112,7 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 		ia.ctrl.add(id)
 	}
 	if ia.opts.Intent != nil {
-		if err := ia.opts.Intent.SetPaused(cluster, paused); err != nil {
+		if err := ia.opts.Intent.SetPaused(cluster, paused, at); err != nil {
 			return fmt.Errorf("pause cluster %q: record: %w", cluster, err)
 		}
 	}
@@ -104,6 +126,8 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 // config) returns once no repair or prune of the application can still
 // happen. With an intent store the override survives a restart.
 func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
+	ia.beginChange()
+	defer ia.endChange()
 	var ids []NodeID
 	var ws []*inflight
 	func() {
@@ -165,6 +189,8 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 	if strings.TrimSpace(reason) == "" {
 		return Hold{}, fmt.Errorf("hold %s: a reason is required", t)
 	}
+	ia.beginChange()
+	defer ia.endChange()
 	now := ia.opts.Now()
 	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
 	var ws []*inflight
@@ -192,6 +218,8 @@ var ErrNoHold = errors.New("no such hold")
 // ReleaseHold ends a hold early and re-checks what it covered. Without a
 // hold on t it changes nothing and returns an error wrapping ErrNoHold.
 func (ia *intentAPI) ReleaseHold(t HoldTarget) error {
+	ia.beginChange()
+	defer ia.endChange()
 	var ids []NodeID
 	ok := false
 	func() {
@@ -247,7 +275,7 @@ func (ia *intentAPI) LoadIntent() error {
 		defer ia.mu.Unlock()
 		for c, p := range in.Paused {
 			if p {
-				ia.setPausedLocked(c, true)
+				ia.setPausedLocked(c, true, in.PausedAt[c])
 			}
 		}
 		for app, p := range in.Policies {

@@ -28,6 +28,16 @@ type intents struct {
 	pauses       map[string]uint64
 	appPolicySeq map[string]uint64
 	holdSeq      map[HoldTarget]uint64
+	// pausedAt is when each paused cluster was paused, as the intent
+	// store keeps it (zero where it keeps none): a later time read from
+	// a store replicas share is a pause made again through another one.
+	pausedAt map[string]time.Time
+	// changes counts the changes of the overrides made here, and
+	// recording those whose record in the intent store is not written
+	// yet: a read of the store that a change here may postdate is not
+	// adopted (see intentAPI.RefreshIntent).
+	changes   uint64
+	recording int
 	// clusterPolicy is each cluster's default policy, for its orphans.
 	clusterPolicy map[string]Policy
 }
@@ -40,6 +50,7 @@ func newIntents(policy Policy, status statusWriter) intents {
 		appPolicy:     make(map[string]Policy),
 		holds:         make(map[HoldTarget]Hold),
 		pauses:        make(map[string]uint64),
+		pausedAt:      make(map[string]time.Time),
 		holdSeq:       make(map[HoldTarget]uint64),
 		appPolicySeq:  make(map[string]uint64),
 		clusterPolicy: make(map[string]Policy),
@@ -52,12 +63,15 @@ func (in *intents) nextSeqLocked() uint64 {
 	return in.seq
 }
 
-// setPausedLocked records a cluster's pause. Callers hold loopState.mu.
-func (in *intents) setPausedLocked(cluster string, paused bool) {
+// setPausedLocked records a cluster's pause, made at at (paused again
+// when it was paused already). Callers hold loopState.mu.
+func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time) {
 	if paused {
 		in.pauses[cluster] = in.nextSeqLocked()
+		in.pausedAt[cluster] = at
 	} else {
 		delete(in.pauses, cluster)
+		delete(in.pausedAt, cluster)
 	}
 	in.status.paused(cluster, paused)
 }

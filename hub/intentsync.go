@@ -1,10 +1,21 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"time"
 )
+
+// ErrRefreshRaced is returned by RefreshIntent when the overrides were
+// changed here while the intent store was read, and that change's record
+// is still being written: the read may predate it, so nothing of it was
+// adopted. Refresh again shortly.
+var ErrRefreshRaced = errors.New("refresh intent: an override changed here is still being recorded: read again")
+
+// refreshReads bounds the reads RefreshIntent makes when a change here
+// overtook its read.
+const refreshReads = 3
 
 // RefreshIntent re-reads the operator intent (cluster pauses, application
 // policy overrides, holds) from the intent store and adopts it, enqueueing
@@ -12,8 +23,13 @@ import (
 // of one hub share a store: a pause recorded by one must hold on the
 // replica that takes the cluster over. A pause, hold or warn override
 // adopted here returns, like one set here, once no write in its scope can
-// still happen. Applied and decommission records are read by LoadIntent at
-// start and, for a cluster a replica takes over, by TakeOver.
+// still happen; a cluster paused again through another replica (a later
+// Intent.PausedAt) is paused again here, so a manual repair asked for
+// before no longer overrides it. A read that an override changed here may
+// postdate is never adopted (it would undo that change): the store is read
+// again, and ErrRefreshRaced returned while the change is being recorded.
+// Applied and decommission records are read by LoadIntent at start and,
+// for a cluster a replica takes over, by TakeOver.
 func (ia *intentAPI) RefreshIntent() error {
 	if ia.opts.Intent == nil {
 		return nil
@@ -22,49 +38,76 @@ func (ia *intentAPI) RefreshIntent() error {
 	if o, ok := ia.opts.Intent.(OverridesLoader); ok {
 		load = o.LoadOverrides
 	}
-	in, err := load()
-	if err != nil {
-		return fmt.Errorf("refresh intent: %w", err)
+	for range refreshReads {
+		seen, recording := ia.changesSeen()
+		if recording {
+			return ErrRefreshRaced
+		}
+		in, err := load()
+		if err != nil {
+			return fmt.Errorf("refresh intent: %w", err)
+		}
+		if ia.adopt(in, "", seen) {
+			return nil
+		}
 	}
-	ia.adopt(in, "")
-	return nil
+	return ErrRefreshRaced
+}
+
+// changesSeen returns the count of override changes made here, and whether
+// one is being recorded.
+func (ia *intentAPI) changesSeen() (uint64, bool) {
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	return ia.changes, ia.recording > 0
 }
 
 // TakeOver prepares the hub to manage a cluster another replica of it
 // managed until now: before the cluster's first write it re-reads the
 // shared intent store and adopts the operator intent (as RefreshIntent
-// does) and the cluster's applied and decommission records, so a missing
-// object another replica applied is drift (repaired through the write gate,
-// in the feed and the metrics), never a first apply, and a decommission it
-// started goes on. Call it before registering the cluster's backend.
+// does, unless an override changed here meanwhile, which is newer) and the
+// cluster's applied and decommission records, so a missing object another
+// replica applied is drift (repaired through the write gate, in the feed
+// and the metrics), never a first apply, and a decommission it started goes
+// on. Call it before registering the cluster's backend.
 func (ia *intentAPI) TakeOver(cluster string) error {
 	if ia.opts.Intent == nil {
 		return nil
 	}
+	seen, _ := ia.changesSeen()
 	in, err := ia.opts.Intent.Load()
 	if err != nil {
 		return fmt.Errorf("take over cluster %q: %w", cluster, err)
 	}
-	ia.adopt(in, cluster)
+	ia.adopt(in, cluster, seen)
 	return nil
 }
 
-// adopt takes the intent read from the store: the overrides always, and
-// the applied and decommission records of cluster when it is not "".
-func (ia *intentAPI) adopt(in Intent, cluster string) {
-	wake, drain := ia.adoptIntent(in, cluster)
+// adopt takes the intent read from the store: the overrides unless an
+// override changed here since seen (changesSeen) or is being recorded (it
+// then reports false), and the applied and decommission records of cluster
+// when it is not "".
+func (ia *intentAPI) adopt(in Intent, cluster string, seen uint64) bool {
+	wake, drain, adopted := ia.adoptIntent(in, cluster, seen)
 	ia.drain(drain)
 	for _, id := range wake {
 		ia.ctrl.add(id)
 	}
+	return adopted
 }
 
 // adoptIntent is adopt's part under ia.mu (released even on a panic): it
 // returns the NodeIDs to look at again and the writes to wait for.
-func (ia *intentAPI) adoptIntent(in Intent, cluster string) (wake []NodeID, drain []*inflight) {
+func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake []NodeID, drain []*inflight, adopted bool) {
 	now := ia.opts.Now()
 	ia.mu.Lock()
 	defer ia.mu.Unlock()
+	if cluster != "" {
+		ia.adoptRecordsLocked(in, cluster, now)
+	}
+	if ia.changes != seen || ia.recording > 0 {
+		return nil, nil, false
+	}
 	paused := make(map[string]bool)
 	for c, p := range in.Paused {
 		if p {
@@ -73,13 +116,16 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string) (wake []NodeID, drai
 	}
 	for c := range ia.pauses {
 		if !paused[c] {
-			ia.setPausedLocked(c, false)
+			ia.setPausedLocked(c, false, time.Time{})
 			wake = append(wake, ia.clusterIDsLocked(c)...)
 		}
 	}
 	for c := range paused {
-		if ia.pauses[c] == 0 {
-			ia.setPausedLocked(c, true)
+		// A store that keeps no time (or a record written without one)
+		// tells no pause made again.
+		at := in.PausedAt[c]
+		if ia.pauses[c] == 0 || (!at.IsZero() && !at.Equal(ia.pausedAt[c])) {
+			ia.setPausedLocked(c, true, at)
 			drain = append(drain, ia.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
 		}
 	}
@@ -131,10 +177,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string) (wake []NodeID, drai
 		ia.holds = next
 		ia.status.setHolds(ia.holdsLocked())
 	}
-	if cluster != "" {
-		ia.adoptRecordsLocked(in, cluster, now)
-	}
-	return wake, drain
+	return wake, drain, true
 }
 
 // adoptRecordsLocked takes the applied and decommission records of one

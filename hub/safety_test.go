@@ -19,7 +19,7 @@ type memIntent struct {
 }
 
 func newMemIntent() *memIntent {
-	return &memIntent{in: Intent{Paused: map[string]bool{}, Policies: map[string]Policy{}, Applied: map[NodeID]SpecRef{}}}
+	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]Policy{}, Applied: map[NodeID]SpecRef{}}}
 }
 
 func (m *memIntent) Load() (Intent, error) {
@@ -27,19 +27,22 @@ func (m *memIntent) Load() (Intent, error) {
 	defer m.mu.Unlock()
 	out := m.in
 	out.Paused = maps.Clone(m.in.Paused)
+	out.PausedAt = maps.Clone(m.in.PausedAt)
 	out.Policies = maps.Clone(m.in.Policies)
 	out.Applied = maps.Clone(m.in.Applied)
 	out.Holds = append([]Hold(nil), m.in.Holds...)
 	out.Decommissions = append([]DecommissionRecord(nil), m.in.Decommissions...)
 	return out, nil
 }
-func (m *memIntent) SetPaused(c string, p bool) error {
+func (m *memIntent) SetPaused(c string, p bool, at time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p {
 		m.in.Paused[c] = true
+		m.in.PausedAt[c] = at
 	} else {
 		delete(m.in.Paused, c)
+		delete(m.in.PausedAt, c)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -288,4 +289,167 @@ func TestRemovingARepairOverrideDrains(t *testing.T) {
 		synctest.Wait()
 		<-done
 	})
+}
+
+// slowRead is a memIntent whose next read, once armed, waits for release
+// after reading: a refresh that read the store before a switch set here.
+type slowRead struct {
+	*memIntent
+	armed            atomic.Bool
+	reading, release chan struct{}
+}
+
+func (s *slowRead) Load() (Intent, error) {
+	in, err := s.memIntent.Load()
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.reading)
+		<-s.release
+	}
+	return in, err
+}
+
+// TestRefreshNeverUndoesASwitchSetHere: replicas re-read the shared intent
+// every lease duration. A read taken before a pause, hold or warn override
+// set here (acknowledged) must not be adopted after it: it would lift the
+// switch, and repair under it, until the next refresh.
+func TestRefreshNeverUndoesASwitchSetHere(t *testing.T) {
+	for _, sw := range []string{"pause", "hold", "warn"} {
+		t.Run(sw, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &slowRead{memIntent: newMemIntent(), reading: make(chan struct{}), release: make(chan struct{})}
+				b := newFake(true)
+				f := startWithIntent(t, b, store)
+				s := spec("c1", "a", "v1")
+				f.h.SetDesired([]NodeSpec{s})
+				f.ready("c1", 1, 1)
+				synctest.Wait()
+				store.armed.Store(true)
+				refreshed := make(chan error, 1)
+				go func() { refreshed <- f.h.RefreshIntent() }()
+				<-store.reading // the refresh read the store: nothing set
+				var err error
+				switch sw {
+				case "pause":
+					err = f.h.PauseCluster("c1", true)
+				case "hold":
+					_, err = f.h.Hold(HoldTarget{HoldCluster, "c1"}, time.Hour, "incident")
+				case "warn":
+					err = f.h.SetApplicationPolicy(s.Application, PolicyWarn)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				close(store.release)
+				if err := <-refreshed; err != nil {
+					t.Fatalf("RefreshIntent: %v", err)
+				}
+				b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+				synctest.Wait()
+				if got := b.repairCount(s.ID); got != 1 {
+					t.Errorf("%s acknowledged, then a refresh that read the store before it lifted it: %d writes, want only the first apply", sw, got)
+				}
+				want := map[string]Status{"pause": StatusPaused, "hold": StatusHeld, "warn": StatusWarnOnly}[sw]
+				if n := f.node(s.ID); n.Status != want {
+					t.Errorf("after the refresh: %s %q, want %s", n.Status, n.Reason, want)
+				}
+			})
+		})
+	}
+}
+
+// TestRefreshWhileASwitchIsRecorded: a refresh while a switch set here is
+// being recorded (its pause waiting for a write in flight) adopts nothing
+// and says so; the next one, after it, adopts the store.
+func TestRefreshWhileASwitchIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		b := newFake(true)
+		f := startWithIntent(t, b, store)
+		s := spec("c1", "a", "v1")
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		at, proceed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.onRepair = func(NodeID) { once.Do(func() { close(at); <-proceed }) }
+		b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		<-at // a repair in flight
+		paused := make(chan error, 1)
+		go func() { paused <- f.h.PauseCluster("c1", true) }()
+		synctest.Wait() // the pause waits for the repair
+		if err := f.h.RefreshIntent(); !errors.Is(err, ErrRefreshRaced) {
+			t.Errorf("RefreshIntent while the pause waits for a write = %v, want ErrRefreshRaced", err)
+		}
+		close(proceed)
+		if err := <-paused; err != nil {
+			t.Fatal(err)
+		}
+		// Another replica resumes it meanwhile; the next refresh adopts that.
+		_ = store.SetPaused("c1", false, time.Time{})
+		if err := f.h.RefreshIntent(); err != nil {
+			t.Fatalf("RefreshIntent after the pause was recorded: %v", err)
+		}
+		f.h.mu.Lock()
+		stillPaused := f.h.pauses["c1"] != 0
+		f.h.mu.Unlock()
+		if stillPaused {
+			t.Errorf("the resume recorded by another replica was not adopted")
+		}
+	})
+}
+
+// TestPauseAgainThroughAnotherReplica: a manual repair asked on the owner
+// overrides the pause set before it; the cluster paused again through a
+// replica that does not own it must win over that repair once the owner
+// refreshes, as it does when paused again through the owner. A refresh
+// that finds no new pause leaves the manual repair alone, also when the
+// store's record carries no time (written by an older replica).
+func TestPauseAgainThroughAnotherReplica(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		again  func(fb *fixture, store *memIntent)
+		writes int
+	}{
+		{"paused again", func(fb *fixture, _ *memIntent) { _ = fb.h.PauseCluster("c1", true) }, 1},
+		{"nothing new", func(*fixture, *memIntent) {}, 2},
+		{"record without a time", func(_ *fixture, store *memIntent) { _ = store.SetPaused("c1", true, time.Time{}) }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newMemIntent()
+				ba, bb := newFake(true), newFake(true)
+				fa := startWithIntent(t, ba, store) // owns c1
+				fb := startWithIntent(t, bb, store) // owns nothing here
+				s := spec("c1", "a", "v1")
+				fa.h.SetDesired([]NodeSpec{s})
+				fa.ready("c1", 1, 1)
+				synctest.Wait()
+				if err := fa.h.PauseCluster("c1", true); err != nil {
+					t.Fatal(err)
+				}
+				if err := fb.h.RefreshIntent(); err != nil {
+					t.Fatal(err)
+				}
+				ba.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+				synctest.Wait()
+				time.Sleep(time.Minute)
+				at, proceed := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				ba.onAttribute = func(NodeID) { once.Do(func() { close(at); <-proceed }) }
+				if err := fa.h.RepairNow(s.ID); err != nil {
+					t.Fatal(err)
+				}
+				<-at // the manual pass classified, about to hand its write off
+				tc.again(fb, store)
+				if err := fa.h.RefreshIntent(); err != nil {
+					t.Fatal(err)
+				}
+				close(proceed)
+				synctest.Wait()
+				if got := ba.repairCount(s.ID); got != tc.writes {
+					t.Errorf("%d writes, want %d", got, tc.writes)
+				}
+			})
+		})
+	}
 }

@@ -37,6 +37,12 @@ const (
 	// LabelCluster carries the cluster of a sharded ConfigMap
 	// (decommissions and applied).
 	LabelCluster = "driftwatch.io/cluster"
+	// LabelPauseTimesOf carries the hub id on the ConfigMap of pause
+	// times. It is not LabelHub: a driftwatch from before pause times
+	// lists every ConfigMap labelled with its hub and refuses a kind it
+	// does not know, so replicas of both versions can share the records
+	// while a hub is upgraded or rolled back.
+	LabelPauseTimesOf = "driftwatch.io/pause-times-of"
 )
 
 // Record kinds, the values of LabelIntent.
@@ -83,12 +89,16 @@ type ConfigMapOptions struct {
 // (the record kind):
 //
 //	driftwatch-<hub>-paused                      cluster -> true
+//	driftwatch-<hub>-pause-times                 cluster -> time of its pause
 //	driftwatch-<hub>-policies                    application -> policy, a JSON string
 //	driftwatch-<hub>-holds                       "scope/name" -> hold
 //	driftwatch-<hub>-decommissions-<cluster>-<n> NodeID -> decommission record
 //	driftwatch-<hub>-applied-<cluster>-<n>       NodeID -> spec reference
 //
-// Values are the JSON records of the state file (see Store). Applied and
+// Values are the JSON records of the state file (see Store); a pause time
+// is a JSON RFC 3339 time. The pause times are labelled
+// LabelPauseTimesOf instead of LabelHub and LabelIntent (see there), and
+// read by name. Applied and
 // decommission records, which can number many thousands, are sharded: per
 // cluster (labelled driftwatch.io/cluster), so that replicas that own
 // different clusters write different ConfigMaps, and within a cluster into
@@ -339,17 +349,78 @@ func (s *ConfigMapStore) flush(name string, lbl map[string]string, batch map[str
 	return fmt.Errorf("created and deleted concurrently %d times in a row", maxCreateRaces)
 }
 
-// SetPaused records a cluster's pause; false deletes it.
-func (s *ConfigMapStore) SetPaused(cluster string, paused bool) error {
+// SetPaused records a cluster's pause, made at at; false deletes it. The
+// time goes to the pause times' ConfigMap before the pause is recorded (a
+// pause is never read with an older time than its own), and is deleted
+// after a resume is: a replica holding the cluster paused that reads a
+// different time takes it as the cluster paused again.
+func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("intent configmaps: %s: empty cluster", what)
 	}
-	loc := s.locate(kindPaused, "", cluster)
+	loc, times := s.locate(kindPaused, "", cluster), s.pauseTimes()
+	times.key = dataKey(cluster)
 	if !paused {
-		return s.write(what, loc, nil)
+		if err := s.write(what, loc, nil); err != nil {
+			return err
+		}
+		return s.write(what, times, nil)
+	}
+	var stamp any
+	if !at.IsZero() {
+		stamp = at.UTC()
+	}
+	if err := s.write(what, times, stamp); err != nil {
+		return err
 	}
 	return s.write(what, loc, true)
+}
+
+// pauseTimes locates the ConfigMap of pause times (key unset).
+func (s *ConfigMapStore) pauseTimes() location {
+	return location{
+		name:   "driftwatch-" + s.hubID + "-pause-times",
+		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelPauseTimesOf: s.hubID},
+	}
+}
+
+// loadPauseTimes reads the time of each paused cluster's pause into in
+// (none without the ConfigMap) and returns the errors of the records that
+// do not load. Times of clusters not paused (a resume half written) are
+// left out.
+func (s *ConfigMapStore) loadPauseTimes(ctx context.Context, in *hub.Intent) ([]error, error) {
+	loc := s.pauseTimes()
+	cm, err := s.cs.CoreV1().ConfigMaps(s.namespace).Get(ctx, loc.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("intent configmaps in namespace %s: get %s: %w", s.namespace, loc.name, err)
+	}
+	fail := func(key string, err error) error {
+		return &configMapRecordError{namespace: cm.Namespace, name: cm.Name, key: key, err: err}
+	}
+	var bad []error
+	if len(cm.BinaryData) > 0 {
+		bad = append(bad, fail("", errors.New("binaryData is not used by driftwatch")))
+	}
+	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+		var at time.Time
+		if err := decode([]byte(cm.Data[key]), &at); err != nil {
+			bad = append(bad, fail(key, err))
+			continue
+		}
+		cluster, err := unescapeKey(key)
+		if err != nil {
+			bad = append(bad, fail(key, err))
+			continue
+		}
+		if in.Paused[cluster] {
+			in.PausedAt[cluster] = at
+		}
+	}
+	return bad, nil
 }
 
 // SetPolicy records an application's policy override; "" deletes it.
@@ -509,6 +580,7 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	defer cancel()
 	in := hub.Intent{
 		Paused:   make(map[string]bool),
+		PausedAt: make(map[string]time.Time),
 		Policies: make(map[string]hub.Policy),
 		Applied:  make(map[hub.NodeID]hub.SpecRef),
 	}
@@ -527,6 +599,11 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 		}
 		opts.Continue = list.Continue
 	}
+	badTimes, err := s.loadPauseTimes(ctx, &in)
+	if err != nil {
+		return hub.Intent{}, err
+	}
+	bad = append(bad, badTimes...)
 	if len(bad) > 0 {
 		n := len(bad)
 		if n > maxRecordErrors {

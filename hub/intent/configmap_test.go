@@ -232,6 +232,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	}
 	want := hub.Intent{
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
+		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Second)},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		Holds:         holds,
 		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}, {Ref: long, Since: t0()}},
@@ -239,9 +240,9 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	}
 	sortDecommissions(want.Decommissions)
 	for c := range want.Paused {
-		must(t, s.SetPaused(c, true))
+		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600))))
 	}
-	must(t, s.SetPaused("never", false))
+	must(t, s.SetPaused("never", false, at0()))
 	for a, p := range want.Policies {
 		must(t, s.SetPolicy(a, p))
 	}
@@ -267,7 +268,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("LoadOverrides: %v", err)
 	}
-	wantOver := hub.Intent{Paused: want.Paused, Policies: want.Policies, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
+	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, Policies: want.Policies, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(over, wantOver) {
 		t.Fatalf("LoadOverrides =\n%+v\nwant\n%+v", over, wantOver)
 	}
@@ -275,14 +276,26 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	// Every ConfigMap carries the labels.
 	list, err := admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{})
 	must(t, err)
+	times := 0
 	for _, c := range list.Items {
+		if c.Name == s.pauseTimes().name {
+			// Out of sight of older replicas' Load (see LabelPauseTimesOf).
+			times++
+			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelPauseTimesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
+				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
+			}
+			continue
+		}
 		if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelHub] != "hub-a" || c.Labels[LabelIntent] == "" {
 			t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 		}
 	}
+	if times != 1 {
+		t.Errorf("%d configmaps of pause times, want 1", times)
+	}
 
 	for c := range want.Paused {
-		must(t, other.SetPaused(c, false))
+		must(t, other.SetPaused(c, false, at0()))
 	}
 	for a := range want.Policies {
 		must(t, other.SetPolicy(a, ""))
@@ -301,9 +314,12 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("Load after deletes: %v", err)
 	}
-	empty := hub.Intent{Paused: map[string]bool{}, Policies: map[string]hub.Policy{}, Applied: map[hub.NodeID]hub.SpecRef{}}
+	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]hub.Policy{}, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(got, empty) {
 		t.Errorf("Load after deletes = %+v, want empty", got)
+	}
+	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.pauseTimes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("configmap of pause times after every resume: %v, want not found", err)
 	}
 	list, err = admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{LabelSelector: s.selector()})
 	must(t, err)
@@ -319,7 +335,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 	// Invalid input is refused before any request.
 	s := newCMStore(t, env.admin, ns)
 	for name, err := range map[string]error{
-		"empty cluster":    s.SetPaused("", true),
+		"empty cluster":    s.SetPaused("", true, at0()),
 		"empty app":        s.SetPolicy("", hub.PolicyWarn),
 		"bad hold target":  s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}),
 		"bad node id":      s.PutApplied(hub.SpecRef{ID: hub.NodeID{Cluster: "c"}}),
@@ -335,7 +351,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 		}
 	}
 	must(t, s.Close())
-	if err := s.SetPaused("prod", true); err == nil || !strings.Contains(err.Error(), "closed") {
+	if err := s.SetPaused("prod", true, at0()); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("write after Close = %v, want a closed error", err)
 	}
 }
@@ -414,7 +430,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	s := newCMStore(t, env.admin, ns)
 	good := ref("prod", "shop", "api", hub.KindDeployment)
 	must(t, s.PutApplied(good))
-	must(t, s.SetPaused("prod", true))
+	must(t, s.SetPaused("prod", true, at0()))
 	must(t, s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod"}, Since: t0(), Until: t0().Add(time.Hour)}))
 	must(t, s.SetPolicy("shop", hub.PolicyWarn))
 	appliedCM := s.locate(kindApplied, "prod", good.ID.String()).name
@@ -444,13 +460,16 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	})
 	patch("driftwatch-hub-a-policies", map[string]any{"billing": `"delete-everything"`})
 	patch("driftwatch-hub-a-paused", map[string]any{"prod_2": "true"})
+	patch(s.pauseTimes().name, map[string]any{"prod": `"yesterday"`, "prod_3": `"2026-12-01T09:00:00Z"`})
 
 	_, err := s.Load()
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Load = %v, want ErrCorrupt", err)
 	}
 	for _, want := range []string{
-		"6 bad record(s)",
+		"8 bad record(s)",
+		ns + `/driftwatch-hub-a-pause-times key "prod": parsing time`,
+		ns + `/driftwatch-hub-a-pause-times key "prod_3"`,
 		ns + "/" + appliedCM + ` key "not-json"`,
 		ns + "/" + appliedCM + ` key "wrong-key": record is for prod:shop/x:service`,
 		ns + "/" + appliedCM + fmt.Sprintf(` key %q: record for %s belongs in configmap %s`, misplacedKey, misplaced.ID, s.locate(kindApplied, "prod", misplaced.ID.String()).name),

@@ -78,8 +78,10 @@ func del(tx *bolt.Tx, bucket, key string) error {
 	return tx.Bucket([]byte(bucket)).Delete([]byte(key))
 }
 
-// SetPaused records a cluster's pause; false deletes it.
-func (s *Store) SetPaused(cluster string, paused bool) error {
+// SetPaused records a cluster's pause; false deletes it. The state file
+// keeps no time of the pause (at): one hub writes it, and only replicas
+// sharing a store need it.
+func (s *Store) SetPaused(cluster string, paused bool, _ time.Time) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("state file %s: %s: empty cluster", s.path, what)

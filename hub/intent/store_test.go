@@ -72,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 	sortDecommissions(want.Decommissions)
 
 	for c := range want.Paused {
-		must(t, s.SetPaused(c, true))
+		must(t, s.SetPaused(c, true, at0()))
 	}
 	for a, p := range want.Policies {
 		must(t, s.SetPolicy(a, p))
@@ -141,7 +141,7 @@ func TestDelete(t *testing.T) {
 		del   func(*Store) error
 		check func(*testing.T, hub.Intent)
 	}{
-		{"unpause", func(s *Store) error { return s.SetPaused("prod", false) }, func(t *testing.T, in hub.Intent) {
+		{"unpause", func(s *Store) error { return s.SetPaused("prod", false, at0()) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Paused) != 1 || !in.Paused["dev"] {
 				t.Errorf("Paused = %v, want only dev", in.Paused)
 			}
@@ -187,8 +187,8 @@ func TestDelete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hub.db")
 			s := openT(t, path)
-			must(t, s.SetPaused("prod", true))
-			must(t, s.SetPaused("dev", true))
+			must(t, s.SetPaused("prod", true, at0()))
+			must(t, s.SetPaused("dev", true, at0()))
 			must(t, s.SetPolicy("shop", hub.PolicyWarn))
 			must(t, s.SetPolicy("web", hub.PolicyWarn))
 			must(t, s.PutHold(hold))
@@ -211,7 +211,7 @@ func TestInvalidArguments(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"pause empty cluster", func() error { return s.SetPaused("", true) }},
+		{"pause empty cluster", func() error { return s.SetPaused("", true, at0()) }},
 		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn) }},
 		{"hold bad scope", func() error { return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}) }},
 		{"hold bad node", func() error {
@@ -251,7 +251,7 @@ func TestConcurrentWriters(t *testing.T) {
 			for i := range each {
 				r := ref(cluster, "ns", fmt.Sprintf("obj%d", i), hub.KindConfigMap)
 				errs <- s.PutApplied(r)
-				errs <- s.SetPaused(cluster, i%2 == 0)
+				errs <- s.SetPaused(cluster, i%2 == 0, at0())
 				if _, err := s.Load(); err != nil {
 					errs <- err
 				}
@@ -286,7 +286,7 @@ func TestCloseIdempotent(t *testing.T) {
 	if _, err := os.Stat(path + ".owner"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("owner sidecar after Close: %v, want it removed", err)
 	}
-	if err := s.SetPaused("prod", true); err == nil || !strings.Contains(err.Error(), path) {
+	if err := s.SetPaused("prod", true, at0()); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("SetPaused after Close = %v, want an error naming the file", err)
 	}
 	if _, err := s.Load(); err == nil {
@@ -655,3 +655,6 @@ func TestAppliedGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// at0 is the time tests pause clusters at.
+func at0() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }

@@ -336,7 +336,7 @@ type failingIntent struct{}
 var errDiskFull = errors.New("write state: no space left on device")
 
 func (failingIntent) Load() (hub.Intent, error)                    { return hub.Intent{}, nil }
-func (failingIntent) SetPaused(string, bool) error                 { return errDiskFull }
+func (failingIntent) SetPaused(string, bool, time.Time) error      { return errDiskFull }
 func (failingIntent) SetPolicy(string, hub.Policy) error           { return errDiskFull }
 func (failingIntent) PutHold(hub.Hold) error                       { return errDiskFull }
 func (failingIntent) DeleteHold(hub.HoldTarget) error              { return errDiskFull }

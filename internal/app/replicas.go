@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -271,7 +272,12 @@ func (r *replicas) run(ctx context.Context) {
 			continue
 		}
 		lastRefresh = time.Now()
-		if err := r.a.hub.RefreshIntent(); err != nil {
+		switch err := r.a.hub.RefreshIntent(); {
+		case errors.Is(err, hub.ErrRefreshRaced):
+			// A switch set here is being recorded: read again at the
+			// next tick.
+			lastRefresh = time.Time{}
+		case err != nil:
 			r.a.log.Error("refresh shared intent", "err", err)
 		}
 	}
