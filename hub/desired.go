@@ -30,8 +30,9 @@ type DesiredOptions struct {
 	AllowPrune bool
 	// Forget lists clusters the change stops managing (removed from the
 	// config): their NodeIDs are dropped, never decommissioned, and do not
-	// count for the prune guard. Nothing is forgotten when the guard
-	// refuses the change.
+	// count for the prune guard, and the change returns once no write on
+	// them can still happen (as ForgetCluster). Nothing is forgotten when
+	// the guard refuses the change.
 	Forget []string
 	// Only, when not nil, limits the change to these clusters: the desired
 	// state, decommissions and applied records of every other cluster are
@@ -128,13 +129,16 @@ func (ds *desiredStore) ReplaceDesiredCluster(cluster string, specs []NodeSpec, 
 // decommissions and status are dropped without touching its objects.
 // Removing a cluster from the config means "stop managing it", never
 // "delete its objects". A worker in the middle of a pass over one of its
-// NodeIDs finds it gone and stops.
+// NodeIDs finds it gone and stops; like a pause, ForgetCluster returns
+// once no write on the cluster can still happen (writes the gate let
+// through have returned, or were cancelled after Options.IntentWait).
 func (ds *desiredStore) ForgetCluster(cluster string) {
-	gone := func() []NodeID {
+	gone, ws := func() ([]NodeID, []*inflight) {
 		ds.mu.Lock()
 		defer ds.mu.Unlock()
-		return ds.forgetClusterLocked(cluster)
+		return ds.forgetClusterLocked(cluster), ds.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == cluster })
 	}()
+	ds.drain(ws)
 	ds.forgetRecords(gone)
 }
 
@@ -187,6 +191,7 @@ func (ds *desiredStore) setDesired(specs []NodeSpec, scope func(NodeID) bool, op
 		scope = func(id NodeID) bool { return inner(id) && !slices.Contains(opts.Forget, id.Cluster) }
 	}
 	var forgotten, revived []NodeID
+	var draining []*inflight
 	var records []DecommissionRecord
 	func() {
 		ds.mu.Lock()
@@ -217,6 +222,7 @@ func (ds *desiredStore) setDesired(specs []NodeSpec, scope func(NodeID) bool, op
 		}
 		for _, c := range opts.Forget {
 			forgotten = append(forgotten, ds.forgetClusterLocked(c)...)
+			draining = append(draining, ds.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
 		}
 		if whole {
 			ds.kept = slices.Clone(opts.Keep)
@@ -253,6 +259,7 @@ func (ds *desiredStore) setDesired(specs []NodeSpec, scope func(NodeID) bool, op
 	if err != nil {
 		return nil, nil, err
 	}
+	ds.drain(draining) // as ForgetCluster does
 	ds.forgetRecords(forgotten)
 	if ds.opts.Intent != nil {
 		// Wanted again: a pending decommission ends and is forgotten, so

@@ -175,8 +175,9 @@ func TestNewDriftAfterRepairIsRepaired(t *testing.T) {
 }
 
 // ForgetCluster while a worker is inside a repair of one of its NodeIDs:
-// the worker finishes without touching status of a forgotten NodeID, and
-// nothing else of that cluster is reconciled.
+// it returns once that write has, the worker finishes without touching
+// status of a forgotten NodeID, and nothing else of that cluster is
+// reconciled.
 func TestForgetClusterMidPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newFake(true)
@@ -204,9 +205,27 @@ func TestForgetClusterMidPass(t *testing.T) {
 		if b.exists(c.ID) {
 			t.Fatal("c was created while the one writer was busy")
 		}
-		f.h.ForgetCluster("c1")
-		close(release)
+		forgotten := make(chan struct{})
+		go func() {
+			defer close(forgotten)
+			f.h.ForgetCluster("c1")
+		}()
 		synctest.Wait()
+		select {
+		case <-forgotten:
+			t.Fatal("ForgetCluster returned while a write on the cluster was in flight")
+		default:
+		}
+		close(release)
+		<-forgotten // the write returned: nothing on c1 can be written now
+		writes := func() int {
+			return b.repairCount(a.ID) + b.repairCount(c.ID) + b.deleteCount(a.ID) + b.deleteCount(c.ID)
+		}
+		before := writes()
+		synctest.Wait()
+		if after := writes(); after != before {
+			t.Errorf("%d writes on c1 after ForgetCluster returned", after-before)
+		}
 		snap := f.h.Snapshot()
 		for _, n := range snap.Nodes {
 			if n.ID.Cluster == "c1" {

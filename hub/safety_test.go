@@ -573,6 +573,50 @@ func TestForgetClustersInOneChange(t *testing.T) {
 	})
 }
 
+// A change that stops managing a cluster returns once no write on it can
+// still happen, as a pause does: a repair in flight there has returned.
+func TestForgetInAChangeWaitsForItsWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		f := start(t, b, Options{})
+		f.h.SetDesired(append(appSpecs("c1", "a"), appSpecs("c2", "x")...))
+		f.ready("c1", 1, 1)
+		f.ready("c2", 2, 1)
+		synctest.Wait()
+		x := spec("c2", "x", "v1").ID
+		at, proceed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.onRepair = func(id NodeID) {
+			if id == x {
+				once.Do(func() { close(at); <-proceed })
+			}
+		}
+		b.put(x, func(o *fakeObject) { o.content = "edited" })
+		<-at // its repair in flight
+		changed := make(chan error, 1)
+		go func() {
+			_, _, err := f.h.ReplaceDesired(appSpecs("c1", "a"), DesiredOptions{Forget: []string{"c2"}})
+			changed <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-changed:
+			t.Fatalf("the change forgetting c2 returned (%v) while a write there was in flight", err)
+		default:
+		}
+		close(proceed)
+		if err := <-changed; err != nil {
+			t.Fatal(err)
+		}
+		before := b.repairCount(x) + b.deleteCount(x)
+		b.put(x, func(o *fakeObject) { o.content = "edited again" })
+		synctest.Wait()
+		if after := b.repairCount(x) + b.deleteCount(x); after != before {
+			t.Errorf("%d writes on c2 after it was forgotten", after-before)
+		}
+	})
+}
+
 // A failing source (DesiredOptions.Keep): its desired NodeIDs keep their
 // last good spec, and what an earlier run applied for it is neither
 // decommissioned nor judged by the guard (a restart with the source
