@@ -168,7 +168,7 @@ func TestGitSourceKustomizeStaysInTheCheckout(t *testing.T) {
 		return []byte(strings.Replace(gitConfig("", "x"), "path: x", "kustomize: "+kustomize, 1))
 	}
 	_, err := Parse(filepath.Join(dir, "config.yaml"), config("deploy"), opts)
-	if err == nil || !strings.Contains(err.Error(), `reference "../../elsewhere"`) || !strings.Contains(err.Error(), "outside the source's root "+checkout) {
+	if err == nil || !strings.Contains(err.Error(), `'../../elsewhere'`) || !strings.Contains(err.Error(), "does not exist in the source's root "+checkout) {
 		t.Errorf("a base outside the checkout: error = %v, want the reference and the checkout named", err)
 	}
 	cfg, err := Parse(filepath.Join(dir, "config.yaml"), config("prod"), opts)

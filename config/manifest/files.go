@@ -98,14 +98,13 @@ func manifestFiles(root string) ([]string, error) {
 
 // linkWithin checks the symlink at path (rel in root, a real path) and
 // returns what it leads to: a broken link, or one whose target is outside
-// root, is refused.
+// root, is refused, with one message that names neither the target nor
+// which of the two it is (the folder may be a Git checkout, whose author
+// must learn nothing of what exists outside it).
 func linkWithin(root, path, rel string) (fs.FileInfo, error) {
 	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, errorAt(Origin{File: filepath.ToSlash(rel)}, "broken symlink: %v", err)
-	}
-	if !within(root, target) {
-		return nil, errorAt(Origin{File: filepath.ToSlash(rel)}, "symlink to %s, outside the source's folder: refused", target)
+	if err != nil || !within(root, target) {
+		return nil, errorAt(Origin{File: filepath.ToSlash(rel)}, "symlink leading outside the source's folder, or to nothing: refused")
 	}
 	return os.Stat(target)
 }

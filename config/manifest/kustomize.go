@@ -73,10 +73,18 @@ func realPath(p string) (string, error) {
 }
 
 // guardedFS is the file system kustomize reads: the disk, with a size
-// limit per file, nothing read outside root, every kustomization file
-// checked for remote references and references outside root, and every
-// other file checked for builtin configs naming remote files, before
-// kustomize sees them.
+// limit per file, nothing seen outside root, every kustomization file
+// checked for remote references, and every other file checked for
+// builtin configs naming remote files, before kustomize sees them. It
+// writes nothing: a build only reads.
+//
+// With a root, every path is judged by its real path (symlinks
+// resolved): one that does not lead to something inside the root, for
+// whatever reason (missing, outside, a symlink leading out or nowhere),
+// gets one answer, fs.ErrNotExist naming the path as kustomize asked for
+// it, from every method (read, open, list, IsDir, Exists, Glob, Walk,
+// CleanedAbs). So a source's author, who reads the errors of its render,
+// learns nothing of what exists outside its checkout.
 type guardedFS struct {
 	filesys.FileSystem
 	limit int64
@@ -87,18 +95,20 @@ type guardedFS struct {
 	refused *error
 }
 
+// errReadOnly refuses the file system's writes.
+var errReadOnly = errors.New("a source's build writes no files: refused")
+
 // ReadFile reads a file within the limit and the root; a kustomization
-// file that names a remote resource or a folder outside the root, or a
-// builtin config that names a remote file, is refused.
+// file that names a remote resource, or a builtin config that names a
+// remote file, is refused.
 func (g guardedFS) ReadFile(path string) ([]byte, error) {
-	err := g.inRoot(path)
-	var data []byte
-	if err == nil {
-		data, err = readLimited(path, g.limit)
+	if err := g.inRoot(path); err != nil {
+		return nil, err
 	}
+	data, err := readLimited(path, g.limit)
 	if err == nil {
 		if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
-			err = checkLocal(data, filepath.Dir(path), g.root)
+			err = checkLocal(data, filepath.Dir(path))
 		} else {
 			err = checkBuiltinConfigs(data)
 		}
@@ -116,7 +126,7 @@ func (g guardedFS) ReadFile(path string) ([]byte, error) {
 // Open opens a file within the root.
 func (g guardedFS) Open(path string) (filesys.File, error) {
 	if err := g.inRoot(path); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return g.FileSystem.Open(path)
 }
@@ -124,36 +134,81 @@ func (g guardedFS) Open(path string) (filesys.File, error) {
 // ReadDir lists a folder within the root.
 func (g guardedFS) ReadDir(path string) ([]string, error) {
 	if err := g.inRoot(path); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return g.FileSystem.ReadDir(path)
 }
 
-// inRoot refuses a path whose real path (its symlinks resolved) is
-// outside the root. A path that does not exist is left to the caller,
-// which fails to read it.
+// IsDir reports a folder within the root.
+func (g guardedFS) IsDir(path string) bool {
+	return g.inRoot(path) == nil && g.FileSystem.IsDir(path)
+}
+
+// Exists reports a path within the root.
+func (g guardedFS) Exists(path string) bool {
+	return g.inRoot(path) == nil && g.FileSystem.Exists(path)
+}
+
+// Glob returns the matches within the root.
+func (g guardedFS) Glob(pattern string) ([]string, error) {
+	matches, err := g.FileSystem.Glob(pattern)
+	if err != nil || g.root == "" {
+		return matches, err
+	}
+	return slices.DeleteFunc(matches, func(m string) bool { return g.inRoot(m) != nil }), nil
+}
+
+// Walk walks a folder within the root; what it meets is read through
+// the guard.
+func (g guardedFS) Walk(path string, walkFn filepath.WalkFunc) error {
+	if err := g.inRoot(path); err != nil {
+		return err
+	}
+	return g.FileSystem.Walk(path, walkFn)
+}
+
+// CleanedAbs confirms a path within the root.
+func (g guardedFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
+	if err := g.inRoot(path); err != nil {
+		return "", "", err
+	}
+	return g.FileSystem.CleanedAbs(path)
+}
+
+// Create refuses: a build writes nothing.
+func (guardedFS) Create(path string) (filesys.File, error) { return nil, writeRefused(path) }
+
+// Mkdir refuses: a build writes nothing.
+func (guardedFS) Mkdir(path string) error { return writeRefused(path) }
+
+// MkdirAll refuses: a build writes nothing.
+func (guardedFS) MkdirAll(path string) error { return writeRefused(path) }
+
+// RemoveAll refuses: a build writes nothing.
+func (guardedFS) RemoveAll(path string) error { return writeRefused(path) }
+
+// WriteFile refuses: a build writes nothing.
+func (guardedFS) WriteFile(path string, _ []byte) error { return writeRefused(path) }
+
+func writeRefused(path string) error { return fmt.Errorf("%s: %w", path, errReadOnly) }
+
+// inRoot answers fs.ErrNotExist for a path that does not lead to
+// something inside the root (see guardedFS), naming the path as given.
 func (g guardedFS) inRoot(path string) error {
 	if g.root == "" {
 		return nil
 	}
-	real, err := realPath(path)
-	if err != nil {
+	if real, err := realPath(path); err == nil && within(g.root, real) {
 		return nil
 	}
-	switch {
-	case within(g.root, real):
-		return nil
-	case real != filepath.Clean(path):
-		return fmt.Errorf("leads to %s, outside the source's root %s: refused", real, g.root)
-	}
-	return fmt.Errorf("outside the source's root %s: refused", g.root)
+	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w in the source's root %s", fs.ErrNotExist, g.root)}
 }
 
 // checkLocal refuses a kustomization (in folder dir) that names a remote
 // resource, base, component or file: kustomize would clone it with git or
-// fetch it over HTTP, and a source renders from local files only. With a
-// root (a real path; "" for none), it also refuses a reference whose real
-// path is outside the root, naming the reference as written. It decodes
+// fetch it over HTTP, and a source renders from local files only (what
+// lies outside a source's root is left to guardedFS, which shows kustomize
+// nothing there). It decodes
 // the file as kustomize does (types.Kustomization.Unmarshal), so that it
 // sees the references kustomize will follow; a kustomization kustomize
 // cannot decode is left to kustomize, which reports it and follows
@@ -169,7 +224,7 @@ func (g guardedFS) inRoot(path string) error {
 // here (checkBuiltinConfigs), a file when it is read, and a folder is
 // refused, since the configs a folder builds may hold a URL that none of
 // its files holds (a patch or a replacement may write it).
-func checkLocal(data []byte, dir, root string) error {
+func checkLocal(data []byte, dir string) error {
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
 		return nil
@@ -228,22 +283,6 @@ func checkLocal(data []byte, dir, root string) error {
 			if fi, err := os.Stat(filepath.Join(dir, c)); err == nil && fi.IsDir() {
 				return fmt.Errorf("%s: %q is a folder: what it builds cannot be checked for remote references (list its config files, or make it a component)", field, c)
 			}
-		}
-	}
-	if root == "" {
-		return nil
-	}
-	for _, ref := range refs {
-		ref = strings.TrimSpace(ref)
-		if ref == "" || filepath.IsAbs(ref) {
-			continue // kustomize refuses an absolute folder, the root guard an absolute file
-		}
-		real, err := realPath(filepath.Join(dir, ref))
-		if err != nil {
-			continue // inline, a key=path file source, or missing: kustomize reports it
-		}
-		if !within(root, real) {
-			return fmt.Errorf("reference %q leads to %s, outside the source's root %s: refused", ref, real, root)
 		}
 	}
 	return nil

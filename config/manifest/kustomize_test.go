@@ -1,7 +1,9 @@
 package manifest
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // TestKustomizeRemoteReferencesRunNoGit builds kustomizations whose
@@ -161,8 +165,8 @@ func indent(s, prefix string) string {
 // TestKustomizeRootHoldsBases builds kustomizations in a folder laid out
 // as a Git checkout beside other folders: with the checkout as the
 // request's Root, an overlay reaching a base outside it (as written, or
-// through a symlink inside it) is refused, naming the reference and the
-// root, while an overlay reaching ../../base inside it renders. Without
+// through a symlink inside it) fails as if it were not there, naming the
+// reference and the root, while an overlay reaching ../../base inside it renders. Without
 // a Root (a local source) the same overlay renders what it names.
 func TestKustomizeRootHoldsBases(t *testing.T) {
 	dir := writeTree(t, map[string]string{
@@ -185,7 +189,7 @@ func TestKustomizeRootHoldsBases(t *testing.T) {
 		objs, err := Render(t.Context(), Request{Kustomize: filepath.Join(root, tt.overlay), Root: root})
 		if err == nil {
 			t.Errorf("%s: rendered %q from outside the root", tt.overlay, summary(objs))
-		} else if msg := err.Error(); !strings.Contains(msg, `reference "`+tt.ref+`"`) || !strings.Contains(msg, "outside the source's root "+root) {
+		} else if msg := err.Error(); !strings.Contains(msg, `'`+tt.ref+`'`) || !strings.Contains(msg, "does not exist in the source's root "+root) {
 			t.Errorf("%s: error = %v, want the reference %q and the root named", tt.overlay, err, tt.ref)
 		}
 	}
@@ -211,13 +215,82 @@ func TestKustomizeRootHoldsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := guardedFS{limit: 1 << 10, root: root, refused: new(error)}
+	g := guardedFS{FileSystem: filesys.MakeFsOnDisk(), limit: 1 << 10, root: root, refused: new(error)}
 	if _, err := g.ReadFile(filepath.Join(root, "in.yaml")); err != nil {
 		t.Errorf("in.yaml: %v", err)
 	}
 	for _, p := range []string{filepath.Join(dir, "out.yaml"), filepath.Join(root, "link.yaml"), filepath.Join(root, "../out.yaml")} {
-		if _, err := g.ReadFile(p); err == nil || !strings.Contains(err.Error(), "outside the source's root "+root) {
-			t.Errorf("%s: error = %v, want it refused", p, err)
+		if _, err := g.ReadFile(p); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "does not exist in the source's root "+root) {
+			t.Errorf("%s: error = %v, want it refused as not there", p, err)
 		}
+		if g.Exists(p) {
+			t.Errorf("%s: seen by Exists", p)
+		}
+	}
+	if g.IsDir(dir) || !g.IsDir(root) {
+		t.Errorf("IsDir: the folder outside %v, the root %v; want false, true", g.IsDir(dir), g.IsDir(root))
+	}
+	if err := g.WriteFile(filepath.Join(root, "new.yaml"), nil); err == nil {
+		t.Error("WriteFile: a build wrote a file")
+	}
+}
+
+// TestKustomizeRootTellsNothingOutside: whatever a rooted build names
+// outside its root, through every kind of reference and through symlinks
+// in the checkout, it fails the same way whether that thing exists or
+// not: the errors of two builds that differ only there are the same, so
+// a source's author cannot probe the hub's disk.
+func TestKustomizeRootTellsNothingOutside(t *testing.T) {
+	for _, tc := range []struct{ name, kustomization string }{
+		{"base", "resources: [../../outside]\n"},
+		{"resource file", "resources: [../../outside/secret.yaml]\n"},
+		{"component", "components: [../../outside]\n"},
+		{"crd", "crds: [../../outside/secret.yaml]\n"},
+		{"configurations", "configurations: [../../outside/secret.yaml]\n"},
+		{"patch", "resources: [cm.yaml]\npatches: [{path: ../../outside/secret.yaml}]\n"},
+		{"strategic merge patch", "resources: [cm.yaml]\npatchesStrategicMerge: [../../outside/secret.yaml]\n"},
+		{"replacement", "resources: [cm.yaml]\nreplacements: [{path: ../../outside/secret.yaml}]\n"},
+		{"generator file", "configMapGenerator: [{name: x, files: [../../outside/secret.yaml]}]\n"},
+		{"generator env", "configMapGenerator: [{name: x, envs: [../../outside/secret.yaml]}]\n"},
+		{"openapi", "resources: [cm.yaml]\nopenapi: {path: ../../outside/secret.yaml}\n"},
+		{"absolute", "resources: [ABS/outside/secret.yaml]\n"},
+		{"symlink to a folder", "resources: [link-dir]\n"},
+		{"symlink to a file", "resources: [link-file]\n"},
+		{"symlink as generator file", "configMapGenerator: [{name: x, files: [link-file]}]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errs [2]string
+			for i, exists := range []bool{true, false} {
+				files := map[string]string{
+					"checkout/k/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours}\n",
+				}
+				if exists {
+					files["outside/kustomization.yaml"] = "resources: [secret.yaml]\n"
+					files["outside/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata: {name: not-yours}\nstringData: {token: s3cr3t}\n"
+				}
+				dir := writeTree(t, files)
+				for link, target := range map[string]string{"link-dir": "outside", "link-file": "outside/secret.yaml"} {
+					if err := os.Symlink(filepath.Join(dir, target), filepath.Join(dir, "checkout/k", link)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				k := strings.ReplaceAll(tc.kustomization, "ABS", dir)
+				if err := os.WriteFile(filepath.Join(dir, "checkout/k/kustomization.yaml"), []byte(k), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				root := filepath.Join(dir, "checkout")
+				objs, err := Render(t.Context(), Request{Kustomize: filepath.Join(root, "k"), Root: root})
+				if err == nil {
+					t.Fatalf("exists=%v: rendered %q", exists, summary(objs))
+				}
+				errs[i] = strings.ReplaceAll(err.Error(), dir, "$DIR")
+				if strings.Contains(errs[i], "s3cr3t") {
+					t.Errorf("the error quotes the file outside: %s", errs[i])
+				}
+			}
+			if errs[0] != errs[1] {
+				t.Errorf("the error tells whether the path outside the root exists:\n exists:  %s\n missing: %s", errs[0], errs[1])
+			}
+		})
 	}
 }

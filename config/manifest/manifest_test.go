@@ -180,6 +180,16 @@ func TestRenderFilesSymlinks(t *testing.T) {
 	if !errors.As(err, &e) || e.Origin.File != "sub/escape.yaml" || !strings.Contains(e.Msg, "outside the source's folder") {
 		t.Errorf("symlink escape: error = %v", err)
 	}
+	// A link to nothing fails the same way: the message does not tell
+	// whether the file outside exists.
+	escaped := err.Error()
+	os.Remove(filepath.Join(dir, "sub", "escape.yaml"))
+	if err := os.Symlink(filepath.Join(outside, "missing.yaml"), filepath.Join(dir, "sub", "escape.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Render(t.Context(), Request{Path: dir}); err == nil || err.Error() != escaped {
+		t.Errorf("broken symlink: error = %v, want the escape's: %s", err, escaped)
+	}
 }
 
 func TestRenderRequestKind(t *testing.T) {
