@@ -104,6 +104,10 @@ type Intent struct {
 	PausedAt map[string]time.Time
 	// Policies are runtime policy overrides by application.
 	Policies map[string]Policy
+	// PolicySetAt is when each application's override was last set, for
+	// stores that keep it (as PausedAt): a later one read by a replica
+	// holding the same override is the override set again.
+	PolicySetAt map[string]time.Time
 	// Holds, expired ones included until they are deleted.
 	Holds []Hold
 	// Decommissions pending.
@@ -128,8 +132,9 @@ type IntentStore interface {
 	// it was paused: a store shared by replicas keeps it (Intent.PausedAt),
 	// one only a single hub writes may ignore it.
 	SetPaused(cluster string, paused bool, at time.Time) error
-	// SetPolicy records an application's policy override ("" deletes it).
-	SetPolicy(app string, p Policy) error
+	// SetPolicy records an application's policy override ("" deletes it),
+	// set at at (kept as SetPaused's).
+	SetPolicy(app string, p Policy, at time.Time) error
 	// PutHold records a hold, replacing one on the same target.
 	PutHold(h Hold) error
 	// DeleteHold deletes the hold on a target (none is not an error).

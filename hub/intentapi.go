@@ -128,12 +128,13 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 	ia.beginChange()
 	defer ia.endChange()
+	at := ia.opts.Now()
 	var ids []NodeID
 	var ws []*inflight
 	func() {
 		ia.mu.Lock()
 		defer ia.mu.Unlock()
-		ia.setAppPolicyLocked(app, p)
+		ia.setAppPolicyLocked(app, p, at)
 		for id, n := range ia.nodes.all() {
 			if n.spec != nil && n.spec.Application == app {
 				ids = append(ids, id)
@@ -149,7 +150,7 @@ func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 		ia.ctrl.add(id)
 	}
 	if ia.opts.Intent != nil {
-		if err := ia.opts.Intent.SetPolicy(app, p); err != nil {
+		if err := ia.opts.Intent.SetPolicy(app, p, at); err != nil {
 			return fmt.Errorf("policy of application %q: record: %w", app, err)
 		}
 	}
@@ -279,7 +280,7 @@ func (ia *intentAPI) LoadIntent() error {
 			}
 		}
 		for app, p := range in.Policies {
-			ia.setAppPolicyLocked(app, p)
+			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app])
 		}
 		ia.status.appPolicies(ia.appPolicy)
 		for _, hd := range in.Holds {

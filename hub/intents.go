@@ -32,6 +32,8 @@ type intents struct {
 	// store keeps it (zero where it keeps none): a later time read from
 	// a store replicas share is a pause made again through another one.
 	pausedAt map[string]time.Time
+	// appPolicyAt is when each application's override was set, likewise.
+	appPolicyAt map[string]time.Time
 	// changes counts the changes of the overrides made here, and
 	// recording those whose record in the intent store is not written
 	// yet: a read of the store that a change here may postdate is not
@@ -51,6 +53,7 @@ func newIntents(policy Policy, status statusWriter) intents {
 		holds:         make(map[HoldTarget]Hold),
 		pauses:        make(map[string]uint64),
 		pausedAt:      make(map[string]time.Time),
+		appPolicyAt:   make(map[string]time.Time),
 		holdSeq:       make(map[HoldTarget]uint64),
 		appPolicySeq:  make(map[string]uint64),
 		clusterPolicy: make(map[string]Policy),
@@ -77,15 +80,17 @@ func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time) {
 }
 
 // setAppPolicyLocked records an application's policy override ("" removes
-// it). Callers hold loopState.mu.
-func (in *intents) setAppPolicyLocked(app string, p Policy) {
+// it), set at at. Callers hold loopState.mu.
+func (in *intents) setAppPolicyLocked(app string, p Policy, at time.Time) {
 	if p == "" {
 		delete(in.appPolicy, app)
 		delete(in.appPolicySeq, app)
+		delete(in.appPolicyAt, app)
 		return
 	}
 	in.appPolicy[app] = p
 	in.appPolicySeq[app] = in.nextSeqLocked()
+	in.appPolicyAt[app] = at
 }
 
 func (in *intents) holdsLocked() []Hold {

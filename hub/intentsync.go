@@ -129,21 +129,24 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 			drain = append(drain, ia.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
 		}
 	}
-	if !maps.Equal(ia.appPolicy, in.Policies) {
-		changed := make(map[string]bool)
-		for app, p := range ia.appPolicy {
-			if in.Policies[app] != p {
-				changed[app] = true
-			}
+	changed := make(map[string]bool)
+	for app, p := range ia.appPolicy {
+		if in.Policies[app] != p {
+			changed[app] = true
 		}
-		for app, p := range in.Policies {
-			if ia.appPolicy[app] != p {
-				changed[app] = true
-			}
+	}
+	for app, p := range in.Policies {
+		// The same override set again through another replica (a later
+		// time; a store that keeps none tells none).
+		at := in.PolicySetAt[app]
+		if ia.appPolicy[app] != p || (!at.IsZero() && !at.Equal(ia.appPolicyAt[app])) {
+			changed[app] = true
 		}
+	}
+	if len(changed) > 0 {
 		for app := range changed {
 			p := in.Policies[app]
-			ia.setAppPolicyLocked(app, p)
+			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app])
 			if ia.overrideNarrowsLocked(app, p) {
 				drain = append(drain, ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })...)
 			}

@@ -19,7 +19,7 @@ type memIntent struct {
 }
 
 func newMemIntent() *memIntent {
-	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]Policy{}, Applied: map[NodeID]SpecRef{}}}
+	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[NodeID]SpecRef{}}}
 }
 
 func (m *memIntent) Load() (Intent, error) {
@@ -28,6 +28,7 @@ func (m *memIntent) Load() (Intent, error) {
 	out := m.in
 	out.Paused = maps.Clone(m.in.Paused)
 	out.PausedAt = maps.Clone(m.in.PausedAt)
+	out.PolicySetAt = maps.Clone(m.in.PolicySetAt)
 	out.Policies = maps.Clone(m.in.Policies)
 	out.Applied = maps.Clone(m.in.Applied)
 	out.Holds = append([]Hold(nil), m.in.Holds...)
@@ -46,13 +47,15 @@ func (m *memIntent) SetPaused(c string, p bool, at time.Time) error {
 	}
 	return nil
 }
-func (m *memIntent) SetPolicy(app string, p Policy) error {
+func (m *memIntent) SetPolicy(app string, p Policy, at time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p == "" {
 		delete(m.in.Policies, app)
+		delete(m.in.PolicySetAt, app)
 	} else {
 		m.in.Policies[app] = p
+		m.in.PolicySetAt[app] = at
 	}
 	return nil
 }

@@ -398,58 +398,73 @@ func TestRefreshWhileASwitchIsRecorded(t *testing.T) {
 	})
 }
 
-// TestPauseAgainThroughAnotherReplica: a manual repair asked on the owner
-// overrides the pause set before it; the cluster paused again through a
-// replica that does not own it must win over that repair once the owner
-// refreshes, as it does when paused again through the owner. A refresh
-// that finds no new pause leaves the manual repair alone, also when the
-// store's record carries no time (written by an older replica).
-func TestPauseAgainThroughAnotherReplica(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		again  func(fb *fixture, store *memIntent)
-		writes int
-	}{
-		{"paused again", func(fb *fixture, _ *memIntent) { _ = fb.h.PauseCluster("c1", true) }, 1},
-		{"nothing new", func(*fixture, *memIntent) {}, 2},
-		{"record without a time", func(_ *fixture, store *memIntent) { _ = store.SetPaused("c1", true, time.Time{}) }, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				store := newMemIntent()
-				ba, bb := newFake(true), newFake(true)
-				fa := startWithIntent(t, ba, store) // owns c1
-				fb := startWithIntent(t, bb, store) // owns nothing here
-				s := spec("c1", "a", "v1")
-				fa.h.SetDesired([]NodeSpec{s})
-				fa.ready("c1", 1, 1)
-				synctest.Wait()
-				if err := fa.h.PauseCluster("c1", true); err != nil {
-					t.Fatal(err)
+// TestSwitchAgainThroughAnotherReplica: a manual repair asked on the
+// owner overrides a pause or a warn override set before it; the same switch
+// set again through a replica that does not own the cluster must win over
+// that repair once the owner refreshes, as it does when set again through
+// the owner. A refresh that finds nothing set again leaves the manual
+// repair alone, also when the store's record carries no time (written by
+// an older replica).
+func TestSwitchAgainThroughAnotherReplica(t *testing.T) {
+	for _, sw := range []string{"pause", "warn"} {
+		set := func(f *fixture) error {
+			if sw == "pause" {
+				return f.h.PauseCluster("c1", true)
+			}
+			return f.h.SetApplicationPolicy("app", PolicyWarn)
+		}
+		for _, tc := range []struct {
+			name   string
+			again  func(fb *fixture, store *memIntent)
+			writes int
+		}{
+			{"set again", func(fb *fixture, _ *memIntent) { _ = set(fb) }, 1},
+			{"nothing new", func(*fixture, *memIntent) {}, 2},
+			{"record without a time", func(_ *fixture, store *memIntent) {
+				_ = store.SetPaused("c1", sw == "pause", time.Time{})
+				if sw == "warn" {
+					_ = store.SetPolicy("app", PolicyWarn, time.Time{})
 				}
-				if err := fb.h.RefreshIntent(); err != nil {
-					t.Fatal(err)
-				}
-				ba.put(s.ID, func(o *fakeObject) { o.content = "edited" })
-				synctest.Wait()
-				time.Sleep(time.Minute)
-				at, proceed := make(chan struct{}), make(chan struct{})
-				var once sync.Once
-				ba.onAttribute = func(NodeID) { once.Do(func() { close(at); <-proceed }) }
-				if err := fa.h.RepairNow(s.ID); err != nil {
-					t.Fatal(err)
-				}
-				<-at // the manual pass classified, about to hand its write off
-				tc.again(fb, store)
-				if err := fa.h.RefreshIntent(); err != nil {
-					t.Fatal(err)
-				}
-				close(proceed)
-				synctest.Wait()
-				if got := ba.repairCount(s.ID); got != tc.writes {
-					t.Errorf("%d writes, want %d", got, tc.writes)
-				}
+			}, 2},
+		} {
+			t.Run(sw+"/"+tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					store := newMemIntent()
+					ba, bb := newFake(true), newFake(true)
+					fa := startWithIntent(t, ba, store) // owns c1
+					fb := startWithIntent(t, bb, store) // owns nothing here
+					s := spec("c1", "a", "v1")
+					s.Application = "app"
+					fa.h.SetDesired([]NodeSpec{s})
+					fa.ready("c1", 1, 1)
+					synctest.Wait()
+					if err := set(fa); err != nil {
+						t.Fatal(err)
+					}
+					if err := fb.h.RefreshIntent(); err != nil {
+						t.Fatal(err)
+					}
+					ba.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+					synctest.Wait()
+					time.Sleep(time.Minute)
+					at, proceed := make(chan struct{}), make(chan struct{})
+					var once sync.Once
+					ba.onAttribute = func(NodeID) { once.Do(func() { close(at); <-proceed }) }
+					if err := fa.h.RepairNow(s.ID); err != nil {
+						t.Fatal(err)
+					}
+					<-at // the manual pass classified, about to hand its write off
+					tc.again(fb, store)
+					if err := fa.h.RefreshIntent(); err != nil {
+						t.Fatal(err)
+					}
+					close(proceed)
+					synctest.Wait()
+					if got := ba.repairCount(s.ID); got != tc.writes {
+						t.Errorf("%d writes, want %d", got, tc.writes)
+					}
+				})
 			})
-		})
+		}
 	}
 }

@@ -37,12 +37,13 @@ const (
 	// LabelCluster carries the cluster of a sharded ConfigMap
 	// (decommissions and applied).
 	LabelCluster = "driftwatch.io/cluster"
-	// LabelPauseTimesOf carries the hub id on the ConfigMap of pause
-	// times. It is not LabelHub: a driftwatch from before pause times
-	// lists every ConfigMap labelled with its hub and refuses a kind it
-	// does not know, so replicas of both versions can share the records
-	// while a hub is upgraded or rolled back.
-	LabelPauseTimesOf = "driftwatch.io/pause-times-of"
+	// LabelSwitchTimesOf carries the hub id on the ConfigMap of switch
+	// times (when each pause and policy override was set). It is not
+	// LabelHub: a driftwatch from before switch times lists every
+	// ConfigMap labelled with its hub and refuses a kind it does not know,
+	// so replicas of both versions can share the records while a hub is
+	// upgraded or rolled back.
+	LabelSwitchTimesOf = "driftwatch.io/switch-times-of"
 )
 
 // Record kinds, the values of LabelIntent.
@@ -89,15 +90,15 @@ type ConfigMapOptions struct {
 // (the record kind):
 //
 //	driftwatch-<hub>-paused                      cluster -> true
-//	driftwatch-<hub>-pause-times                 cluster -> time of its pause
+//	driftwatch-<hub>-switch-times                paused/<cluster>, policy/<application> -> time set
 //	driftwatch-<hub>-policies                    application -> policy, a JSON string
 //	driftwatch-<hub>-holds                       "scope/name" -> hold
 //	driftwatch-<hub>-decommissions-<cluster>-<n> NodeID -> decommission record
 //	driftwatch-<hub>-applied-<cluster>-<n>       NodeID -> spec reference
 //
-// Values are the JSON records of the state file (see Store); a pause time
-// is a JSON RFC 3339 time. The pause times are labelled
-// LabelPauseTimesOf instead of LabelHub and LabelIntent (see there), and
+// Values are the JSON records of the state file (see Store); a switch
+// time is a JSON RFC 3339 time. The switch times are labelled
+// LabelSwitchTimesOf instead of LabelHub and LabelIntent (see there), and
 // read by name. Applied and
 // decommission records, which can number many thousands, are sharded: per
 // cluster (labelled driftwatch.io/cluster), so that replicas that own
@@ -349,19 +350,49 @@ func (s *ConfigMapStore) flush(name string, lbl map[string]string, batch map[str
 	return fmt.Errorf("created and deleted concurrently %d times in a row", maxCreateRaces)
 }
 
-// SetPaused records a cluster's pause, made at at; false deletes it. The
-// time goes to the pause times' ConfigMap before the pause is recorded (a
-// pause is never read with an older time than its own), and is deleted
-// after a resume is: a replica holding the cluster paused that reads a
-// different time takes it as the cluster paused again.
+// SetPaused records a cluster's pause, made at at; false deletes it (see
+// setSwitch).
 func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("intent configmaps: %s: empty cluster", what)
 	}
-	loc, times := s.locate(kindPaused, "", cluster), s.pauseTimes()
-	times.key = dataKey(cluster)
-	if !paused {
+	var val any
+	if paused {
+		val = true
+	}
+	return s.setSwitch(what, s.locate(kindPaused, "", cluster), switchPaused+cluster, val, at)
+}
+
+// SetPolicy records an application's policy override, set at at; ""
+// deletes it (see setSwitch).
+func (s *ConfigMapStore) SetPolicy(app string, p hub.Policy, at time.Time) error {
+	what := fmt.Sprintf("set policy %q", app)
+	if app == "" {
+		return fmt.Errorf("intent configmaps: %s: empty application", what)
+	}
+	var val any
+	if p != "" {
+		val = p
+	}
+	return s.setSwitch(what, s.locate(kindPolicies, "", app), switchPolicy+app, val, at)
+}
+
+// Switch time keys, before the cluster or application id.
+const (
+	switchPaused = "paused/"
+	switchPolicy = "policy/"
+)
+
+// setSwitch writes a switch's record (val; nil deletes it) at loc and the
+// time it was set under key in the switch times' ConfigMap: the time
+// before the record (a switch is never read with an older time than its
+// own), deleted after a deleted record. A replica that holds the same
+// switch and reads a different time takes it as the switch set again.
+func (s *ConfigMapStore) setSwitch(what string, loc location, key string, val any, at time.Time) error {
+	times := s.switchTimes()
+	times.key = dataKey(key)
+	if val == nil {
 		if err := s.write(what, loc, nil); err != nil {
 			return err
 		}
@@ -374,23 +405,23 @@ func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time) er
 	if err := s.write(what, times, stamp); err != nil {
 		return err
 	}
-	return s.write(what, loc, true)
+	return s.write(what, loc, val)
 }
 
-// pauseTimes locates the ConfigMap of pause times (key unset).
-func (s *ConfigMapStore) pauseTimes() location {
+// switchTimes locates the ConfigMap of switch times (key unset).
+func (s *ConfigMapStore) switchTimes() location {
 	return location{
-		name:   "driftwatch-" + s.hubID + "-pause-times",
-		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelPauseTimesOf: s.hubID},
+		name:   "driftwatch-" + s.hubID + "-switch-times",
+		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelSwitchTimesOf: s.hubID},
 	}
 }
 
-// loadPauseTimes reads the time of each paused cluster's pause into in
-// (none without the ConfigMap) and returns the errors of the records that
-// do not load. Times of clusters not paused (a resume half written) are
-// left out.
-func (s *ConfigMapStore) loadPauseTimes(ctx context.Context, in *hub.Intent) ([]error, error) {
-	loc := s.pauseTimes()
+// loadSwitchTimes reads the time each pause and policy override of in was
+// set (none without the ConfigMap) and returns the errors of the records
+// that do not load. Times of switches not in in (a deletion half written)
+// are left out.
+func (s *ConfigMapStore) loadSwitchTimes(ctx context.Context, in *hub.Intent) ([]error, error) {
+	loc := s.switchTimes()
 	cm, err := s.cs.CoreV1().ConfigMaps(s.namespace).Get(ctx, loc.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -411,29 +442,24 @@ func (s *ConfigMapStore) loadPauseTimes(ctx context.Context, in *hub.Intent) ([]
 			bad = append(bad, fail(key, err))
 			continue
 		}
-		cluster, err := unescapeKey(key)
+		id, err := unescapeKey(key)
 		if err != nil {
 			bad = append(bad, fail(key, err))
 			continue
 		}
-		if in.Paused[cluster] {
-			in.PausedAt[cluster] = at
+		if c, ok := strings.CutPrefix(id, switchPaused); ok && c != "" {
+			if in.Paused[c] {
+				in.PausedAt[c] = at
+			}
+		} else if app, ok := strings.CutPrefix(id, switchPolicy); ok && app != "" {
+			if _, set := in.Policies[app]; set {
+				in.PolicySetAt[app] = at
+			}
+		} else {
+			bad = append(bad, fail(key, fmt.Errorf("%q: not a switch (%s<cluster> or %s<application>)", id, switchPaused, switchPolicy)))
 		}
 	}
 	return bad, nil
-}
-
-// SetPolicy records an application's policy override; "" deletes it.
-func (s *ConfigMapStore) SetPolicy(app string, p hub.Policy) error {
-	what := fmt.Sprintf("set policy %q", app)
-	if app == "" {
-		return fmt.Errorf("intent configmaps: %s: empty application", what)
-	}
-	loc := s.locate(kindPolicies, "", app)
-	if p == "" {
-		return s.write(what, loc, nil)
-	}
-	return s.write(what, loc, p)
 }
 
 // PutHold records a hold, replacing one on the same target. The target must
@@ -579,10 +605,11 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
 	in := hub.Intent{
-		Paused:   make(map[string]bool),
-		PausedAt: make(map[string]time.Time),
-		Policies: make(map[string]hub.Policy),
-		Applied:  make(map[hub.NodeID]hub.SpecRef),
+		Paused:      make(map[string]bool),
+		PausedAt:    make(map[string]time.Time),
+		Policies:    make(map[string]hub.Policy),
+		PolicySetAt: make(map[string]time.Time),
+		Applied:     make(map[hub.NodeID]hub.SpecRef),
 	}
 	var bad []error
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 250}
@@ -599,7 +626,7 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 		}
 		opts.Continue = list.Continue
 	}
-	badTimes, err := s.loadPauseTimes(ctx, &in)
+	badTimes, err := s.loadSwitchTimes(ctx, &in)
 	if err != nil {
 		return hub.Intent{}, err
 	}

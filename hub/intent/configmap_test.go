@@ -234,6 +234,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Second)},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
+		PolicySetAt:   map[string]time.Time{"shop": at0().Add(2 * time.Second), "billing": at0().Add(3 * time.Second)},
 		Holds:         holds,
 		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}, {Ref: long, Since: t0()}},
 		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, warn.ID: warn, cm.ID: cm, long.ID: long},
@@ -244,7 +245,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	}
 	must(t, s.SetPaused("never", false, at0()))
 	for a, p := range want.Policies {
-		must(t, s.SetPolicy(a, p))
+		must(t, s.SetPolicy(a, p, want.PolicySetAt[a]))
 	}
 	for i := len(holds) - 1; i >= 0; i-- {
 		must(t, s.PutHold(holds[i]))
@@ -268,7 +269,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("LoadOverrides: %v", err)
 	}
-	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, Policies: want.Policies, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
+	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, Policies: want.Policies, PolicySetAt: want.PolicySetAt, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(over, wantOver) {
 		t.Fatalf("LoadOverrides =\n%+v\nwant\n%+v", over, wantOver)
 	}
@@ -278,10 +279,10 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	must(t, err)
 	times := 0
 	for _, c := range list.Items {
-		if c.Name == s.pauseTimes().name {
+		if c.Name == s.switchTimes().name {
 			// Out of sight of older replicas' Load (see LabelPauseTimesOf).
 			times++
-			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelPauseTimesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
+			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelSwitchTimesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
 				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 			}
 			continue
@@ -291,14 +292,14 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 		}
 	}
 	if times != 1 {
-		t.Errorf("%d configmaps of pause times, want 1", times)
+		t.Errorf("%d configmaps of switch times, want 1", times)
 	}
 
 	for c := range want.Paused {
 		must(t, other.SetPaused(c, false, at0()))
 	}
 	for a := range want.Policies {
-		must(t, other.SetPolicy(a, ""))
+		must(t, other.SetPolicy(a, "", at0()))
 	}
 	for _, h := range holds {
 		must(t, other.DeleteHold(h.Target))
@@ -314,12 +315,12 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("Load after deletes: %v", err)
 	}
-	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]hub.Policy{}, Applied: map[hub.NodeID]hub.SpecRef{}}
+	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]hub.Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(got, empty) {
 		t.Errorf("Load after deletes = %+v, want empty", got)
 	}
-	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.pauseTimes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("configmap of pause times after every resume: %v, want not found", err)
+	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.switchTimes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("configmap of switch times after every resume and override removed: %v, want not found", err)
 	}
 	list, err = admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{LabelSelector: s.selector()})
 	must(t, err)
@@ -336,7 +337,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 	s := newCMStore(t, env.admin, ns)
 	for name, err := range map[string]error{
 		"empty cluster":    s.SetPaused("", true, at0()),
-		"empty app":        s.SetPolicy("", hub.PolicyWarn),
+		"empty app":        s.SetPolicy("", hub.PolicyWarn, at0()),
 		"bad hold target":  s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}),
 		"bad node id":      s.PutApplied(hub.SpecRef{ID: hub.NodeID{Cluster: "c"}}),
 		"bad decommission": s.DeleteDecommission(hub.NodeID{}),
@@ -432,7 +433,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	must(t, s.PutApplied(good))
 	must(t, s.SetPaused("prod", true, at0()))
 	must(t, s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod"}, Since: t0(), Until: t0().Add(time.Hour)}))
-	must(t, s.SetPolicy("shop", hub.PolicyWarn))
+	must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
 	appliedCM := s.locate(kindApplied, "prod", good.ID.String()).name
 	var misplaced hub.SpecRef
 	var misplacedKey string
@@ -460,16 +461,17 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	})
 	patch("driftwatch-hub-a-policies", map[string]any{"billing": `"delete-everything"`})
 	patch("driftwatch-hub-a-paused", map[string]any{"prod_2": "true"})
-	patch(s.pauseTimes().name, map[string]any{"prod": `"yesterday"`, "prod_3": `"2026-12-01T09:00:00Z"`})
+	patch(s.switchTimes().name, map[string]any{"paused_2Fprod": `"yesterday"`, "paused_2fprod": `"2026-12-01T09:00:00Z"`, "prod": `"2026-12-01T09:00:00Z"`})
 
 	_, err := s.Load()
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Load = %v, want ErrCorrupt", err)
 	}
 	for _, want := range []string{
-		"8 bad record(s)",
-		ns + `/driftwatch-hub-a-pause-times key "prod": parsing time`,
-		ns + `/driftwatch-hub-a-pause-times key "prod_3"`,
+		"9 bad record(s)",
+		ns + `/driftwatch-hub-a-switch-times key "paused_2Fprod": parsing time`,
+		ns + `/driftwatch-hub-a-switch-times key "paused_2fprod": key is not the canonical key`,
+		ns + `/driftwatch-hub-a-switch-times key "prod": "prod": not a switch`,
 		ns + "/" + appliedCM + ` key "not-json"`,
 		ns + "/" + appliedCM + ` key "wrong-key": record is for prod:shop/x:service`,
 		ns + "/" + appliedCM + fmt.Sprintf(` key %q: record for %s belongs in configmap %s`, misplacedKey, misplaced.ID, s.locate(kindApplied, "prod", misplaced.ID.String()).name),

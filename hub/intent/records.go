@@ -94,8 +94,9 @@ func (s *Store) SetPaused(cluster string, paused bool, _ time.Time) error {
 	})
 }
 
-// SetPolicy records an application's policy override; "" deletes it.
-func (s *Store) SetPolicy(app string, p hub.Policy) error {
+// SetPolicy records an application's policy override; "" deletes it. The
+// state file keeps no time of it (see SetPaused).
+func (s *Store) SetPolicy(app string, p hub.Policy, _ time.Time) error {
 	what := fmt.Sprintf("set policy %q", app)
 	if app == "" {
 		return fmt.Errorf("state file %s: %s: empty application", s.path, what)

@@ -75,7 +75,7 @@ func TestRoundTrip(t *testing.T) {
 		must(t, s.SetPaused(c, true, at0()))
 	}
 	for a, p := range want.Policies {
-		must(t, s.SetPolicy(a, p))
+		must(t, s.SetPolicy(a, p, at0()))
 	}
 	for i := len(holds) - 1; i >= 0; i-- {
 		must(t, s.PutHold(holds[i]))
@@ -146,7 +146,7 @@ func TestDelete(t *testing.T) {
 				t.Errorf("Paused = %v, want only dev", in.Paused)
 			}
 		}},
-		{"policy", func(s *Store) error { return s.SetPolicy("shop", "") }, func(t *testing.T, in hub.Intent) {
+		{"policy", func(s *Store) error { return s.SetPolicy("shop", "", at0()) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Policies) != 1 || in.Policies["web"] != hub.PolicyWarn {
 				t.Errorf("Policies = %v, want only web", in.Policies)
 			}
@@ -189,8 +189,8 @@ func TestDelete(t *testing.T) {
 			s := openT(t, path)
 			must(t, s.SetPaused("prod", true, at0()))
 			must(t, s.SetPaused("dev", true, at0()))
-			must(t, s.SetPolicy("shop", hub.PolicyWarn))
-			must(t, s.SetPolicy("web", hub.PolicyWarn))
+			must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
+			must(t, s.SetPolicy("web", hub.PolicyWarn, at0()))
 			must(t, s.PutHold(hold))
 			for _, r := range []hub.SpecRef{a, b} {
 				must(t, s.PutDecommission(hub.DecommissionRecord{Ref: r, Since: t0()}))
@@ -212,7 +212,7 @@ func TestInvalidArguments(t *testing.T) {
 		op   func() error
 	}{
 		{"pause empty cluster", func() error { return s.SetPaused("", true, at0()) }},
-		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn) }},
+		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn, at0()) }},
 		{"hold bad scope", func() error { return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}) }},
 		{"hold bad node", func() error {
 			return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: "nonsense"}})

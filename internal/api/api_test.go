@@ -335,17 +335,17 @@ type failingIntent struct{}
 
 var errDiskFull = errors.New("write state: no space left on device")
 
-func (failingIntent) Load() (hub.Intent, error)                    { return hub.Intent{}, nil }
-func (failingIntent) SetPaused(string, bool, time.Time) error      { return errDiskFull }
-func (failingIntent) SetPolicy(string, hub.Policy) error           { return errDiskFull }
-func (failingIntent) PutHold(hub.Hold) error                       { return errDiskFull }
-func (failingIntent) DeleteHold(hub.HoldTarget) error              { return errDiskFull }
-func (failingIntent) DeleteExpiredHold(hub.Hold) error             { return errDiskFull }
-func (failingIntent) PutDecommission(hub.DecommissionRecord) error { return errDiskFull }
-func (failingIntent) DeleteDecommission(hub.NodeID) error          { return errDiskFull }
-func (failingIntent) PutApplied(hub.SpecRef) error                 { return errDiskFull }
-func (failingIntent) DeleteApplied(hub.NodeID) error               { return errDiskFull }
-func (failingIntent) Close() error                                 { return nil }
+func (failingIntent) Load() (hub.Intent, error)                     { return hub.Intent{}, nil }
+func (failingIntent) SetPaused(string, bool, time.Time) error       { return errDiskFull }
+func (failingIntent) SetPolicy(string, hub.Policy, time.Time) error { return errDiskFull }
+func (failingIntent) PutHold(hub.Hold) error                        { return errDiskFull }
+func (failingIntent) DeleteHold(hub.HoldTarget) error               { return errDiskFull }
+func (failingIntent) DeleteExpiredHold(hub.Hold) error              { return errDiskFull }
+func (failingIntent) PutDecommission(hub.DecommissionRecord) error  { return errDiskFull }
+func (failingIntent) DeleteDecommission(hub.NodeID) error           { return errDiskFull }
+func (failingIntent) PutApplied(hub.SpecRef) error                  { return errDiskFull }
+func (failingIntent) DeleteApplied(hub.NodeID) error                { return errDiskFull }
+func (failingIntent) Close() error                                  { return nil }
 
 // TestDurableWriteFailure: an action the hub could not record durably
 // answers 500 with the error.

@@ -29,7 +29,7 @@ func (s *recordingStore) SetPaused(c string, _ bool, _ time.Time) error {
 	s.writes = append(s.writes, "pause "+c)
 	return nil
 }
-func (s *recordingStore) SetPolicy(a string, _ hub.Policy) error {
+func (s *recordingStore) SetPolicy(a string, _ hub.Policy, _ time.Time) error {
 	s.writes = append(s.writes, "policy "+a)
 	return nil
 }
@@ -86,7 +86,7 @@ func TestOwnedIntent(t *testing.T) {
 	o.owns = func(c string) bool { return c == "c1" }
 	write()
 	_ = o.SetPaused("c2", true, time.Now())
-	_ = o.SetPolicy("web", hub.PolicyWarn)
+	_ = o.SetPolicy("web", hub.PolicyWarn, time.Now())
 	_ = o.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c2"}, Until: time.Now().Add(time.Hour)})
 	_ = o.DeleteHold(hub.HoldTarget{Scope: hub.HoldCluster, Name: "c2"})
 	want := []string{"applied " + mine.String(), "decommission " + mine.String(), "-decommission " + mine.String(), "-applied " + mine.String(),
