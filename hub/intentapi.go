@@ -88,7 +88,9 @@ func (ia *intentAPI) RepairNow(id NodeID) error {
 // paused cluster pauses it again: a manual repair asked for since the first
 // pause no longer overrides it. Resuming enqueues every NodeID of the
 // cluster. With an intent store the pause survives a restart; an error
-// means it could not be recorded (the pause still holds in this run).
+// means it could not be recorded (the pause still holds in this run; on
+// replicas sharing the store, until the next RefreshIntent reads the store
+// without it).
 func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 	ia.beginChange()
 	defer ia.endChange()
