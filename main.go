@@ -26,7 +26,7 @@ import (
 var version = "dev"
 
 func main() {
-	// Started as a Helm render worker (manifest.Sandbox), this process
+	// Started as a render worker (manifest.Sandbox), this process
 	// renders one chart and exits here.
 	manifest.ServeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

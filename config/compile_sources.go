@@ -42,7 +42,7 @@ type sourceState struct {
 	// faults are the sources left out under LoadOptions.IsolateSources,
 	// by source id, each with its errors (positioned as ErrorList's).
 	faults map[string]ErrorList
-	// sandbox renders Helm charts (LoadOptions.HelmSandbox).
+	// sandbox renders Helm charts and kustomizations (LoadOptions.RenderSandbox).
 	sandbox *manifest.Sandbox
 }
 

@@ -395,12 +395,13 @@ type LoadOptions struct {
 	// Git sources is an error ("git sources need a hub or check/diff to
 	// fetch them"). The hub, check and diff set it.
 	GitCheckout func(h Hub, sourceID string, g GitSource) (GitCheckout, error)
-	// HelmSandbox, when set, renders the Helm charts of sources in child
-	// processes with a time and a memory limit (manifest.Sandbox), so that
-	// a chart whose templates never end or eat memory fails its source
-	// instead of stopping or killing the process. The hub, check, diff
+	// RenderSandbox, when set, renders the Helm charts and kustomizations
+	// of sources in a child process with a time and a memory limit
+	// (manifest.Sandbox), so that a chart whose templates never end or eat
+	// memory, or kustomizations that build exponentially many objects,
+	// fail their source instead of stopping or killing the process. The hub, check, diff
 	// and the bench set manifest.Self(); nil renders in process.
-	HelmSandbox *manifest.Sandbox
+	RenderSandbox *manifest.Sandbox
 }
 
 // Load reads and validates the config file at path. Problems with the

@@ -163,7 +163,7 @@ func (w *walker) parse(path string, data []byte, text string, opts LoadOptions) 
 	}
 	d.topPos = top.pos
 	d.cfg.sources = newSourceState()
-	d.cfg.sources.sandbox = opts.HelmSandbox
+	d.cfg.sources.sandbox = opts.RenderSandbox
 	d.references()
 	if len(w.errs) == 0 {
 		d.checkoutGitSources()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -449,7 +450,7 @@ func TestHelmSandboxFaultsOnlyItsSource(t *testing.T) {
 	opts.IsolateSources = true
 	sb := manifest.Self()
 	sb.MemoryLimit = 256 << 20
-	opts.HelmSandbox = sb
+	opts.RenderSandbox = sb
 	cfg, err := Parse("testdata/config.yaml", []byte(src), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -464,5 +465,58 @@ func TestHelmSandboxFaultsOnlyItsSource(t *testing.T) {
 	}
 	if apps["bomb"] != 0 || apps["good"] == 0 || apps["app"] == 0 {
 		t.Errorf("compiled objects by application %v: want the good source's and the application's, none of the bomb's", apps)
+	}
+}
+
+// TestKustomizeSandboxFaultsOnlyItsSource: a source of 33 small
+// kustomizations including one another four times over, eight deep
+// (16,384 objects, minutes of kustomize's CPU), builds in the sandbox,
+// which stops it at its timeout: the source is a fault naming the
+// kustomization and the limit, and the other source compiles.
+func TestKustomizeSandboxFaultsOnlyItsSource(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+	}
+	const fanout, levels = 4, 8
+	for l := range levels {
+		for j := range fanout {
+			res := []string{"../base"}
+			if l < levels-1 {
+				res = res[:0]
+				for k := range fanout {
+					res = append(res, fmt.Sprintf("../l%d-%d", l+1, k))
+				}
+			}
+			files[fmt.Sprintf("l%d-%d/kustomization.yaml", l, j)] = fmt.Sprintf("resources: [%s]\nnamePrefix: p%d-\n", strings.Join(res, ", "), j)
+		}
+	}
+	for name, text := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := filepath.Join(dir, "l0-0")
+	src := "clusters:\n  - {id: a, kubeconfig: /k}\nsources:\n  - {id: good, path: sources/custom, clusters: [a]}\n" +
+		"  - {id: many, kustomize: " + k + ", clusters: [a]}\n"
+	opts := testOptions()
+	opts.IsolateSources = true
+	sb := manifest.Self()
+	sb.Timeout = 2 * time.Second
+	opts.RenderSandbox = sb
+	cfg, err := Parse("testdata/config.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := cfg.SourceFaults()
+	if len(faults) != 1 || faults["many"] == nil || !strings.Contains(faults["many"].Error(), "kustomization "+k+": rendering took longer than 2s: stopped") {
+		t.Fatalf("faults %v, want the many source's timeout", faults)
+	}
+	if len(Compile(cfg)) == 0 {
+		t.Error("the good source compiled nothing")
 	}
 }

@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,14 +20,56 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 )
 
-// renderKustomize builds the kustomization in r.Kustomize in process,
-// with kustomize's default options (load restrictions RootOnly, plugins
-// and helmCharts disabled) over a file system (guardedFS) that refuses
-// files larger than the limit, anything outside r.Root, kustomizations
-// that name remote resources (which kustomize would fetch with git or
-// HTTP) and builtin generator and transformer configs that name remote
-// files.
-func renderKustomize(r Request) ([]Object, error) {
+// renderKustomize builds the kustomization in r.Kustomize, with
+// kustomize's default options (load restrictions RootOnly, plugins and
+// helmCharts disabled) over a file system (guardedFS) that refuses files
+// larger than the limit, anything outside r.Root, kustomizations that
+// name remote resources (which kustomize would fetch with git or HTTP)
+// and builtin generator and transformer configs that name remote files.
+// With r.Sandbox the build runs in its worker: a few small
+// kustomizations that include one another many times over build a
+// number of objects exponential in their depth, which kustomize holds
+// in memory and takes minutes to hours of CPU for, before any limit of
+// the render can count them.
+func renderKustomize(ctx context.Context, r Request) ([]Object, error) {
+	var out *kustomized
+	var err error
+	if r.Sandbox != nil {
+		var ans *workerAnswer
+		if ans, err = r.Sandbox.run(ctx, r, "kustomization "+r.Kustomize); err == nil {
+			out = ans.Kustomized
+		}
+	} else {
+		out, err = kustomizeBuild(r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &collector{max: r.maxObjects()}
+	for _, res := range out.Resources {
+		if err := c.decodeJSON(res.JSON, Origin{File: res.File}); err != nil {
+			return nil, err
+		}
+	}
+	return c.objects, nil
+}
+
+// kustomized is what a kustomize build made: its resources as JSON, in
+// order, within the render's limits.
+type kustomized struct {
+	Resources []builtResource `json:"resources"`
+}
+
+// builtResource is one resource of a build and the file it came from.
+type builtResource struct {
+	File string          `json:"file,omitempty"`
+	JSON json.RawMessage `json:"json"`
+}
+
+// kustomizeBuild is the build stage of renderKustomize, the one a Sandbox
+// runs in its worker: kustomize's own run, and each resource as JSON,
+// refused past the render's object count or size.
+func kustomizeBuild(r Request) (*kustomized, error) {
 	dir, err := filepath.Abs(r.Kustomize)
 	if err != nil {
 		return nil, err
@@ -46,21 +90,25 @@ func renderKustomize(r Request) ([]Object, error) {
 		}
 		return nil, err
 	}
-	c := &collector{max: r.maxObjects()}
+	if n := m.Size(); n > r.maxObjects() {
+		return nil, fmt.Errorf("built %d objects: more than %d objects: the limit of one source", n, r.maxObjects())
+	}
+	out := &kustomized{Resources: make([]builtResource, 0, m.Size())}
+	var size int64
 	for _, res := range m.Resources() {
-		var o Origin
+		var b builtResource
 		if origin, err := res.GetOrigin(); err == nil && origin != nil {
-			o.File = origin.Path
+			b.File = origin.Path
 		}
-		j, err := res.MarshalJSON()
-		if err != nil {
+		if b.JSON, err = res.MarshalJSON(); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", res.GetKind(), res.GetName(), err)
 		}
-		if err := c.decodeJSON(j, o); err != nil {
-			return nil, err
+		if size += int64(len(b.JSON)); size > r.maxRendered() {
+			return nil, fmt.Errorf("built objects of more than %d bytes in all: the limit of one render", r.maxRendered())
 		}
+		out.Resources = append(out.Resources, b)
 	}
-	return c.objects, nil
+	return out, nil
 }
 
 // realPath is the absolute path of p with its symlinks resolved.

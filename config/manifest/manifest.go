@@ -11,9 +11,11 @@
 // leave the source's folder are refused, kustomize runs without plugins,
 // exec or remote resources and reads nothing outside Request.Root, and
 // Helm without a cluster (lookup finds nothing) or DNS, its amplifying
-// template functions bounded, and with Request.Sandbox its templates in a
-// child process with a time and a memory limit (a chart's templates are
-// a program that nothing stops from inside).
+// template functions bounded; with Request.Sandbox a chart's templates
+// and a kustomize build run in a child process with a time and a memory
+// limit (a chart's templates are a program that nothing stops from
+// inside, and kustomizations including one another build exponentially
+// many objects).
 package manifest
 
 import (
@@ -61,8 +63,10 @@ type Request struct {
 	// Root, when set, is the folder a kustomize build may read nothing
 	// outside of, symlinks resolved: no base, component, resource, patch
 	// or generator file (kustomize's RootOnly restriction holds files to
-	// their kustomization's folder, not bases to any folder). A reference
-	// leading out of it is refused, naming the reference and the root.
+	// their kustomization's folder, not bases to any folder). To the
+	// build, what lies outside it does not exist: a reference leading out
+	// of it fails as a missing one does, naming the reference and the
+	// root, whether something is there or not.
 	// The config sets it to a Git source's checkout; "" (local sources)
 	// means no bound. Plain folders and Helm charts are held to their own
 	// folder whatever Root says.
@@ -71,10 +75,10 @@ type Request struct {
 	// DefaultMaxObjects when positive.
 	MaxFileSize int64
 	MaxObjects  int
-	// Sandbox, when set, runs a Helm chart's templates in a child
-	// process with a time and a memory limit (see Sandbox); nil renders
-	// in this process. Plain files and kustomize always render in
-	// process: they run no code of the source's.
+	// Sandbox, when set, runs a Helm chart's templates or a kustomize
+	// build in a child process with a time and a memory limit (see
+	// Sandbox); nil renders in this process. Plain files always render in
+	// process: reading them is linear in their size.
 	Sandbox *Sandbox `json:"-"`
 }
 
@@ -201,7 +205,7 @@ func Render(ctx context.Context, r Request) ([]Object, error) {
 	case "path":
 		return renderFiles(ctx, r)
 	case "kustomize":
-		return renderKustomize(r)
+		return renderKustomize(ctx, r)
 	case "helm":
 		return renderHelm(ctx, r)
 	}

@@ -19,13 +19,13 @@ import (
 
 // Sandbox limits, when a Sandbox leaves its own at zero.
 const (
-	// DefaultSandboxTimeout bounds one sandboxed Helm render.
+	// DefaultSandboxTimeout bounds one sandboxed render.
 	DefaultSandboxTimeout = 2 * time.Minute
 	// DefaultSandboxMemory bounds the worker's data segment (the Go heap
 	// and the runtime's own memory): 2 GiB.
 	DefaultSandboxMemory = 2 << 30
 	// workerIdle is how long a worker waits for its next request before
-	// it exits: a load renders its charts one after another, and a
+	// it exits: a load renders its sources one after another, and a
 	// worker that stays costs its memory.
 	workerIdle = 30 * time.Second
 	// workerGrace is how long past its timeout a worker's own watchdog
@@ -34,36 +34,38 @@ const (
 )
 
 // workerEnv is the environment variable that makes a driftwatch binary
-// (or a test binary whose TestMain calls ServeWorker) a Helm render
-// worker instead of what it is; see ServeWorker. Its value is the
+// (or a test binary whose TestMain calls ServeWorker) a render worker
+// instead of what it is; see ServeWorker. Its value is the
 // worker's memory limit in bytes, its timeout and how long it waits for
 // a request, in milliseconds: "MEMORY,TIMEOUT,IDLE".
-const workerEnv = "DRIFTWATCH_HELM_WORKER"
+const workerEnv = "DRIFTWATCH_RENDER_WORKER"
 
 // workerStderrHead is how much of a worker's standard error is kept:
 // the start, where a Go runtime writes why it died.
 const workerStderrHead = 2048
 
-// Sandbox runs the template stage of Helm renders (loading the chart and
-// its values and executing its templates: the chart's own code) in a
-// child process, the worker, which is killed when a render takes longer
-// than Timeout and dies when it needs more memory than MemoryLimit. A
-// chart's templates are a program: text/template cannot be stopped from
+// Sandbox runs the stage of a render that a source's author controls in
+// a child process, the worker, which is killed when a render takes longer
+// than Timeout and dies when it needs more memory than MemoryLimit: the
+// template stage of a Helm render (loading the chart and its values and
+// executing its templates: the chart's own code) and a kustomize build.
+// A chart's templates are a program: text/template cannot be stopped from
 // outside, and a loop over a values list writing text grows the heap
-// until the process dies; in a worker that costs one render an error
-// naming the chart, not the hub. The worker starts with an empty
-// environment (its limits aside), reads requests on its standard input
-// and writes the rendered files on its standard output, which the
-// parent reads up to the render's size limit; the parent decodes them
-// into objects as an in-process render does. One worker serves the
-// Sandbox's renders one at a time and exits after 30 s without one (or
-// when the parent's end of its input closes), so a load of many charts
-// starts one process, not one per chart; a killed or dead worker is
-// replaced at the next render. A Sandbox is safe for concurrent use;
-// renders through it take turns.
+// until the process dies. A few kustomizations including one another
+// build objects exponential in number. In a worker either costs one
+// render an error naming the chart or kustomization, not the hub. The
+// worker starts with an empty environment (its limits aside), reads
+// requests on its standard input and writes the rendered files (or
+// built objects) on its standard output, which the parent reads up to
+// the render's size limit; the parent decodes them into objects as an
+// in-process render does. One worker serves the Sandbox's renders one at
+// a time and exits after 30 s without one (or when the parent's end of
+// its input closes), so a load of many sources starts one process, not
+// one per source; a killed or dead worker is replaced at the next render.
+// A Sandbox is safe for concurrent use; renders through it take turns.
 type Sandbox struct {
 	// Path is the worker: a driftwatch binary, which serves renders when
-	// started with DRIFTWATCH_HELM_WORKER set (see ServeWorker). Self
+	// started with DRIFTWATCH_RENDER_WORKER set (see ServeWorker). Self
 	// returns this binary.
 	Path string
 	// Args are extra arguments given to Path (Self gives a test binary
@@ -115,10 +117,23 @@ func (s *Sandbox) memoryLimit() int64 {
 }
 
 // workerAnswer is what the worker sends back for one request: the
-// templated chart, or the error that stopped it.
+// templated chart or the built kustomization, or the error that stopped
+// it.
 type workerAnswer struct {
-	Templated *templated   `json:"templated,omitempty"`
-	Error     *workerError `json:"error,omitempty"`
+	Templated  *templated   `json:"templated,omitempty"`
+	Kustomized *kustomized  `json:"kustomized,omitempty"`
+	Error      *workerError `json:"error,omitempty"`
+}
+
+// answers reports whether the answer holds exactly one of its parts.
+func (a *workerAnswer) answers() bool {
+	n := 0
+	for _, set := range []bool{a.Templated != nil, a.Kustomized != nil, a.Error != nil} {
+		if set {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // workerError carries an error across the process boundary: an *Error
@@ -155,18 +170,27 @@ var errWorkerGone = errors.New("the worker had exited")
 
 // render runs helmTemplates for r in the worker.
 func (s *Sandbox) render(ctx context.Context, r Request) (*templated, error) {
-	chart := r.Helm.Chart
+	ans, err := s.run(ctx, r, "helm chart "+r.Helm.Chart)
+	if err != nil {
+		return nil, err
+	}
+	return ans.Templated, nil
+}
+
+// run has the worker render r (helmTemplates or kustomizeBuild) and
+// returns its answer; what names the chart or kustomization in errors.
+func (s *Sandbox) run(ctx context.Context, r Request, what string) (*workerAnswer, error) {
 	r.Sandbox = nil
 	req, err := json.Marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("helm chart %s: %w", chart, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		if s.w == nil {
 			if s.w, err = s.start(); err != nil {
-				return nil, fmt.Errorf("helm chart %s: renderer %s: %w", chart, s.Path, err)
+				return nil, fmt.Errorf("%s: renderer %s: %w", what, s.Path, err)
 			}
 		}
 		ans, err := s.exchange(ctx, req, r.maxRendered()+1<<20) // the JSON's own overhead is far less
@@ -178,12 +202,15 @@ func (s *Sandbox) render(ctx context.Context, r Request) (*templated, error) {
 			continue
 		}
 		if err != nil {
-			return nil, s.failed(ctx, chart, err)
+			return nil, s.failed(ctx, what, err)
 		}
 		if ans.Error != nil {
 			return nil, ans.Error.err()
 		}
-		return ans.Templated, nil
+		if (r.Helm != nil) != (ans.Templated != nil) {
+			return nil, s.failed(ctx, what, errNoAnswer)
+		}
+		return ans, nil
 	}
 }
 
@@ -259,7 +286,7 @@ func (s *Sandbox) exchange(ctx context.Context, req []byte, max int64) (*workerA
 		}
 		return nil, s.gone(err)
 	}
-	if (ans.Templated == nil) == (ans.Error == nil) {
+	if !ans.answers() {
 		return nil, errNoAnswer
 	}
 	return &ans, nil
@@ -294,8 +321,8 @@ func (s *Sandbox) gone(err error) error {
 }
 
 // failed kills and reaps the worker after a failed exchange and returns
-// the render's error.
-func (s *Sandbox) failed(ctx context.Context, chart string, err error) error {
+// the render's error; what names the chart or kustomization.
+func (s *Sandbox) failed(ctx context.Context, what string, err error) error {
 	w := s.w
 	s.w = nil
 	if !w.exited {
@@ -312,18 +339,18 @@ func (s *Sandbox) failed(ctx context.Context, chart string, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("helm chart %s: rendering took longer than %s: stopped", chart, s.timeout())
+		return fmt.Errorf("%s: rendering took longer than %s: stopped", what, s.timeout())
 	case errors.Is(err, errOverBudget):
-		return fmt.Errorf("helm chart %s: the renderer wrote more than %d bytes: stopped", chart, w.budget.max)
+		return fmt.Errorf("%s: the renderer wrote more than %d bytes: stopped", what, w.budget.max)
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		strings.Contains(stderr, "failed to allocate"): // the race detector's allocator
-		return fmt.Errorf("helm chart %s: rendering needed more than %d MiB of memory: stopped", chart, s.memoryLimit()>>20)
+		return fmt.Errorf("%s: rendering needed more than %d MiB of memory: stopped", what, s.memoryLimit()>>20)
 	case errors.As(err, &exit):
-		return fmt.Errorf("helm chart %s: renderer %s failed (%v): %s", chart, s.Path, exit, firstLine(stderr))
+		return fmt.Errorf("%s: renderer %s failed (%v): %s", what, s.Path, exit, firstLine(stderr))
 	case errors.Is(err, errWorkerGone):
 		err = errNoAnswer // twice in a row: it is no worker
 	}
-	return fmt.Errorf("helm chart %s: renderer %s: %w", chart, s.Path, err)
+	return fmt.Errorf("%s: renderer %s: %w", what, s.Path, err)
 }
 
 // readHead reads what a dead worker wrote on its standard error, up to
@@ -365,9 +392,8 @@ func firstLine(s string) string {
 	return "no output"
 }
 
-// ServeWorker makes this process a Helm render worker when the
-// environment asks for one (DRIFTWATCH_HELM_WORKER, as Sandbox starts
-// it): it limits its own memory, renders the requests it reads on
+// ServeWorker makes this process a render worker when the environment
+// asks for one (DRIFTWATCH_RENDER_WORKER, as Sandbox starts it): it limits its own memory, renders the requests it reads on
 // standard input one at a time, writing each answer on standard output,
 // and exits when its input ends, after 30 s without a request, or when
 // a render outlives its timeout. Otherwise it returns at once. The
@@ -394,7 +420,7 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 	}
 	mem, timeout, idle := nums[0], time.Duration(nums[1])*time.Millisecond, time.Duration(nums[2])*time.Millisecond
 	if mem <= 0 || timeout <= 0 || idle <= 0 {
-		fmt.Fprintf(errOut, "helm worker: %s=%q: want MEMORY,TIMEOUT,IDLE (bytes, milliseconds, milliseconds)\n", workerEnv, limits)
+		fmt.Fprintf(errOut, "render worker: %s=%q: want MEMORY,TIMEOUT,IDLE (bytes, milliseconds, milliseconds)\n", workerEnv, limits)
 		return 2
 	}
 	// The limits are set at the first request, not before: the tests
@@ -410,8 +436,8 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 		if errors.Is(err, io.EOF) {
 			return 0
 		}
-		if err != nil || req.Helm == nil {
-			fmt.Fprintln(errOut, "helm worker: no helm request on standard input")
+		if err != nil || (req.Helm == nil) == (req.Kustomize == "") {
+			fmt.Fprintln(errOut, "render worker: no helm or kustomize request on standard input")
 			return 2
 		}
 		if !limited {
@@ -419,7 +445,7 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 			// large render that fits finishes rather than dies.
 			debug.SetMemoryLimit(mem * 3 / 4)
 			if err := limitSelf(uint64(mem)); err != nil {
-				fmt.Fprintln(errOut, "helm worker: limits:", err)
+				fmt.Fprintln(errOut, "render worker: limits:", err)
 				return 2
 			}
 			limited = true
@@ -427,23 +453,25 @@ func serveWorker(limits string, in io.Reader, out, errOut io.Writer) int {
 		// Should nobody kill a render that outlived its timeout (the hub
 		// died), the worker ends it.
 		watchdog := time.AfterFunc(timeout+workerGrace, func() {
-			fmt.Fprintf(errOut, "helm worker: rendering took longer than %s\n", timeout)
+			fmt.Fprintf(errOut, "render worker: rendering took longer than %s\n", timeout)
 			os.Exit(3)
 		})
 		var ans workerAnswer
-		t, err := helmTemplates(context.Background(), req)
+		if req.Helm != nil {
+			ans.Templated, err = helmTemplates(context.Background(), req)
+		} else {
+			ans.Kustomized, err = kustomizeBuild(req)
+		}
 		watchdog.Stop()
 		if err != nil {
 			we := &workerError{Msg: err.Error()}
 			if e, ok := errors.AsType[*Error](err); ok {
 				we = &workerError{Msg: e.Msg, File: e.Origin.File, Line: e.Origin.Line}
 			}
-			ans.Error = we
-		} else {
-			ans.Templated = t
+			ans = workerAnswer{Error: we}
 		}
 		if err := enc.Encode(ans); err != nil {
-			fmt.Fprintln(errOut, "helm worker: write answer:", err)
+			fmt.Fprintln(errOut, "render worker: write answer:", err)
 			return 2
 		}
 	}

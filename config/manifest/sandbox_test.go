@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestMain makes this test binary a Helm render worker when a Sandbox
+// TestMain makes this test binary a render worker when a Sandbox
 // starts it (see ServeWorker): the sandbox tests run it as their worker.
 func TestMain(m *testing.M) {
 	ServeWorker()
@@ -194,8 +194,9 @@ func TestServeWorkerRefusesBadInput(t *testing.T) {
 		{"", "", "want MEMORY,TIMEOUT,IDLE"},
 		{"1024,x,5", "", "want MEMORY,TIMEOUT,IDLE"},
 		{"1024,1000", "", "want MEMORY,TIMEOUT,IDLE"},
-		{"2147483648,1000,1000", "{}", "no helm request"},
-		{"2147483648,1000,1000", "[", "no helm request"},
+		{"2147483648,1000,1000", "{}", "no helm or kustomize request"},
+		{"2147483648,1000,1000", `{"Kustomize": "k", "Helm": {"Chart": "c"}}`, "no helm or kustomize request"},
+		{"2147483648,1000,1000", "[", "no helm or kustomize request"},
 	} {
 		var out, errOut strings.Builder
 		if code := serveWorker(tt.limits, strings.NewReader(tt.in), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tt.want) || out.Len() != 0 {
@@ -282,4 +283,94 @@ func exited(pid int) bool {
 	}
 	_, after, _ := strings.Cut(string(stat), ") ")
 	return strings.HasPrefix(after, "Z")
+}
+
+// TestSandboxBuildsAsInProcess: a kustomize build in the worker gives the
+// objects, origins and errors of one in process.
+func TestSandboxBuildsAsInProcess(t *testing.T) {
+	dir := writeTree(t, kustomizeTree())
+	files := kustomizeTree()
+	files["outside/kustomization.yaml"] = "resources: [../base]\n"
+	files["big/kustomization.yaml"] = "resources: [../base]\nnamePrefix: x-\n"
+	other := writeTree(t, files)
+	multiplied := multiplyingKustomizations(t, 2, 5) // 16 objects of 50 bytes from files of 50
+	tests := []struct {
+		name    string
+		r       Request
+		objects int
+		err     string
+	}{
+		{name: "overlay", r: Request{Kustomize: filepath.Join(dir, "overlays/dev")}, objects: 3},
+		{name: "overlay in its root", r: Request{Kustomize: filepath.Join(dir, "overlays/dev"), Root: dir}, objects: 3},
+		{name: "base outside the root", r: Request{Kustomize: filepath.Join(other, "outside"), Root: filepath.Join(other, "outside")}, err: "does not exist in the source's root"},
+		{name: "remote resource", r: Request{Kustomize: filepath.Join(dir, "overlays/gh")}, err: "remote reference"},
+		{name: "no kustomization", r: Request{Kustomize: filepath.Join(other, "nope")}, err: "nope"},
+		{name: "object limit", r: Request{Kustomize: filepath.Join(other, "big"), MaxObjects: 1}, err: "more than 1 objects: the limit of one source"},
+		{name: "size limit", r: Request{Kustomize: multiplied, MaxFileSize: 100}, err: "built objects of more than 800 bytes in all: the limit of one render"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := renderBoth(t, tt.r)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) != tt.objects {
+				t.Errorf("%d objects, want %d: %q", len(objs), tt.objects, summary(objs))
+			}
+		})
+	}
+}
+
+// multiplyingKustomizations writes levels of fanout kustomizations each
+// including every kustomization of the next level under its own name
+// prefix, over a base of one ConfigMap: the top one builds
+// fanout^(levels-1) objects from a few kilobytes of files.
+func multiplyingKustomizations(t *testing.T, fanout, levels int) string {
+	files := map[string]string{
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+	}
+	for l := range levels {
+		for j := range fanout {
+			res := []string{"../base"}
+			if l < levels-1 {
+				res = res[:0]
+				for k := range fanout {
+					res = append(res, fmt.Sprintf("../l%d-%d", l+1, k))
+				}
+			}
+			files[fmt.Sprintf("l%d-%d/kustomization.yaml", l, j)] = fmt.Sprintf("resources: [%s]\nnamePrefix: p%d-\n", strings.Join(res, ", "), j)
+		}
+	}
+	return filepath.Join(writeTree(t, files), "l0-0")
+}
+
+// TestSandboxStopsAKustomizationThatMultiplies: 33 small files of
+// kustomizations including one another build 4^7 = 16,384 objects, for
+// which kustomize spends minutes of CPU (4^6 took 45 s on 2 cores) before
+// any limit of the render can count them; in the worker the build is
+// stopped at its timeout.
+func TestSandboxStopsAKustomizationThatMultiplies(t *testing.T) {
+	k := multiplyingKustomizations(t, 4, 8)
+	sb := Self()
+	sb.Timeout = 2 * time.Second
+	start := time.Now()
+	_, err := Render(t.Context(), Request{Kustomize: k, Sandbox: sb})
+	if err == nil || !strings.Contains(err.Error(), "kustomization "+k+": rendering took longer than 2s: stopped") {
+		t.Fatalf("error = %v, want the build stopped at its timeout", err)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("stopped after %s", took)
+	}
+	// A small one of the same shape builds, in the worker too.
+	objs, err := Render(t.Context(), Request{Kustomize: multiplyingKustomizations(t, 2, 4), Sandbox: sb})
+	if err != nil || len(objs) != 8 {
+		t.Errorf("2^3 objects: %v, %d objects", err, len(objs))
+	}
 }

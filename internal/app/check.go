@@ -59,7 +59,7 @@ func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	gitCheckout, cleanup := tempGitCheckouts("")
 	defer cleanup()
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout, HelmSandbox: manifest.Self()})
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout, RenderSandbox: manifest.Self()})
 	var list config.ErrorList
 	if errors.As(err, &list) {
 		printErrors(stderr, list)

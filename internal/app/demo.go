@@ -267,7 +267,7 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	stateFile := filepath.Join(dir, "state.db")
 	cfgText := demoConfigText(stateFile, []string{set.Clusters[0].Kubeconfig, set.Clusters[1].Kubeconfig, set.Clusters[2].Kubeconfig}, repo.url())
 	gitSources := NewGitSources(log.With("component", "git"), getenv)
-	loadOpts := gitSources.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, HelmSandbox: manifest.Self()})
+	loadOpts := gitSources.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, RenderSandbox: manifest.Self()})
 	appOpts := Options{Logger: log, StateFile: stateFile, LoadOptions: loadOpts, Git: gitSources}
 	var wsFiles map[string]string
 	if ws != nil {

@@ -59,7 +59,7 @@ const notDiffedReason = "its clusters are discovered at runtime and not diffed (
 func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	gitCheckout, cleanup := tempGitCheckouts(o.Revision)
 	defer cleanup()
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME"), GitCheckout: gitCheckout, HelmSandbox: manifest.Self()})
+	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME"), GitCheckout: gitCheckout, RenderSandbox: manifest.Self()})
 	var list config.ErrorList
 	switch {
 	case errors.As(err, &list):

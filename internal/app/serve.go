@@ -146,7 +146,7 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
 	log := slog.New(slog.NewJSONHandler(stderr, logOptions(o.LogLevel)))
 	git := NewGitSources(log.With("component", "git"), getenv)
-	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, HelmSandbox: manifest.Self()})
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, RenderSandbox: manifest.Self()})
 	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -95,7 +95,7 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 	// The log file is opened once a terminal is found; the Git sources
 	// log to the app's logger from New on.
 	git := NewGitSources(nil, getenv)
-	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, HelmSandbox: manifest.Self()})
+	loadOpts := git.LoadOptions(config.LoadOptions{Getenv: getenv, IsolateSources: true, RenderSandbox: manifest.Self()})
 	cfg, err := config.Load(o.File, loadOpts)
 	if err != nil {
 		_ = git.Close()

@@ -7,7 +7,7 @@ import (
 	"github.com/driftwatch/driftwatch/config/manifest"
 )
 
-// TestMain makes this test binary a Helm render worker when a
+// TestMain makes this test binary a render worker when a
 // manifest.Sandbox starts it: the commands under test render charts
 // through manifest.Self, which runs this binary.
 func TestMain(m *testing.M) {

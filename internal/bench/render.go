@@ -108,6 +108,8 @@ patches:
 	return []renderSource{
 		{name: "files", req: manifest.Request{Path: filepath.Join(dir, "files")}},
 		{name: "kustomize", req: manifest.Request{Kustomize: filepath.Join(dir, "kustomize", "overlay")}},
+		// As the hub builds a kustomization: in a child process.
+		{name: "kustomize, sandboxed", req: manifest.Request{Kustomize: filepath.Join(dir, "kustomize", "overlay"), Sandbox: manifest.Self()}},
 		{name: "helm", req: manifest.Request{Helm: helm}},
 		// As the hub renders a chart: its templates in a child process.
 		{name: "helm, sandboxed", req: manifest.Request{Helm: helm, Sandbox: manifest.Self()}},

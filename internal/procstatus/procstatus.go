@@ -1,6 +1,6 @@
 // Package procstatus reads the "kB" fields of Linux's /proc/self/status
 // (VmHWM, VmRSS, VmData, RssAnon, ...) in bytes: the bench's memory
-// figures and the Helm render worker's memory limit read them.
+// figures and the render worker's memory limit read them.
 package procstatus
 
 import (
