@@ -61,9 +61,12 @@
 // through SafePath, which resolves links itself and refuses any path that
 // leaves the folder. Submodules are not fetched: each one is an empty folder.
 //
-// The inflated size of a pack's objects is not limited while go-git indexes
-// the pack: a small pack that inflates to a huge object costs memory before
-// the checkout limits refuse it.
+// go-git holds each object of a pack whole while it indexes it, so before
+// a pack is indexed it is read through once in constant memory, and an
+// object that inflates to more than Options.MaxObjectBytes, or a delta that
+// builds one, refuses the whole pack (a few megabytes of pack can inflate to
+// gigabytes). The object store reads objects larger than 1 MiB from their
+// pack as the checkout copies them, never whole into memory.
 //
 // # Credentials
 //

@@ -29,6 +29,10 @@ const (
 	// DefaultMaxFiles bounds the entries (files, folders, links) of one
 	// checkout.
 	DefaultMaxFiles = 100_000
+	// DefaultMaxObjectBytes bounds one object of a fetched pack, inflated
+	// (a file, or what a delta builds): 100 MiB, the largest file GitHub
+	// accepts. go-git holds each object whole while it indexes a pack.
+	DefaultMaxObjectBytes int64 = 100 << 20
 )
 
 // Options of a Repo.
@@ -64,6 +68,12 @@ type Options struct {
 	MaxBytes int64
 	// MaxFiles bounds the entries of a checkout (DefaultMaxFiles when zero).
 	MaxFiles int
+	// MaxObjectBytes bounds one object of a fetched pack, inflated: a
+	// file, or the object a delta builds (the smaller of
+	// DefaultMaxObjectBytes and MaxBytes when zero). The pack is read
+	// through once, in constant memory, and refused before it is indexed:
+	// a few megabytes of pack can inflate to gigabytes.
+	MaxObjectBytes int64
 }
 
 // Auth names the files that hold the credentials of a Repo. Every file is

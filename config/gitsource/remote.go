@@ -120,7 +120,7 @@ func (s *netSource) openStore() error {
 	// opened again for every object. Not ExclusiveAccess: with it, go-git
 	// v5.19.3 does not see a pack it has just written.
 	st := filesystem.NewStorageWithOptions(osfs.New(dir, osfs.WithBoundOS()), cache.NewObjectLRUDefault(),
-		filesystem.Options{KeepDescriptors: true})
+		filesystem.Options{KeepDescriptors: true, LargeObjectThreshold: largeObject})
 	if err := st.Init(); err != nil {
 		return fmt.Errorf("cache %s: %w", dir, err)
 	}
@@ -442,6 +442,12 @@ func (s *netSource) download(ctx context.Context, adv *packp.AdvRefs, wants []pl
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return n, fmt.Errorf("cache: %w", err)
 	}
+	if err := checkPack(tmp, s.r.opts.MaxObjectBytes); err != nil {
+		return n, fmt.Errorf("fetch: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return n, fmt.Errorf("cache: %w", err)
+	}
 	if deep {
 		if err := s.addShallows(resp.Shallows); err != nil {
 			return n, err
@@ -500,7 +506,7 @@ func (s *localSource) get(_ context.Context, kind refKind, ref string) (fetched,
 		return fetched{}, err
 	}
 	s.st = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
-		filesystem.Options{KeepDescriptors: true})
+		filesystem.Options{KeepDescriptors: true, LargeObjectThreshold: largeObject})
 	if kind == refCommit {
 		h, name, _ := refTable{}.resolve(kind, ref)
 		if !hasObject(s.st, h) {

@@ -119,8 +119,8 @@ func Open(opts Options) (*Repo, error) {
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("git %s: cacheDir is empty", opts.URL)
 	}
-	if opts.Timeout < 0 || opts.MaxBytes < 0 || opts.MaxFiles < 0 {
-		return nil, fmt.Errorf("git %s: timeout, maxBytes and maxFiles must not be negative", opts.URL)
+	if opts.Timeout < 0 || opts.MaxBytes < 0 || opts.MaxFiles < 0 || opts.MaxObjectBytes < 0 {
+		return nil, fmt.Errorf("git %s: timeout, maxBytes, maxFiles and maxObjectBytes must not be negative", opts.URL)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
@@ -130,6 +130,9 @@ func Open(opts Options) (*Repo, error) {
 	}
 	if opts.MaxFiles == 0 {
 		opts.MaxFiles = DefaultMaxFiles
+	}
+	if opts.MaxObjectBytes == 0 {
+		opts.MaxObjectBytes = min(DefaultMaxObjectBytes, opts.MaxBytes)
 	}
 	dir, err := filepath.Abs(opts.CacheDir)
 	if err != nil {
