@@ -3,6 +3,7 @@ package gitsource
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -198,8 +199,9 @@ func TestFetchWritesLinksInsideTheTree(t *testing.T) {
 }
 
 // TestFetchSizeLimits checks MaxFiles, MaxBytes on the checkout (a small
-// pack of compressible content) and MaxBytes on the pack (incompressible
-// content), and that a commit within the limits is fetched afterwards.
+// pack of compressible content), MaxObjectBytes (from MaxBytes) on the
+// pack's objects and MaxBytes on the pack (incompressible content), and
+// that a commit within the limits is fetched afterwards.
 func TestFetchSizeLimits(t *testing.T) {
 	f := newFixture(t)
 	good := f.commit("small", map[string]string{"f": "small"})
@@ -208,6 +210,10 @@ func TestFetchSizeLimits(t *testing.T) {
 	files := map[string]string{}
 	for i := range 20 {
 		files["many/"+string(rune('a'+i))] = "x"
+	}
+	zeros := map[string]string{} // one 64 KiB blob, checked out eight times
+	for i := range 8 {
+		zeros[fmt.Sprintf("z%d", i)] = strings.Repeat("\x00", 64<<10)
 	}
 	random := make([]byte, 96<<10)
 	if _, err := rand.Read(random); err != nil {
@@ -220,7 +226,8 @@ func TestFetchSizeLimits(t *testing.T) {
 		want  string
 	}{
 		{"files", files, Options{MaxFiles: 12}, "more than 12 files (maxFiles)"},
-		{"checkout bytes", map[string]string{"zeros": strings.Repeat("\x00", 512<<10)}, Options{MaxBytes: 128 << 10}, "the files are larger than 131072 bytes (maxBytes; zeros alone has 524288)"},
+		{"checkout bytes", zeros, Options{MaxBytes: 128 << 10}, "the files are larger than 131072 bytes (maxBytes; z1 alone has 65536)"},
+		{"object bytes", map[string]string{"zeros": strings.Repeat("\x00", 512<<10)}, Options{MaxBytes: 128 << 10}, "a blob object of 524288 bytes, more than 131072 (maxObjectBytes)"},
 		{"pack bytes", map[string]string{"random": string(random)}, Options{MaxBytes: 64 << 10}, "the pack is larger than 65536 bytes (maxBytes)"},
 	}
 	for _, tc := range cases {
@@ -237,7 +244,7 @@ func TestFetchSizeLimits(t *testing.T) {
 			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want ErrTooLarge saying %q", err, tc.want)
 			}
-			if tc.name != "pack bytes" && !strings.Contains(err.Error(), "commit "+c) {
+			if tc.name != "pack bytes" && tc.name != "object bytes" && !strings.Contains(err.Error(), "commit "+c) {
 				t.Fatalf("error %v does not name commit %s", err, c)
 			}
 			if got := trees(t, opts.CacheDir); len(got) != 1 || got[0] != good {
