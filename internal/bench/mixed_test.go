@@ -495,7 +495,7 @@ func TestBenchMixedRealCluster(t *testing.T) {
 		t.Fatalf("%v\n%s", err, &out)
 	}
 	m := rep.Mixed
-	if m == nil || m.Objects != 36 || len(m.Kinds) != 12 || m.InitialSync <= 0 || m.BytesPerObject <= 0 || len(m.Renders) != 4 {
+	if m == nil || m.Objects != 36 || len(m.Kinds) != 12 || m.InitialSync <= 0 || m.BytesPerObject <= 0 || len(m.Renders) != 5 {
 		t.Fatalf("mixed report %+v", m)
 	}
 	r := findRun(rep.Runs, ModeMixed)
