@@ -468,7 +468,7 @@ func TestHelmSandboxFaultsOnlyItsSource(t *testing.T) {
 	}
 }
 
-// TestKustomizeSandboxFaultsOnlyItsSource: a source of 33 small
+// TestKustomizeSandboxFaultsOnlyItsSource: a source of 34 small
 // kustomizations including one another four times over, eight deep
 // (16,384 objects, minutes of kustomize's CPU), builds in the sandbox,
 // which stops it at its timeout: the source is a fault naming the

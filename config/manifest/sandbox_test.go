@@ -351,7 +351,7 @@ func multiplyingKustomizations(t *testing.T, fanout, levels int) string {
 	return filepath.Join(writeTree(t, files), "l0-0")
 }
 
-// TestSandboxStopsAKustomizationThatMultiplies: 33 small files of
+// TestSandboxStopsAKustomizationThatMultiplies: 34 small files of
 // kustomizations including one another build 4^7 = 16,384 objects, for
 // which kustomize spends minutes of CPU (4^6 took 45 s on 2 cores) before
 // any limit of the render can count them; in the worker the build is
