@@ -1,6 +1,7 @@
 package gitsource
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -65,29 +66,17 @@ func (d *deltaHead) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// targetSize decodes the delta's target size.
+// targetSize decodes the delta's target size: git writes both sizes as
+// little-endian base-128 numbers, encoding/binary's unsigned varints.
 func (d *deltaHead) targetSize() (int64, error) {
 	b := d.head[:d.n]
-	var sizes [2]uint64
-	for i := range sizes {
-		var v uint64
-		var shift uint
-		for {
-			if len(b) == 0 || shift > 63 {
-				return 0, errors.New("delta header cut short")
-			}
-			c := b[0]
-			b = b[1:]
-			v |= uint64(c&0x7f) << shift
-			shift += 7
-			if c&0x80 == 0 {
-				break
-			}
-		}
-		sizes[i] = v
+	_, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, errors.New("delta header cut short")
 	}
-	if sizes[1] > 1<<62 {
-		return 1 << 62, nil
+	target, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return 0, errors.New("delta header cut short")
 	}
-	return int64(sizes[1]), nil
+	return int64(min(target, 1<<62)), nil
 }
