@@ -45,7 +45,9 @@ var _ hub.Backend = (*Manager)(nil)
 // backendError is the error of one backend call. Its text names the
 // cluster, the verb, the resource and the namespace (see describe); it
 // unwraps to the client error and, when RBAC denied the call, to
-// hub.ErrForbidden.
+// hub.ErrForbidden, or when a deletion in progress refused it (its
+// namespace or CustomResourceDefinition terminating), to
+// hub.ErrTerminating.
 type backendError struct {
 	msg string
 	err error
@@ -62,6 +64,9 @@ func (e *backendError) Error() string { return e.msg }
 func (e *backendError) Unwrap() []error {
 	if e.restarting {
 		return []error{e.err, hub.ErrRestarting}
+	}
+	if terminating(e.err) != "" {
+		return []error{e.err, hub.ErrTerminating}
 	}
 	if apierrors.IsForbidden(e.err) {
 		return []error{e.err, hub.ErrForbidden}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -27,6 +28,10 @@ const (
 	classAuth
 	// classForbidden: RBAC denied a verb.
 	classForbidden
+	// classTerminating: the apiserver takes no new object where the write
+	// goes until a deletion in progress ends (see terminating): neither a
+	// denial nor a fault of the cluster.
+	classTerminating
 	// classTLS: the certificate could not be verified.
 	classTLS
 	// classThrottled: the apiserver still answered 429 Too Many Requests
@@ -46,6 +51,8 @@ func classify(err error) errorClass {
 		return classOther
 	case apierrors.IsUnauthorized(err):
 		return classAuth
+	case terminating(err) != "":
+		return classTerminating
 	case apierrors.IsForbidden(err):
 		return classForbidden
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &certInvalid),
@@ -66,6 +73,27 @@ func classify(err error) errorClass {
 		return classNetwork
 	}
 	return classOther
+}
+
+// terminating says which deletion in progress made the apiserver refuse
+// a write, or "" when err is not such a refusal: the object's namespace
+// (the NamespaceLifecycle admission's 403, with the NamespaceTerminating
+// cause) or its kind's CustomResourceDefinition (apiextensions-apiserver's
+// 403, or 405 for a create, "... not allowed while custom resource
+// definition is terminating", which carries no cause: its text is the
+// only mark). The write can succeed once the deletion ends.
+func terminating(err error) string {
+	if err == nil {
+		return ""
+	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return "its namespace"
+	}
+	if (apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)) &&
+		strings.Contains(err.Error(), "while custom resource definition is terminating") {
+		return "its kind's CustomResourceDefinition"
+	}
+	return ""
 }
 
 // answered reports whether err is the apiserver's refusal of the
@@ -111,6 +139,8 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 		return fmt.Sprintf("cluster %q: TLS: %s: %v", cluster, tlsHint(err), err)
 	case classNetwork:
 		return fmt.Sprintf("cluster %q: cannot reach the apiserver to %s %s%s: %v", cluster, verb, resource, where, err)
+	case classTerminating:
+		return fmt.Sprintf("cluster %q: cannot %s %s%s yet: %s is being deleted, and the apiserver creates nothing there until it is gone: %v", cluster, verb, resource, where, terminating(err), err)
 	case classThrottled:
 		return fmt.Sprintf("cluster %q: %s %s%s: the apiserver is shedding load (429 Too Many Requests, retried as its Retry-After asked): %v", cluster, verb, resource, where, err)
 	}

@@ -78,6 +78,12 @@ type Options struct {
 	// ForbiddenRetry is how long a NodeID whose object the credentials may
 	// not read or write waits before it is tried again. Default 1m.
 	ForbiddenRetry time.Duration
+	// TerminatingRetry is how long a NodeID whose write waits for a
+	// deletion in progress (ErrTerminating: its namespace or its CRD being
+	// deleted) waits before it is tried again; such waits do not grow its
+	// backoff, so the object is back within this long of the deletion's
+	// end. Default 1s.
+	TerminatingRetry time.Duration
 	// UnreachableRetry is how long a NodeID whose pass failed with
 	// ErrUnreachable waits before it is tried again; such failures do not
 	// grow its backoff. Default 1s.
@@ -165,6 +171,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ForbiddenRetry <= 0 {
 		o.ForbiddenRetry = time.Minute
+	}
+	if o.TerminatingRetry <= 0 {
+		o.TerminatingRetry = time.Second
 	}
 	if o.UnreachableRetry <= 0 {
 		o.UnreachableRetry = time.Second
@@ -301,6 +310,10 @@ type nodeLoop struct {
 	// foreign is set once a pass met the object carrying another hub's
 	// id, until it is seen in sync (the feed says it once).
 	foreign bool
+	// waiting is set once a write met a deletion in progress
+	// (ErrTerminating), until the object is seen in sync (the timeline
+	// and the feed say it once).
+	waiting bool
 	// stuck is set while the last status the loop showed for the NodeID
 	// is StatusStuck: the timeline gets a stuck step on the way in only.
 	// The loop keeps this itself and never reads the status store back.

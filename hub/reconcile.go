@@ -173,6 +173,14 @@ func (r *reconciler) outcome(p pass, res Result, err error) (Result, error) {
 		r.restore(p)
 		return Result{RequeueAfter: noBackendRetry}, nil
 	}
+	if errors.Is(err, ErrTerminating) {
+		// The namespace or the CRD is being deleted: the write goes
+		// through once it is gone and recreated; not a failure, and
+		// tried again at a steady pace, not the failure backoff's.
+		r.out.waitingForDeletion(p, err)
+		r.restore(p)
+		return Result{RequeueAfter: r.opts.TerminatingRetry}, nil
+	}
 	if errors.Is(err, ErrKindNotServed) && p.dec == nil && r.neverApplied(p.id) {
 		// A first apply waiting for its kind's CRD: retried with the
 		// failure backoff, not a failure.
@@ -740,7 +748,7 @@ func (r *reconciler) settle(id NodeID, d Drift, stuck bool, now time.Time) (s se
 	if n == nil {
 		return settled{}, false
 	}
-	n.foreign = false
+	n.foreign, n.waiting = false, false
 	s.wasStuck, n.stuck = n.stuck, stuck
 	s.verifying = n.verifying
 	n.verifying = false

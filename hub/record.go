@@ -99,6 +99,23 @@ func (o *recorder) waitingForKind(p pass, err error) {
 	o.show(p.id, StatusUnknown, "waiting for the cluster to serve its kind: "+err.Error(), o.opts.Now())
 }
 
+// waitingForDeletion records a write refused until a deletion in progress
+// ends (ErrTerminating): shown as drifted with the reason, said once in
+// the log, the timeline and the feed per wait (until the object is seen in
+// sync), never counted as a failed repair; the handler tries it again.
+func (o *recorder) waitingForDeletion(p pass, err error) {
+	now := o.opts.Now()
+	reason := "waiting: " + err.Error()
+	first := false
+	o.withLoop(p.id, func(n *nodeLoop) { first, n.waiting, n.stuck = !n.waiting, true, false })
+	if first {
+		o.log.Info("write waits for a deletion in progress", "node", p.id.String(), "err", err)
+		o.status.step(p.id, StepFailed, reason, now)
+		o.status.feed(FeedEntry{At: now, ID: p.id, Action: "waiting", Err: err.Error(), Latency: now.Sub(p.observedAt)})
+	}
+	o.status.setStatus(p.id, StatusDrifted, reason, now)
+}
+
 // fail records a failed pass; the handler retries it.
 func (o *recorder) fail(p pass, err error) {
 	now := o.opts.Now()

@@ -196,3 +196,86 @@ func TestFirstApplyWaitsForItsKind(t *testing.T) {
 		}
 	})
 }
+
+// A missing object whose namespace (or CRD) is being deleted: the
+// apiserver refuses to create it until the deletion ends (ErrTerminating).
+// The write waits, shown as drifted with the reason and said once in the
+// feed and the timeline, never counted or shown as a failed or forbidden
+// repair, and is tried again every TerminatingRetry, not after the
+// forbidden retry's minute: the object is back within that long of the
+// deletion's end.
+func TestWriteWaitsForADeletionInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		var terminating atomic.Bool
+		var refused atomic.Int64
+		obj := spec("c1", "web", "v1")
+		termErr := fmt.Errorf("cluster \"c1\": cannot apply deployment web in namespace \"ns\" yet: its namespace is being deleted: %w", ErrTerminating)
+		b.repErr = func(id NodeID) error {
+			if id == obj.ID && terminating.Load() {
+				refused.Add(1)
+				return termErr
+			}
+			return nil
+		}
+		f := start(t, b, Options{TerminatingRetry: 2 * time.Second})
+		f.h.SetDesired([]NodeSpec{obj})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		if !b.exists(obj.ID) {
+			t.Fatal("not created")
+		}
+		terminating.Store(true)
+		b.remove(obj.ID)
+		time.Sleep(9 * time.Second) // the namespace takes its time to go
+		synctest.Wait()
+		// Tried at once, then every 2 s: at 0, 2, 4, 6, 8 s.
+		if got := refused.Load(); got != 5 {
+			t.Errorf("writes refused while the namespace terminated: %d, want 5 (at once, then every TerminatingRetry)", got)
+		}
+		n := f.node(obj.ID)
+		if n.Status != StatusDrifted || !strings.Contains(n.Reason, "waiting: ") || !strings.Contains(n.Reason, "its namespace is being deleted") {
+			t.Errorf("waiting: status %s (%s), want drifted, waiting for the namespace", n.Status, n.Reason)
+		}
+		if got := testutil.ToFloat64(f.h.metrics.repairs.WithLabelValues("c1", "failure")); got != 0 {
+			t.Errorf("failed repairs counted while waiting for the deletion: %v", got)
+		}
+		waiting := 0
+		for _, e := range f.h.Snapshot().Feed {
+			if e.ID != obj.ID {
+				continue
+			}
+			if e.Action == "failed" {
+				t.Errorf("a failed feed line: %+v", e)
+			}
+			if e.Action == "waiting" {
+				waiting++
+			}
+		}
+		if waiting != 1 {
+			t.Errorf("feed lines saying the write waits: %d, want 1", waiting)
+		}
+		terminating.Store(false) // the namespace is gone: the next try creates it anew
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !b.exists(obj.ID) {
+			t.Fatal("not recreated within TerminatingRetry of the deletion's end")
+		}
+		if n := f.node(obj.ID); n.Status != StatusRepaired {
+			t.Errorf("after the wait: status %s (%s), want repaired", n.Status, n.Reason)
+		}
+		// A second deletion says it once again.
+		terminating.Store(true)
+		b.remove(obj.ID)
+		synctest.Wait()
+		waiting = 0
+		for _, e := range f.h.Snapshot().Feed {
+			if e.ID == obj.ID && e.Action == "waiting" {
+				waiting++
+			}
+		}
+		if waiting != 2 {
+			t.Errorf("feed lines after a second wait: %d, want 2", waiting)
+		}
+	})
+}

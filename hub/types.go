@@ -219,6 +219,16 @@ var ErrRestarting = errors.New("backend restarting")
 // object applied before fails as any other (its kind went away).
 var ErrKindNotServed = errors.New("kind not served")
 
+// ErrTerminating marks a write the target refuses only until a deletion in
+// progress ends: the object's namespace is being deleted (the apiserver
+// creates nothing in a terminating namespace), or its kind's
+// CustomResourceDefinition is. Neither a denial nor a failure: the object
+// is written once the deletion is over (the namespace or the CRD
+// recreated), so the loop shows the drift with the reason, says it once in
+// the timeline and the feed, and tries again every
+// Options.TerminatingRetry, never counting it as a failed repair.
+var ErrTerminating = errors.New("held back by a deletion in progress")
+
 // ErrUnauthorized marks a backend error of a target that refused the
 // credentials (401), or refused them the whole API (403 on /readyz). Such
 // an error also matches ErrUnreachable: the loop paces its retries the

@@ -384,6 +384,9 @@ func feedCells(st *styles, e hub.FeedEntry) []cell {
 	action := cell{e.Action, actionStyle(st, e.Action)}
 	if e.Err != "" {
 		action = cell{"failed", st.errText}
+		if e.Action == "waiting" { // for a deletion in progress: no failure
+			action = cell{e.Action, st.yellow}
+		}
 		change = e.Err
 		if len(changes) > 0 {
 			change = strings.Join(changes, ", ") + " ! " + e.Err
