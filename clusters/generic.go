@@ -340,27 +340,34 @@ func (m *Manager) watchGeneric(ctx context.Context, wg *conc.WaitGroup, tweak fu
 		return err
 	}
 	wg.Go(func() {
-		started := m.now()
-		for len(todo) > 0 {
-			wait := pendingRetry
-			if m.now().Sub(started) > pendingFast {
-				wait = pendingSlow
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			var err error
-			if todo, err = m.startGeneric(ctx, wg, todo, tweak, true); err != nil {
-				m.log.Error("watch", "err", err)
-				return
-			}
-		}
+		m.guard("watch of kinds not served yet", func() { m.watchLater(ctx, wg, todo, tweak) })
 	})
 	return nil
+}
+
+// watchLater starts the informers of the kinds in todo, which the cluster
+// did not serve when its watch started, as the cluster comes to serve
+// them (see watchGeneric).
+func (m *Manager) watchLater(ctx context.Context, wg *conc.WaitGroup, todo []schema.GroupVersionKind, tweak func(*metav1.ListOptions)) {
+	started := m.now()
+	for len(todo) > 0 {
+		wait := pendingRetry
+		if m.now().Sub(started) > pendingFast {
+			wait = pendingSlow
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		var err error
+		if todo, err = m.startGeneric(ctx, wg, todo, tweak, true); err != nil {
+			m.log.Error("watch", "err", err)
+			return
+		}
+	}
 }
 
 // startGeneric starts the informers of each kind the cluster serves and
@@ -408,11 +415,11 @@ func (m *Manager) startInformer(ctx context.Context, wg *conc.WaitGroup, ns stri
 	key := informerKey{namespace: ns, kind: slug}
 	inf := info.newDynamicInformer(ns, tweak)
 	shared := &cacheShared{cluster: m.cfg.ID, namespace: ns, kind: slug, info: info, managedBy: m.cfg.ManagedBy, hubID: m.cfg.HubID, fieldManager: m.fieldManager, dicts: m.dicts}
-	if err := inf.SetTransform(shared.compact); err != nil {
+	if err := inf.SetTransform(m.guardTransform(string(slug)+" watch cache's transform", shared.compact)); err != nil {
 		return fmt.Errorf("cluster %q: watch %s in %q: %w", m.cfg.ID, info.resource, ns, err)
 	}
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		m.watchError(key, err)
+		m.guard("watch error handler", func() { m.watchError(key, err) })
 	}); err != nil {
 		return fmt.Errorf("cluster %q: %w", m.cfg.ID, err)
 	}
@@ -423,22 +430,26 @@ func (m *Manager) startInformer(ctx context.Context, wg *conc.WaitGroup, ns stri
 	m.informers[key] = &informerState{informer: inf}
 	m.mu.Unlock()
 	wg.Go(func() { inf.RunWithContext(ctx) })
-	wg.Go(func() {
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return
-		}
-		m.mu.Lock()
-		m.informers[key].synced = true
-		if late {
-			m.generation = m.next()
-		}
-		m.mu.Unlock()
-		m.evaluate()
-		if late {
-			m.report(true)
-		}
-	})
+	wg.Go(func() { m.guard("watch cache sync", func() { m.markSynced(ctx, key, inf, late) }) })
 	return nil
+}
+
+// markSynced waits for the informer of key to sync, then marks it synced
+// (see startInformer).
+func (m *Manager) markSynced(ctx context.Context, key informerKey, inf cache.SharedIndexInformer, late bool) {
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	m.mu.Lock()
+	m.informers[key].synced = true
+	if late {
+		m.generation = m.next()
+	}
+	m.mu.Unlock()
+	m.evaluate()
+	if late {
+		m.report(true)
+	}
 }
 
 // namespaceKeeps are objects every namespace gets from the control plane:

@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/pack"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // informerKey names one informer of a manager.
@@ -340,7 +341,7 @@ func (m *Manager) run(parent context.Context) error {
 				m.informers[key] = &informerState{informer: inf}
 				m.mu.Unlock()
 				if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-					m.watchError(key, err)
+					m.guard("watch error handler", func() { m.watchError(key, err) })
 				}); err != nil {
 					return fmt.Errorf("cluster %q: %w", m.cfg.ID, err)
 				}
@@ -357,7 +358,7 @@ func (m *Manager) run(parent context.Context) error {
 	// starting them all at once did (one connection per informer and the
 	// probe, all but one closed again once the handshakes were done).
 	connected := make(chan struct{})
-	wg.Go(func() { m.probeLoop(ctx, connected) })
+	wg.Go(func() { m.guard("health probe", func() { m.probeLoop(ctx, connected) }) })
 	select {
 	case <-connected:
 	case <-time.After(connectWait):
@@ -394,15 +395,17 @@ func (m *Manager) run(parent context.Context) error {
 		inf := m.informers[key].informer
 		m.mu.Unlock()
 		wg.Go(func() {
-			if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				m.mu.Lock()
-				m.informers[key].synced = true
-				m.mu.Unlock()
-				m.evaluate()
-			}
+			m.guard("watch cache sync", func() {
+				if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+					m.mu.Lock()
+					m.informers[key].synced = true
+					m.mu.Unlock()
+					m.evaluate()
+				}
+			})
 		})
 	}
-	wg.Go(func() { m.reportLoop(ctx) })
+	wg.Go(func() { m.guard("report loop", func() { m.reportLoop(ctx) }) })
 	m.evaluate()
 
 	<-ctx.Done()
@@ -419,7 +422,7 @@ func (m *Manager) newInformer(f informers.SharedInformerFactory, ns string, kind
 	var setErr error
 	inf := f.InformerFor(info.newObject(), func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
 		inf := info.newInformer(c, ns, tweak)
-		setErr = inf.SetTransform(shared.compact)
+		setErr = inf.SetTransform(m.guardTransform(string(kind)+" watch cache's transform", shared.compact))
 		return inf
 	})
 	if setErr != nil {
@@ -445,18 +448,11 @@ func (m *Manager) handler(kind hub.Kind) cache.ResourceEventHandler {
 // show a write by another hub (not a delete, nor an add of the initial
 // list).
 func (m *Manager) emit(kind hub.Kind, typ hub.EventType, old, obj any, check bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			err := fmt.Errorf("cluster %q: panic in %s event handler: %v", m.cfg.ID, kind, r)
-			m.log.Error("handler panic", "err", err)
-			m.mu.Lock()
-			fail := m.fail
-			m.mu.Unlock()
-			if fail != nil {
-				fail(err)
-			}
-		}
-	}()
+	m.guard(string(kind)+" event handler", func() { m.emitEvent(kind, typ, old, obj, check) })
+}
+
+// emitEvent is emit's work, under its guard.
+func (m *Manager) emitEvent(kind hub.Kind, typ hub.EventType, old, obj any, check bool) {
 	ev, ok := eventFor(m.cfg.ID, kind, typ, obj, m.now())
 	if !ok {
 		return
@@ -467,6 +463,40 @@ func (m *Manager) emit(kind hub.Kind, typ hub.EventType, old, obj any, check boo
 	m.trackGone(kind, typ, obj)
 	m.rate.add(ev.ObservedAt)
 	m.sink.Observe(ev)
+}
+
+// guard runs fn, a piece of the manager's own work on one of its
+// goroutines or on one that client-go runs for it (an event handler, a
+// watch error handler). A panic in fn is recovered, logged with its stack
+// and ends the manager's run with it as the error: the registry starts the
+// cluster's manager again with backoff and shows the error as the
+// cluster's, and the other clusters go on. Without it a panic in a
+// client-go callback crashes the hub (client-go's crash handler panics
+// again), and one in a goroutine of the run goes unseen until the run
+// ends. It returns the panic's error, nil without one.
+func (m *Manager) guard(what string, fn func()) error {
+	err := rescue.Call(m.log, fmt.Sprintf("cluster %q: the %s", m.cfg.ID, what), fn)
+	if err != nil {
+		m.mu.Lock()
+		fail := m.fail
+		m.mu.Unlock()
+		if fail != nil {
+			fail(err)
+		}
+	}
+	return err
+}
+
+// guardTransform wraps an informer's transform (see guard): an object the
+// transform panics on fails the manager's run, and the transform returns
+// the panic's error, which client-go logs and drops the object for.
+func (m *Manager) guardTransform(what string, transform cache.TransformFunc) cache.TransformFunc {
+	return func(obj any) (out any, err error) {
+		if perr := m.guard(what, func() { out, err = transform(obj) }); perr != nil {
+			return nil, perr
+		}
+		return out, err
+	}
 }
 
 // eventFor maps an informer object to a hub event. The NodeID comes from the
@@ -649,7 +679,18 @@ func (m *Manager) probe(ctx context.Context) error {
 // reports it when it changed. Leaving a bad state for synced starts a new
 // generation: the hub then re-checks every NodeID of the cluster.
 func (m *Manager) evaluate() {
+	state, lastErr, changed := m.judge()
+	if changed {
+		m.log.Log(context.Background(), stateLogLevel(state), "cluster state", "state", state, "err", lastErr)
+	}
+	m.report(changed)
+}
+
+// judge is evaluate's part under m.mu (released even on a panic): it sets
+// and returns the state, its error and whether the state changed.
+func (m *Manager) judge() (state hub.ClusterState, lastErr string, changed bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	// problems are the informers' errors but network ones (the probe
 	// judges the network); refused those of a 401.
 	var problems, refused []string
@@ -680,8 +721,7 @@ func (m *Manager) evaluate() {
 	}
 	sort.Strings(problems)
 	sort.Strings(refused)
-	state := hub.ClusterSynced
-	lastErr := ""
+	state = hub.ClusterSynced
 	switch {
 	case m.probeFails >= m.health.FailureThreshold:
 		state = hub.ClusterUnreachable
@@ -711,7 +751,7 @@ func (m *Manager) evaluate() {
 			lastErr = describe(m.cfg.ID, "probe", "/readyz", "", m.probeErr)
 		}
 	}
-	changed := state != m.state
+	changed = state != m.state
 	prevState := m.state
 	if changed {
 		m.state = state
@@ -728,11 +768,7 @@ func (m *Manager) evaluate() {
 	if lastErr != "" || changed {
 		m.lastErr = lastErr
 	}
-	m.mu.Unlock()
-	if changed {
-		m.log.Log(context.Background(), stateLogLevel(state), "cluster state", "state", state, "err", lastErr)
-	}
-	m.report(changed)
+	return state, lastErr, changed
 }
 
 // stateLogLevel is the level of the log of a change to state: WARN for a
