@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -53,20 +52,21 @@ type schema struct {
 // keyPattern is what a YAML key of the schema looks like: lowerCamelCase.
 var keyPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 
-var schemas sync.Map // reflect.Type -> *schema
-
-// schemaOf returns the schema of struct type t. A malformed tag, or an
-// exported field without one, is a programming error: it panics (and
-// TestSchemaTags says which field is wrong).
-func schemaOf(t reflect.Type) *schema {
-	if s, ok := schemas.Load(t); ok {
-		return s.(*schema)
+// schemaOf returns the schema of struct type t, built once per walker. A
+// malformed tag, or an exported field without one, is a programming error:
+// it panics (and TestSchemaTags says which field is wrong).
+func (w *walker) schemaOf(t reflect.Type) *schema {
+	if s, ok := w.schemas[t]; ok {
+		return s
 	}
 	s, err := buildSchema(t)
 	if err != nil {
 		panic(err)
 	}
-	schemas.Store(t, s)
+	if w.schemas == nil {
+		w.schemas = make(map[reflect.Type]*schema)
+	}
+	w.schemas[t] = s
 	return s
 }
 
@@ -150,7 +150,7 @@ var (
 // (reported); a null n reads as an empty mapping.
 func (d *decoder) fields(n *yaml.Node, field string, p pos, v any, hooks ...hook) *object {
 	rv := reflect.ValueOf(v).Elem()
-	s := schemaOf(rv.Type())
+	s := d.schemaOf(rv.Type())
 	readers := make([]func(child), len(s.fields))
 	for _, h := range hooks {
 		i := fieldAt(rv, s, h.field)

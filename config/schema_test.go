@@ -342,7 +342,7 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			t.Errorf("no frame for schema type %s: add one to this test", typ)
 			continue
 		}
-		for _, f := range schemaOf(typ).fields {
+		for _, f := range (&walker{}).schemaOf(typ).fields {
 			sf := typ.Field(f.index)
 			name := typ.Name() + "." + f.name
 			t.Run(name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ type walker struct {
 	merged int
 	// kept are the strings the walker handed out (keep), each once.
 	kept map[string]string
+	// schemas are the schemas of the struct types read so far (see
+	// schemaOf): the walker's own, so that the walkers of a parallel
+	// decode share nothing.
+	schemas map[reflect.Type]*schema
 }
 
 // keep returns s as a string of its own, one copy per distinct value read
