@@ -468,6 +468,9 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 		}
 		if !isConflictError(err) {
 			m.restoreGone(key, goneUID)
+			if fields, ok := immutableFields(err); ok {
+				return m.recreate(ctx, kc, spec, live, fields, err)
+			}
 			return res, err
 		}
 		if attempt == conflictRetries {

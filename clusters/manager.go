@@ -125,6 +125,9 @@ type Manager struct {
 	// object, or being checked (ensureNamespace), under nsMu.
 	nsMu       sync.Mutex
 	namespaces map[string]*namespaceCheck
+	// recreated is when each NodeID was last deleted to be recreated
+	// (see recreate), under nsMu.
+	recreated map[hub.NodeID]time.Time
 
 	probeNow chan struct{}
 	// released is set when the run's connection is closed (see connect):

@@ -486,7 +486,7 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 		return hub.NodeSpec{}, fmt.Errorf("source %q: %s: %w", s.ID, describeObject(o.gvk, p.id), err)
 	}
 	id := p.id.String()
-	var entries [5]metaEntry
+	var entries [6]metaEntry
 	e := c.sourceEdit(p, id, entries[:0])
 	var secs int64
 	if body, secs, err = e.apply(body); err != nil {
@@ -518,8 +518,9 @@ func (c *Config) sourceSpec(p placed, info ClusterInfo, ignore *hub.IgnoreSet) (
 // NodeID's text is id: its namespace, the labels that mark it managed and
 // name its source, the annotations that name its NodeID and hub (and
 // disable its pruning where its kind is guarded and its source does not
-// enable it). Its entries are appended to buf (of capacity 5: one edit an
-// object, with no allocation of its own).
+// enable it, and allow its recreation when its source does). Its entries
+// are appended to buf (of capacity 6: one edit an object, with no
+// allocation of its own).
 func (c *Config) sourceEdit(p placed, id string, buf []metaEntry) metaEdit {
 	s, gvk := p.src, p.obj.gvk
 	buf = append(buf,
@@ -529,6 +530,9 @@ func (c *Config) sourceEdit(p placed, id string, buf []metaEntry) metaEdit {
 		metaEntry{key: kubeobj.HubAnnotation, value: cmp.Or(c.Hub.ID, DefaultHubID)})
 	if enabled, guarded := pruneKinds(s.Prune)[gvk.GroupKind()]; guarded && !enabled {
 		buf = append(buf, metaEntry{key: PruneAnnotation, value: PruneDisabled, ifAbsent: true})
+	}
+	if s.Recreate {
+		buf = append(buf, metaEntry{key: kubeobj.RecreateAnnotation, value: kubeobj.RecreateEnabled, ifAbsent: true})
 	}
 	return metaEdit{
 		namespace:   p.namespace,

@@ -94,6 +94,21 @@ type Source struct {
 	Ignore []IgnoreRule `yaml:"ignore"`
 	// Prune enables pruning the kinds that are never pruned by default.
 	Prune SourcePrune `yaml:"prune"`
+	// Recreate, when true, lets the hub delete and recreate an object of
+	// the source whose new desired state changes a field the apiserver
+	// keeps immutable (a Deployment's selector, a Job's template, a
+	// StatefulSet's volumeClaimTemplates): the object is deleted with
+	// its UID and resourceVersion as preconditions, in the foreground
+	// (its pods go first), and created anew once gone; at most once in
+	// ten minutes, so that an object the apiserver refuses again once
+	// recreated (a webhook that changes the field back) is not deleted
+	// over and over. Objects whose
+	// pruning is disabled (Namespaces, CRDs and PersistentVolumeClaims
+	// unless prune enables them, and any annotated driftwatch.io/prune:
+	// disabled) are never recreated. A manifest may allow it for one
+	// object with the annotation driftwatch.io/recreate: enabled. Without
+	// it such a change fails, naming the field and saying how to allow it.
+	Recreate bool `yaml:"recreate"`
 
 	// checkout is the Git checkout the source renders from (Git sources
 	// loaded with LoadOptions.GitCheckout); nil otherwise.

@@ -216,6 +216,26 @@ sources:
 		t.Errorf("progress deadline = %v, want the default", got)
 	}
 
+	for id, s := range specs {
+		if a, ok := objectOf(t, s).GetAnnotations()[kubeobj.RecreateAnnotation]; ok {
+			t.Errorf("%s: recreate annotation %q without the source's recreate", id, a)
+		}
+	}
+	// Recreation allowed by the source: on every object, the guarded
+	// kinds too (their disabled pruning keeps them from being recreated).
+	specs = specsByID(Compile(sourcesConfig(t, `clusters: [{id: a, kubeconfig: /k}]
+sources:
+  - {id: plain, path: sources/plain, clusters: [a], recreate: true}
+`)))
+	if len(specs) == 0 {
+		t.Fatal("no objects")
+	}
+	for id, s := range specs {
+		if a := objectOf(t, s).GetAnnotations()[kubeobj.RecreateAnnotation]; a != kubeobj.RecreateEnabled {
+			t.Errorf("%s recreate annotation = %q with recreate: true", id, a)
+		}
+	}
+
 	// Pruning enabled by the source.
 	specs = specsByID(Compile(sourcesConfig(t, `clusters: [{id: a, kubeconfig: /k}]
 sources:

@@ -431,6 +431,8 @@ func actionStyle(st *styles, action string) style {
 		return st.yellow
 	case "paused":
 		return st.magenta
+	case "recreate":
+		return st.yellow
 	}
 	return st.dim
 }

@@ -51,6 +51,16 @@ const (
 	PruneAnnotation = "driftwatch.io/prune"
 	// PruneDisabled is the PruneAnnotation value that disables pruning.
 	PruneDisabled = "disabled"
+	// RecreateAnnotation set to RecreateEnabled on a desired object lets
+	// the hub delete and recreate the object when the apiserver refuses a
+	// change to it as immutable (a Deployment's selector, a Job's
+	// template): without it such a change fails, saying how to allow it.
+	// The compiler of manifest sources sets it on the objects of a source
+	// with `recreate: true`; users may set it on any object. An object
+	// whose PruneAnnotation is PruneDisabled is never recreated.
+	RecreateAnnotation = "driftwatch.io/recreate"
+	// RecreateEnabled is the RecreateAnnotation value that allows it.
+	RecreateEnabled = "enabled"
 )
 
 // FieldManagerFor returns the server-side apply field manager of the hub
