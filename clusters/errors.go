@@ -96,6 +96,16 @@ func terminating(err error) string {
 	return ""
 }
 
+// rbacDenial reports whether a 403 is the authorizer's (RBAC, or another
+// authorizer, in its words: `User "x" cannot patch resource "deployments"
+// in API group "apps" ...`) rather than an admission webhook's denial of
+// the request ("admission webhook ... denied the request"), which the
+// apiserver answers with the same code.
+func rbacDenial(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, " cannot ") && strings.Contains(msg, " resource ")
+}
+
 // answered reports whether err is the apiserver's refusal of the
 // credentials: a 401, or a 403 on what every identity may read (the
 // probe's /readyz). The cluster is reachable, but unusable.
@@ -132,6 +142,11 @@ func describe(cluster, verb, resource, namespace string, err error) string {
 	where := inNamespace(namespace)
 	switch classify(err) {
 	case classForbidden:
+		if !rbacDenial(err) {
+			// An admission webhook's denial, or another 403 that
+			// is not the authorizer's.
+			return fmt.Sprintf("cluster %q: forbidden: cannot %s %s%s: %v", cluster, verb, resource, where, err)
+		}
 		return fmt.Sprintf("cluster %q: forbidden: cannot %s %s%s (RBAC): %v", cluster, verb, resource, where, err)
 	case classAuth:
 		return fmt.Sprintf("cluster %q: unauthorized: the apiserver rejected the kubeconfig's credentials while trying to %s %s%s", cluster, verb, resource, where)

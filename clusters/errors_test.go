@@ -43,7 +43,7 @@ func TestBackendErrorKinds(t *testing.T) {
 		// ErrTerminating).
 		terminating string
 	}{
-		{"forbidden", apierrors.NewForbidden(gr, "web", errors.New("rbac")), true, false, false, ""},
+		{"forbidden", apierrors.NewForbidden(gr, "web", errors.New(`User "ci" cannot patch resource "configmaps" in API group "" in the namespace "shop"`)), true, false, false, ""},
 		{"connection refused", refused, false, true, false, ""},
 		{"deadline", context.DeadlineExceeded, false, true, false, ""},
 		{"unauthorized", apierrors.NewUnauthorized("bad token"), false, true, true, ""},
@@ -56,6 +56,9 @@ func TestBackendErrorKinds(t *testing.T) {
 		{"namespace terminating", nsTerminating, false, false, false, "its namespace is being deleted"},
 		{"crd terminating", crdTerminating, false, false, false, "its kind's CustomResourceDefinition is being deleted"},
 		{"crd terminating, create", crdTerminatingCreate, false, false, false, "its kind's CustomResourceDefinition is being deleted"},
+		// An admission webhook's denial is a 403 too: as slow to retry,
+		// but not blamed on RBAC.
+		{"webhook denial", apierrors.NewForbidden(gr, "web", errors.New(`admission webhook "validation.gatekeeper.sh" denied the request: [no-blue] blue is not allowed`)), true, false, false, ""},
 		// The same words in another 403 (a webhook quoting them) are
 		// still a denial, without the cause.
 		{"forbidden quoting a namespace", apierrors.NewForbidden(gr, "web", errors.New("unable to create new content in namespace shop because it is being terminated")), true, false, false, ""},
@@ -75,6 +78,9 @@ func TestBackendErrorKinds(t *testing.T) {
 			}
 			if got := errors.Is(err, hub.ErrTerminating); got != (tt.terminating != "") {
 				t.Errorf("ErrTerminating = %v, want %v (%v)", got, tt.terminating != "", err)
+			}
+			if rbac := strings.Contains(err.Error(), "(RBAC)"); rbac != (tt.name == "forbidden") {
+				t.Errorf("message %q blames RBAC: %v, want %v", err, rbac, tt.name == "forbidden")
 			}
 			if tt.terminating != "" && (!strings.Contains(err.Error(), tt.terminating) || strings.Contains(err.Error(), "RBAC")) {
 				t.Errorf("message %q does not say %q, or blames RBAC", err, tt.terminating)
