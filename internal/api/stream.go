@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // The watch stream.
@@ -37,6 +38,12 @@ import (
 // it, the last one to end stops it and waits for it (as does Close). The
 // ring and the latest snapshot outlive it, so a client reconnecting after
 // the last stream ended still resumes with deltas.
+//
+// A panic while publishing a snapshot is recovered and logged (with its
+// stack), and the broadcaster goes on with the next one: a snapshot whose
+// delta cannot be computed is sent to every stream in full, so the streams
+// never freeze on it, and nothing is left to re-panic when the broadcaster
+// is waited for.
 
 // Watch stream defaults.
 const (
@@ -66,6 +73,9 @@ type streamConfig struct {
 	ringSize     int
 	keepalive    time.Duration
 	log          *slog.Logger
+	// diff computes the delta between two snapshots: apiv1.Diff (tests
+	// make it panic).
+	diff func(prev, next *hub.Snapshot) *apiv1.Delta
 }
 
 // streamer serves GET /api/v1/watch.
@@ -115,6 +125,9 @@ func newStreamer(src snapshotSource, cfg streamConfig) *streamer {
 	}
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.diff == nil {
+		cfg.diff = apiv1.Diff
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
@@ -259,7 +272,9 @@ func (st *streamer) close() {
 }
 
 // broadcast subscribes to the hub and publishes every snapshot until ctx
-// ends.
+// ends. A panic in a publish is recovered and logged, and the snapshot
+// skipped (the next one's delta covers it): one bad snapshot neither
+// freezes every stream nor re-panics when the broadcaster is stopped.
 func (st *streamer) broadcast(ctx context.Context) {
 	ch, cancel := st.src.Subscribe()
 	defer cancel()
@@ -268,7 +283,7 @@ func (st *streamer) broadcast(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case s := <-ch:
-			st.publish(s)
+			_ = rescue.Call(st.cfg.log, "the watch stream's publish", func() { st.publish(s) })
 		}
 	}
 }
@@ -276,7 +291,8 @@ func (st *streamer) broadcast(ctx context.Context) {
 // publish records a snapshot: the delta from the previous one joins the
 // ring (the oldest drops out past its size), and every stream is woken.
 // Nothing is marshalled here: the events do it once per view when a stream
-// first writes them.
+// first writes them. A panic computing the delta is recovered and logged,
+// and the ring emptied: every stream is then sent the snapshot in full.
 func (st *streamer) publish(s *hub.Snapshot) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -284,12 +300,16 @@ func (st *streamer) publish(s *hub.Snapshot) {
 		return // a stopping broadcaster's late copy
 	}
 	if st.latest != nil {
-		ev := &event{kind: eventDelta, id: st.eventID(s.Seq), since: st.latest.Seq, seq: s.Seq,
-			delta: apiv1.Diff(st.latest, s), log: st.cfg.log}
-		if len(st.ring) == st.cfg.ringSize {
-			st.ring = slices.Delete(st.ring, 0, 1)
+		var d *apiv1.Delta
+		if err := rescue.Call(st.cfg.log, "the watch stream's delta", func() { d = st.cfg.diff(st.latest, s) }); err != nil {
+			st.ring = nil // no delta leads to s: every stream is sent it in full
+		} else {
+			ev := &event{kind: eventDelta, id: st.eventID(s.Seq), since: st.latest.Seq, seq: s.Seq, delta: d, log: st.cfg.log}
+			if len(st.ring) == st.cfg.ringSize {
+				st.ring = slices.Delete(st.ring, 0, 1)
+			}
+			st.ring = append(st.ring, ev)
 		}
-		st.ring = append(st.ring, ev)
 	}
 	st.latest = s
 	st.full = &event{kind: eventSnapshot, id: st.eventID(s.Seq), seq: s.Seq, snap: s, log: st.cfg.log}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -554,6 +555,48 @@ func TestWatchBroadcasterStopsWithLastStream(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestWatchSurvivesPanics: a panic while publishing a snapshot is
+// recovered and logged with its stack, and the streams go on. A snapshot
+// whose delta panics reaches the streams in full; one that makes the
+// publish itself panic is skipped, and the next one's delta covers it;
+// stopping the broadcaster then does not panic.
+func TestWatchSurvivesPanics(t *testing.T) {
+	s1 := testSnapshot(3)
+	src := newFakeSource(s1)
+	var logs authLogBuffer
+	diff := func(prev, next *hub.Snapshot) *apiv1.Delta {
+		if next.Seq == 2 {
+			panic("injected delta failure")
+		}
+		return apiv1.Diff(prev, next)
+	}
+	st, srv := startStreamer(t, src, streamConfig{log: slog.New(slog.NewTextHandler(&logs, nil)), diff: diff}, RoleOperator)
+	a := openWatch(t, srv.URL, "")
+	snapshotEvent(t, a.next())
+
+	s2 := nextSnapshot(s1, 0, hub.StatusDrifted)
+	src.publish(s2)
+	if got := snapshotEvent(t, a.next()); got.Seq != 2 || got.Nodes[0].Status != "drifted" {
+		t.Fatalf("after a delta's panic: snapshot seq %d, node status %q; want 2, drifted", got.Seq, got.Nodes[0].Status)
+	}
+	if l := logs.String(); !strings.Contains(l, "injected delta failure") || !strings.Contains(l, `in="the watch stream's delta"`) ||
+		!strings.Contains(l, "stream_test.go") {
+		t.Fatalf("the delta's panic is not logged with its stack:\n%s", l)
+	}
+
+	src.publish(nil) // publish panics on it
+	testwait.For(t, 5*time.Second, "the publish's panic logged", func() error {
+		return testwait.Check(strings.Contains(logs.String(), `in="the watch stream's publish"`), "not logged")
+	})
+	s3 := nextSnapshot(s2, 1, hub.StatusFailed)
+	src.publish(s3)
+	if d := deltaEvent(t, a.next()); d.Since != 2 || d.Seq != 3 || len(d.Nodes) != 1 || d.Nodes[0].Status != "failed" {
+		t.Fatalf("after a publish's panic: delta %+v, want 2->3 with one failed node", d)
+	}
+	a.close()
+	st.close() // waits for the broadcaster: nothing re-panics
 }
 
 func TestSSEReader(t *testing.T) {
