@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -43,6 +44,9 @@ type ClientOptions struct {
 	// requests have timeouts of their own (actions 10s, a reload a
 	// minute) or their caller's context.
 	ResponseTimeout time.Duration
+	// Logger receives a panic recovered in a subscription's stream, with
+	// its stack (the subscription then reconnects). Default: none.
+	Logger *slog.Logger
 	// maxAnswerBytes caps a success answer and a watch event (tests
 	// shrink it); 0 means defaultMaxAnswerBytes.
 	maxAnswerBytes int64

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // defaultReplicaPoll is ReplicaClient's default period for the list of
@@ -39,6 +40,8 @@ type ReplicaClient struct {
 	// after max(poll, probeTimeout), so a replica that stops answering is
 	// shown unreachable instead of freezing the view.
 	probeTimeout time.Duration
+	// merge is Merge (tests make it panic).
+	merge func(apiv1.ReplicaList, map[string]*hub.Snapshot, map[string]error) *hub.Snapshot
 
 	mu      sync.Mutex
 	list    apiv1.ReplicaList
@@ -52,7 +55,7 @@ func NewReplicaClient(c *Client, poll time.Duration) *ReplicaClient {
 	if poll <= 0 {
 		poll = defaultReplicaPoll
 	}
-	return &ReplicaClient{first: c, poll: poll, probeTimeout: replicaProbeTimeout, clients: make(map[string]*Client)}
+	return &ReplicaClient{first: c, poll: poll, probeTimeout: replicaProbeTimeout, merge: Merge, clients: make(map[string]*Client)}
 }
 
 // timeout is how long a request of the client's own may take.
@@ -139,13 +142,17 @@ func (rc *ReplicaClient) owner(cluster string) (*Client, error) {
 }
 
 // Subscribe starts receiving the merged view of the replicas: a new one
-// after every snapshot of any replica and every poll. The returned func
+// after every snapshot of any replica and every poll. A panic in the view
+// is logged to the first client's ClientOptions.Logger and the view starts
+// again after a poll period, its watches reconnected. The returned func
 // stops every watch and waits for the goroutines.
 func (rc *ReplicaClient) Subscribe() (<-chan *hub.Snapshot, func()) {
 	out := make(chan *hub.Snapshot, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
-	wg.Go(func() { rc.run(ctx, out) })
+	wg.Go(func() {
+		rescue.Loop(ctx, rc.first.opts.Logger, "the replicas' view", rc.poll, func(ctx context.Context) { rc.run(ctx, out) })
+	})
 	return out, func() { cancel(); wg.Wait() }
 }
 
@@ -239,7 +246,7 @@ func (rc *ReplicaClient) run(ctx context.Context, out chan *hub.Snapshot) {
 		probe()
 	}
 	publish := func() {
-		m := Merge(list, snaps, errs)
+		m := rc.merge(list, snaps, errs)
 		select {
 		case <-out:
 		default:

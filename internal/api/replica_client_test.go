@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -280,6 +281,42 @@ func TestReplicaListHangMarksUnreachable(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("an action waits for good on a replica that does not answer")
+	}
+}
+
+// TestReplicaClientSurvivesPanic: a panic in the merged view (here in
+// its first merge) is recovered and logged with its stack, and the view
+// starts again: merged snapshots keep coming, and stopping the
+// subscription does not panic.
+func TestReplicaClientSurvivesPanic(t *testing.T) {
+	h := startReplicaHub(t, "a")
+	list := []apiv1.Replica{{ID: "a", Self: true, State: apiv1.ReplicaLive, Clusters: []string{"c1", "c2"}}}
+	srv := httptest.NewServer(Handler(h, Options{Replicas: func() []apiv1.Replica { return list }}))
+	defer srv.Close()
+	var logs authLogBuffer
+	c, err := NewClientWithOptions(srv.URL, ClientOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewReplicaClient(c, 50*time.Millisecond)
+	var merges atomic.Int32
+	rc.merge = func(l apiv1.ReplicaList, snaps map[string]*hub.Snapshot, errs map[string]error) *hub.Snapshot {
+		if merges.Add(1) == 1 {
+			panic("injected merge failure")
+		}
+		return Merge(l, snaps, errs)
+	}
+	snaps, stop := rc.Subscribe()
+	stop = sync.OnceFunc(stop)
+	defer stop()
+	waitSnapshot(t, snaps, 10*time.Second, "a merged view after the panic", func(s *hub.Snapshot) bool {
+		_, ok := s.Cluster("c2")
+		return ok && len(s.Replicas) == 1 && s.Replicas[0].Reachable
+	})
+	stop() // waits for the view's goroutine: nothing re-panics
+	if l := logs.String(); !strings.Contains(l, "injected merge failure") || !strings.Contains(l, `in="the replicas' view"`) ||
+		!strings.Contains(l, "replica_client_test.go") {
+		t.Errorf("the panic is not logged with its stack:\n%s", l)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Snapshot fetches the latest snapshot.
@@ -35,8 +36,10 @@ func (c *Client) Snapshot(ctx context.Context) (*hub.Snapshot, error) {
 // the connection drops (at least as long as a 503's Retry-After). It keeps
 // the last snapshot across reconnects and resumes with Last-Event-ID, so the
 // hub sends only what changed meanwhile when it still can. The channel
-// holds the latest snapshot. The returned func stops the stream and waits
-// for its goroutine.
+// holds the latest snapshot. A panic reading the stream (applying an
+// event) is logged to ClientOptions.Logger and ends the connection as an
+// error does: the reconnect starts afresh with a full snapshot. The
+// returned func stops the stream and waits for its goroutine.
 func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 	ch := make(chan *hub.Snapshot, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,7 +48,7 @@ func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 		var ws watchState
 		backoff := 200 * time.Millisecond
 		for ctx.Err() == nil {
-			wait, err := c.stream(ctx, ch, &ws)
+			wait, err := c.streamRecovered(ctx, ch, &ws)
 			if err == nil {
 				backoff = 200 * time.Millisecond
 			}
@@ -65,6 +68,17 @@ func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 type watchState struct {
 	last   *hub.Snapshot
 	lastID string
+}
+
+// streamRecovered is stream, with a panic in it recovered, logged and
+// returned as the stream's error; ws is then reset, as what it holds may
+// be half applied.
+func (c *Client) streamRecovered(ctx context.Context, ch chan *hub.Snapshot, ws *watchState) (wait time.Duration, err error) {
+	if perr := rescue.Call(c.opts.Logger, "the watch stream of hub "+c.base, func() { wait, err = c.stream(ctx, ch, ws) }); perr != nil {
+		*ws = watchState{}
+		return 0, fmt.Errorf("hub %s: watch: %w", c.base, perr)
+	}
+	return wait, err
 }
 
 // stream reads one watch connection until it ends, applying its events to

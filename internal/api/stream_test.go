@@ -472,6 +472,68 @@ func TestClientAppliesDeltas(t *testing.T) {
 	}
 }
 
+// TestClientStreamPanicReconnects: a panic applying a watch event (here a
+// delta removing more NodeIDs than the client has, which apiv1's Apply
+// panics on) is recovered and logged with its stack, and the subscription
+// reconnects afresh (no Last-Event-ID: a full snapshot) instead of going
+// quiet; stopping it then does not panic.
+func TestClientStreamPanicReconnects(t *testing.T) {
+	s1 := testSnapshot(0)
+	next := func(s *hub.Snapshot) *hub.Snapshot {
+		n := *s
+		n.Seq++
+		return &n
+	}
+	s2 := next(s1)
+	s3 := next(s2)
+	bad := apiv1.Delta{Header: apiv1.FromHeader(s2), Since: s1.Seq, Clusters: []apiv1.Cluster{}, Nodes: []apiv1.Node{},
+		RemovedNodes: []string{hub.NewNodeID("c1", "ns", "gone", hub.KindDeployment).String()}}
+	send := func(w http.ResponseWriter, kind string, seq uint64, doc any) {
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Error(err)
+		}
+		fmt.Fprintf(w, "id: test-%d\nevent: %s\ndata: %s\n\n", seq, kind, data)
+		w.(http.Flusher).Flush()
+	}
+	var mu sync.Mutex
+	var lastIDs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lastIDs = append(lastIDs, r.Header.Get(lastEventIDHeader))
+		first := len(lastIDs) == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", eventStreamMIMEType)
+		if first {
+			send(w, eventSnapshot, s1.Seq, apiv1.FromSnapshot(s1))
+			send(w, eventDelta, s2.Seq, bad)
+		} else {
+			send(w, eventSnapshot, s3.Seq, apiv1.FromSnapshot(s3))
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	var logs authLogBuffer
+	c, err := NewClientWithOptions(srv.URL, ClientOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, stop := c.Subscribe()
+	stop = sync.OnceFunc(stop)
+	defer stop()
+	waitSnapshot(t, snaps, 10*time.Second, "the snapshot after the reconnect", func(s *hub.Snapshot) bool { return s.Seq == s3.Seq })
+	stop() // waits for the stream's goroutine: nothing re-panics
+	if l := logs.String(); !strings.Contains(l, "panic recovered") || !strings.Contains(l, `in="the watch stream of hub `+srv.URL+`"`) ||
+		!strings.Contains(l, "delta.go") {
+		t.Errorf("the panic is not logged with its stack:\n%s", l)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lastIDs) != 2 || lastIDs[1] != "" {
+		t.Errorf("Last-Event-ID of each connection: %q; want a second connection without one", lastIDs)
+	}
+}
+
 // TestServerClose: Close ends open streams, refuses new ones and stops the
 // broadcaster; the rest of the API keeps answering.
 func TestServerClose(t *testing.T) {
