@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // ReadOnlyMessage is the status message shown when an action is pressed in
@@ -77,6 +79,10 @@ type Options struct {
 	// shows its first frame before the watches' first lists take the
 	// cores.
 	FirstFrame func()
+	// Logger receives a panic recovered in an action (a reload, a hold,
+	// a confirmed action, an extra key's Run), with its stack; the status
+	// bar shows it as the action's error either way. Nil: not logged.
+	Logger *slog.Logger
 }
 
 // WriteRuleHint is the status message of W when writing rules is not
@@ -145,6 +151,39 @@ type Model struct {
 	// next write of text sets first and calls Options.FirstFrame (see
 	// wrote).
 	framed, first atomic.Bool
+
+	// actions are the actions running (see action).
+	actions actionGroup
+}
+
+// actionGroup owns the goroutines of the UI's actions: bubbletea runs each
+// command on a goroutine it does not wait for, so Run waits for the
+// actions through this before it returns, and its caller can then close
+// what they use (the hub's state file under a reload).
+type actionGroup struct {
+	mu      sync.Mutex
+	stopped bool // wait was called: no action starts any more
+	wg      sync.WaitGroup
+}
+
+// start counts an action about to run; false once wait was called (the
+// action must not run: Run has returned, or is about to).
+func (g *actionGroup) start() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// wait lets no action start any more and waits for the running ones.
+func (g *actionGroup) wait() {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 // DefaultHoldTTL is the duration a hold prompt offers.
@@ -192,6 +231,25 @@ type (
 	extraDoneMsg struct{ text string }
 )
 
+// action returns the command that runs an action off the event loop as
+// one of the model's actions (see actionGroup): Run waits for it, and a
+// panic in it is recovered, logged to Options.Logger and shown as the
+// action's error (what names the action there).
+func (m *Model) action(what string, run func() tea.Msg) tea.Cmd {
+	g, log := &m.actions, m.opts.Logger
+	return func() tea.Msg {
+		if !g.start() {
+			return nil
+		}
+		defer g.wg.Done()
+		var msg tea.Msg
+		if err := rescue.Call(log, what, func() { msg = run() }); err != nil {
+			return actionDoneMsg{err: err}
+		}
+		return msg
+	}
+}
+
 // New returns the root model over src. It subscribes to src when the
 // program starts it (Init); call Close to unsubscribe when driving the
 // model without Run.
@@ -229,7 +287,9 @@ func New(src Source, opts Options) *Model {
 // end of its input or a failed write end the UI with an error wrapping
 // ErrHangup. progOpts are appended to the program's options (tests pass
 // input, output and a colour profile; their own input and output are not
-// watched for a hangup).
+// watched for a hangup). It returns once no action it started (a reload,
+// a hold, a confirmed action, an extra key's Run) is still running, so the
+// caller may then close what the actions use.
 func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramOption) error {
 	ctx, hangup := context.WithCancelCause(ctx)
 	defer hangup(nil)
@@ -262,6 +322,7 @@ func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramO
 	_, err := p.Run()
 	close(ended)
 	wg.Wait()
+	m.actions.wait()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHangup) {
 		return cause // a hangup seen here or by the caller's NotifyHangup
 	}
@@ -462,10 +523,10 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		m.confirm = nil
 		if key.Matches(k, m.keys.Yes) {
 			m.setStatus(a.started, false)
-			return func() tea.Msg {
+			return m.action("the action "+strconv.Quote(a.question), func() tea.Msg {
 				text, err := a.run()
 				return actionDoneMsg{text, err}
-			}
+			})
 		}
 		m.setStatus("cancelled", false)
 		return nil
@@ -502,7 +563,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	for _, e := range m.opts.Extra {
 		if key.Matches(k, e.Binding) && e.Run != nil {
 			run := e.Run
-			return func() tea.Msg { return extraDoneMsg{run()} }
+			return m.action("the action of key "+e.Binding.Help().Key, func() tea.Msg { return extraDoneMsg{run()} })
 		}
 	}
 	switch {
@@ -622,10 +683,10 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		default:
 			m.setStatus("reloading the config...", false)
 			reload := m.opts.Reload
-			return func() tea.Msg {
+			return m.action("the reload", func() tea.Msg {
 				text, err := reload()
 				return actionDoneMsg{text, err}
-			}
+			})
 		}
 	case "cluster", "cl", "c":
 		switch {
@@ -866,14 +927,14 @@ func (m *Model) updateHold(k tea.KeyPressMsg) tea.Cmd {
 	m.hold = nil
 	src, t, ttl, loc := m.src, f.target, f.ttl, m.opts.Now().Location()
 	m.setStatus("holding "+holdLabel(t)+"…", false)
-	return func() tea.Msg {
+	return m.action("the hold of "+holdLabel(t), func() tea.Msg {
 		hd, err := src.Hold(t, ttl, text)
 		if err != nil {
 			return actionDoneMsg{err: err}
 		}
 		return actionDoneMsg{text: "repairs of " + holdLabel(t) + " held for " + shortDuration(ttl) +
 			" (until " + hd.Until.In(loc).Format("15:04") + "); H releases it"}
-	}
+	})
 }
 
 // activeHolds counts the holds of the snapshot still active now.
