@@ -141,7 +141,7 @@ func RunTUI(ctx context.Context, o TUIOptions, env Env) error {
 		wg.Go(func() { endStartHeap(runCtx, log, heap, startHeapWindow) })
 	}
 	uiOpts := tui.Options{ReadOnly: o.ReadOnly, NoColor: getenv("NO_COLOR") != "", Reload: a.reloadFromUI, Alerts: a.notificationAlerts,
-		FirstFrame: func() { release(); close(firstFrame) }}
+		FirstFrame: func() { release(); close(firstFrame) }, Logger: log}
 	if o.WriteConfig {
 		uiOpts.WriteRule = a.WriteIgnoreRule
 	}
