@@ -50,6 +50,9 @@ type ClientOptions struct {
 	// maxAnswerBytes caps a success answer and a watch event (tests
 	// shrink it); 0 means defaultMaxAnswerBytes.
 	maxAnswerBytes int64
+	// applyDelta applies a watch delta (tests make it panic); nil means
+	// (*apiv1.Delta).Apply.
+	applyDelta func(d *apiv1.Delta, prev *hub.Snapshot) (*hub.Snapshot, error)
 }
 
 // defaultResponseTimeout is ClientOptions.ResponseTimeout's default.

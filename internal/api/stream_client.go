@@ -45,7 +45,7 @@ func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	wg.Go(func() {
-		var ws watchState
+		ws := watchState{applyDelta: c.opts.applyDelta}
 		backoff := 200 * time.Millisecond
 		for ctx.Err() == nil {
 			wait, err := c.streamRecovered(ctx, ch, &ws)
@@ -68,6 +68,9 @@ func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 type watchState struct {
 	last   *hub.Snapshot
 	lastID string
+	// applyDelta is ClientOptions.applyDelta; nil means
+	// (*apiv1.Delta).Apply.
+	applyDelta func(d *apiv1.Delta, prev *hub.Snapshot) (*hub.Snapshot, error)
 }
 
 // streamRecovered is stream, with a panic in it recovered, logged and
@@ -75,7 +78,7 @@ type watchState struct {
 // be half applied.
 func (c *Client) streamRecovered(ctx context.Context, ch chan *hub.Snapshot, ws *watchState) (wait time.Duration, err error) {
 	if perr := rescue.Call(c.opts.Logger, "the watch stream of hub "+c.base, func() { wait, err = c.stream(ctx, ch, ws) }); perr != nil {
-		*ws = watchState{}
+		*ws = watchState{applyDelta: ws.applyDelta}
 		return 0, fmt.Errorf("hub %s: watch: %w", c.base, perr)
 	}
 	return wait, err
@@ -186,7 +189,11 @@ func (ws *watchState) apply(ev sseEvent) (*hub.Snapshot, error) {
 		if err := json.Unmarshal(ev.data, &d); err != nil {
 			return nil, fmt.Errorf("decode delta: %w", err)
 		}
-		hs, err := d.Apply(ws.last)
+		apply := (*apiv1.Delta).Apply
+		if ws.applyDelta != nil {
+			apply = ws.applyDelta
+		}
+		hs, err := apply(&d, ws.last)
 		if err != nil {
 			return nil, err
 		}

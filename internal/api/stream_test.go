@@ -472,9 +472,9 @@ func TestClientAppliesDeltas(t *testing.T) {
 	}
 }
 
-// TestClientStreamPanicReconnects: a panic applying a watch event (here a
-// delta removing more NodeIDs than the client has, which apiv1's Apply
-// panics on) is recovered and logged with its stack, and the subscription
+// TestClientStreamPanicReconnects: a panic applying a watch event (a bug,
+// made here by the test's delta applier) is recovered and logged with its
+// stack, and the subscription
 // reconnects afresh (no Last-Event-ID: a full snapshot) instead of going
 // quiet; stopping it then does not panic.
 func TestClientStreamPanicReconnects(t *testing.T) {
@@ -486,8 +486,7 @@ func TestClientStreamPanicReconnects(t *testing.T) {
 	}
 	s2 := next(s1)
 	s3 := next(s2)
-	bad := apiv1.Delta{Header: apiv1.FromHeader(s2), Since: s1.Seq, Clusters: []apiv1.Cluster{}, Nodes: []apiv1.Node{},
-		RemovedNodes: []string{hub.NewNodeID("c1", "ns", "gone", hub.KindDeployment).String()}}
+	delta := apiv1.Delta{Header: apiv1.FromHeader(s2), Since: s1.Seq, Clusters: []apiv1.Cluster{}, Nodes: []apiv1.Node{}}
 	send := func(w http.ResponseWriter, kind string, seq uint64, doc any) {
 		data, err := json.Marshal(doc)
 		if err != nil {
@@ -506,7 +505,7 @@ func TestClientStreamPanicReconnects(t *testing.T) {
 		w.Header().Set("Content-Type", eventStreamMIMEType)
 		if first {
 			send(w, eventSnapshot, s1.Seq, apiv1.FromSnapshot(s1))
-			send(w, eventDelta, s2.Seq, bad)
+			send(w, eventDelta, s2.Seq, delta)
 		} else {
 			send(w, eventSnapshot, s3.Seq, apiv1.FromSnapshot(s3))
 		}
@@ -514,7 +513,15 @@ func TestClientStreamPanicReconnects(t *testing.T) {
 	}))
 	defer srv.Close()
 	var logs authLogBuffer
-	c, err := NewClientWithOptions(srv.URL, ClientOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var applied atomic.Int32
+	c, err := NewClientWithOptions(srv.URL, ClientOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		applyDelta: func(d *apiv1.Delta, prev *hub.Snapshot) (*hub.Snapshot, error) {
+			if applied.Add(1) == 1 {
+				var nodes []hub.NodeStatus
+				_ = nodes[len(prev.Nodes)+1] // a bug applying it
+			}
+			return d.Apply(prev)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +531,7 @@ func TestClientStreamPanicReconnects(t *testing.T) {
 	waitSnapshot(t, snaps, 10*time.Second, "the snapshot after the reconnect", func(s *hub.Snapshot) bool { return s.Seq == s3.Seq })
 	stop() // waits for the stream's goroutine: nothing re-panics
 	if l := logs.String(); !strings.Contains(l, "panic recovered") || !strings.Contains(l, `in="the watch stream of hub `+srv.URL+`"`) ||
-		!strings.Contains(l, "delta.go") {
+		!strings.Contains(l, "stream_test.go") {
 		t.Errorf("the panic is not logged with its stack:\n%s", l)
 	}
 	mu.Lock()

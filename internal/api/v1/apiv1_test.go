@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -321,6 +322,26 @@ func TestApplyRejectsBadFeedDrops(t *testing.T) {
 		if _, err := d.Apply(prev); !errors.Is(err, ErrDeltaMismatch) {
 			t.Errorf("dropping %v of 3 entries: %v, want ErrDeltaMismatch", dropped, err)
 		}
+	}
+}
+
+// TestApplyHostileDelta: a hub's delta is not trusted by attach. One that
+// removes more NodeIDs than the snapshot holds, or claims a feed of any
+// length, applies without a panic or an allocation of that size: the
+// removals of unknown NodeIDs change nothing, the feed holds what it has.
+func TestApplyHostileDelta(t *testing.T) {
+	prev := richSnapshot()
+	d := Diff(prev, next(prev, func(*hub.Snapshot) {}))
+	for i := range 5 {
+		d.RemovedNodes = append(d.RemovedNodes, nid("c9", fmt.Sprintf("gone-%d", i), hub.KindDeployment).String())
+	}
+	d.FeedLength = math.MaxInt
+	got, err := d.Apply(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Nodes) != len(prev.Nodes) || len(got.Feed) != len(prev.Feed) || cap(got.Feed) > len(prev.Feed) {
+		t.Errorf("nodes %d (had %d), feed %d cap %d (had %d)", len(got.Nodes), len(prev.Nodes), len(got.Feed), cap(got.Feed), len(prev.Feed))
 	}
 }
 

@@ -176,7 +176,9 @@ func (d *Delta) Apply(prev *hub.Snapshot) (*hub.Snapshot, error) {
 		}
 		upd[k] = ns
 	}
-	next.Nodes = make([]hub.NodeStatus, 0, len(prev.Nodes)+len(upd)-len(removed))
+	// A hub's delta is not trusted: removals of NodeIDs the snapshot does
+	// not hold change nothing (and size nothing).
+	next.Nodes = make([]hub.NodeStatus, 0, max(0, len(prev.Nodes)+len(upd)-len(removed)))
 	i, j := 0, 0
 	for i < len(prev.Nodes) || j < len(upd) {
 		var c int
@@ -226,7 +228,7 @@ func (d *Delta) Apply(prev *hub.Snapshot) (*hub.Snapshot, error) {
 			kept = append(kept, e)
 		}
 	}
-	next.Feed = make([]hub.FeedEntry, 0, d.FeedLength)
+	next.Feed = make([]hub.FeedEntry, 0, min(d.FeedLength, len(d.Feed)+len(kept)))
 	for _, e := range d.Feed {
 		fe, err := e.ToHub()
 		if err != nil {
