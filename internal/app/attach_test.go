@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,5 +59,30 @@ func TestAttachHubThatNeverAnswers(t *testing.T) {
 				t.Fatal("attach still waits for a hub that does not answer")
 			}
 		})
+	}
+}
+
+// TestAttachLog: what attach logs while its UI runs is kept, up to
+// attachLogMax bytes, and written once the UI ended, with how many
+// records did not fit.
+func TestAttachLog(t *testing.T) {
+	var l attachLog
+	var out strings.Builder
+	l.writeTo(&out)
+	if out.Len() != 0 {
+		t.Fatalf("nothing logged, yet written: %q", out.String())
+	}
+	log := slog.New(slog.NewTextHandler(&l, nil))
+	log.Error("panic recovered", "in", "the watch stream")
+	big := strings.Repeat("x", attachLogMax/2)
+	log.Error("big", "stack", big)
+	log.Error("big again", "stack", big)
+	log.Error("and another")
+	l.writeTo(nil) // nowhere: nothing happens
+	l.writeTo(&out)
+	got := out.String()
+	if !strings.Contains(got, "panic recovered") || !strings.Contains(got, "msg=big") || strings.Contains(got, "big again") ||
+		!strings.HasSuffix(got, "(2 more log records left out)\n") || len(got) > attachLogMax+100 {
+		t.Errorf("written (%d bytes): %.200q ... %q", len(got), got, got[max(0, len(got)-80):])
 	}
 }

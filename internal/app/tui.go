@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -241,6 +243,15 @@ func (a *App) reloadFromUI() (string, error) {
 // (default 30s) for each answer: a hub that never answers ends attach with
 // an error naming its address.
 func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptions, env Env) error {
+	// Nothing may write to the terminal while the UI runs: what the
+	// client and the UI log (a panic recovered in a stream or an action,
+	// with its stack) is kept and written to standard error once the UI
+	// has ended.
+	var logs attachLog
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	defer logs.writeTo(env.Stderr)
 	c, err := api.NewClientWithOptions(url, opts)
 	if err != nil {
 		return UsageError("attach: %v", err)
@@ -286,11 +297,49 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	if err == nil && len(l.Replicas) > 0 {
 		src, initial = api.NewReplicaClient(c, 0), nil
 	}
-	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial})
+	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial, Logger: opts.Logger})
 	if errors.Is(err, tui.ErrHangup) {
 		return nil // the terminal went away: end as q does
 	}
 	return err
+}
+
+// attachLogMax bounds what attach keeps of its log while the UI runs (a
+// panic's stack is a few KiB; a stream that panics on every reconnect
+// would grow it without end).
+const attachLogMax = 1 << 20
+
+// attachLog keeps what attach logs while its UI runs, up to attachLogMax
+// bytes (the first ones: the first panic says the most), for writeTo.
+type attachLog struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	dropped int
+}
+
+// Write keeps p, or counts it once a record did not fit.
+func (l *attachLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped > 0 || l.buf.Len()+len(p) > attachLogMax {
+		l.dropped++
+		return len(p), nil
+	}
+	return l.buf.Write(p)
+}
+
+// writeTo writes what was kept to w (nil: nowhere), and how many records
+// did not fit.
+func (l *attachLog) writeTo(w io.Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w == nil || l.buf.Len() == 0 {
+		return
+	}
+	_, _ = l.buf.WriteTo(w)
+	if l.dropped > 0 {
+		fmt.Fprintf(w, "(%d more log records left out)\n", l.dropped)
+	}
 }
 
 // runDemoTUI runs the terminal UI for the demo until the user quits; `g`
