@@ -155,11 +155,33 @@ func (m *Manager) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 		mp, err = mapper.RESTMapping(gk, versions...)
 	}
 	if meta.IsNoMatchError(err) {
+		if served := servedVersions(mapper, gk); len(served) > 0 && len(versions) > 0 {
+			// The kind in another version: the manifest's is one the
+			// cluster no longer (or does not yet) serve.
+			return nil, fmt.Errorf("the cluster serves %s only as %s, not %s: change the manifest's apiVersion (a version this Kubernetes removed, or does not have yet?) (%w)",
+				kindName(gk.WithVersion("")), strings.Join(served, ", "), gk.WithVersion(versions[0]).GroupVersion(), err)
+		}
 		// A kind the cluster does not serve (yet: a custom resource whose
 		// CustomResourceDefinition is missing or not established).
 		return nil, fmt.Errorf("the cluster serves no kind %s: is its CustomResourceDefinition installed and established? (%w)", kindName(gvk), err)
 	}
 	return mp, err
+}
+
+// servedVersions returns the group/versions in which the cluster serves
+// gk, its preferred one first; none when it serves gk in no version.
+func servedVersions(mapper meta.RESTMapper, gk schema.GroupKind) []string {
+	mps, err := mapper.RESTMappings(gk)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, mp := range mps {
+		if gv := mp.GroupVersionKind.GroupVersion().String(); !slices.Contains(out, gv) {
+			out = append(out, gv)
+		}
+	}
+	return out
 }
 
 // resetMapper forgets the mapper's discovery, unless it did so less than

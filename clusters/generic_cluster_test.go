@@ -394,3 +394,33 @@ metadata: {name: generic}
 		}
 	}
 }
+
+// TestRemovedAPIVersionNamed: a manifest in a version of a kind the
+// cluster no longer serves (autoscaling/v2beta2, removed in Kubernetes
+// 1.26) is not mistaken for a custom resource without its CRD: the error
+// names the versions the cluster serves the kind in, and says to change
+// the manifest's apiVersion. It still waits as a kind not served.
+func TestRemovedAPIVersionNamed(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	createNamespace(t, admin, genericNS)
+	cc := clusterConfig(lc, genericNS)
+	cc.HubID = hub.DefaultHubID
+	_, m := runRegistryFor(t, cc)
+	spec := genericSpec(t, lc.Name, `apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: generic}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+`)
+	_, err := m.ReadState(t.Context(), spec, true)
+	if err == nil || !strings.Contains(err.Error(), "only as autoscaling/v2") || !strings.Contains(err.Error(), "change the manifest's apiVersion") ||
+		strings.Contains(err.Error(), "CustomResourceDefinition") {
+		t.Errorf("a removed version: %v, want the versions served and what to change", err)
+	}
+	if !errors.Is(err, hub.ErrKindNotServed) {
+		t.Errorf("%v does not unwrap to hub.ErrKindNotServed", err)
+	}
+}
