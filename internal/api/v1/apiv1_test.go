@@ -357,3 +357,38 @@ func TestCompareIDText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWatchDocuments: whatever a hub sends as a watch event's data (attach
+// trusts no hub), decoding it as a snapshot or as a delta and applying the
+// delta to a snapshot never panics.
+func FuzzWatchDocuments(f *testing.F) {
+	prev := richSnapshot()
+	prev.Feed = pushFeed(nil, 5, feedEntry(1), feedEntry(2), feedEntry(3))
+	for _, n := range []*hub.Snapshot{
+		next(prev, func(*hub.Snapshot) {}),
+		next(prev, func(n *hub.Snapshot) { n.Nodes = n.Nodes[1:]; n.Clusters = nil }),
+		next(prev, func(n *hub.Snapshot) { n.Feed = pushFeed(n.Feed, 5, feedEntry(4), feedEntry(5), feedEntry(6)) }),
+	} {
+		data, err := json.Marshal(Diff(prev, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	snap, err := json.Marshal(FromSnapshot(prev))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(snap)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Snapshot
+		if json.Unmarshal(data, &s) == nil {
+			_, _ = s.ToHub()
+		}
+		var d Delta
+		if json.Unmarshal(data, &d) == nil {
+			d.Since = prev.Seq // reach past the sequence check
+			_, _ = d.Apply(prev)
+		}
+	})
+}
