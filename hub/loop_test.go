@@ -1162,3 +1162,43 @@ func createOnce(t *testing.T, f *fixture, b *fakeBackend, s NodeSpec) {
 		t.Fatal("not created")
 	}
 }
+
+// A NodeID leaves the desired state while its cluster does not serve its
+// kind (a custom resource whose CRD never came, or went away with its
+// objects): nothing can be read or deleted, so its decommission ends at
+// once with a feed line saying so, never a failed prune retried for ever.
+func TestDecommissionOfAKindNotServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newFake(true)
+		keep, cr := spec("c1", "keep", "v1"), spec("c1", "gear", "v1")
+		b.readErr = func(id NodeID) error {
+			if id == cr.ID {
+				return fmt.Errorf("cluster \"c1\": read widget.example.com gear: the cluster serves no kind Widget.example.com/v1: %w", ErrKindNotServed)
+			}
+			return nil
+		}
+		f := start(t, b, Options{DecommissionTimeout: time.Minute})
+		f.h.SetDesired([]NodeSpec{keep, cr})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		f.h.SetDesired([]NodeSpec{keep})
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if _, ok := f.h.Snapshot().Node(cr.ID); ok {
+			t.Error("still shown after it left the desired state")
+		}
+		if got := testutil.ToFloat64(f.h.metrics.repairs.WithLabelValues("c1", "failure")); got != 0 {
+			t.Errorf("failures counted: %v", got)
+		}
+		var lines []string
+		for _, e := range f.h.Snapshot().Feed {
+			if e.ID == cr.ID {
+				lines = append(lines, e.Action+" "+e.Err)
+			}
+		}
+		if len(lines) != 1 || lines[0] != "nothing to prune: its kind is not served " {
+			t.Errorf("feed: %q, want one line saying there is nothing to prune", lines)
+		}
+	})
+}

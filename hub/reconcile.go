@@ -784,6 +784,16 @@ func (r *reconciler) settle(id NodeID, d Drift, stuck bool, now time.Time) (s se
 func (r *reconciler) decommission(ctx context.Context, p pass) (Result, error) {
 	spec := *p.desired
 	st, err := p.backend.ReadState(ctx, spec, true)
+	if errors.Is(err, ErrKindNotServed) {
+		// No object of a kind its cluster does not serve can be read or
+		// deleted: one the hub never created (its kind never came), or
+		// one that went with its CRD. An object of a CRD version no
+		// longer served but still stored stays, and shows as an orphan
+		// if the version is served again.
+		now := r.opts.Now()
+		r.out.endDecommission(p, FeedEntry{At: now, ID: p.id, Action: "nothing to prune: its kind is not served", Latency: now.Sub(p.dec.since)})
+		return Result{}, nil
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("read for prune: %w", err)
 	}
