@@ -32,11 +32,20 @@ Exit 0 in sync, 1 drift found, 2 usage or config error (like kubectl diff
 and argocd app diff), 3 a cluster unreachable, an object or a source not
 checked or a workspace that could not be planned, 4 a cluster refused the
 credentials (401, e.g. an expired or revoked token, or 403 on the whole
-API: renew them; 4 wins over 3, 3 over 1).`,
+API: renew them; 4 wins over 3, 3 over 1).
+
+--dry-run also asks each apiserver to validate the repair of every drifted
+object without persisting it (server-side apply with dryRun=All, as kubectl
+diff --server-side does): a repair that an admission webhook or policy,
+validation or a field the apiserver keeps immutable would refuse is shown
+with why ("! dry run: the repair would fail: ...") and exits 5 (3 and 4
+win over it, it wins over 1). It needs the patch verb on the kinds
+compared, where a diff alone needs get.`,
 		Example: `  driftwatch diff -f driftwatch.yaml
   driftwatch diff -f driftwatch.yaml --cluster prod-eu --application web
   driftwatch diff -f driftwatch.yaml --context kind-dev
-  driftwatch diff -f driftwatch.yaml -o json | jq '.summary'`,
+  driftwatch diff -f driftwatch.yaml -o json | jq '.summary'
+  driftwatch diff -f driftwatch.yaml --revision "$PR_HEAD_SHA" --dry-run`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.File == "" {
@@ -56,5 +65,6 @@ API: renew them; 4 wins over 3, 3 over 1).`,
 	fs.StringVarP(&o.Output, "output", "o", app.FormatText, "output `format`: text (unified diffs), json or yaml (the report)")
 	addKubeconfigFlag(fs, &o.Kubeconfig)
 	fs.StringVar(&o.Revision, "revision", "", "compare with this `ref` (branch, tag or commit) of every Git source instead of each source's own, e.g. a pull request's head")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "also ask each apiserver to validate every drifted object's repair without persisting it (exit 5 when one would be refused; needs the patch verb)")
 	return cmd
 }

@@ -9,10 +9,13 @@
 // cluster and kind. Nothing is written to any cluster, and no watch, hub
 // or goroutine is left running when Run returns.
 //
-// Server-side apply dry-run is not used: the classification already
-// compares what the hub compares, a dry-run apply would keep the entries
-// someone else added inside what we own (it cannot show the "added"
-// class), and it needs the patch verb where diff only needs get.
+// The classification does not come from a server-side apply dry-run: the
+// hub's compares what the hub compares, a dry-run apply would keep the
+// entries someone else added inside what we own (it cannot show the
+// "added" class), and it needs the patch verb where diff only needs get.
+// Options.DryRun adds one, after the classification, for what only the
+// apiserver can tell: whether it would accept the repair (admission
+// webhooks and policies, validation, immutable fields).
 package diff
 
 import (
@@ -56,6 +59,9 @@ const (
 	// ExitUnauthorized: a cluster refused the credentials (401: expired
 	// or revoked, or 403 on /readyz: the whole API).
 	ExitUnauthorized = 4
+	// ExitWouldFail: with Options.DryRun, an apiserver would refuse the
+	// repair of a drifted object.
+	ExitWouldFail = 5
 )
 
 // Options tune Run. Zero values take the documented defaults.
@@ -75,6 +81,13 @@ type Options struct {
 	Concurrency int
 	// Now returns the time the report is taken at. Default time.Now.
 	Now func() time.Time
+	// DryRun asks each apiserver to validate the repair of every drifted
+	// object without persisting it (Manager.DryRunRepair: server-side
+	// apply with dryRun=All, as kubectl diff --server-side does): a
+	// repair an admission webhook or policy, validation or an immutable
+	// field would refuse is reported (Object.WouldFail). It needs the
+	// patch verb where a diff needs only get.
+	DryRun bool
 }
 
 func (o Options) withDefaults() Options {
@@ -150,6 +163,14 @@ type Object struct {
 	// Err is set when the object could not be checked although its
 	// cluster answered (e.g. RBAC forbids reading it).
 	Err error
+	// WouldFail, with Options.DryRun, is why the apiserver would refuse
+	// the drifted object's repair; nil when it would accept it, or was
+	// not asked.
+	WouldFail error
+	// DryRunNote, with Options.DryRun, says what the repair would do
+	// first for the apiserver to accept it (create the namespace, delete
+	// and recreate the object, wait for a deletion in progress).
+	DryRunNote string
 }
 
 // Drifted reports whether the object was checked and differs.
@@ -174,9 +195,10 @@ func (e ClusterError) Unwrap() error { return e.Err }
 
 // ExitCode returns 0 when every object is in sync, 1 when drift was found,
 // 3 when a cluster was unreachable, an object could not be checked or a
-// source was not checked (NotChecked), and 4 when a cluster refused the
-// credentials. 4 wins over 3 (retrying will not help: someone must renew
-// the credentials), 3 over 1 (a partial answer is never "in sync").
+// source was not checked (NotChecked), 4 when a cluster refused the
+// credentials, and 5 when, with Options.DryRun, the apiserver would refuse
+// a repair (WouldFail). 4 wins over 3 (retrying will not help: someone
+// must renew the credentials), 3 over 5 (a partial answer), 5 over 1.
 func (r *Report) ExitCode() int {
 	code := ExitInSync
 	if len(r.Unauthorized) > 0 {
@@ -189,7 +211,9 @@ func (r *Report) ExitCode() int {
 		switch {
 		case o.Err != nil:
 			return ExitUnreachable
-		case o.Drifted():
+		case o.Drifted() && o.WouldFail != nil:
+			code = ExitWouldFail
+		case o.Drifted() && code == ExitInSync:
 			code = ExitDrift
 		}
 	}
@@ -335,7 +359,7 @@ func diffCluster(ctx context.Context, cfg clusters.ClusterConfig, specs []hub.No
 	objects := make([]Object, 0, len(specs))
 	schemas := kindSchemas{m: m, byKind: make(map[schema.GroupVersionKind]drift.Schema)}
 	for _, spec := range specs {
-		o, err := diffObject(ctx, m, &schemas, spec, log)
+		o, err := diffObject(ctx, m, &schemas, spec, opts.DryRun, log)
 		if err != nil {
 			if errors.Is(err, hub.ErrUnreachable) || ctx.Err() != nil {
 				return fail(err)
@@ -372,7 +396,7 @@ func (k *kindSchemas) of(ctx context.Context, gvk schema.GroupVersionKind) (drif
 // diffObject reads, classifies, attributes and renders one object, as the
 // hub's reconcile does before it decides to repair, along the schema of
 // its kind.
-func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, spec hub.NodeSpec, log *slog.Logger) (Object, error) {
+func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, spec hub.NodeSpec, dryRun bool, log *slog.Logger) (Object, error) {
 	o := Object{ID: spec.ID, Application: spec.Application}
 	st, err := m.ReadState(ctx, spec, true)
 	if err != nil {
@@ -422,6 +446,14 @@ func diffObject(ctx context.Context, m *clusters.Manager, schemas *kindSchemas, 
 	}
 	if o.Diff, err = UnifiedWith(desired, live, sch); err != nil {
 		return o, fmt.Errorf("object %s: render diff: %w", spec.ID, err)
+	}
+	if dryRun && d.Class != hub.DriftDeleting {
+		// A deleting object is recreated once gone: nothing to ask yet.
+		note, err := m.DryRunRepair(ctx, spec)
+		if errors.Is(err, hub.ErrUnreachable) {
+			return o, err
+		}
+		o.DryRunNote, o.WouldFail = note, err
 	}
 	return o, nil
 }

@@ -50,6 +50,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		if o.Diff != "" && !strings.HasSuffix(o.Diff, "\n") {
 			b.WriteString("\n")
 		}
+		if o.WouldFail != nil {
+			fmt.Fprintf(&b, "! dry run: the repair would fail: %v\n", o.WouldFail)
+		} else if o.DryRunNote != "" {
+			fmt.Fprintf(&b, "! dry run: %s\n", o.DryRunNote)
+		}
 	}
 	for _, o := range r.Objects {
 		for _, f := range o.Ignored {
@@ -112,8 +117,11 @@ func plural(n int, noun string) string {
 // counts are a report's totals.
 type counts struct {
 	objects, clusters, inSync, drifted, errors int
-	byClass                                    map[hub.DriftClass]int
-	unreachable, unauthorized, unchecked       int
+	// wouldFail counts the drifted objects whose repair a dry run
+	// refused.
+	wouldFail                            int
+	byClass                              map[hub.DriftClass]int
+	unreachable, unauthorized, unchecked int
 	// workspaces and unreachableWorkspaces count the Terraform workspaces
 	// among clusters and unreachable.
 	workspaces, unreachableWorkspaces int
@@ -140,6 +148,9 @@ func (r *Report) counts() counts {
 		default:
 			c.drifted++
 			c.byClass[o.Class]++
+			if o.WouldFail != nil {
+				c.wouldFail++
+			}
 		}
 	}
 	for _, u := range r.Unreachable {
@@ -185,6 +196,9 @@ func (r *Report) summary() string {
 		}
 		if len(parts) > 0 {
 			s += " (" + strings.Join(parts, ", ") + ")"
+		}
+		if c.wouldFail > 0 {
+			s += fmt.Sprintf(", %d whose repair would fail (dry run)", c.wouldFail)
 		}
 		if c.errors > 0 {
 			s += fmt.Sprintf(", %d not checked (errors)", c.errors)
@@ -234,6 +248,9 @@ type (
 		Unplanned int `json:"unplannedWorkspaces,omitempty"`
 		// NotChecked counts the sources left out (notChecked).
 		NotChecked int `json:"notCheckedSources,omitempty"`
+		// WouldFail counts the drifted objects whose repair a dry run
+		// refused (--dry-run).
+		WouldFail int `json:"wouldFail,omitempty"`
 	}
 	jsonObject struct {
 		NodeID      string           `json:"nodeId"`
@@ -248,6 +265,10 @@ type (
 		Attribution *jsonAttribution `json:"attribution,omitempty"`
 		Diff        string           `json:"diff,omitempty"`
 		Error       string           `json:"error,omitempty"`
+		// WouldFail and DryRun are Object.WouldFail and
+		// Object.DryRunNote (with --dry-run).
+		WouldFail string `json:"wouldFail,omitempty"`
+		DryRun    string `json:"dryRun,omitempty"`
 	}
 	jsonField struct {
 		Path    string `json:"path"`
@@ -287,7 +308,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		At: r.At, ExitCode: r.ExitCode(),
 		Summary: jsonSummary{Objects: c.objects, InSync: c.inSync, Drifted: c.drifted, Errors: c.errors,
 			ByClass: make(map[string]int), Unreachable: c.unreachable, Unauthorized: c.unauthorized, Unchecked: c.unchecked, Unplanned: c.unreachableWorkspaces,
-			NotChecked: len(r.NotChecked)},
+			NotChecked: len(r.NotChecked), WouldFail: c.wouldFail},
 		Objects:      make([]jsonObject, 0, len(r.Objects)),
 		Unreachable:  make([]jsonClusterError, 0, len(r.Unreachable)),
 		Unauthorized: make([]jsonClusterError, 0, len(r.Unauthorized)),
@@ -315,6 +336,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			}
 			jo.Attribution = ja
 		}
+		if o.WouldFail != nil {
+			jo.WouldFail = o.WouldFail.Error()
+		}
+		jo.DryRun = o.DryRunNote
 		if o.Err != nil {
 			jo.Error = o.Err.Error()
 		}

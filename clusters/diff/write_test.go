@@ -164,6 +164,8 @@ func TestExitCode(t *testing.T) {
 	r := fixedReport(t)
 	inSync, modified, missing, failed := r.Objects[2], r.Objects[1], r.Objects[3], r.Objects[4]
 	down, refused := r.Unreachable, r.Unauthorized
+	refusedRepair := modified
+	refusedRepair.WouldFail = errors.New("denied by policy")
 	tests := []struct {
 		name                      string
 		objects                   []Object
@@ -183,6 +185,10 @@ func TestExitCode(t *testing.T) {
 		{"a source not checked, nothing else", nil, nil, nil, ExitUnreachable},
 		{"a source not checked wins over drift", []Object{modified}, nil, nil, ExitUnreachable},
 		{"unauthorized wins over a source not checked", []Object{inSync}, nil, refused, ExitUnauthorized},
+		{"a repair a dry run refused", []Object{inSync, refusedRepair}, nil, nil, ExitWouldFail},
+		{"a repair refused wins over drift, in either order", []Object{modified, refusedRepair, missing}, nil, nil, ExitWouldFail},
+		{"unreachable wins over a repair refused", []Object{refusedRepair}, down, nil, ExitUnreachable},
+		{"unauthorized wins over a repair refused", []Object{refusedRepair}, nil, refused, ExitUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

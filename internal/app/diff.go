@@ -41,6 +41,10 @@ type DiffOptions struct {
 	// source to compare the clusters with (a pull request's head, say)
 	// instead of each source's own ref.
 	Revision string
+	// DryRun asks each apiserver to validate the repair of every drifted
+	// object without persisting it (see diff.Options.DryRun): exit 5 when
+	// one would be refused.
+	DryRun bool
 }
 
 // notDiffedReason says why diff leaves out a Cluster API source.
@@ -50,7 +54,8 @@ const notDiffedReason = "its clusters are discovered at runtime and not diffed (
 // compares every desired object with the live one and prints the report.
 // It returns nil when everything is in sync, else an ExitError with the
 // report's code (1 drift, 3 a cluster unreachable or a source not
-// checked, 4 a cluster refused the credentials) or 2 for a config or
+// checked, 4 a cluster refused the credentials, 5 a repair a dry run
+// refused) or 2 for a config or
 // filter error. A kubeconfig problem that Check finds is a config error
 // (2, positioned as Check prints it), never an unreachable cluster.
 // Terraform workspaces are planned once each, read-only (terraform.Check).
@@ -98,7 +103,7 @@ func Diff(ctx context.Context, o DiffOptions, env Env) error {
 	rep := &diff.Report{At: time.Now(), Objects: []diff.Object{}, Unreachable: []diff.ClusterError{}}
 	if clustersToo {
 		rep, err = diff.Run(ctx, config.Compile(cfg), ClusterConfigs(cfg, env.Getenv),
-			diff.Options{Clusters: k8s.Clusters, Applications: k8s.Applications, Logger: log})
+			diff.Options{Clusters: k8s.Clusters, Applications: k8s.Applications, Logger: log, DryRun: o.DryRun})
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
