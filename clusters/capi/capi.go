@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	"github.com/driftwatch/driftwatch/clusters"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Source is one management cluster to discover clusters from.
@@ -307,18 +308,36 @@ func (d *Discoverer) Run(ctx context.Context) error {
 		return cl, sec, nil
 	}
 	wg.Go(func() {
-		for {
-			key, shutdown := queue.Get()
-			if shutdown {
-				return
-			}
-			cl, sec, _ := lookup(key)
-			d.sync(key, gvr.Version, cl, sec)
-			queue.Done(key)
+		for d.work(queue, gvr.Version, lookup) {
 		}
 	})
 	<-ctx.Done()
 	return nil
+}
+
+// work syncs the next key of the queue (version is the Cluster API
+// version served, lookup reads a key's Cluster and kubeconfig secret); it
+// returns false once the queue is shut down. A panic in the sync (the
+// handler compiles the cluster's desired state) is recovered, logged with
+// its stack, and the key is synced again after the queue's backoff: one
+// bad Cluster object or secret never ends discovery, and what the handler
+// was not told is told at the retry (see settle).
+func (d *Discoverer) work(queue workqueue.TypedRateLimitingInterface[string], version string,
+	lookup func(key string) (*unstructured.Unstructured, *corev1.Secret, error)) bool {
+	key, shutdown := queue.Get()
+	if shutdown {
+		return false
+	}
+	defer queue.Done(key)
+	if err := rescue.Call(d.log, "cluster API discovery of "+key, func() {
+		cl, sec, _ := lookup(key)
+		d.sync(key, version, cl, sec)
+	}); err != nil {
+		queue.AddRateLimited(key)
+		return true
+	}
+	queue.Forget(key)
+	return true
 }
 
 // servedVersion picks v1beta2 when served, else v1beta1. The discovery
@@ -397,6 +416,15 @@ func (d *Discoverer) sync(key, version string, cl *unstructured.Unstructured, se
 	if claim != nil && (!had || prev.ID != claim.ID) {
 		d.settle(claim.ID)
 	}
+	if !had && claim == nil {
+		// The object claims nothing, and did not: its id is settled all
+		// the same (settle is idempotent), as a sync of it that panicked
+		// in the handler may have left it reported (see work).
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		if id, err := d.ID(ns, name); err == nil {
+			d.settle(id)
+		}
+	}
 }
 
 // claim computes what a Cluster object claims: nil when nothing (gone,
@@ -449,7 +477,9 @@ func (d *Discoverer) claim(key, version string, cl *unstructured.Unstructured, s
 // settle reports what id now is: gone when no Cluster object claims it, the
 // claim of the only one, or an *IDCollisionError when several do. A
 // collision takes down the cluster reported before it (ClusterGone, then
-// ClusterUp with the error), so no connection keeps serving the id.
+// ClusterUp with the error), so no connection keeps serving the id. What
+// was reported is recorded once the handler returned: after a panic in it,
+// the next settle of the id reports it again.
 func (d *Discoverer) settle(id string) {
 	d.mu.Lock()
 	mine := make([]Discovered, 0, len(d.byID[id]))
@@ -462,11 +492,11 @@ func (d *Discoverer) settle(id string) {
 	switch len(mine) {
 	case 0:
 		if had {
+			d.log.Info("cluster gone", "cluster", id)
+			d.handler.ClusterGone(id)
 			d.mu.Lock()
 			delete(d.reported, id)
 			d.mu.Unlock()
-			d.log.Info("cluster gone", "cluster", id)
-			d.handler.ClusterGone(id)
 		}
 		return
 	case 1:
@@ -489,15 +519,15 @@ func (d *Discoverer) settle(id string) {
 		d.log.Info("cluster gone", "cluster", id, "reason", "id collision")
 		d.handler.ClusterGone(id)
 	}
-	d.mu.Lock()
-	d.reported[id] = want
-	d.mu.Unlock()
 	if len(mine) > 1 {
 		d.log.Error("cluster id collision: none of the Cluster objects is managed", "cluster", id, "err", want.Err)
 	} else {
 		d.log.Info("cluster up", "cluster", id, "phase", want.Phase, "err", want.Err)
 	}
 	d.handler.ClusterUp(want)
+	d.mu.Lock()
+	d.reported[id] = want
+	d.mu.Unlock()
 }
 
 // kubeconfigSecretCluster returns the Cluster name of a <name>-kubeconfig
