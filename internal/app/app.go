@@ -354,8 +354,8 @@ func keepWatching(next, prev clusters.ClusterConfig) clusters.ClusterConfig {
 // The registry stops after the hub: stopping a cluster's watch manager
 // closes its connections, which would cut a call the hub still lets finish
 // (the second half of a remove-then-apply pair). With coordination, an
-// error of the coordinator (another live process has this replica's id)
-// stops everything and is returned.
+// error of the coordinator (another live process has this replica's id, or
+// a panic in its loop) stops everything and is returned.
 func (a *App) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Labels and annotations of the Leases.
@@ -485,6 +487,14 @@ func (c *Coordinator) Guard(ctx context.Context, cluster string) (context.Contex
 // within a lease duration), Run returns an error wrapping
 // ErrDuplicateReplica without joining; the other process logs a warning
 // and keeps running.
+//
+// A panic in a cycle (its own code or the Handler's) is recovered, logged
+// with its stack and returned in an error (wrapping a *rescue.PanicError):
+// the cycle may have stopped between a claim and its Handler call, so this
+// replica stops taking part rather than renew a membership whose share it
+// may no longer manage. Nothing is released: its claims are taken over
+// after a lease duration, as a stopped process's are, and Guard refuses
+// its writes from RenewDeadline after its last renewal.
 func (c *Coordinator) Run(ctx context.Context) error {
 	sel := labels.SelectorFromSet(labels.Set{HubLabel: c.opts.HubID}).String()
 	factory := informers.NewSharedInformerFactoryWithOptions(listWatchClient{c.opts.Client}, 0,
@@ -510,7 +520,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return nil // ctx ended before the first list: nothing held
 	}
 	for {
-		if err := c.cycle(ctx, lister); err != nil {
+		var err error
+		if perr := rescue.Call(c.log, "the coordination cycle", func() { err = c.cycle(ctx, lister) }); perr != nil {
+			return fmt.Errorf("coordination: replica %q stops: %w", c.opts.ReplicaID, perr)
+		}
+		if err != nil {
 			return err
 		}
 		wait := time.Until(c.nextWake)
