@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/hub/intent"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 	"github.com/driftwatch/driftwatch/internal/coord"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // replicas is an App's share of the clusters when it runs as one replica
@@ -256,6 +257,9 @@ func (r *replicas) Disown(id string) {
 // run re-reads the shared intent every lease duration, so an override or
 // a hold recorded through another replica holds here too, and retries
 // failed takeovers every renewal period (a fifth of it), until ctx ends.
+// A panic in a tick is recovered and logged with its stack, and the next
+// tick comes as usual: a takeover that panicked is still pending, and
+// retried then.
 func (r *replicas) run(ctx context.Context) {
 	period := max(r.lease/5, time.Millisecond)
 	t := time.NewTicker(period)
@@ -267,19 +271,26 @@ func (r *replicas) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r.retryTakeOvers()
-		if time.Since(lastRefresh) < r.lease {
-			continue
-		}
-		lastRefresh = time.Now()
-		switch err := r.a.hub.RefreshIntent(); {
-		case errors.Is(err, hub.ErrRefreshRaced):
-			// A switch set here is being recorded: read again at the
-			// next tick.
-			lastRefresh = time.Time{}
-		case err != nil:
-			r.a.log.Error("refresh shared intent", "err", err)
-		}
+		_ = rescue.Call(r.a.log, "the replicas' takeover retries and intent refresh", func() { r.tick(&lastRefresh) })
+	}
+}
+
+// tick retries the failed takeovers, and re-reads the shared intent when
+// the last read (at *lastRefresh, which it updates) is a lease duration
+// old.
+func (r *replicas) tick(lastRefresh *time.Time) {
+	r.retryTakeOvers()
+	if time.Since(*lastRefresh) < r.lease {
+		return
+	}
+	*lastRefresh = time.Now()
+	switch err := r.a.hub.RefreshIntent(); {
+	case errors.Is(err, hub.ErrRefreshRaced):
+		// A switch set here is being recorded: read again at the next
+		// tick.
+		*lastRefresh = time.Time{}
+	case err != nil:
+		r.a.log.Error("refresh shared intent", "err", err)
 	}
 }
 
