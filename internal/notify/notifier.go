@@ -11,6 +11,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Source is what a Notifier reads: the hub's snapshot subscription.
@@ -84,7 +85,12 @@ func New(opts Options) (*Notifier, error) {
 }
 
 // Run derives and delivers events until ctx ends, then waits for every
-// sender. Events still queued then are not delivered.
+// sender. Events still queued then are not delivered. A panic deriving a
+// snapshot's events is recovered and logged with its stack (its events may
+// be lost), and the next snapshot is compared NodeID by NodeID with what
+// the deriver remembers; one delivering an event is recovered, logged and
+// counted as that event's failure (see sender.run). Either way the
+// notifier goes on.
 func (n *Notifier) Run(ctx context.Context) error {
 	var wg conc.WaitGroup
 	defer wg.Wait()
@@ -99,10 +105,15 @@ func (n *Notifier) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case snap := <-ch:
-			for _, ev := range d.next(snap) {
-				for _, s := range n.senders {
-					s.offer(ev)
+			if err := rescue.Call(n.opts.Logger, "the notifier's event derivation", func() {
+				for _, ev := range d.next(snap) {
+					for _, s := range n.senders {
+						s.offer(ev)
+					}
 				}
+			}); err != nil {
+				// Its memos may be partly updated: a pass over every NodeID.
+				d.prev = nil
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Format is a webhook's body format.
@@ -234,14 +235,20 @@ func (s *sender) dropLocked(reason string) {
 	s.m.dropped.WithLabelValues(s.cfg.Name, reason).Inc()
 }
 
-// run delivers queued events until ctx ends.
+// run delivers queued events until ctx ends. A panic delivering one is
+// recovered, logged with its stack and counted as the event's failure (the
+// webhook shows failing with the panic as its error); the next is
+// delivered as usual.
 func (s *sender) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-s.queue:
-			s.deliver(ctx, ev)
+			if err := rescue.Call(s.log, fmt.Sprintf("webhook %q's delivery", s.cfg.Name), func() { s.deliver(ctx, ev) }); err != nil {
+				s.attemptFailed(err)
+				s.gaveUp(ev, err)
+			}
 		}
 	}
 }
