@@ -23,6 +23,7 @@ import (
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/config/gitsource"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -262,6 +263,18 @@ func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
 				}
 			}
 		}
+		g.pollOnce(ctx, r)
+		t.Reset(r.spec.Interval)
+	}
+}
+
+// pollOnce fetches r once and reloads the desired state when its commit
+// moved. A panic in it (the reload parses and compiles the whole config)
+// is recovered and logged with its stack, and the commit fetched is
+// offered again at the next poll: one bad commit or config never ends the
+// source's polling.
+func (g *GitSources) pollOnce(ctx context.Context, r *gitRepo) {
+	err := rescue.Call(g.log, "git source "+r.id+"'s poll", func() {
 		changed, err := g.fetch(ctx, r)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -270,7 +283,11 @@ func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
 		} else if changed {
 			g.reload(r)
 		}
-		t.Reset(r.spec.Interval)
+	})
+	if err != nil {
+		g.mu.Lock()
+		r.offered = ""
+		g.mu.Unlock()
 	}
 }
 
