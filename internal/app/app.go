@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // App wires one running hub: the config's desired state, the reconcile loop
@@ -624,7 +625,10 @@ func (a *App) reload(data []byte, allowPrune bool) error {
 // start reloads instead of ending the process) and returns the loop that
 // reloads the config at every SIGHUP until ctx ends, never allowing a
 // guarded prune; a rejected reload is logged with every error and changes
-// nothing. Run the returned function in a goroutine the caller waits for.
+// nothing. A panic in a reload is recovered and logged with its stack, and
+// the loop waits for the next SIGHUP (still subscribed: a SIGHUP never ends
+// the process). Run the returned function in a goroutine the caller waits
+// for.
 func (a *App) ReloadOnSIGHUP(ctx context.Context) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -635,7 +639,11 @@ func (a *App) ReloadOnSIGHUP(ctx context.Context) func() {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := a.Reload(false); err != nil {
+				var err error
+				if rescue.Call(a.log, "the config reload on SIGHUP", func() { err = a.Reload(false) }) != nil {
+					continue
+				}
+				if err != nil {
 					a.log.Error("config reload rejected", "err", err)
 				}
 			}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -160,4 +162,44 @@ func TestGitPollerSurvivesPanic(t *testing.T) {
 	git.Trigger("web")
 	testwait.For(t, 30*time.Second, "the second commit in force after the panic", inForce(c2))
 	a.stop() // re-panics if the poller died of the panic
+}
+
+// TestSIGHUPReloadSurvivesPanic: a panic in a reload on SIGHUP is
+// recovered and logged with its stack, the loop stays subscribed, and the
+// next SIGHUP reloads the config; the loop then ends without a panic.
+func TestSIGHUPReloadSurvivesPanic(t *testing.T) {
+	// A SIGHUP nobody is subscribed to ends the process: this one keeps
+	// the test binary alive whatever the loop does.
+	guard := make(chan os.Signal, 8)
+	signal.Notify(guard, syscall.SIGHUP)
+	defer signal.Stop(guard)
+
+	dir := t.TempDir()
+	env := &panickingGetenv{dir: dir}
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a := startApp(t, panicConfig(t, dir, ""), func(o *Options) {
+		o.Logger = log
+		o.LoadOptions = config.LoadOptions{IsolateSources: true, Getenv: env.getenv}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg conc.WaitGroup
+	wg.Go(a.ReloadOnSIGHUP(ctx))
+	hangup := func(what string, done func() bool) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 30*time.Second, what, func() error { return testwait.Check(done(), "not yet") })
+	}
+
+	env.armed.Store(true)
+	hangup("the first reload's panic", func() bool { return !env.armed.Load() })
+	hangup("the second SIGHUP's reload", func() bool { return strings.Contains(logs.String(), "config reloaded") })
+	if out := logs.String(); !strings.Contains(out, `in="the config reload on SIGHUP"`) || !strings.Contains(out, "rescue_test.go") {
+		t.Errorf("the panic is not logged with its stack:\n%s", out)
+	}
+	cancel()
+	wg.Wait() // re-panics if the loop died of the panic
+	a.stop()
 }
