@@ -23,6 +23,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/rescue"
 )
 
 // Source is the ClusterHealth.Source of every workspace.
@@ -249,7 +250,7 @@ func (w *Workspace) Run(ctx context.Context) error {
 		case <-w.kick:
 		}
 		next := w.opts.Interval
-		if err := w.Poll(ctx); errors.Is(err, errLocked) {
+		if err := w.pollRecovered(ctx); errors.Is(err, errLocked) {
 			next = w.opts.LockRetry
 		}
 		if !timer.Stop() {
@@ -260,6 +261,27 @@ func (w *Workspace) Run(ctx context.Context) error {
 		}
 		timer.Reset(next)
 	}
+}
+
+// pollRecovered is Run's Poll. A panic in it (reading the plan, the
+// desired state's compile in OnSpecs, the hub taking a report) is
+// recovered, logged with its stack and reported as the workspace's health
+// (unreachable) until a poll succeeds; that poll hands the desired state
+// to OnSpecs again, and the workspace ready again, the hub looks at every
+// resource: one bad plan never ends the workspace's polling.
+func (w *Workspace) pollRecovered(ctx context.Context) error {
+	var err error
+	perr := rescue.Call(w.log, "the terraform workspace's poll", func() { err = w.Poll(ctx) })
+	if perr == nil {
+		return err
+	}
+	w.mu.Lock()
+	w.specsHash = "" // OnSpecs may not have taken it
+	w.mu.Unlock()
+	_ = rescue.Call(w.log, "the terraform workspace's health report", func() {
+		w.report(hub.ClusterUnreachable, "poll failed: "+perr.Error())
+	})
+	return perr
 }
 
 // watchFiles triggers a poll, debounced, when a file of Dir changes; the

@@ -120,6 +120,9 @@ func (b *lockedBuffer) String() string {
 type startOptions struct {
 	vars   map[string]string
 	binary string
+	// beforeSpecs, when set, runs each time the workspace hands its
+	// desired state over, before it reaches the hub.
+	beforeSpecs func()
 }
 
 func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time.Duration, so ...startOptions) *run {
@@ -137,6 +140,9 @@ func start(t testing.TB, dir, cliConfig string, policy hub.Policy, interval time
 		Env:    map[string]string{"TF_CLI_CONFIG_FILE": cliConfig},
 		Logger: log.With("component", "terraform"),
 		OnSpecs: func(id string, specs []hub.NodeSpec) {
+			if o.beforeSpecs != nil {
+				o.beforeSpecs()
+			}
 			h.SetDesiredCluster(id, specs)
 		},
 	}, h)
