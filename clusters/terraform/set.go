@@ -35,6 +35,9 @@ type Set struct {
 	mu      sync.Mutex
 	entries map[string]*setEntry
 	ctx     context.Context // run's; nil before run, done after
+	// stopped is set once Run waits for the workspaces: none starts
+	// after it (a start would race the wait and outlive Run).
+	stopped bool
 }
 
 // setEntry is one running workspace.
@@ -141,9 +144,10 @@ func (s *Set) Get(id string) (*Workspace, bool) {
 	return nil, false
 }
 
-// startLocked runs e under the set's context, if run has started.
+// startLocked runs e under the set's context, if run has started and not
+// stopped.
 func (s *Set) startLocked(e *setEntry) {
-	if s.ctx == nil || s.ctx.Err() != nil {
+	if s.ctx == nil || s.stopped || s.ctx.Err() != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -157,7 +161,8 @@ func (s *Set) startLocked(e *setEntry) {
 }
 
 // Run runs every workspace, and those Add adds, until ctx ends; it returns
-// once every one has returned.
+// once every one has returned. A workspace Add adds once ctx ended is not
+// started; one it started as ctx ended is waited for.
 func (s *Set) Run(ctx context.Context) {
 	s.mu.Lock()
 	s.ctx = ctx
@@ -166,7 +171,10 @@ func (s *Set) Run(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	<-ctx.Done()
-	s.wg.Wait() // no start after ctx ended (startLocked checks it)
+	s.mu.Lock()
+	s.stopped = true // under the lock a start holds: none races the wait
+	s.mu.Unlock()
+	s.wg.Wait()
 }
 
 // Plan compares the workspaces with new entries (a reloaded `terraform:`
