@@ -141,33 +141,10 @@ func (g *GitSources) cacheRootLocked(h config.Hub) (string, error) {
 // Checkout is the config.LoadOptions.GitCheckout of the hub (see
 // GitSources).
 func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (config.GitCheckout, error) {
-	g.mu.Lock()
-	r := g.repos[id]
-	if r != nil && !reflect.DeepEqual(r.spec, spec) {
-		// Another repository or ref: a new cache and poller.
-		close(r.gone)
-		delete(g.repos, id)
-		r = nil
+	r, fetched, err := g.repoFor(h, id, spec)
+	if err != nil {
+		return config.GitCheckout{}, err
 	}
-	if r == nil {
-		root, err := g.cacheRootLocked(h)
-		if err != nil {
-			g.mu.Unlock()
-			return config.GitCheckout{}, err
-		}
-		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
-		if err != nil {
-			g.mu.Unlock()
-			return config.GitCheckout{}, err
-		}
-		r = &gitRepo{id: id, spec: spec, repo: repo, kick: make(chan struct{}, 1), gone: make(chan struct{})}
-		g.repos[id] = r
-		if g.run != nil {
-			g.startLocked(r)
-		}
-	}
-	fetched := r.latest != nil
-	g.mu.Unlock()
 	if !fetched {
 		// The first fetch of this source: the load waits for it (bounded
 		// by the fetch's timeout).
@@ -190,6 +167,37 @@ func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (c
 	}
 	r.offered = rev.Commit
 	return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+}
+
+// repoFor returns the repository of source id, opened (and its poller
+// started) when it is new or its repository or ref changed, and whether it
+// was fetched before; under g.mu, released even on a panic.
+func (g *GitSources) repoFor(h config.Hub, id string, spec config.GitSource) (r *gitRepo, fetched bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r = g.repos[id]
+	if r != nil && !reflect.DeepEqual(r.spec, spec) {
+		// Another repository or ref: a new cache and poller.
+		close(r.gone)
+		delete(g.repos, id)
+		r = nil
+	}
+	if r == nil {
+		root, err := g.cacheRootLocked(h)
+		if err != nil {
+			return nil, false, err
+		}
+		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+		if err != nil {
+			return nil, false, err
+		}
+		r = &gitRepo{id: id, spec: spec, repo: repo, kick: make(chan struct{}, 1), gone: make(chan struct{})}
+		g.repos[id] = r
+		if g.run != nil {
+			g.startLocked(r)
+		}
+	}
+	return r, r.latest != nil, nil
 }
 
 // fetch fetches a source once and records the outcome; changed reports
