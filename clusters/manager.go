@@ -128,6 +128,10 @@ type Manager struct {
 	// recreated is when each NodeID was last deleted to be recreated
 	// (see recreate), under nsMu.
 	recreated map[hub.NodeID]time.Time
+	// creds fingerprints the credentials the manager connected with from
+	// a kubeconfig file (see credentials); "" for any other source. Under
+	// mu.
+	creds string
 
 	probeNow chan struct{}
 	// released is set when the run's connection is closed (see connect):
@@ -247,6 +251,10 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	creds := ""
+	if len(m.cfg.KubeconfigData) == 0 && !m.cfg.InCluster {
+		creds = credentials(rc)
+	}
 	// The tracker dials through the config's own Dial when it has one
 	// (an untrusted kubeconfig's, which refuses forbidden addresses).
 	conns := newConnTracker(rc.Dial)
@@ -287,6 +295,7 @@ func (m *Manager) connect(life context.Context) (release func(), err error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	m.mu.Lock()
 	m.restConfig = rc
+	m.creds = creds
 	m.client = client
 	m.meta = mc
 	m.dyn = dyn
@@ -637,6 +646,19 @@ func (m *Manager) probeLoop(ctx context.Context, connected chan<- struct{}) {
 		}
 		failing := m.probeFails > 0
 		m.mu.Unlock()
+		if err != nil && m.kubeconfigChanged() {
+			// Refused or unreachable with what the file said when the
+			// manager connected, and the file says something else now
+			// (a rotated token, a moved server): connect anew with it.
+			m.log.Info("kubeconfig changed while the cluster failed its probe: connecting with it", "err", err)
+			m.mu.Lock()
+			fail := m.fail
+			m.mu.Unlock()
+			if fail != nil {
+				fail(fmt.Errorf("cluster %q: its kubeconfig changed: connecting with it", m.cfg.ID))
+			}
+			return
+		}
 		m.evaluate()
 		if failing {
 			timer.Reset(m.health.RetryInterval)
