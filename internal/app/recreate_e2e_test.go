@@ -2,8 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/internal/localcluster"
-	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
@@ -24,16 +20,11 @@ import (
 // `recreate: true` on the source each is deleted in the foreground (its
 // pods first) and created anew with the new spec, then in sync.
 func TestImmutableChangeRecreated(t *testing.T) {
-	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
-	lc := set.Clusters[0]
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.Mkdir(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	f := newSourceFixture(t)
+	lc := f.lc
 	write := func(sel, arg string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(manifests, "all.yaml"), []byte(`apiVersion: apps/v1
+		f.manifest(t, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: api}
 spec:
@@ -52,26 +43,10 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: c, image: busybox, args: [`+arg+`]}]
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
+`)
 	}
 	config := func(recreate bool) string {
-		path := filepath.Join(dir, "driftwatch.yaml")
-		if err := os.WriteFile(path, fmt.Appendf(nil, `hub:
-  id: e2e
-clusters:
-  - {id: %s, kubeconfig: %s}
-sources:
-  - id: team
-    path: manifests
-    clusters: [%s]
-    namespace: imm
-    recreate: %v
-`, lc.Name, lc.Kubeconfig, lc.Name, recreate), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return f.config(t, "imm", fmt.Sprintf("    recreate: %v\n", recreate))
 	}
 	write("v1", "v1")
 	a := startApp(t, config(false), nil)

@@ -29,14 +29,9 @@ import (
 // is back (the namespace created anew, the CRD recreated and then its
 // custom resource).
 func TestDeletedNamespaceAndCRDComeBack(t *testing.T) {
-	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
-	lc := set.Clusters[0]
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.Mkdir(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(manifests, "all.yaml"), []byte(`apiVersion: apiextensions.k8s.io/v1
+	f := newSourceFixture(t)
+	lc := f.lc
+	f.manifest(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: gauges.example.com}
 spec:
@@ -62,23 +57,8 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings}
 data: {a: "1"}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`hub:
-  id: e2e
-clusters:
-  - {id: %s, kubeconfig: %s}
-sources:
-  - id: team
-    path: manifests
-    clusters: [%s]
-    namespace: ending
-`, lc.Name, lc.Kubeconfig, lc.Name)
-	path := filepath.Join(dir, "driftwatch.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
+	path := f.config(t, "ending", "")
 	a := startApp(t, path, nil)
 	a.waitSnap(t, 60*time.Second, "every object created and in sync", allInSync(3))
 	ctx := t.Context()
@@ -153,4 +133,51 @@ sources:
 	if _, err := c.CoreV1().ConfigMaps("ending").Get(ctx, "settings", metav1.GetOptions{}); err != nil {
 		t.Errorf("settings: %v", err)
 	}
+}
+
+// sourceFixture is one local cluster with its controllers and a folder
+// for a config whose one manifest source, team, renders manifests/.
+type sourceFixture struct {
+	lc  *localcluster.Cluster
+	dir string
+}
+
+// newSourceFixture starts the cluster and makes the folders.
+func newSourceFixture(t *testing.T) *sourceFixture {
+	t.Helper()
+	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
+	f := &sourceFixture{lc: set.Clusters[0], dir: t.TempDir()}
+	if err := os.Mkdir(filepath.Join(f.dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// manifest writes the source's one manifest file.
+func (f *sourceFixture) manifest(t *testing.T, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, "manifests", "all.yaml"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// config writes the config (the source's namespace, and extra lines of
+// the source's entry) and returns its path.
+func (f *sourceFixture) config(t *testing.T, namespace, extra string) string {
+	t.Helper()
+	path := filepath.Join(f.dir, "driftwatch.yaml")
+	text := fmt.Sprintf(`hub:
+  id: e2e
+clusters:
+  - {id: %s, kubeconfig: %s}
+sources:
+  - id: team
+    path: manifests
+    clusters: [%s]
+    namespace: %s
+%s`, f.lc.Name, f.lc.Kubeconfig, f.lc.Name, namespace, extra)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
