@@ -28,11 +28,12 @@ func credentials(rc *rest.Config) string {
 	for _, b := range [][]byte{rc.TLSClientConfig.CertData, rc.TLSClientConfig.KeyData, rc.TLSClientConfig.CAData} {
 		field(h, b)
 	}
-	if rc.ExecProvider != nil {
-		field(h, fmt.Appendf(nil, "%+v", *rc.ExecProvider))
+	if e := rc.ExecProvider; e != nil {
+		// Its fields by value (Config is a pointer, set per load).
+		field(h, fmt.Appendf(nil, "%q %q %q %+v %v", e.Command, e.Args, e.APIVersion, e.Env, e.ProvideClusterInfo))
 	}
-	if rc.AuthProvider != nil {
-		field(h, fmt.Appendf(nil, "%+v", *rc.AuthProvider))
+	if a := rc.AuthProvider; a != nil {
+		field(h, fmt.Appendf(nil, "%q %v", a.Name, a.Config)) // fmt sorts a map's keys
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

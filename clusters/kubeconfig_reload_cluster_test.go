@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
@@ -64,4 +67,33 @@ func TestRotatedKubeconfigPickedUp(t *testing.T) {
 	sink.waitFor(t, 30*time.Second, "synced with the rotated token", func() bool {
 		return sink.state(lc.Name) == hub.ClusterSynced
 	})
+}
+
+// TestCredentialsFingerprint: the fingerprint of one kubeconfig loaded
+// twice is the same (an exec plugin's too), and it changes with the
+// server, a token, certificate data or the exec plugin's arguments.
+func TestCredentialsFingerprint(t *testing.T) {
+	base := func() *rest.Config {
+		return &rest.Config{Host: "https://10.0.0.1:6443", BearerToken: "t",
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")},
+			ExecProvider: &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token"}, APIVersion: "client.authentication.k8s.io/v1",
+				Env: []clientcmdapi.ExecEnvVar{{Name: "AWS_PROFILE", Value: "prod"}}, Config: &runtime.Unknown{}}}
+	}
+	a, b := base(), base()
+	if credentials(a) != credentials(b) {
+		t.Fatal("the same kubeconfig loaded twice fingerprints differently")
+	}
+	for name, change := range map[string]func(*rest.Config){
+		"server":      func(c *rest.Config) { c.Host = "https://10.0.0.2:6443" },
+		"token":       func(c *rest.Config) { c.BearerToken = "u" },
+		"certificate": func(c *rest.Config) { c.TLSClientConfig.CertData = []byte("cert") },
+		"exec args":   func(c *rest.Config) { c.ExecProvider.Args = []string{"eks", "get-token", "--cluster", "x"} },
+		"exec env":    func(c *rest.Config) { c.ExecProvider.Env[0].Value = "staging" },
+	} {
+		c := base()
+		change(c)
+		if credentials(c) == credentials(a) {
+			t.Errorf("%s changed, the fingerprint did not", name)
+		}
+	}
 }
