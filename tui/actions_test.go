@@ -129,7 +129,8 @@ func TestRunWaitsForActions(t *testing.T) {
 			finished.Store(true)
 			return "reloaded", nil
 		}
-		typeKeys, end := runInBubble(t, Options{Reload: reload}, io.Discard)
+		var notice safeBuffer
+		typeKeys, end := runInBubble(t, Options{Reload: reload, Notice: &notice}, io.Discard)
 		typeKeys(":reload\r")
 		<-started
 		endc := make(chan error, 1)
@@ -141,6 +142,10 @@ func TestRunWaitsForActions(t *testing.T) {
 		synctest.Wait() // the program has ended; Run waits for the reload, or has returned
 		if returned.Load() {
 			t.Error("Run returned while the reload was still running")
+		}
+		time.Sleep(time.Second) // past actionNoticeAfter: the wait is said
+		if got := string(notice.Bytes()); got != "waiting for 1 action(s) in progress (a reload, a hold...) to end\n" {
+			t.Errorf("notice %q", got)
 		}
 		close(release)
 		if err := <-endc; err != nil {

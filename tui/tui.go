@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +85,10 @@ type Options struct {
 	// a confirmed action, an extra key's Run), with its stack; the status
 	// bar shows it as the action's error either way. Nil: not logged.
 	Logger *slog.Logger
+	// Notice is where Run says, once the UI has ended, that it waits for
+	// actions still running (a reload takes up to its render timeout).
+	// Nil: standard error.
+	Notice io.Writer
 }
 
 // WriteRuleHint is the status message of W when writing rules is not
@@ -163,6 +169,7 @@ type Model struct {
 type actionGroup struct {
 	mu      sync.Mutex
 	stopped bool // wait was called: no action starts any more
+	running int  // actions started and not done
 	wg      sync.WaitGroup
 }
 
@@ -175,16 +182,46 @@ func (g *actionGroup) start() bool {
 		return false
 	}
 	g.wg.Add(1)
+	g.running++
 	return true
 }
 
+// done counts an action that ended.
+func (g *actionGroup) done() {
+	g.mu.Lock()
+	g.running--
+	g.mu.Unlock()
+	g.wg.Done()
+}
+
 // wait lets no action start any more and waits for the running ones.
-func (g *actionGroup) wait() {
+// notice, when they are not done within actionNoticeAfter, is called
+// once with how many were running (a quit must not look hung).
+func (g *actionGroup) wait(notice func(running int)) {
 	g.mu.Lock()
 	g.stopped = true
+	running := g.running
 	g.mu.Unlock()
-	g.wg.Wait()
+	done := make(chan struct{})
+	go func() { // owned here: wait returns only after it closed done
+		defer close(done)
+		g.wg.Wait()
+	}()
+	if running > 0 {
+		t := time.NewTimer(actionNoticeAfter)
+		select {
+		case <-done:
+		case <-t.C:
+			notice(running)
+		}
+		t.Stop()
+	}
+	<-done
 }
+
+// actionNoticeAfter is how long Run waits for the actions still running
+// once the UI ended before it says so.
+const actionNoticeAfter = 500 * time.Millisecond
 
 // DefaultHoldTTL is the duration a hold prompt offers.
 const DefaultHoldTTL = 30 * time.Minute
@@ -241,7 +278,7 @@ func (m *Model) action(what string, run func() tea.Msg) tea.Cmd {
 		if !g.start() {
 			return nil
 		}
-		defer g.wg.Done()
+		defer g.done()
 		var msg tea.Msg
 		if err := rescue.Call(log, what, func() { msg = run() }); err != nil {
 			return actionDoneMsg{err: err}
@@ -322,7 +359,13 @@ func Run(ctx context.Context, src Source, opts Options, progOpts ...tea.ProgramO
 	_, err := p.Run()
 	close(ended)
 	wg.Wait()
-	m.actions.wait()
+	m.actions.wait(func(running int) {
+		w := opts.Notice
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintf(w, "waiting for %d action(s) in progress (a reload, a hold...) to end\n", running)
+	})
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHangup) {
 		return cause // a hangup seen here or by the caller's NotifyHangup
 	}
