@@ -403,6 +403,9 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	if c == nil {
 		return res, m.callError("apply", spec, errNotConnected)
 	}
+	if err := m.stillTerminating(spec, kind); err != nil {
+		return res, err
+	}
 	key := goneKey{kind: spec.Kind, namespace: spec.Namespace, name: spec.Name}
 	// Taken before the apply: the watch may deliver the applied object's
 	// add event, which drops the record, before the apply call returns.
@@ -468,6 +471,7 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 		}
 		if !isConflictError(err) {
 			m.restoreGone(key, goneUID)
+			m.noteTerminating(spec, kind, err)
 			if fields, ok := immutableFields(err); ok {
 				return m.recreate(ctx, kc, spec, live, fields, err)
 			}

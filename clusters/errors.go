@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -94,6 +96,87 @@ func terminating(err error) string {
 		return "its kind's CustomResourceDefinition"
 	}
 	return ""
+}
+
+// terminatingEvery is how often a manager asks the apiserver whether a
+// namespace or a CRD it refused a write for, as being deleted, is gone:
+// the other writes there in between get the same answer without a
+// request (see stillTerminating).
+const terminatingEvery = time.Second
+
+// terminatingNote is when a write was last refused because of a
+// namespace or a CRD being deleted.
+type terminatingNote struct {
+	at time.Time
+}
+
+// terminatingKeys are the keys of what a write of spec waits for when a
+// deletion refuses it: its namespace's, and its kind's CRD's.
+func terminatingKeys(spec hub.NodeSpec, kind kindInfo) (namespace, crd string) {
+	if spec.Namespace != "" {
+		namespace = "namespace/" + spec.Namespace
+	}
+	return namespace, "crd/" + kind.gvk.GroupKind().String()
+}
+
+// noteTerminating remembers a write refused because its namespace or CRD
+// is being deleted (err; any other error is ignored), so that the writes
+// of that namespace or kind that come within terminatingEvery are refused
+// the same way without a request: a namespace of a thousand objects being
+// deleted costs the apiserver one refused apply a second, not a thousand.
+func (m *Manager) noteTerminating(spec hub.NodeSpec, kind kindInfo, err error) {
+	what := terminating(err)
+	if what == "" {
+		return
+	}
+	ns, crd := terminatingKeys(spec, kind)
+	key := crd
+	if what == "its namespace" {
+		key = ns
+	}
+	m.nsMu.Lock()
+	defer m.nsMu.Unlock()
+	if m.terminating == nil {
+		m.terminating = make(map[string]terminatingNote)
+	}
+	m.terminating[key] = terminatingNote{at: m.now()}
+}
+
+// stillTerminating returns, when a write to spec's namespace or of its
+// kind was refused because of a deletion within terminatingEvery, the
+// refusal the apiserver would give this write (its own words, naming this
+// object); nil when there was none (the write is sent: the first after
+// that time asks the apiserver again for all of them).
+func (m *Manager) stillTerminating(spec hub.NodeSpec, kind kindInfo) error {
+	ns, crd := terminatingKeys(spec, kind)
+	now := m.now()
+	fresh := func(key string) bool {
+		n, ok := m.terminating[key]
+		if !ok || key == "" {
+			return false
+		}
+		if now.Sub(n.at) >= terminatingEvery {
+			delete(m.terminating, key)
+			return false
+		}
+		return true
+	}
+	m.nsMu.Lock()
+	nsTerminating, crdTerminating := fresh(ns), fresh(crd)
+	m.nsMu.Unlock()
+	gr := kind.gvr().GroupResource()
+	switch {
+	case nsTerminating:
+		// As the NamespaceLifecycle admission plugin answers.
+		err := apierrors.NewForbidden(gr, spec.Name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", spec.Namespace))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", spec.Namespace), Field: "metadata.namespace"})
+		return m.callError("apply", spec, err)
+	case crdTerminating:
+		// As apiextensions-apiserver answers.
+		return m.callError("apply", spec, apierrors.NewForbidden(gr, spec.Name, errors.New("create not allowed while custom resource definition is terminating")))
+	}
+	return nil
 }
 
 // rbacDenial reports whether a 403 is the authorizer's (RBAC, or another

@@ -128,6 +128,9 @@ type Manager struct {
 	// recreated is when each NodeID was last deleted to be recreated
 	// (see recreate), under nsMu.
 	recreated map[hub.NodeID]time.Time
+	// terminating are the last refusals of writes because a namespace or
+	// a CRD is being deleted (see noteTerminating), under nsMu.
+	terminating map[string]terminatingNote
 	// creds fingerprints the credentials the manager connected with from
 	// a kubeconfig file (see credentials); "" for any other source. Under
 	// mu.
