@@ -403,8 +403,11 @@ func (m *Manager) Repair(ctx context.Context, spec hub.NodeSpec, st hub.State, d
 	if c == nil {
 		return res, m.callError("apply", spec, errNotConnected)
 	}
-	if err := m.stillTerminating(spec, kind); err != nil {
-		return res, err
+	if live == nil {
+		// Only a create is refused while a deletion is in progress.
+		if err := m.stillTerminating(spec, kind); err != nil {
+			return res, err
+		}
 	}
 	key := goneKey{kind: spec.Kind, namespace: spec.Namespace, name: spec.Name}
 	// Taken before the apply: the watch may deliver the applied object's

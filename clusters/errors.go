@@ -144,9 +144,10 @@ func (m *Manager) noteTerminating(spec hub.NodeSpec, kind kindInfo, err error) {
 
 // stillTerminating returns, when a write to spec's namespace or of its
 // kind was refused because of a deletion within terminatingEvery, the
-// refusal the apiserver would give this write (its own words, naming this
-// object); nil when there was none (the write is sent: the first after
-// that time asks the apiserver again for all of them).
+// refusal the apiserver would give this write, a create (its own words,
+// naming this object); nil when there was none (the write is sent: the
+// first after that time asks the apiserver again for all of them). Only
+// creates are refused so: the caller asks for a create only.
 func (m *Manager) stillTerminating(spec hub.NodeSpec, kind kindInfo) error {
 	ns, crd := terminatingKeys(spec, kind)
 	now := m.now()

@@ -41,7 +41,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // error naming its own object); once one was refused, the others within a
 // second get the same answer without a request, so a namespace of many
 // objects costs one refused apply a second; after that second the next
-// write asks again.
+// write asks again. An object that exists there is updated as usual.
 func TestTerminatingNamespaceAskedOnceASecond(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1})
 	lc := set.Clusters[0]
@@ -54,6 +54,12 @@ func TestTerminatingNamespaceAskedOnceASecond(t *testing.T) {
 	cc.WrapTransport = patches.wrap
 	_, m := runRegistryFor(t, cc)
 	ctx := t.Context()
+	kept := func(v string) hub.NodeSpec {
+		return genericSpec(t, lc.Name, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept, namespace: %s}\ndata: {a: %q}\n", ns, v))
+	}
+	if _, err := m.Repair(ctx, kept("1"), hub.State{Fresh: true}, hub.Drift{Class: hub.DriftMissing}); err != nil {
+		t.Fatal(err)
+	}
 	// No namespace controller runs here: the namespace stays terminating.
 	if err := admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -79,9 +85,18 @@ func TestTerminatingNamespaceAskedOnceASecond(t *testing.T) {
 		_ = write(i)
 	}
 	if time.Since(began) < terminatingEvery {
-		if got := patches.n.Load(); got != 1 {
-			t.Errorf("applies sent for 20 writes within a second: %d, want 1", got)
+		if got := patches.n.Load(); got != 2 { // kept's create, then one
+			t.Errorf("applies sent for 20 writes within a second: %d, want 1", got-1)
 		}
+	}
+	// An object that exists is updated as usual: the apiserver refuses
+	// only creates in a terminating namespace.
+	st, err := m.ReadState(ctx, kept("2"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Repair(ctx, kept("2"), st, hub.Drift{Class: hub.DriftModified}); err != nil {
+		t.Errorf("an update in the terminating namespace: %v", err)
 	}
 	time.Sleep(terminatingEvery)
 	before := patches.n.Load()
