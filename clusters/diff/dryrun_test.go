@@ -50,16 +50,12 @@ func TestDryRun(t *testing.T) {
 			return err
 		}
 		cm.Data["mode"] = "debug"
-		_, err = c1.CoreV1().ConfigMaps(f.ns).Update(ctx, cm, metav1.UpdateOptions{})
-		if err != nil {
+		if cm, err = c1.CoreV1().ConfigMaps(f.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 		cm.Data["mode"] = "prod"
 		_, err = c1.CoreV1().ConfigMaps(f.ns).Update(ctx, cm, metav1.UpdateOptions{})
-		if err == nil {
-			return testwait.Check(false, "mode prod still accepted")
-		}
-		return nil
+		return testwait.Check(err != nil && strings.Contains(err.Error(), "mode prod is frozen"), "mode prod: %v", err)
 	})
 	// A desired selector change (immutable) on c1's web Deployment, and
 	// the same on c2's with its recreation allowed; a ConfigMap in a
