@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -48,16 +46,11 @@ func (m *Manager) DryRunRepair(ctx context.Context, spec hub.NodeSpec) (note str
 		return fmt.Sprintf("its namespace %q would be created first (not validated further)", spec.Namespace), nil
 	}
 	if fields, ok := immutableFields(err); ok {
-		what := strings.Join(fields, ", ")
-		if what == "" {
-			what = "a field it keeps immutable"
-		}
-		desired, derr := kubeobj.Object(spec)
-		if derr == nil && desired.GetAnnotations()[kubeobj.RecreateAnnotation] == kubeobj.RecreateEnabled {
+		what := immutableWhat(fields)
+		if recreateAllowed(spec) {
 			return fmt.Sprintf("would be deleted and recreated: the apiserver refuses to change %s in place", what), nil
 		}
-		return "", m.callError("apply", spec, fmt.Errorf("the apiserver refuses to change %s in place; set recreate: true on its source, or annotate the object %s: %s, to let driftwatch delete and recreate it: %w",
-			what, kubeobj.RecreateAnnotation, kubeobj.RecreateEnabled, err))
+		return "", m.notAllowedToRecreate(spec, what, err)
 	}
 	err = m.callError("apply", spec, err)
 	if errors.Is(err, hub.ErrTerminating) {

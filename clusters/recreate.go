@@ -56,6 +56,29 @@ func immutableFields(err error) (fields []string, ok bool) {
 	return fields, ok
 }
 
+// immutableWhat names the fields of immutableFields for messages.
+func immutableWhat(fields []string) string {
+	if len(fields) == 0 {
+		return "a field it keeps immutable"
+	}
+	return strings.Join(fields, ", ")
+}
+
+// recreateAllowed reports whether spec's desired object allows its
+// recreation (kubeobj.RecreateAnnotation).
+func recreateAllowed(spec hub.NodeSpec) bool {
+	desired, err := kubeobj.Object(spec)
+	return err == nil && desired.GetAnnotations()[kubeobj.RecreateAnnotation] == kubeobj.RecreateEnabled
+}
+
+// notAllowedToRecreate is the error of a write the apiserver refused as
+// changing what (immutableWhat) in place, on an object that does not
+// allow its recreation: it says how to allow it.
+func (m *Manager) notAllowedToRecreate(spec hub.NodeSpec, what string, applyErr error) error {
+	return m.callError("apply", spec, fmt.Errorf("the apiserver refuses to change %s in place; set recreate: true on its source, or annotate the object %s: %s, to let driftwatch delete and recreate it, or delete it yourself: %w",
+		what, kubeobj.RecreateAnnotation, kubeobj.RecreateEnabled, applyErr))
+}
+
 // recreate answers an apply the apiserver refused because it changes
 // fields it keeps immutable (applyErr; see immutableFields). When the
 // desired object allows it (kubeobj.RecreateAnnotation) and the live
@@ -72,17 +95,9 @@ func immutableFields(err error) (fields []string, ok bool) {
 // allow the recreation.
 func (m *Manager) recreate(ctx context.Context, kc kindClient, spec hub.NodeSpec, live *unstructured.Unstructured, fields []string, applyErr error) (hub.RepairResult, error) {
 	res := hub.RepairResult{Action: actionRecreate}
-	what := "a field it keeps immutable"
-	if len(fields) > 0 {
-		what = strings.Join(fields, ", ")
-	}
-	desired, err := kubeobj.Object(spec)
-	if err != nil {
-		return res, m.callError("apply", spec, err)
-	}
-	if desired.GetAnnotations()[kubeobj.RecreateAnnotation] != kubeobj.RecreateEnabled {
-		return res, m.callError("apply", spec, fmt.Errorf("the apiserver refuses to change %s in place; set recreate: true on its source, or annotate the object %s: %s, to let driftwatch delete and recreate it, or delete it yourself: %w",
-			what, kubeobj.RecreateAnnotation, kubeobj.RecreateEnabled, applyErr))
+	what := immutableWhat(fields)
+	if !recreateAllowed(spec) {
+		return res, m.notAllowedToRecreate(spec, what, applyErr)
 	}
 	if live == nil || live.GetUID() == "" {
 		return res, m.callError("apply", spec, fmt.Errorf("the apiserver refuses to change %s in place, and the object to recreate was not read: %w", what, applyErr))
@@ -111,7 +126,7 @@ func (m *Manager) recreate(ctx context.Context, kc kindClient, spec hub.NodeSpec
 		pre.ResourceVersion = &rv
 	}
 	prop := metav1.DeletePropagationForeground
-	err = kc.delete(ctx, spec.Name, metav1.DeleteOptions{PropagationPolicy: &prop, Preconditions: &pre})
+	err := kc.delete(ctx, spec.Name, metav1.DeleteOptions{PropagationPolicy: &prop, Preconditions: &pre})
 	if err != nil && !apierrors.IsNotFound(err) {
 		// A precondition that met a concurrent change too: the next
 		// pass reads the object again.
