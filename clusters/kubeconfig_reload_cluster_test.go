@@ -51,7 +51,10 @@ func TestRotatedKubeconfigPickedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * fastHealth.Interval)
-	if got := sink.state(lc.Name); got != hub.ClusterUnauthorized {
+	sink.mu.Lock()
+	got := sink.state(lc.Name)
+	sink.mu.Unlock()
+	if got != hub.ClusterUnauthorized {
 		t.Fatalf("after an unchanged rewrite: %s", got)
 	}
 	for _, u := range kc.AuthInfos {
