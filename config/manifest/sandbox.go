@@ -345,6 +345,10 @@ func (s *Sandbox) failed(ctx context.Context, what string, err error) error {
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		strings.Contains(stderr, "failed to allocate"): // the race detector's allocator
 		return fmt.Errorf("%s: rendering needed more than %d MiB of memory: stopped", what, s.memoryLimit()>>20)
+	case strings.Contains(stderr, "pthread_create failed"):
+		// Near the limit a new thread's stack no longer fits in the
+		// data segment either (glibc says EAGAIN for that ENOMEM).
+		return fmt.Errorf("%s: rendering needed more than %d MiB of memory: stopped (no room left for a new thread)", what, s.memoryLimit()>>20)
 	case errors.As(err, &exit):
 		return fmt.Errorf("%s: renderer %s failed (%v): %s", what, s.Path, exit, firstLine(stderr))
 	case errors.Is(err, errWorkerGone):

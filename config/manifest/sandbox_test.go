@@ -187,6 +187,23 @@ func TestSandboxWorkerThatIsNone(t *testing.T) {
 	}
 }
 
+// TestSandboxWorkerOutOfThreads: a worker that dies because a new
+// thread's stack no longer fits under its memory limit (glibc's EAGAIN,
+// seen when a template eats memory on a loaded machine) is stopped for
+// its memory, as one whose allocation failed.
+func TestSandboxWorkerOutOfThreads(t *testing.T) {
+	chart := writeTree(t, helmChart())
+	worker := filepath.Join(t.TempDir(), "worker")
+	script := "#!/bin/sh\necho 'runtime/cgo: pthread_create failed: Resource temporarily unavailable' >&2\nexit 2\n"
+	if err := os.WriteFile(worker, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Render(t.Context(), Request{Helm: &Helm{Chart: chart, ReleaseName: "r"}, Sandbox: &Sandbox{Path: worker, MemoryLimit: 256 << 20}})
+	if err == nil || !strings.Contains(err.Error(), "rendering needed more than 256 MiB of memory: stopped (no room left for a new thread)") {
+		t.Fatalf("error = %v, want the memory limit", err)
+	}
+}
+
 // TestServeWorkerRefusesBadInput: a worker without its limits, or
 // given no request, says so and exits 2.
 func TestServeWorkerRefusesBadInput(t *testing.T) {
