@@ -113,7 +113,7 @@ func (s Source) request(info ClusterInfo) (sourceRequest, error) {
 		return filepath.Clean(out), err
 	}
 	var r manifest.Request
-	if s.checkout != nil {
+	if s.checkout != nil && s.Git != nil {
 		// A Git source renders nothing outside its checkout: a kustomize
 		// base of ../../elsewhere would reach the hub's other checkouts
 		// or the operator's files. A local source is the operator's own
@@ -130,7 +130,15 @@ func (s Source) request(info ClusterInfo) (sourceRequest, error) {
 	case "helm":
 		h := s.Helm
 		r.Helm = &manifest.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values, KubeVersion: h.KubeVersion}
-		if r.Helm.Chart, err = expand("helm.chart", h.Chart); err != nil {
+		switch {
+		case h.Repo == "":
+			r.Helm.Chart, err = expand("helm.chart", h.Chart)
+		case s.checkout == nil:
+			err = &pathError{field: "helm.repo", msg: fmt.Sprintf("chart %s of %s was not pulled", h.Chart, h.Repo)}
+		default:
+			r.Helm.Chart = s.checkout.Archive
+		}
+		if err != nil {
 			break
 		}
 		for i, f := range h.ValuesFiles {
@@ -284,6 +292,8 @@ func (c *Config) place(s *Source, info ClusterInfo) ([]placed, error) {
 // location is the path a request renders from.
 func (s Source) location(r manifest.Request) string {
 	switch {
+	case r.Helm != nil && s.Helm != nil && s.Helm.Repo != "" && s.checkout != nil:
+		return fmt.Sprintf("chart %s %s from %s", s.Helm.Chart, s.checkout.Ref, s.Helm.Repo)
 	case r.Helm != nil:
 		return r.Helm.Chart
 	case r.Kustomize != "":

@@ -395,6 +395,13 @@ type LoadOptions struct {
 	// Git sources is an error ("git sources need a hub or check/diff to
 	// fetch them"). The hub, check and diff set it.
 	GitCheckout func(h Hub, sourceID string, g GitSource) (GitCheckout, error)
+	// ChartPull pulls the chart of a source whose chart comes from a
+	// repository (helm.repo; by source id, h as for GitCheckout) and
+	// returns the version to render (GitCheckout.Archive); an error is
+	// reported at the source's helm.repo field (a fault of the source
+	// under IsolateSources). Nil: such a file is an error. The hub, check
+	// and diff set it.
+	ChartPull func(h Hub, sourceID string, c HelmChart) (GitCheckout, error)
 	// RenderSandbox, when set, renders the Helm charts and kustomizations
 	// of sources in a child process with a time and a memory limit
 	// (manifest.Sandbox), so that a chart whose templates never end or eat

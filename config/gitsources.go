@@ -116,10 +116,12 @@ func (g GitSource) GitOptions(cacheDir string) gitsource.Options {
 	return o
 }
 
-// HasGitSources reports whether any source of the config comes from Git.
+// HasGitSources reports whether any source of the config comes from Git,
+// or from a chart repository (helm.repo): a source whose new revisions
+// the hub fetches and loads.
 func (c *Config) HasGitSources() bool {
 	for _, s := range c.Sources {
-		if s.Git != nil {
+		if s.Git != nil || s.Helm != nil && s.Helm.Repo != "" {
 			return true
 		}
 	}
@@ -134,6 +136,10 @@ func (c *Config) HasGitSources() bool {
 func (d *decoder) checkoutGitSources() {
 	for i := range d.cfg.Sources {
 		s := &d.cfg.Sources[i]
+		if s.Helm != nil && s.Helm.Repo != "" {
+			d.pullChart(i)
+			continue
+		}
 		if s.Git == nil {
 			continue
 		}
@@ -166,4 +172,26 @@ func (s Source) gitPath(field, p string) (string, error) {
 		return "", &pathError{field: field, msg: fmt.Sprintf("%s in %s: %v", p, s.Git.URL, err)}
 	}
 	return out, nil
+}
+
+// pullChart gives source i, whose chart comes from a repository, the
+// version to render through LoadOptions.ChartPull, as checkoutGitSources
+// gives a Git source its checkout.
+func (d *decoder) pullChart(i int) {
+	s := &d.cfg.Sources[i]
+	at := d.fieldOf(d.srcs[i], "helm.repo")
+	if d.opts.ChartPull == nil {
+		d.errorf(at.pos, at.field, "charts from a repository need a hub or check/diff to pull them (%s)", s.Helm.Repo)
+		return
+	}
+	co, err := d.opts.ChartPull(d.cfg.Hub, s.ID, *s.Helm)
+	if err != nil {
+		d.sourceFault(i, at, "%v", err)
+		return
+	}
+	if co.Archive == "" || !filepath.IsAbs(co.Archive) {
+		d.sourceFault(i, at, "chart %s from %s: archive %q is not absolute", s.Helm.Chart, s.Helm.Repo, co.Archive)
+		return
+	}
+	s.checkout = &co
 }

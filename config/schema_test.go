@@ -268,7 +268,11 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 		"Source.selector":                "env",
 		"Source.ignore":                  "[{managers: [hpa]}]",
 		"Source.prune":                   "{namespaces: true}",
-		"HelmChart.chart":                ex + "/../../testdata/sources/mini",
+		"HelmChart.chart":                "other",
+		"HelmChart.repo":                 "'oci://registry.example.com/charts'",
+		"HelmChart.version":              "'~1.2'",
+		"HelmChart.interval":             "30s",
+		"HelmChart.auth":                 "{usernameFile: u, passwordFile: p}",
 		"HelmChart.values":               "{replicas: 2}",
 		"HelmChart.valuesFiles":          "[" + ex + "/cache-values/values-dev.yaml]",
 		"HelmChart.kubeVersion":          "'1.30.1'",
@@ -291,10 +295,19 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 		},
 		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0]) },
 	}
+	// The chart comes from a repository (the fields that need repo are
+	// read only with it); ChartPull below serves testdata's mini chart.
 	frames[reflect.TypeFor[HelmChart]()] = frame{
-		base: []string{"chart: " + chart},
+		base: []string{"chart: mini", "repo: 'https://charts.example.com'"},
 		wrap: func(m string) string { return srcClusters + "sources: [{id: s, clusters: [c], helm: " + m + "}]\n" },
 		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Sources[0].Helm) },
+	}
+	frames[reflect.TypeFor[HelmAuth]()] = frame{
+		base: []string{"usernameFile: u", "passwordFile: p"},
+		wrap: func(m string) string {
+			return srcClusters + "sources: [{id: s, clusters: [c], helm: {chart: mini, repo: 'https://charts.example.com', auth: " + m + "}}]\n"
+		},
+		get: func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Sources[0].Helm.Auth) },
 	}
 	// Git sources render from a checkout: the examples' folder stands in
 	// for one.
@@ -329,6 +342,13 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 	opts := testOptions()
 	opts.GitCheckout = func(Hub, string, GitSource) (GitCheckout, error) {
 		return GitCheckout{Dir: ex, Commit: strings.Repeat("a", 40)}, nil
+	}
+	mini, err := filepath.Abs("testdata/sources/mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ChartPull = func(Hub, string, HelmChart) (GitCheckout, error) {
+		return GitCheckout{Dir: filepath.Dir(mini), Archive: mini, Commit: "0.1.0@sha256:" + strings.Repeat("a", 64), Ref: "0.1.0"}, nil
 	}
 	frames[reflect.TypeFor[SourcePrune]()] = frame{
 		wrap: func(m string) string {

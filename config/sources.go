@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"github.com/driftwatch/driftwatch/config/chartrepo"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -175,7 +176,8 @@ const DefaultGitInterval = time.Minute
 const MinGitInterval = 10 * time.Second
 
 // GitCheckout is one checked-out commit of a Git source, as
-// LoadOptions.GitCheckout returns it.
+// LoadOptions.GitCheckout returns it, or one pulled version of a chart from
+// a repository (helm.repo), as LoadOptions.ChartPull returns it.
 type GitCheckout struct {
 	// Dir is the checked-out tree of exactly Commit; it must not change
 	// while a Config loaded from it is in use.
@@ -190,6 +192,11 @@ type GitCheckout struct {
 	Author string
 	// Message is the first line of the commit message.
 	Message string
+	// Archive is, for a chart pulled from a repository (helm.repo), the
+	// chart archive to render, in Dir; Commit is then its version and
+	// digest ("4.11.2@sha256:..."), Ref the version and Time when it was
+	// published.
+	Archive string
 }
 
 // Revision is the opaque revision string the source's desired objects
@@ -203,7 +210,9 @@ func (g GitCheckout) Revision() string {
 }
 
 // Checkout returns the Git checkout the source was rendered from, if it is
-// a Git source that was loaded with LoadOptions.GitCheckout.
+// a Git source that was loaded with LoadOptions.GitCheckout, or the chart
+// version it was rendered from, if its chart comes from a repository and
+// was pulled with LoadOptions.ChartPull.
 func (s Source) Checkout() (GitCheckout, bool) {
 	if s.checkout == nil {
 		return GitCheckout{}, false
@@ -215,8 +224,37 @@ func (s Source) Checkout() (GitCheckout, bool) {
 // and tests are not applied; the CRDs of crds/ folders are; subcharts in
 // charts/ are rendered with their conditions.
 type HelmChart struct {
-	// Chart is the chart's folder or .tgz archive.
+	// Chart is the chart's folder or .tgz archive; with repo, the chart's
+	// name in that repository.
 	Chart string `yaml:"chart,required"`
+	// Repo, when set, takes the chart from a Helm chart repository
+	// (https://host/path, which serves index.yaml) or an OCI registry
+	// (oci://host/path, the chart being oci://host/path/CHART): the hub
+	// pulls the version that Version picks at start and every Interval,
+	// and applies a new one as it applies a new commit of a Git source
+	// (the last good version stays in force while the repository cannot
+	// be reached or a version does not render). valuesFiles stay paths
+	// beside the config. Not with git.
+	Repo string `yaml:"repo"`
+	// Version picks the chart version in Repo: an exact version ("4.11.2")
+	// or a semver range ("~4.11", ">=4.0.0 <5.0.0", "4.x"), as `helm pull
+	// --version` takes it; "" (left out) means the latest stable version
+	// (no prerelease). Only with repo.
+	Version string `yaml:"version"`
+	// Interval is how often the hub looks in Repo for a new version
+	// (default 10m, at least 10s). Only with repo.
+	Interval time.Duration `yaml:"interval"`
+	// Timeout bounds one pull from Repo (the index or tags, and the
+	// archive); 0 (left out) means two minutes. Only with repo.
+	Timeout time.Duration `yaml:"timeout"`
+	// Auth names the files of Repo's basic-auth credentials, read at every
+	// pull and sent only over https (or http to a loopback address), and
+	// only to Repo's host. Only with repo.
+	Auth HelmAuth `yaml:"auth"`
+	// CAFile is a PEM file of the certificate authorities Repo's
+	// certificate may chain to, trusted besides the system's. Only with
+	// repo.
+	CAFile string `yaml:"caFile"`
 	// ReleaseName is .Release.Name; "" (left out) means the source's id.
 	ReleaseName string `yaml:"releaseName"`
 	// Namespace is .Release.Namespace and the namespace of the chart's
@@ -234,6 +272,20 @@ type HelmChart struct {
 	// with).
 	KubeVersion string `yaml:"kubeVersion"`
 }
+
+// HelmAuth names the credentials files of a chart repository, relative to
+// the config file's folder: both or neither.
+type HelmAuth struct {
+	// UsernameFile holds the user name.
+	UsernameFile string `yaml:"usernameFile"`
+	// PasswordFile holds the password (or an access token that the
+	// registry takes as a password).
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+// DefaultChartInterval is how often the hub looks for a new version of a
+// chart from a repository, by default.
+const DefaultChartInterval = 10 * time.Minute
 
 // SourcePrune is a source's `prune:` section. Objects of these kinds carry
 // PruneAnnotation (disabled) unless enabled here: deleting them would
@@ -264,7 +316,8 @@ func (s Source) Kind() string {
 }
 
 // Location returns the path the source renders from as written in the
-// config (made absolute): the path, the kustomize folder or the chart.
+// config (made absolute): the path, the kustomize folder or the chart; for
+// a chart from a repository, the chart's name.
 func (s Source) Location() string {
 	switch {
 	case s.Helm != nil:
@@ -525,8 +578,92 @@ func (d *decoder) helmChart(c child, src *srcSrc) *HelmChart {
 		return nil
 	}
 	h := &HelmChart{}
+	var chart child
+	repoFile := func(c child, dst *string) {
+		v, ok := d.str(c)
+		if !ok || v == "" {
+			if c.set && (ok || c.node == nil) {
+				d.errorf(c.pos, c.field, "must not be empty")
+			}
+			return
+		}
+		p, err := d.expandPath(v)
+		if err != nil {
+			d.errorf(c.pos, c.field, "%v", err)
+			return
+		}
+		*dst = p
+	}
+	var repoOnly []child // fields that need repo
 	o := d.fields(c.node, c.field, c.pos, h,
-		on(&h.Chart, func(c child) { h.Chart = d.sourcePath(c, src) }),
+		on(&h.Chart, func(c child) { chart = c }),
+		on(&h.Repo, func(c child) {
+			v, ok := d.str(c)
+			if !ok {
+				return
+			}
+			if err := chartrepo.CheckURL(v); err != nil {
+				d.errorf(c.pos, c.field, "%v", err)
+				return
+			}
+			h.Repo = v
+		}),
+		on(&h.Version, func(c child) {
+			if c.set {
+				repoOnly = append(repoOnly, c)
+			}
+			v, ok := d.str(c)
+			if !ok {
+				return
+			}
+			if err := chartrepo.CheckVersion(v); err != nil {
+				d.errorf(c.pos, c.field, "%v", err)
+				return
+			}
+			h.Version = v
+		}),
+		on(&h.Interval, func(c child) {
+			if c.node == nil {
+				return
+			}
+			repoOnly = append(repoOnly, c)
+			v, ok := d.duration(c)
+			if !ok {
+				return
+			}
+			if v < MinGitInterval {
+				d.errorf(c.pos, c.field, "interval %s is too short: want at least %s", v, MinGitInterval)
+				return
+			}
+			h.Interval = v
+		}),
+		on(&h.Timeout, func(c child) {
+			if c.node == nil {
+				return
+			}
+			repoOnly = append(repoOnly, c)
+			if v, ok := d.duration(c); ok {
+				h.Timeout = v
+			}
+		}),
+		on(&h.Auth, func(c child) {
+			if c.set {
+				repoOnly = append(repoOnly, c)
+			}
+			a := &h.Auth
+			if d.fields(c.node, c.field, c.pos, a,
+				on(&a.UsernameFile, func(c child) { repoFile(c, &a.UsernameFile) }),
+				on(&a.PasswordFile, func(c child) { repoFile(c, &a.PasswordFile) }),
+			) != nil && (a.UsernameFile == "") != (a.PasswordFile == "") {
+				d.errorf(c.pos, c.field, "set both usernameFile and passwordFile, or neither")
+			}
+		}),
+		on(&h.CAFile, func(c child) {
+			if c.set {
+				repoOnly = append(repoOnly, c)
+			}
+			repoFile(c, &h.CAFile)
+		}),
 		on(&h.ReleaseName, func(c child) {
 			if v, ok := d.str(c); ok && d.dnsLabel(c, v) {
 				h.ReleaseName = v
@@ -576,6 +713,31 @@ func (d *decoder) helmChart(c child, src *srcSrc) *HelmChart {
 	)
 	if o == nil {
 		return nil
+	}
+	switch {
+	case h.Repo == "" && o.get("repo").set:
+		// An invalid repo, reported: the chart is not a local path either.
+	case h.Repo == "":
+		for _, c := range repoOnly {
+			d.errorf(c.pos, c.field, "only with repo (a chart from a Helm repository or OCI registry)")
+		}
+		if chart.set {
+			h.Chart = d.sourcePath(chart, src)
+		}
+	case src.git.set:
+		d.errorf(o.get("repo").pos, o.get("repo").field, "a chart from a repository does not come from git too: drop git, or repo and keep the chart in the Git repository")
+	default:
+		if h.Interval == 0 {
+			h.Interval = DefaultChartInterval
+		}
+		if v, ok := d.str(chart); ok {
+			if err := chartrepo.CheckChart(v); err != nil {
+				d.errorf(chart.pos, chart.field, "%v (with repo, chart is the chart's name in the repository)", err)
+			} else {
+				h.Chart = v
+				src.written[chart.field] = v
+			}
+		}
 	}
 	return h
 }

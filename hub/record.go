@@ -193,16 +193,13 @@ func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency tim
 
 // desiredChangeText is the feed's "who" of a write that applies a change
 // of the desired state: "desired changed (web@abc1234)" with the source's
-// revision, else "desired changed".
+// revision (a chart's version: "web@1.2.0"), else "desired changed".
 func desiredChangeText(spec *NodeSpec) string {
 	if spec.Revision == "" {
 		return "desired changed"
 	}
-	sha, _, _ := strings.Cut(spec.Revision, " ")
-	if len(sha) > 7 {
-		sha = sha[:7]
-	}
-	return "desired changed (" + spec.Application + "@" + sha + ")"
+	rev, _, _ := strings.Cut(spec.Revision, " ")
+	return "desired changed (" + spec.Application + "@" + ShortCommit(rev) + ")"
 }
 
 // created records a first apply.

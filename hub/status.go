@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strings"
 	"time"
 )
 
@@ -285,12 +286,26 @@ type SourceRevision struct {
 }
 
 // ShortCommit is a commit's short SHA, as people read it (its first 7
-// characters).
+// characters); for a chart version pulled from a repository
+// ("4.11.2@sha256:..."), the version.
 func ShortCommit(commit string) string {
+	if v, _, ok := strings.Cut(commit, "@sha256:"); ok {
+		return v
+	}
 	if len(commit) > 7 {
 		return commit[:7]
 	}
 	return commit
+}
+
+// RevisionNoun names what a source revision is in messages: "version"
+// for a chart pulled from a repository ("4.11.2@sha256:..."), else
+// "commit".
+func RevisionNoun(commit string) string {
+	if strings.Contains(commit, "@sha256:") {
+		return "version"
+	}
+	return "commit"
 }
 
 // SourceStatus is a manifest source that cannot be used now (it does not

@@ -3,18 +3,32 @@ package hub
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// TestShortCommit: the first 7 characters of a SHA, a shorter one as it is.
+// TestShortCommit: the first 7 characters of a SHA, a shorter one as it
+// is, a chart's version without its digest; RevisionNoun names which.
 func TestShortCommit(t *testing.T) {
-	for in, want := range map[string]string{"": "", "abc": "abc", "0123456789abcdef": "0123456"} {
+	chart := "4.11.2@sha256:" + strings.Repeat("ab", 32)
+	for in, want := range map[string]string{"": "", "abc": "abc", "0123456789abcdef": "0123456", chart: "4.11.2"} {
 		if got := ShortCommit(in); got != want {
 			t.Errorf("ShortCommit(%q) = %q, want %q", in, got, want)
 		}
+	}
+	if RevisionNoun(chart) != "version" || RevisionNoun("0123456789abcdef") != "commit" {
+		t.Errorf("RevisionNoun: %q, %q", RevisionNoun(chart), RevisionNoun("0123456789abcdef"))
+	}
+	spec := &NodeSpec{Application: "ingress", Revision: chart + " chart ingress-nginx (app 1.11.2)"}
+	if got := desiredChangeText(spec); got != "desired changed (ingress@4.11.2)" {
+		t.Errorf("desiredChangeText: %q", got)
+	}
+	spec.Revision = "0123456789abcdef subject"
+	if got := desiredChangeText(spec); got != "desired changed (ingress@0123456)" {
+		t.Errorf("desiredChangeText: %q", got)
 	}
 }
 

@@ -57,9 +57,9 @@ type CheckOptions struct {
 // exits 1.
 func Check(o CheckOptions, env Env) error {
 	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
-	gitCheckout, cleanup := tempGitCheckouts("")
+	opts, cleanup := tempRemotes(config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), RenderSandbox: manifest.Self()}, "")
 	defer cleanup()
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: getenv, HomeDir: getenv("HOME"), GitCheckout: gitCheckout, RenderSandbox: manifest.Self()})
+	cfg, data, err := loadConfig(o.File, env, opts)
 	var list config.ErrorList
 	if errors.As(err, &list) {
 		printErrors(stderr, list)
@@ -349,6 +349,13 @@ func printManifestSource(b *bufio.Writer, cfg *config.Config, src config.Source)
 		fmt.Fprintf(tw, "  git:\t%s %s @ %s\n", g.URL, cmp.Or(g.Ref, "HEAD"), at)
 	}
 	if h := src.Helm; h != nil {
+		if h.Repo != "" {
+			at := "-"
+			if co, ok := src.Checkout(); ok {
+				at = hub.ShortCommit(co.Commit) + " " + co.Message
+			}
+			fmt.Fprintf(tw, "  repo:\t%s %s @ %s\n", h.Repo, cmp.Or(h.Version, "(latest)"), at)
+		}
 		fmt.Fprintf(tw, "  release:\t%s in %s\n", h.ReleaseName, h.Namespace)
 		for _, f := range h.ValuesFiles {
 			fmt.Fprintf(tw, "  values file:\t%s\n", cfg.RelPath(f))

@@ -62,9 +62,9 @@ const notDiffedReason = "its clusters are discovered at runtime and not diffed (
 // The clusters of Cluster API sources are not diffed: a source in scope
 // is reported as not checked, so such a report is never "in sync".
 func Diff(ctx context.Context, o DiffOptions, env Env) error {
-	gitCheckout, cleanup := tempGitCheckouts(o.Revision)
+	opts, cleanup := tempRemotes(config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME"), RenderSandbox: manifest.Self()}, o.Revision)
 	defer cleanup()
-	cfg, data, err := loadConfig(o.File, env, config.LoadOptions{Getenv: env.Getenv, HomeDir: env.Getenv("HOME"), GitCheckout: gitCheckout, RenderSandbox: manifest.Self()})
+	cfg, data, err := loadConfig(o.File, env, opts)
 	var list config.ErrorList
 	switch {
 	case errors.As(err, &list):

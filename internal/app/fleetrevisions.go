@@ -42,7 +42,7 @@ func (g *GitSources) inForce() []gitRevision {
 	var out []gitRevision
 	for _, r := range g.repos {
 		if r.applied != nil {
-			out = append(out, gitRevision{ID: r.id, URL: r.spec.URL, Ref: r.spec.Ref, Commit: r.applied.Commit, Seen: r.appliedSeen})
+			out = append(out, gitRevision{ID: r.id, URL: r.url, Ref: r.ref, Commit: r.applied.Commit, Seen: r.appliedSeen})
 		}
 	}
 	slices.SortFunc(out, func(a, b gitRevision) int { return strings.Compare(a.ID, b.ID) })
@@ -59,10 +59,10 @@ func (g *GitSources) revisionsOf(cfg *config.Config) []gitRevision {
 	for _, s := range cfg.Sources {
 		r := g.repos[s.ID]
 		co, ok := s.Checkout()
-		if s.Git == nil || r == nil || !ok || faults[s.ID] != nil {
+		if !remoteSource(s) || r == nil || !ok || faults[s.ID] != nil {
 			continue
 		}
-		rev := gitRevision{ID: s.ID, URL: s.Git.URL, Ref: s.Git.Ref, Commit: co.Commit}
+		rev := gitRevision{ID: s.ID, URL: r.url, Ref: r.ref, Commit: co.Commit}
 		switch {
 		case r.latest != nil && r.latest.Commit == co.Commit:
 			rev.Seen = r.latestSeen

@@ -21,6 +21,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/driftwatch/driftwatch/config"
+	"github.com/driftwatch/driftwatch/config/chartrepo"
 	"github.com/driftwatch/driftwatch/config/gitsource"
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/rescue"
@@ -65,18 +66,29 @@ type GitSources struct {
 	run func(r *gitRepo)
 }
 
-// gitRepo is one Git source. Its fields below mu are guarded by
+// gitRepo is one Git source, or one source whose chart comes from a chart
+// repository (helm.repo). Its fields below mu are guarded by
 // GitSources.mu.
 type gitRepo struct {
-	id   string
-	spec config.GitSource
-	repo *gitsource.Repo
+	id string
+	// spec is the source's git or helm section, compared to tell a new
+	// repository, ref or chart.
+	spec any
+	// url and ref are what the source follows: the Git repository and
+	// ref, or the chart repository and chart ("https://charts.example.com
+	// redis") and the version constraint.
+	url, ref string
+	// interval is the poll interval; webhookSecretFile the push webhook's
+	// secret ("" for charts).
+	interval          time.Duration
+	webhookSecretFile string
+	repo              remote
 	// kick asks its poller to fetch at once (capacity 1: coalesced).
 	kick chan struct{}
 	// gone closes when the source leaves the config (its poller stops).
 	gone chan struct{}
 
-	latest  *gitsource.Revision // the last fetched revision
+	latest  *config.GitCheckout // the last fetched revision
 	applied *config.GitCheckout // the revision in force
 	// latestSeen is when the fetch that found latest at the head of the
 	// ref started, appliedSeen the same for the revision in force (zero:
@@ -93,6 +105,70 @@ type gitRepo struct {
 	polling                 bool
 }
 
+// remote is a Git repository's cache (gitsource.Repo) or a chart
+// repository's (chartrepo.Repo), as GitSources polls it.
+type remote interface {
+	// Fetch fetches the ref's head, or the chart version the constraint
+	// picks now.
+	Fetch(ctx context.Context) (config.GitCheckout, error)
+	// Cached returns what the cache holds from an earlier run.
+	Cached() (config.GitCheckout, bool)
+}
+
+// gitRemote is a Git source's remote.
+type gitRemote struct{ r *gitsource.Repo }
+
+func (g gitRemote) Fetch(ctx context.Context) (config.GitCheckout, error) {
+	rev, err := g.r.Fetch(ctx)
+	return gitCheckout(rev), err
+}
+
+func (g gitRemote) Cached() (config.GitCheckout, bool) {
+	rev, ok := g.r.Cached()
+	return gitCheckout(rev), ok
+}
+
+// gitCheckout is a gitsource revision as the config takes it.
+func gitCheckout(rev gitsource.Revision) config.GitCheckout {
+	return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}
+}
+
+// chartRemote is the remote of a source whose chart comes from a
+// repository.
+type chartRemote struct {
+	r     *chartrepo.Repo
+	chart string
+}
+
+func (c chartRemote) Fetch(ctx context.Context) (config.GitCheckout, error) {
+	rev, err := c.r.Fetch(ctx)
+	return chartCheckout(c.chart, rev), err
+}
+
+func (c chartRemote) Cached() (config.GitCheckout, bool) {
+	rev, ok := c.r.Cached()
+	return chartCheckout(c.chart, rev), ok
+}
+
+// chartCheckout is a pulled chart version as the config takes it.
+func chartCheckout(chart string, rev chartrepo.Revision) config.GitCheckout {
+	if rev.Path == "" {
+		return config.GitCheckout{}
+	}
+	msg := "chart " + chart
+	if rev.AppVersion != "" {
+		msg += " (app " + rev.AppVersion + ")"
+	}
+	return config.GitCheckout{Dir: rev.Dir, Archive: rev.Path, Commit: rev.ID(), Ref: rev.Version, Time: rev.Created, Message: msg}
+}
+
+// chartOptions returns the chartrepo options of a source's chart for a
+// cache folder.
+func chartOptions(h config.HelmChart, cacheDir string) chartrepo.Options {
+	return chartrepo.Options{URL: h.Repo, Chart: h.Chart, Version: h.Version, CacheDir: cacheDir, Timeout: h.Timeout,
+		Auth: chartrepo.Auth{UsernameFile: h.Auth.UsernameFile, PasswordFile: h.Auth.PasswordFile}, CAFile: h.CAFile}
+}
+
 // NewGitSources returns the Git sources of a hub, empty: the first load
 // through Checkout fills them. getenv (nil: os.Getenv) resolves the
 // default state folder; log nil means the app's logger once New ties it to
@@ -107,13 +183,15 @@ func NewGitSources(log *slog.Logger, getenv func(string) string) *GitSources {
 	}
 	return &GitSources{log: log, ownLog: ownLog, getenv: getenv, repos: map[string]*gitRepo{},
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftwatch_source_fetch_failures_total", Help: "Failed fetches of each Git manifest source (unreachable, refused signature, over the size limits).",
+			Name: "driftwatch_source_fetch_failures_total", Help: "Failed fetches of each Git manifest source or chart from a repository (unreachable, refused signature, over the size limits).",
 		}, []string{"source"})}
 }
 
-// LoadOptions returns opts with GitCheckout set to g's Checkout.
+// LoadOptions returns opts with GitCheckout set to g's Checkout and
+// ChartPull to g's ChartPull.
 func (g *GitSources) LoadOptions(opts config.LoadOptions) config.LoadOptions {
 	opts.GitCheckout = g.Checkout
+	opts.ChartPull = g.ChartPull
 	return opts
 }
 
@@ -141,7 +219,37 @@ func (g *GitSources) cacheRootLocked(h config.Hub) (string, error) {
 // Checkout is the config.LoadOptions.GitCheckout of the hub (see
 // GitSources).
 func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (config.GitCheckout, error) {
-	r, fetched, err := g.repoFor(h, id, spec)
+	return g.checkout(h, id, spec, func(root string) (*gitRepo, error) {
+		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+		if err != nil {
+			return nil, err
+		}
+		return &gitRepo{url: spec.URL, ref: spec.Ref, interval: spec.Interval, webhookSecretFile: spec.WebhookSecretFile, repo: gitRemote{repo}}, nil
+	})
+}
+
+// ChartPull is the config.LoadOptions.ChartPull of the hub: as Checkout,
+// for a source whose chart comes from a repository (cached under
+// <state folder>/git/charts/<chartrepo.DirName>).
+func (g *GitSources) ChartPull(h config.Hub, id string, spec config.HelmChart) (config.GitCheckout, error) {
+	// Only what is pulled tells a new chart: values and release do not.
+	key := config.HelmChart{Chart: spec.Chart, Repo: spec.Repo, Version: spec.Version, Interval: spec.Interval, Timeout: spec.Timeout, Auth: spec.Auth, CAFile: spec.CAFile}
+	return g.checkout(h, id, key, func(root string) (*gitRepo, error) {
+		// A folder no Git cache is named as (theirs end in a hash).
+		dir := filepath.Join(root, "charts", chartrepo.DirName(spec.Repo, spec.Chart))
+		repo, err := chartrepo.Open(chartOptions(spec, dir))
+		if err != nil {
+			return nil, err
+		}
+		return &gitRepo{url: spec.Repo + " " + spec.Chart, ref: spec.Version, interval: spec.Interval, repo: chartRemote{repo, spec.Chart}}, nil
+	})
+}
+
+// checkout returns the revision of source id to load: fetched at once the
+// first time (open makes its remote, under the hub's Git cache root),
+// else the latest fetched.
+func (g *GitSources) checkout(h config.Hub, id string, spec any, open func(root string) (*gitRepo, error)) (config.GitCheckout, error) {
+	r, fetched, err := g.repoFor(h, id, spec, open)
 	if err != nil {
 		return config.GitCheckout{}, err
 	}
@@ -150,7 +258,7 @@ func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (c
 		// by the fetch's timeout).
 		if _, err := g.fetch(context.Background(), r); err != nil {
 			if c, ok := r.repo.Cached(); ok {
-				g.log.Warn("git source unreachable: starting from the commit its cache holds", "source", id, "commit", c.Commit, "err", err)
+				g.log.Warn("source unreachable: starting from the revision its cache holds", "source", id, "revision", c.Commit, "err", err)
 				g.mu.Lock()
 				r.latest, r.latestSeen = &c, time.Time{}
 				g.mu.Unlock()
@@ -166,13 +274,13 @@ func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (c
 		return *r.applied, nil
 	}
 	r.offered = rev.Commit
-	return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+	return *rev, nil
 }
 
 // repoFor returns the repository of source id, opened (and its poller
 // started) when it is new or its repository or ref changed, and whether it
 // was fetched before; under g.mu, released even on a panic.
-func (g *GitSources) repoFor(h config.Hub, id string, spec config.GitSource) (r *gitRepo, fetched bool, err error) {
+func (g *GitSources) repoFor(h config.Hub, id string, spec any, open func(root string) (*gitRepo, error)) (r *gitRepo, fetched bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r = g.repos[id]
@@ -187,11 +295,11 @@ func (g *GitSources) repoFor(h config.Hub, id string, spec config.GitSource) (r 
 		if err != nil {
 			return nil, false, err
 		}
-		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+		r, err = open(root)
 		if err != nil {
 			return nil, false, err
 		}
-		r = &gitRepo{id: id, spec: spec, repo: repo, kick: make(chan struct{}, 1), gone: make(chan struct{})}
+		r.id, r.spec, r.kick, r.gone = id, spec, make(chan struct{}, 1), make(chan struct{})
 		g.repos[id] = r
 		if g.run != nil {
 			g.startLocked(r)
@@ -254,7 +362,7 @@ func (g *GitSources) Run(ctx context.Context) {
 // desired state when its commit moved, until ctx ends or r leaves the
 // config.
 func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
-	t := time.NewTimer(r.spec.Interval)
+	t := time.NewTimer(r.interval)
 	defer t.Stop()
 	for {
 		select {
@@ -272,7 +380,7 @@ func (g *GitSources) poll(ctx context.Context, r *gitRepo) {
 			}
 		}
 		g.pollOnce(ctx, r)
-		t.Reset(r.spec.Interval)
+		t.Reset(r.interval)
 	}
 }
 
@@ -358,7 +466,7 @@ func (g *GitSources) loaded(cfg *config.Config) {
 	seen := map[string]bool{}
 	for _, s := range cfg.Sources {
 		r := g.repos[s.ID]
-		if s.Git == nil || r == nil {
+		if !remoteSource(s) || r == nil {
 			continue
 		}
 		seen[s.ID] = true
@@ -411,7 +519,7 @@ func (g *GitSources) refusedLoad(cfg *config.Config, err error) {
 		if r.fetchErr == "" && r.loadErr == "" {
 			r.since = now
 		}
-		r.loadErr = fmt.Sprintf("commit %s refused: %v", hub.ShortCommit(co.Commit), err)
+		r.loadErr = fmt.Sprintf("%s %s refused: %v", hub.RevisionNoun(co.Commit), hub.ShortCommit(co.Commit), err)
 	}
 	g.mu.Unlock()
 	g.publish()
@@ -423,10 +531,12 @@ func (g *GitSources) publish() {
 	a := g.app
 	revs := make([]hub.SourceRevision, 0, len(g.repos))
 	for _, r := range g.repos {
-		sr := hub.SourceRevision{ID: r.id, URL: r.spec.URL, Ref: r.spec.Ref, LastFetch: r.lastFetch}
+		sr := hub.SourceRevision{ID: r.id, URL: r.url, Ref: r.ref, LastFetch: r.lastFetch}
 		if r.applied != nil {
 			sr.Commit, sr.CommitTime, sr.Subject = r.applied.Commit, r.applied.Time, r.applied.Message
-			if r.applied.Ref != "" {
+			// A Git source shows the ref its commit was resolved from; a
+			// chart keeps its range (its version is in the commit).
+			if r.applied.Ref != "" && r.applied.Archive == "" {
 				sr.Ref = r.applied.Ref
 			}
 		}
@@ -490,7 +600,7 @@ func (g *GitSources) WebhookHandler() http.Handler {
 		g.mu.Lock()
 		repos := make([]*gitRepo, 0, len(g.repos))
 		for _, id := range slices.Sorted(maps.Keys(g.repos)) {
-			if g.repos[id].spec.WebhookSecretFile != "" {
+			if g.repos[id].webhookSecretFile != "" {
 				repos = append(repos, g.repos[id])
 			}
 		}
@@ -498,7 +608,7 @@ func (g *GitSources) WebhookHandler() http.Handler {
 		authenticated, malformed := false, error(nil)
 		var hit []string
 		for _, r := range repos {
-			secret, err := os.ReadFile(r.spec.WebhookSecretFile)
+			secret, err := os.ReadFile(r.webhookSecretFile)
 			if err != nil {
 				g.log.Error("git webhook: read the secret", "source", r.id, "err", err)
 				continue
@@ -517,7 +627,7 @@ func (g *GitSources) WebhookHandler() http.Handler {
 				continue
 			}
 			authenticated = true
-			if push.Matches(r.spec.URL) && refMatches(r, push.Ref) {
+			if push.Matches(r.url) && refMatches(r, push.Ref) {
 				hit = append(hit, r.id)
 			}
 		}
@@ -540,7 +650,7 @@ func (g *GitSources) WebhookHandler() http.Handler {
 // source r: its ref names that branch or tag, or r follows the remote's
 // HEAD (whose branch the push does not say) or a commit.
 func refMatches(r *gitRepo, ref string) bool {
-	want := r.spec.Ref
+	want := r.ref
 	switch {
 	case want == "" || want == "HEAD" || len(want) == 40:
 		return true
@@ -550,42 +660,62 @@ func refMatches(r *gitRepo, ref string) bool {
 	return ref == "refs/heads/"+want || ref == "refs/tags/"+want
 }
 
-// tempGitCheckouts returns a config.LoadOptions.GitCheckout for one-shot
-// commands (check, diff): each Git source is fetched once into a temporary
-// cache (removed by the returned cleanup), at ref when ref is set (every
-// Git source then follows ref: a pull request's head, say), else at its
-// own ref.
-func tempGitCheckouts(ref string) (func(config.Hub, string, config.GitSource) (config.GitCheckout, error), func()) {
+// tempRemotes sets the GitCheckout and ChartPull of opts for one-shot
+// commands (check, diff): each Git source is fetched, and each chart from
+// a repository pulled, once into a temporary cache (removed by the
+// returned cleanup); Git sources at ref when ref is set (every Git source
+// then follows ref: a pull request's head, say), else at their own ref.
+func tempRemotes(opts config.LoadOptions, ref string) (config.LoadOptions, func()) {
 	var mu sync.Mutex
 	dir := ""
-	checkout := func(_ config.Hub, _ string, g config.GitSource) (config.GitCheckout, error) {
+	cache := func(name string) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if dir == "" {
 			d, err := os.MkdirTemp("", "driftwatch-git-")
 			if err != nil {
-				return config.GitCheckout{}, fmt.Errorf("git cache: %w", err)
+				return "", fmt.Errorf("git cache: %w", err)
 			}
 			dir = d
 		}
+		return filepath.Join(dir, name), nil
+	}
+	opts.GitCheckout = func(_ config.Hub, _ string, g config.GitSource) (config.GitCheckout, error) {
 		if ref != "" {
 			g.Ref = ref
 		}
-		repo, err := gitsource.Open(g.GitOptions(filepath.Join(dir, gitsource.DirName(g.URL, g.Ref))))
+		d, err := cache(gitsource.DirName(g.URL, g.Ref))
 		if err != nil {
 			return config.GitCheckout{}, err
 		}
-		rev, err := repo.Fetch(context.Background())
+		repo, err := gitsource.Open(g.GitOptions(d))
 		if err != nil {
 			return config.GitCheckout{}, err
 		}
-		return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}, nil
+		return gitRemote{repo}.Fetch(context.Background())
 	}
-	return checkout, func() {
+	opts.ChartPull = func(_ config.Hub, _ string, h config.HelmChart) (config.GitCheckout, error) {
+		d, err := cache(filepath.Join("charts", chartrepo.DirName(h.Repo, h.Chart)))
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		repo, err := chartrepo.Open(chartOptions(h, d))
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		return chartRemote{repo, h.Chart}.Fetch(context.Background())
+	}
+	return opts, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if dir != "" {
 			_ = os.RemoveAll(dir)
 		}
 	}
+}
+
+// remoteSource reports whether a source comes from a remote GitSources
+// fetches: a Git repository, or a chart repository.
+func remoteSource(s config.Source) bool {
+	return s.Git != nil || s.Helm != nil && s.Helm.Repo != ""
 }

@@ -116,3 +116,44 @@ func TestTriggerAll(t *testing.T) {
 		}
 	}
 }
+
+// driftwatch check pulls a chart from a repository into a temporary cache
+// and renders it; a version no chart of the repository has is an error at
+// the source's helm.repo field, naming the versions there.
+func TestCheckChartFromARepository(t *testing.T) {
+	repo := e2etest.NewChartRepo(t)
+	repo.Publish("web", "1.0.0", "1.0", webChart("one"))
+	repo.Publish("web", "1.1.0", "1.1", webChart("two"))
+	dir := t.TempDir()
+	write := func(version string) string {
+		p := filepath.Join(dir, "driftwatch.yaml")
+		cfg := "clusters:\n  - {id: c1, kubeconfig: /k}\nsources:\n  - id: web\n    helm: {repo: '" + repo.URL() + "', chart: web, version: '" + version + "'}\n    clusters: [c1]\n"
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := func(out, errOut *bytes.Buffer) Env {
+		return Env{Getenv: func(string) string { return "" }, Stdout: out, Stderr: errOut}
+	}
+	var out, errOut bytes.Buffer
+	if err := Check(CheckOptions{File: write("1.0.x"), Output: FormatYAML, SkipKubeconfigs: true}, env(&out, &errOut)); err != nil {
+		t.Fatalf("check: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "# c1:default/web-web:configmap\n") || !strings.Contains(out.String(), `chart: 1.0.0`) {
+		t.Errorf("check -o yaml:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Check(CheckOptions{File: write(""), Output: FormatText, SkipKubeconfigs: true}, env(&out, &errOut)); err != nil {
+		t.Fatalf("check: %v\n%s", err, errOut.String())
+	}
+	if want := "  repo:     " + repo.URL() + " (latest) @ 1.1.0 chart web (app 1.1)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("plan lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	err := Check(CheckOptions{File: write("~3"), Output: FormatText, SkipKubeconfigs: true}, env(&out, &errOut))
+	if err == nil || !strings.Contains(errOut.String(), "driftwatch.yaml:5:11: sources[0].helm.repo:") || !strings.Contains(errOut.String(), "1.1.0") {
+		t.Errorf("a version not in the repository: %v\n%s", err, errOut.String())
+	}
+}

@@ -197,7 +197,7 @@ func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType
 		if now.commit != "" && now.commit != m.commit {
 			ev := base(EventSourceApplied, "")
 			ev.Application, ev.Revision = r.ID, r.Commit
-			ev.Message = fmt.Sprintf("source %s: commit %s is in force", r.ID, hub.ShortCommit(r.Commit))
+			ev.Message = fmt.Sprintf("source %s: %s %s is in force", r.ID, hub.RevisionNoun(r.Commit), hub.ShortCommit(r.Commit))
 			if r.Subject != "" {
 				ev.Message += fmt.Sprintf(" (%s)", r.Subject)
 			}
@@ -206,7 +206,7 @@ func (d *deriver) sourceEvents(out []Event, s *hub.Snapshot, base func(EventType
 		if now.stale && !m.stale {
 			ev := base(EventSourceStale, "")
 			ev.Application, ev.Revision = r.ID, r.Commit
-			ev.Message = fmt.Sprintf("source %s is stale, commit %s stays in force: %s", r.ID, hub.ShortCommit(r.Commit), r.Error)
+			ev.Message = fmt.Sprintf("source %s is stale, %s %s stays in force: %s", r.ID, hub.RevisionNoun(r.Commit), hub.ShortCommit(r.Commit), r.Error)
 			if r.Commit == "" {
 				ev.Message = fmt.Sprintf("source %s is stale, no commit in force: %s", r.ID, r.Error)
 			}
