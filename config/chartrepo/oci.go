@@ -100,6 +100,9 @@ func (s *ociSource) registryError(what string, err error) error {
 		}
 		return statusError(s.shown+": "+what, er.StatusCode)
 	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return kindErr(ErrUnauthorized, "%s: %s: 401 Unauthorized (the registry asks for credentials and none are configured)", s.shown, what)
+	}
 	var ke *kindError
 	if errors.As(err, &ke) {
 		return err

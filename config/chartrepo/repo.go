@@ -272,11 +272,14 @@ func (r *Repo) Fetch(ctx context.Context) (rev Revision, err error) {
 			err = fmt.Errorf("%s: panic while fetching: %v\n%s", r.label(), p, debug.Stack())
 		}
 	}()
-	fctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	deadline := time.Now().Add(r.opts.Timeout)
+	fctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	rev, err = r.fetch(fctx)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+		// The HTTP client's own timeout may fire first: the deadline
+		// having passed is what says the Fetch timed out.
+		if ctx.Err() == nil && !time.Now().Before(deadline) {
 			err = fmt.Errorf("timed out after %s: %w", r.opts.Timeout, err)
 		}
 		var ke *kindError
