@@ -34,8 +34,9 @@ const (
 const (
 	// maxManifestBytes bounds a manifest, and one page of the tag list.
 	maxManifestBytes = 4 << 20
-	// maxTagPages bounds the pages of one tag list.
-	maxTagPages = 256
+	// maxTagPages bounds the pages of one tag list (each of at most
+	// maxManifestBytes; the page size is the registry's).
+	maxTagPages = 1000
 	// maxTags bounds the tags of one registry repository.
 	maxTags = 100_000
 )
