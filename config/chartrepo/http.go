@@ -215,7 +215,7 @@ func (s *httpSource) resolve(ctx context.Context) (candidate, error) {
 		for _, v := range versions[:min(len(versions), maxListed+1)] {
 			list = append(list, v.Version)
 		}
-		return candidate{}, notFoundError(name, s.r.versionLabel(), s.r.opts.URL, list)
+		return candidate{}, notFoundError(name, s.r.opts.Version, s.r.opts.URL, list)
 	}
 	if len(cv.URLs) == 0 {
 		return candidate{}, fmt.Errorf("%s: version %s has no download URL", shownIndex, cv.Version)
@@ -239,8 +239,9 @@ func (s *httpSource) resolve(ctx context.Context) (candidate, error) {
 // maxListed bounds the versions a not-found error lists.
 const maxListed = 5
 
-// notFoundError says that no version of chart satisfies want in repo,
-// listing the first of the versions it has.
+// notFoundError says that no version of chart satisfies want (""
+// for the latest stable version) in repo, listing the first of the
+// versions it has.
 func notFoundError(chart, want, repo string, versions []string) error {
 	var b strings.Builder
 	if len(versions) == 0 {
@@ -258,7 +259,10 @@ func notFoundError(chart, want, repo string, versions []string) error {
 			b.WriteString(v)
 		}
 	}
-	return namedErr(ErrNotFound, "chart %s version %s not found in %s (%s)", chart, want, repo, b.String())
+	if want == "" {
+		return namedErr(ErrNotFound, "chart %s has no stable version in %s (%s)", chart, repo, b.String())
+	}
+	return namedErr(ErrNotFound, "chart %s version %q not found in %s (%s)", chart, want, repo, b.String())
 }
 
 // chartURL resolves an archive URL of the index against the repository

@@ -103,6 +103,14 @@ func TestFetchNotFound(t *testing.T) {
 		t.Errorf("err\n%s\nwant\n%s", err, want)
 	}
 
+	only := newTestRepo(t, false)
+	only.add("demo", "1.0.0-rc.1", t0)
+	r = open(t, Options{URL: only.url(), Chart: "demo"})
+	_, err = r.Fetch(context.Background())
+	if want := "chart demo has no stable version in " + only.url() + " (versions: 1.0.0-rc.1)"; !errors.Is(err, ErrNotFound) || err.Error() != want {
+		t.Errorf("err %v, want %q", err, want)
+	}
+
 	r = open(t, Options{URL: repo.url(), Chart: "nosuch"})
 	_, err = r.Fetch(context.Background())
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "chart nosuch not found in "+repo.url()) {

@@ -149,7 +149,7 @@ func (s *ociSource) resolve(ctx context.Context) (candidate, error) {
 		for _, v := range versions[:min(len(versions), maxListed+1)] {
 			list = append(list, v.version)
 		}
-		return candidate{}, notFoundError(s.r.opts.Chart, s.r.versionLabel(), s.r.opts.URL, list)
+		return candidate{}, notFoundError(s.r.opts.Chart, s.r.opts.Version, s.r.opts.URL, list)
 	}
 	return s.manifest(ctx, tv)
 }

@@ -187,14 +187,6 @@ func (r *Repo) label() string {
 	return fmt.Sprintf("chart %s from %s", r.opts.Chart, r.opts.URL)
 }
 
-// versionLabel is Options.Version as errors show it.
-func (r *Repo) versionLabel() string {
-	if r.opts.Version == "" {
-		return "latest stable"
-	}
-	return fmt.Sprintf("%q", r.opts.Version)
-}
-
 // kindError is an error of one of the sentinel kinds whose text is its
 // own (errors.Is finds the kind; the text does not repeat it).
 type kindError struct {
