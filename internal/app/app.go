@@ -476,7 +476,16 @@ func (a *App) Reload(allowPrune bool) error {
 		a.hub.RecordReload("rejected")
 		return fmt.Errorf("reload %s: config rejected, still running the previous one:\n%w", a.path, err)
 	}
-	return a.reload(data, allowPrune)
+	if err := a.reload(data, allowPrune); err != nil {
+		return err
+	}
+	if a.git != nil {
+		// A reload looks again at everything: each Git source and chart
+		// from a repository is fetched at once (a new revision then
+		// reloads the desired state once more), not at its next poll.
+		a.git.FetchAll()
+	}
+	return nil
 }
 
 // reloadSources is the reload of a Git source's new commit: the config

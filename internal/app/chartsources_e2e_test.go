@@ -29,8 +29,8 @@ func webChart(value string) map[string]string {
 // TestChartRepositoryEndToEnd: a source whose chart comes from a Helm
 // chart repository served over HTTP, applied to a real cluster with the
 // latest version its range picks and values beside the config; a new
-// version in the range reaches the cluster at the next poll (asked at
-// once here); one outside the range is not taken; while the repository
+// version in the range reaches the cluster at the next poll, or at once
+// on a reload of the config; one outside the range is not taken; while the repository
 // is down the last good version stays in force and the source is stale;
 // a restarted hub on the same state folder starts from its cache while
 // the repository is still down.
@@ -105,12 +105,15 @@ sources:
 	// The values file beside the config wins over the chart's values.yaml.
 	waitData("1.0.0", "from-the-values-file")
 
-	// A new version in the range: taken at the next poll.
+	// A new version in the range: taken at the next poll, or at once on
+	// a reload of the config, as here.
 	repo.Publish("web", "1.2.0", "1.2", map[string]string{
 		"values.yaml":       "value: two\n",
 		"templates/cm.yaml": webChart("")["templates/cm.yaml"],
 	})
-	a.git.Trigger("web")
+	if err := a.Reload(false); err != nil {
+		t.Fatal(err)
+	}
 	v12 := "1.2.0@" + repo.Digest("web", "1.2.0")
 	a.waitSnap(t, 60*time.Second, "version 1.2.0 applied", func(s *hub.Snapshot) bool {
 		n, _ := s.Node(web)

@@ -442,16 +442,25 @@ func (g *GitSources) Trigger(ids ...string) {
 	}
 }
 
+// FetchAll asks every source's poller to fetch at once (see Trigger): a
+// reload of the config looks again at the remotes too.
+func (g *GitSources) FetchAll() {
+	g.mu.Lock()
+	ids := slices.Collect(maps.Keys(g.repos))
+	g.mu.Unlock()
+	g.Trigger(ids...)
+}
+
 // TriggerAll asks every source's poller to fetch at once (see Trigger):
 // another replica publishes another desired state, perhaps because it
 // fetched a newer commit first (a push webhook reaches one replica).
 func (g *GitSources) TriggerAll() {
 	g.mu.Lock()
-	ids := slices.Collect(maps.Keys(g.repos))
+	n := len(g.repos)
 	g.mu.Unlock()
-	if len(ids) > 0 {
+	if n > 0 {
 		g.log.Info("git sources: another replica publishes another desired state; fetching at once")
-		g.Trigger(ids...)
+		g.FetchAll()
 	}
 }
 
