@@ -41,7 +41,7 @@ func TestChartFromARepository(t *testing.T) {
 	var asked []HelmChart
 	opts := testOptions()
 	opts.ChartPull = fakeChartPull(t, &asked)
-	cfg, err := Parse("/etc/dw/config.yaml", []byte(chartConfig(
+	_, err := Parse("/etc/dw/config.yaml", []byte(chartConfig(
 		"      version: \"~0.1\"\n      interval: 30s\n      timeout: 20s\n      auth: {usernameFile: user, passwordFile: pass}\n      caFile: ca.pem\n      valuesFiles: [values.yaml]\n")), opts)
 	if err == nil || !strings.Contains(err.Error(), "values.yaml") {
 		// The values file beside the config does not exist: the source
@@ -60,7 +60,7 @@ func TestChartFromARepository(t *testing.T) {
 	}
 
 	asked = nil
-	cfg, err = Parse("/etc/dw/config.yaml", []byte(chartConfig("      values: {replicas: 2}\n")), opts)
+	cfg, err := Parse("/etc/dw/config.yaml", []byte(chartConfig("      values: {replicas: 2}\n")), opts)
 	if err != nil {
 		t.Fatalf("Parse:\n%v", err)
 	}

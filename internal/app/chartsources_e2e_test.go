@@ -120,7 +120,7 @@ sources:
 		return revIs(v12)(s) && applied(n) && n.Spec != nil && strings.HasPrefix(n.Spec.Revision, v12)
 	})
 	waitData("1.2.0", "from-the-values-file")
-	s = a.waitSnap(t, 30*time.Second, "the feed saying the desired state changed", func(s *hub.Snapshot) bool {
+	a.waitSnap(t, 30*time.Second, "the feed saying the desired state changed", func(s *hub.Snapshot) bool {
 		for _, e := range s.Feed {
 			if e.ID == web && e.Who == "desired changed (web@1.2.0)" {
 				return true
