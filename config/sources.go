@@ -264,7 +264,8 @@ type HelmChart struct {
 	// Values are values given inline; they win over ValuesFiles.
 	Values map[string]any `yaml:"values"`
 	// ValuesFiles are values files merged in order over the chart's
-	// values.yaml (a later one wins); paths like the chart's.
+	// values.yaml (a later one wins); paths like the chart's (with repo,
+	// relative to the config file's folder).
 	ValuesFiles []string `yaml:"valuesFiles"`
 	// KubeVersion is the Kubernetes version templates see in
 	// .Capabilities.KubeVersion, such as "1.37.2"; "" means the Helm
