@@ -23,7 +23,7 @@ import (
 // makeChart returns the archive of a chart built with Helm's SDK. With
 // padding > 0 it carries a template of that many random (incompressible)
 // bytes.
-func makeChart(t *testing.T, name, version, appVersion string, padding int) []byte {
+func makeChart(t testing.TB, name, version, appVersion string, padding int) []byte {
 	t.Helper()
 	c := &chart.Chart{
 		Metadata: &chart.Metadata{
@@ -82,6 +82,8 @@ type testRepo struct {
 	user     string // basic auth required when set
 	pass     string
 	noLength bool          // serve without Content-Length
+	etag     bool          // serve index.yaml with an ETag, 304 when it matches
+	notMod   int           // 304s served
 	hang     chan struct{} // when set, every request waits for it
 	hits     map[string]int
 	auths    []string // Authorization headers received
@@ -207,6 +209,17 @@ func (r *testRepo) serve(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
+	if req.URL.Path == "/repo/index.yaml" && r.etagOn() {
+		tag := `"` + sha(body) + `"`
+		w.Header().Set("ETag", tag)
+		if req.Header.Get("If-None-Match") == tag {
+			r.mu.Lock()
+			r.notMod++
+			r.mu.Unlock()
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
 	if noLength {
 		// Written in pieces, flushed: chunked, no Content-Length.
 		for len(body) > 0 {
@@ -219,6 +232,13 @@ func (r *testRepo) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	_, _ = w.Write(body)
+}
+
+// etagOn reports whether index.yaml is served with an ETag.
+func (r *testRepo) etagOn() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.etag
 }
 
 // hitCount returns how many requests path received.

@@ -3,6 +3,7 @@ package chartrepo
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -129,11 +130,25 @@ func (s *httpSource) close() { s.tr.CloseIdleConnections() }
 // repository's host over a secure channel, and returns the response of
 // status 200; other statuses are errors naming u.
 func (s *httpSource) get(ctx context.Context, u *url.URL) (*http.Response, error) {
+	return s.getIf(ctx, u, nil)
+}
+
+// getIf is get with the conditional headers of memo (If-None-Match,
+// If-Modified-Since) when it is not nil; a 304 is then returned as it is.
+func (s *httpSource) getIf(ctx context.Context, u *url.URL, memo *indexMemo) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", displayURL(u), err)
 	}
 	req.Header.Set("User-Agent", userAgent)
+	if memo != nil {
+		if memo.etag != "" {
+			req.Header.Set("If-None-Match", memo.etag)
+		}
+		if memo.lastModified != "" {
+			req.Header.Set("If-Modified-Since", memo.lastModified)
+		}
+	}
 	if s.creds != nil && hostPort(u.Scheme, u) == s.r.url.hostPort && secureFor(u) {
 		req.SetBasicAuth(s.creds.user, s.creds.password)
 	}
@@ -147,11 +162,24 @@ func (s *httpSource) get(ctx context.Context, u *url.URL) (*http.Response, error
 		}
 		return nil, fmt.Errorf("%s: %w", displayURL(u), err)
 	}
+	if resp.StatusCode == http.StatusNotModified && memo != nil {
+		return resp, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		return nil, statusError(displayURL(u), resp.StatusCode)
 	}
 	return resp, nil
+}
+
+// indexMemo is what the last index read of a Repo resolved, so that a
+// poll that finds the index unchanged (a 304 to its conditional request,
+// or the same bytes) neither parses it nor picks again: a large public
+// index takes hundreds of milliseconds of CPU to parse.
+type indexMemo struct {
+	etag, lastModified string
+	sum                [sha256.Size]byte
+	cand               candidate
 }
 
 // statusError names an HTTP status that is not 200 (the reason phrase the
@@ -198,10 +226,32 @@ func (s *httpSource) indexURL() *url.URL {
 func (s *httpSource) resolve(ctx context.Context) (candidate, error) {
 	name := s.r.opts.Chart
 	shownIndex := displayURL(s.indexURL())
-	data, err := s.loadIndex(ctx)
+	memo := s.r.index
+	data, resp, err := s.loadIndex(ctx, memo)
 	if err != nil {
 		return candidate{}, err
 	}
+	if resp.StatusCode == http.StatusNotModified {
+		return memo.cand, nil
+	}
+	next := &indexMemo{etag: resp.Header.Get("ETag"), lastModified: resp.Header.Get("Last-Modified"), sum: sha256.Sum256(data)}
+	if memo != nil && memo.sum == next.sum {
+		next.cand = memo.cand
+		s.r.index = next
+		return next.cand, nil
+	}
+	c, err := s.pick(data, name, shownIndex)
+	if err != nil {
+		s.r.index = nil
+		return candidate{}, err
+	}
+	next.cand = c
+	s.r.index = next
+	return c, nil
+}
+
+// pick parses index.yaml and picks the version with Helm's own rules.
+func (s *httpSource) pick(data []byte, name, shownIndex string) (candidate, error) {
 	versions, charts, err := parseIndex(data, name)
 	if errors.Is(err, errNoChart) {
 		return candidate{}, namedErr(ErrNotFound, "chart %s not found in %s (the index lists %d charts)", name, s.r.opts.URL, charts)
@@ -289,19 +339,24 @@ func (s *httpSource) chartURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// loadIndex downloads index.yaml, within MaxIndexBytes.
-func (s *httpSource) loadIndex(ctx context.Context) ([]byte, error) {
+// loadIndex downloads index.yaml, within MaxIndexBytes, asking the
+// server to answer 304 when it has not changed since memo (nil: no
+// condition); the response's body is read and closed.
+func (s *httpSource) loadIndex(ctx context.Context, memo *indexMemo) ([]byte, *http.Response, error) {
 	u := s.indexURL()
-	resp, err := s.get(ctx, u)
+	resp, err := s.getIf(ctx, u, memo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified {
+		return nil, resp, nil
+	}
 	var buf bytes.Buffer
 	if _, err := readBody(resp, &buf, s.r.opts.MaxIndexBytes, displayURL(u)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), resp, nil
 }
 
 // download implements source.

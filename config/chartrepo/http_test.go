@@ -493,3 +493,41 @@ func TestHostileIndexEntries(t *testing.T) {
 		t.Errorf("bad index: %v", err)
 	}
 }
+
+// TestUnchangedIndexNotParsedAgain: a poll whose index did not change
+// (a 304 to the conditional request, or the same bytes from a server
+// without ETags) returns the revision in force without picking again; a
+// changed index is read and picked anew.
+func TestUnchangedIndexNotParsedAgain(t *testing.T) {
+	for _, etag := range []bool{true, false} {
+		t.Run(fmt.Sprintf("etag=%v", etag), func(t *testing.T) {
+			repo := newTestRepo(t, false)
+			repo.etag = etag
+			repo.add("web", "1.0.0", time.Time{})
+			r := open(t, Options{URL: repo.url(), Chart: "web", Version: "~1"})
+			first, err := r.Fetch(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			memo := r.index
+			if memo == nil || (memo.etag != "") != etag {
+				t.Fatalf("memo after the first read: %+v", memo)
+			}
+			again, err := r.Fetch(t.Context())
+			if err != nil || again.ID() != first.ID() || again.Downloaded != 0 {
+				t.Fatalf("second fetch: %+v, %v", again, err)
+			}
+			if etag && repo.notMod != 1 {
+				t.Errorf("304s served: %d, want 1", repo.notMod)
+			}
+			if r.index == nil || r.index.cand.version != "1.0.0" {
+				t.Errorf("memo after an unchanged index: %+v", r.index)
+			}
+			repo.add("web", "1.1.0", time.Time{})
+			next, err := r.Fetch(t.Context())
+			if err != nil || next.Version != "1.1.0" || next.Downloaded == 0 {
+				t.Fatalf("after a new version: %+v, %v", next, err)
+			}
+		})
+	}
+}

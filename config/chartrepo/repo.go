@@ -84,6 +84,9 @@ type Repo struct {
 
 	mu    sync.Mutex
 	state state
+	// index is what the last read of an HTTP repository's index resolved
+	// (nil before one, or after a read that failed); memory only.
+	index *indexMemo
 }
 
 // state is what a Repo keeps in CacheDir/state.json across restarts.
