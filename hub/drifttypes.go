@@ -53,6 +53,17 @@ func (f FieldDiff) String() string {
 	return f.Path + ": " + f.Desired + " -> " + f.Actual
 }
 
+// ChangeString formats the diff as the apply of a change of the desired
+// state reads: "path: actual -> desired", from what the object held to
+// what it gets now (String reads as drift: what it should hold, then what
+// someone made of it).
+func (f FieldDiff) ChangeString() string {
+	if f.Added {
+		return "-" + f.Path + "=" + f.Actual
+	}
+	return f.Path + ": " + f.Actual + " -> " + f.Desired
+}
+
 // Drift is the result of comparing desired with actual.
 type Drift struct {
 	Class  DriftClass

@@ -191,15 +191,26 @@ func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency tim
 	o.onRecord(rep)
 }
 
+// desiredChangeWho is the start of the feed's "who" of a write that
+// applies a change of the desired state.
+const desiredChangeWho = "desired changed"
+
+// DesiredChanged reports whether the entry is the apply of a change of the
+// desired state (a reload, a new commit or chart version), not a repair
+// of drift: its fields then read best with FieldDiff.ChangeString.
+func (e FeedEntry) DesiredChanged() bool {
+	return e.Who == desiredChangeWho || strings.HasPrefix(e.Who, desiredChangeWho+" (")
+}
+
 // desiredChangeText is the feed's "who" of a write that applies a change
 // of the desired state: "desired changed (web@abc1234)" with the source's
 // revision (a chart's version: "web@1.2.0"), else "desired changed".
 func desiredChangeText(spec *NodeSpec) string {
 	if spec.Revision == "" {
-		return "desired changed"
+		return desiredChangeWho
 	}
 	rev, _, _ := strings.Cut(spec.Revision, " ")
-	return "desired changed (" + spec.Application + "@" + ShortCommit(rev) + ")"
+	return desiredChangeWho + " (" + spec.Application + "@" + ShortCommit(rev) + ")"
 }
 
 // created records a first apply.

@@ -30,6 +30,15 @@ func TestShortCommit(t *testing.T) {
 	if got := desiredChangeText(spec); got != "desired changed (ingress@0123456)" {
 		t.Errorf("desiredChangeText: %q", got)
 	}
+	for who, want := range map[string]bool{"desired changed": true, "desired changed (ingress@4.11.2)": true, "kubectl-edit (Update) at 12:00:01": false, "desired changedx": false} {
+		if got := (FeedEntry{Who: who}).DesiredChanged(); got != want {
+			t.Errorf("DesiredChanged(%q) = %v", who, got)
+		}
+	}
+	f := FieldDiff{Path: "spec.replicas", Desired: "3", Actual: "2"}
+	if f.String() != "spec.replicas: 3 -> 2" || f.ChangeString() != "spec.replicas: 2 -> 3" {
+		t.Errorf("a field as drift %q, as a change %q", f.String(), f.ChangeString())
+	}
 }
 
 // OnStatus reports every status a pass changes, with the time LastChange

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -33,5 +34,29 @@ func TestFeedCursorFollowsAFoldedEntry(t *testing.T) {
 	}
 	if m.overview.feedCur != 0 {
 		t.Errorf("cursor at %d, want 0 (the folded entry's new place)", m.overview.feedCur)
+	}
+}
+
+// TestFeedShowsADesiredChangeFromOldToNew: a feed entry that applies a
+// change of the desired state (a new commit or chart version) reads from
+// the value the object held to the new one; a repair of drift reads from
+// what it should hold to what someone made of it.
+func TestFeedShowsADesiredChangeFromOldToNew(t *testing.T) {
+	m, _ := newFixtureModel(t, 200, 48, Options{})
+	s := fixture()
+	id := s.Feed[0].ID
+	s.Feed = append([]hub.FeedEntry{
+		{At: fixedNow, ID: id, Class: hub.DriftModified, Who: "desired changed (web@1.2.0)", Action: "apply",
+			Fields: []hub.FieldDiff{{Path: "metadata.labels.chart", Desired: "web-1.2.0", Actual: "web-1.1.0"}}},
+		{At: fixedNow, ID: id, Class: hub.DriftModified, Who: "kubectl-edit (Update) at 12:00:01", Action: "apply",
+			Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "3", Actual: "9"}}},
+	}, s.Feed...)
+	s.Seq++
+	m.Update(snapshotMsg{snap: s})
+	out := m.View().Content
+	for _, want := range []string{"metadata.labels.chart: web-1.1.0 -> web-1.2.0", "spec.replicas: 3 -> 9"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the feed lacks %q:\n%s", want, out)
+		}
 	}
 }

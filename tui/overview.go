@@ -375,6 +375,10 @@ func timesText(e hub.FeedEntry) string {
 func feedCells(st *styles, e hub.FeedEntry) []cell {
 	changes := make([]string, 0, len(e.Fields))
 	for _, f := range e.Fields {
+		if e.DesiredChanged() {
+			changes = append(changes, f.ChangeString()) // old -> new
+			continue
+		}
 		changes = append(changes, f.String())
 	}
 	change := strings.Join(changes, ", ")
