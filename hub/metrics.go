@@ -13,19 +13,22 @@ import (
 // metrics are the hub's Prometheus metrics, in a registry of its own (no
 // global state).
 type metrics struct {
-	reg        *prometheus.Registry
-	drift      *prometheus.CounterVec
-	repairs    *prometheus.CounterVec
-	classified prometheus.Histogram
-	repaired   prometheus.Histogram
-	watch      *prometheus.CounterVec
-	echoes     *prometheus.CounterVec
-	clusterUp  *prometheus.GaugeVec
-	clusterSt  *prometheus.GaugeVec
-	objects    *prometheus.GaugeVec
-	queueDepth prometheus.Gauge
-	reconciles prometheus.Counter
-	reloads    *prometheus.CounterVec
+	reg     *prometheus.Registry
+	drift   *prometheus.CounterVec
+	repairs *prometheus.CounterVec
+	// desiredApplies counts the writes that applied a change of the
+	// desired state (not drift, not repairs).
+	desiredApplies *prometheus.CounterVec
+	classified     prometheus.Histogram
+	repaired       prometheus.Histogram
+	watch          *prometheus.CounterVec
+	echoes         *prometheus.CounterVec
+	clusterUp      *prometheus.GaugeVec
+	clusterSt      *prometheus.GaugeVec
+	objects        *prometheus.GaugeVec
+	queueDepth     prometheus.Gauge
+	reconciles     prometheus.Counter
+	reloads        *prometheus.CounterVec
 	// sourceFailing is 1 for each manifest source that fails now.
 	sourceFailing *prometheus.GaugeVec
 	// sourceRevision is 1 for the applied commit of each Git source;
@@ -54,6 +57,9 @@ func newMetrics() *metrics {
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_repairs_total", Help: "Repairs attempted, by cluster and outcome (success, failure).",
 		}, []string{"cluster", "outcome"}),
+		desiredApplies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_desired_changes_applied_total", Help: "Writes that applied a change of the desired state (a reload, a new commit or chart version) to an existing object, by cluster; neither drift nor repairs.",
+		}, []string{"cluster"}),
 		classified: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "driftwatch_event_to_classified_seconds", Help: "Time from a watch event to the drift being classified.", Buckets: buckets,
 		}),
@@ -130,7 +136,7 @@ func newMetrics() *metrics {
 			Name: "driftwatch_orphan_prunes_refused_total", Help: "Orphan prunes refused, by reason (limit: more than the prune limit across the hub in one scan; all: every object of a cluster; warn: warn-only policy).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.drift, m.repairs, m.classified, m.repaired, m.watch, m.echoes,
+	m.reg.MustRegister(m.drift, m.repairs, m.desiredApplies, m.classified, m.repaired, m.watch, m.echoes,
 		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.resyncsPostponed, m.resyncsLeftOut, m.restarted, m.staleHealth,
 		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -504,10 +504,16 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 		return res, nil, nil
 	}
 	st, d := o.st, o.d
+	// A change of the desired state to apply is not drift: not counted as
+	// such (see Repair.DesiredChange).
+	desired := ""
+	if act == actRepair && r.desiredChanged(p.spec) {
+		desired = desiredChangeText(p.spec)
+	}
 	// A missing object read from the cache may turn out unlabelled when
 	// repaired: count it once the repair says which.
 	countLater := d.Class == DriftMissing && !st.Fresh && act == actRepair
-	if !countLater {
+	if !countLater && desired == "" {
 		r.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(d.Class)).Inc()
 	}
 	if !o.attributed {
@@ -515,7 +521,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 	}
 	classifiedAt := r.opts.Now()
 	r.metrics.classified.Observe(classifiedAt.Sub(p.observedAt).Seconds())
-	rep := Repair{ID: p.id, Drift: d, Attribution: o.att, ObservedAt: p.observedAt, ClassifiedAt: classifiedAt}
+	rep := Repair{ID: p.id, Drift: d, Attribution: o.att, ObservedAt: p.observedAt, ClassifiedAt: classifiedAt, DesiredChange: desired}
 
 	switch act {
 	case actWait:
@@ -553,7 +559,13 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 		release()
 		return Result{}, fmt.Errorf("repair: %w", err)
 	}
-	desiredChanged := r.desiredChanged(p.spec)
+	// Whether this write applies a change of the desired state is judged
+	// again at the write: the record of what was applied may have moved
+	// since the pass classified.
+	rep.DesiredChange = ""
+	if r.desiredChanged(p.spec) {
+		rep.DesiredChange = desiredChangeText(p.spec)
+	}
 	r.noteApplied(p.spec) // written ahead: see create
 	rr, err := p.backend.Repair(wctx, *p.desired, st, d)
 	release()
@@ -574,28 +586,40 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 	if rr.Class != "" && rr.Class != d.Class {
 		rep.Drift = Drift{Class: rr.Class, Fields: rr.Fields}
 	}
-	if countLater {
+	if countLater && rep.DesiredChange == "" {
 		r.metrics.drift.WithLabelValues(p.id.Cluster, string(p.spec.Kind), string(rep.Drift.Class)).Inc()
 	}
-	if rep.Attribution == nil && len(rr.Conflicts) > 0 {
+	if rep.DesiredChange != "" {
+		// Nobody drifted it: whoever last wrote the fields is not the cause.
+		rep.Attribution = nil
+	}
+	if rep.Attribution == nil && rep.DesiredChange == "" && len(rr.Conflicts) > 0 {
 		rep.Attribution = &Attribution{Manager: rr.Conflicts[0].Manager}
 		for _, c := range rr.Conflicts {
 			rep.Attribution.Fields = append(rep.Attribution.Fields, c.Field)
 		}
 	}
 	latency := appliedAt.Sub(p.observedAt)
-	r.metrics.repairs.WithLabelValues(p.id.Cluster, "success").Inc()
-	r.metrics.repaired.Observe(latency.Seconds())
+	if rep.DesiredChange != "" {
+		r.metrics.desiredApplies.WithLabelValues(p.id.Cluster).Inc()
+	} else {
+		r.metrics.repairs.WithLabelValues(p.id.Cluster, "success").Inc()
+		r.metrics.repaired.Observe(latency.Seconds())
+	}
 
 	r.withLoop(p.id, func(n *nodeLoop) {
 		n.expect = rr.Version
+		if rep.DesiredChange != "" {
+			// Not a repair: no fight to count, nothing to show repaired.
+			return
+		}
 		r := n.repairs()
 		r.recent = append(r.recent, appliedAt)
 		r.fight.repairs++
 		n.verifying = true
 	})
 	r.noteApplied(p.spec)
-	r.out.applied(p, rep, rr.Conflicts, latency, desiredChanged)
+	r.out.applied(p, rep, rr.Conflicts, latency)
 	return Result{}, nil
 }
 

@@ -175,16 +175,19 @@ func attributionText(a *Attribution) string {
 
 // applied records a repair the backend applied (conflicts: the fields it
 // took over from other managers).
-func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration, desiredChanged bool) {
+func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency time.Duration) {
 	detail := rep.Action
 	if len(conflicts) > 0 {
 		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(conflicts), conflicts[0].Manager)
 	}
 	o.status.applied(p.id, rep, latency)
+	if rep.DesiredChange != "" {
+		detail += ": " + rep.DesiredChange
+	}
 	o.status.step(p.id, StepApplied, detail, rep.AppliedAt)
 	who := attributionText(rep.Attribution)
-	if desiredChanged {
-		who = desiredChangeText(p.spec)
+	if rep.DesiredChange != "" {
+		who = rep.DesiredChange
 	}
 	o.status.feed(FeedEntry{At: rep.AppliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
 		Who: who, Action: rep.Action, Latency: latency})

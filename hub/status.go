@@ -113,6 +113,14 @@ type Repair struct {
 	Action string
 	// Err is the last error, if the repair failed.
 	Err string
+	// DesiredChange is set when the write applies a change of the desired
+	// state (a reload, a new commit or chart version: the object's
+	// desired spec differs from the one last applied to it), not a
+	// repair of drift: the feed's who of it, "desired changed
+	// (web@abc1234)". Such a write is not counted as drift or as a
+	// repair (Repairs, the repair metrics and the event-to-repair times
+	// leave it out), and the NodeID shows in sync, not repaired.
+	DesiredChange string
 	// Timestamps: the watch event, the classification, the apply, and the
 	// event that showed the object back in sync. Zero when not reached.
 	ObservedAt   time.Time

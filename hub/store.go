@@ -316,12 +316,19 @@ func (s *store) drift(id NodeID, rep Repair) {
 func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 	s.mu.Lock()
 	if n := s.nodeLocked(id); n != nil {
-		if last := n.lastRepair(); rep.Attribution == nil && last != nil && last.Attribution != nil {
+		if last := n.lastRepair(); rep.Attribution == nil && rep.DesiredChange == "" && last != nil && last.Attribution != nil {
 			rep.Attribution = last.Attribution
 		}
 		r := rep
 		x := n.more()
 		x.repair = &r
+		if rep.DesiredChange != "" {
+			// Not a repair: neither counted nor in the cluster's
+			// event-to-repair times.
+			s.mu.Unlock()
+			signal(s.dirty)
+			return
+		}
 		x.repairs++
 		c := s.clusterLocked(id.Cluster)
 		c.repairs = append(c.repairs, latency)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"sort"
@@ -223,6 +224,9 @@ func (v *detailView) driftLines() []string {
 	if r == nil {
 		return []string{v.title("DRIFT"), v.st.dim.render("  no drift recorded since the hub started")}
 	}
+	if r.DesiredChange != "" {
+		return v.desiredChangeLines(r)
+	}
 	head := v.title("DRIFT") + " " + v.st.class(r.Drift.Class).render(clean(string(r.Drift.Class)))
 	if !r.ObservedAt.IsZero() {
 		head += v.st.dim.render(" · observed " + r.ObservedAt.Format("15:04:05.000"))
@@ -264,6 +268,33 @@ func (v *detailView) driftLines() []string {
 	if r.Err != "" && r.Err != v.node.Reason {
 		l = append(l, v.wrapped("error", r.Err, v.st.errText)...)
 	}
+	return l
+}
+
+// desiredChangeLines renders the last write when it applied a change of
+// the desired state, not a repair of drift: what changed, from the old
+// value to the new, and the change that caused it.
+func (v *detailView) desiredChangeLines(r *hub.Repair) []string {
+	head := v.title("CHANGE APPLIED")
+	if !r.AppliedAt.IsZero() {
+		head += v.st.dim.render(" · " + r.AppliedAt.Format("15:04:05.000"))
+	}
+	if len(r.Drift.Fields) > 0 {
+		head += "  " + v.st.diffDel.render("- was") + " " + v.st.diffAdd.render("+ now")
+	}
+	l := []string{head}
+	for _, f := range r.Drift.Fields {
+		if f.Added {
+			l = append(l, v.st.diffDel.render(clean("- "+f.Path+": "+f.Actual))+v.st.dim.render("  (added by someone else, removed)"))
+			continue
+		}
+		l = append(l,
+			v.st.diffDel.render(clean("- "+f.Path+": "+f.Actual)),
+			v.st.diffAdd.render(clean("+ "+f.Path+": "+f.Desired)))
+	}
+	l = append(l, v.field("cause", v.st.accent.render(clean(r.DesiredChange))))
+	lat := []string{actionStyle(v.st, r.Action).render(cmp.Or(clean(r.Action), "-")), "applied " + optDur(r.RepairLatency())}
+	l = append(l, v.field("action", strings.Join(lat, v.st.dim.render(" · "))))
 	return l
 }
 

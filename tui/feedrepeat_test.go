@@ -60,3 +60,29 @@ func TestFeedShowsADesiredChangeFromOldToNew(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailShowsADesiredChange: a node whose last write applied a change
+// of the desired state shows it as such (from the old value to the new,
+// and its cause), not as drift blamed on somebody.
+func TestDetailShowsADesiredChange(t *testing.T) {
+	m, _ := newFixtureModel(t, 160, 48, Options{})
+	s := fixture()
+	n := &s.Nodes[0]
+	n.LastRepair = &hub.Repair{ID: n.ID, Drift: hub.Drift{Class: hub.DriftModified,
+		Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "3", Actual: "2"}}},
+		Action: "apply", DesiredChange: "desired changed (web@1.2.0)", ObservedAt: fixedNow, AppliedAt: fixedNow}
+	s.Seq++
+	m.Update(snapshotMsg{snap: s})
+	press(t, m, ":")
+	typeText(t, m, "node "+n.ID.String())
+	press(t, m, "enter")
+	out := m.View().Content
+	for _, want := range []string{"CHANGE APPLIED", "- spec.replicas: 2", "+ spec.replicas: 3", "desired changed (web@1.2.0)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the node view lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "changed by") {
+		t.Errorf("the node view blames somebody for a change of the desired state:\n%s", out)
+	}
+}

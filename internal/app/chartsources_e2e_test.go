@@ -120,7 +120,7 @@ sources:
 		return revIs(v12)(s) && applied(n) && n.Spec != nil && strings.HasPrefix(n.Spec.Revision, v12)
 	})
 	waitData("1.2.0", "from-the-values-file")
-	a.waitSnap(t, 30*time.Second, "the feed saying the desired state changed", func(s *hub.Snapshot) bool {
+	s = a.waitSnap(t, 30*time.Second, "the feed saying the desired state changed", func(s *hub.Snapshot) bool {
 		for _, e := range s.Feed {
 			if e.ID == web && e.Who == "desired changed (web@1.2.0)" {
 				return true
@@ -128,6 +128,10 @@ sources:
 		}
 		return false
 	})
+	// An upgrade is not drift: nothing repaired, nobody blamed.
+	if n, _ := s.Node(web); n.Repairs != 0 || n.Status == hub.StatusRepaired || n.LastRepair == nil || n.LastRepair.DesiredChange != "desired changed (web@1.2.0)" {
+		t.Errorf("web after the upgrade: status %s, %d repairs, last write %+v", n.Status, n.Repairs, n.LastRepair)
+	}
 
 	// A version outside the range is not taken.
 	repo.Publish("web", "2.0.0", "2.0", webChart("major"))

@@ -246,14 +246,15 @@ func FromRepair(r *hub.Repair) *Repair {
 		return nil
 	}
 	out := &Repair{
-		ID:           r.ID.String(),
-		Drift:        Drift{Class: string(r.Drift.Class), Fields: FromFieldDiffs(r.Drift.Fields)},
-		Action:       r.Action,
-		Error:        r.Err,
-		ObservedAt:   r.ObservedAt,
-		ClassifiedAt: r.ClassifiedAt,
-		AppliedAt:    r.AppliedAt,
-		VerifiedAt:   r.VerifiedAt,
+		ID:            r.ID.String(),
+		Drift:         Drift{Class: string(r.Drift.Class), Fields: FromFieldDiffs(r.Drift.Fields)},
+		Action:        r.Action,
+		Error:         r.Err,
+		DesiredChange: r.DesiredChange,
+		ObservedAt:    r.ObservedAt,
+		ClassifiedAt:  r.ClassifiedAt,
+		AppliedAt:     r.AppliedAt,
+		VerifiedAt:    r.VerifiedAt,
 	}
 	if a := r.Attribution; a != nil {
 		out.Attribution = &Attribution{Manager: a.Manager, Operation: a.Operation, At: a.At, Fields: append([]string{}, a.Fields...)}
@@ -270,14 +271,15 @@ func (r *Repair) toHub() (*hub.Repair, error) {
 		return nil, err
 	}
 	out := &hub.Repair{
-		ID:           id,
-		Drift:        hub.Drift{Class: hub.DriftClass(r.Drift.Class), Fields: fieldDiffsToHub(r.Drift.Fields)},
-		Action:       r.Action,
-		Err:          r.Error,
-		ObservedAt:   r.ObservedAt,
-		ClassifiedAt: r.ClassifiedAt,
-		AppliedAt:    r.AppliedAt,
-		VerifiedAt:   r.VerifiedAt,
+		ID:            id,
+		Drift:         hub.Drift{Class: hub.DriftClass(r.Drift.Class), Fields: fieldDiffsToHub(r.Drift.Fields)},
+		Action:        r.Action,
+		Err:           r.Error,
+		DesiredChange: r.DesiredChange,
+		ObservedAt:    r.ObservedAt,
+		ClassifiedAt:  r.ClassifiedAt,
+		AppliedAt:     r.AppliedAt,
+		VerifiedAt:    r.VerifiedAt,
 	}
 	if a := r.Attribution; a != nil {
 		out.Attribution = &hub.Attribution{Manager: a.Manager, Operation: a.Operation, At: a.At}

@@ -254,6 +254,10 @@ type Repair struct {
 	Action string `json:"action"`
 	// Error is the last error, if the repair failed.
 	Error string `json:"error,omitempty"`
+	// DesiredChange is set when the write applied a change of the
+	// desired state, not a repair of drift: "desired changed
+	// (web@abc1234)".
+	DesiredChange string `json:"desiredChange,omitempty"`
 	// ObservedAt is when the watch event arrived.
 	ObservedAt time.Time `json:"observedAt,omitzero"`
 	// ClassifiedAt is when the drift was classified.
