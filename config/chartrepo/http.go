@@ -254,7 +254,7 @@ func (s *httpSource) resolve(ctx context.Context) (candidate, error) {
 func (s *httpSource) pick(data []byte, name, shownIndex string) (candidate, error) {
 	versions, charts, err := parseIndex(data, name)
 	if errors.Is(err, errNoChart) {
-		return candidate{}, namedErr(ErrNotFound, "chart %s not found in %s (the index lists %d charts)", name, s.r.opts.URL, charts)
+		return candidate{}, namedErr(ErrNotFound, "chart %s not found in %s (%s)", name, s.r.opts.URL, chartsHint(name, charts))
 	}
 	if err != nil {
 		return candidate{}, fmt.Errorf("%s is not a valid chart repository index: %v", shownIndex, err)

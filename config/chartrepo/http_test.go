@@ -113,8 +113,41 @@ func TestFetchNotFound(t *testing.T) {
 
 	r = open(t, Options{URL: repo.url(), Chart: "nosuch"})
 	_, err = r.Fetch(context.Background())
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "chart nosuch not found in "+repo.url()) {
-		t.Errorf("missing chart: %v", err)
+	if want := "chart nosuch not found in " + repo.url() + " (the index lists demo, other)"; !errors.Is(err, ErrNotFound) || err.Error() != want {
+		t.Errorf("missing chart: %v, want %q", err, want)
+	}
+	r = open(t, Options{URL: repo.url(), Chart: "dmeo"})
+	if _, err = r.Fetch(context.Background()); err == nil || !strings.HasSuffix(err.Error(), "(did you mean demo?)") {
+		t.Errorf("a typo: %v", err)
+	}
+}
+
+// TestChartsHint: a chart the index lacks is answered with the closest
+// names, all names when there are few, or their number.
+func TestChartsHint(t *testing.T) {
+	many := []string{"alpha", "beta", "gamma", "delta", "epsilon", "ingress-nginx", "zeta"}
+	for _, tc := range []struct {
+		name   string
+		charts []string
+		want   string
+	}{
+		{"ingress-ngnix", many, "did you mean ingress-nginx?"},
+		{"nothing-like-it", many, "the index lists 7 charts"},
+		{"x", nil, "the index lists no chart"},
+		{"something", []string{"a", "b"}, "the index lists a, b"},
+		{"beta", []string{"beta1", "beta2", "zeta"}, "did you mean beta1 or beta2 or zeta?"},
+	} {
+		if got := chartsHint(tc.name, tc.charts); got != tc.want {
+			t.Errorf("chartsHint(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"kitten", "sitting", 3}, {"dmeo", "demo", 1}, {"", "abc", 3}, {"same", "same", 0}, {"ab", "ba", 1}} {
+		if d := editDistance(tc.a, tc.b); d != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
+		}
 	}
 }
 

@@ -40,33 +40,39 @@ var errNoChart = errors.New("no such chart in the index")
 
 // parseIndex reads the versions of chart from an index (YAML, or JSON as
 // Helm also accepts), drops the entries Helm drops (empty, or whose
-// metadata does not validate), and sorts them newest first. It also
-// returns the number of charts the index lists.
-func parseIndex(data []byte, chartName string) ([]*chartVersion, int, error) {
+// metadata does not validate), and sorts them newest first. When the
+// index has no such chart (errNoChart) it returns the names of the charts
+// it lists instead.
+func parseIndex(data []byte, chartName string) ([]*chartVersion, []string, error) {
 	if len(data) == 0 {
-		return nil, 0, errors.New("it is empty")
+		return nil, nil, errors.New("it is empty")
 	}
 	if !json.Valid(data) {
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		data = j
 	}
 	var idx indexFile
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if idx.APIVersion == "" {
-		return nil, 0, errors.New("no API version specified")
+		return nil, nil, errors.New("no API version specified")
 	}
 	raw, ok := idx.Entries[chartName]
 	if !ok {
-		return nil, len(idx.Entries), errNoChart
+		names := make([]string, 0, len(idx.Entries))
+		for n := range idx.Entries {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, names, errNoChart
 	}
 	var all []*chartVersion
 	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, 0, fmt.Errorf("entry of chart %s: %v", chartName, err)
+		return nil, nil, fmt.Errorf("entry of chart %s: %v", chartName, err)
 	}
 	vs := make([]*chartVersion, 0, len(all))
 	for _, v := range all {
@@ -98,7 +104,7 @@ func parseIndex(data []byte, chartName string) ([]*chartVersion, int, error) {
 		}
 		return vb.Compare(va)
 	})
-	return vs, len(idx.Entries), nil
+	return vs, nil, nil
 }
 
 // skippable reports whether a validation error is one Helm ignores when
@@ -129,4 +135,55 @@ func pickVersion(vs []*chartVersion, want string, c *semver.Constraints) *chartV
 		}
 	}
 	return nil
+}
+
+// chartsHint says which charts an index lists, for a chart it does not:
+// the closest names (a typo: at most a third of the name's characters
+// off), else all of them when there are few, else how many.
+func chartsHint(name string, charts []string) string {
+	var near []string
+	for _, c := range charts {
+		if editDistance(name, c) <= max(1, len(name)/3) {
+			near = append(near, c)
+		}
+	}
+	switch {
+	case len(near) > 0 && len(near) <= maxListed:
+		return "did you mean " + strings.Join(near, " or ") + "?"
+	case len(charts) == 0:
+		return "the index lists no chart"
+	case len(charts) <= maxListed:
+		return "the index lists " + strings.Join(charts, ", ")
+	}
+	return fmt.Sprintf("the index lists %d charts", len(charts))
+}
+
+// editDistance is the optimal string alignment distance of a and b (the
+// edits of Levenshtein's, and swapping two neighbours, each count one),
+// in bytes (chart names are ASCII); names longer than 256 bytes are
+// simply far apart.
+func editDistance(a, b string) int {
+	if len(a) > 256 || len(b) > 256 {
+		return max(len(a), len(b))
+	}
+	rows := [3][]int{make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)}
+	for j := range rows[1] {
+		rows[1][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		before, prev, cur := rows[0], rows[1], rows[2]
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1)
+			}
+		}
+		rows[0], rows[1], rows[2] = prev, cur, before
+	}
+	return rows[1][len(b)]
 }
