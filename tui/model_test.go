@@ -293,6 +293,7 @@ func TestActions(t *testing.T) {
 			calls: []string{"repair prod-eu:casehub/inventory:deployment"}, status: "error: hub unreachable"},
 		{name: "read-only: r", opts: Options{ReadOnly: true}, steps: []step{keys("enter", "r", "y")}, status: ReadOnlyMessage},
 		{name: "read-only: p", opts: Options{ReadOnly: true}, steps: []step{keys("p", "y")}, status: ReadOnlyMessage},
+		{name: "read-only, its own message: p", opts: Options{ReadOnly: true, ReadOnlyMessage: "read-only: a viewer's token"}, steps: []step{keys("p", "y")}, status: "read-only: a viewer's token"},
 		{name: "read-only: w", opts: Options{ReadOnly: true}, steps: []step{keys("enter", "enter", "w", "y")}, status: ReadOnlyMessage},
 		{name: "extra key", opts: Options{Extra: []ExtraKey{{
 			Binding: key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "toggle drift generator")),

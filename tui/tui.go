@@ -44,8 +44,12 @@ type ExtraKey struct {
 // enabled and the real clock.
 type Options struct {
 	// ReadOnly disables every action (repair, pause, warn-only): pressing
-	// one shows ReadOnlyMessage.
+	// one shows ReadOnlyMessage, or the Options' own when set.
 	ReadOnly bool
+	// ReadOnlyMessage, when set, is what pressing an action says in
+	// read-only mode instead of the package's ReadOnlyMessage (attach
+	// with a viewer's token says whose it is).
+	ReadOnlyMessage string
 	// NoColor renders without any ANSI styles (honour NO_COLOR).
 	NoColor bool
 	// Extra are key bindings the caller handles.
@@ -720,7 +724,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 	case "reload":
 		switch {
 		case m.opts.ReadOnly:
-			m.setStatus(ReadOnlyMessage, true)
+			m.setStatus(m.readOnlyText(), true)
 		case m.opts.Reload == nil:
 			m.setStatus("reload is not available here", true)
 		default:
@@ -798,7 +802,7 @@ func (m *Model) targetCluster() (string, bool) {
 
 func (m *Model) askRepair() {
 	if m.opts.ReadOnly {
-		m.setStatus(ReadOnlyMessage, true)
+		m.setStatus(m.readOnlyText(), true)
 		return
 	}
 	id, ok := m.targetNode()
@@ -821,7 +825,7 @@ func (m *Model) askRepair() {
 
 func (m *Model) askPause() {
 	if m.opts.ReadOnly {
-		m.setStatus(ReadOnlyMessage, true)
+		m.setStatus(m.readOnlyText(), true)
 		return
 	}
 	cluster, ok := m.targetCluster()
@@ -862,7 +866,7 @@ func (m *Model) askPause() {
 
 func (m *Model) askWarn() {
 	if m.opts.ReadOnly {
-		m.setStatus(ReadOnlyMessage, true)
+		m.setStatus(m.readOnlyText(), true)
 		return
 	}
 	id, ok := m.targetNode()
@@ -927,7 +931,7 @@ func holdLabel(t hub.HoldTarget) string { return string(t.Scope) + " " + t.Name 
 // then the reason.
 func (m *Model) askHold() {
 	if m.opts.ReadOnly {
-		m.setStatus(ReadOnlyMessage, true)
+		m.setStatus(m.readOnlyText(), true)
 		return
 	}
 	t, ok := m.holdTarget()
@@ -1026,7 +1030,7 @@ func (m *Model) holdOn() (hub.Hold, bool) {
 // askRelease asks to release the hold on the selection.
 func (m *Model) askRelease() {
 	if m.opts.ReadOnly {
-		m.setStatus(ReadOnlyMessage, true)
+		m.setStatus(m.readOnlyText(), true)
 		return
 	}
 	t, ok := m.holdTarget()
@@ -1185,6 +1189,14 @@ func (m *Model) promptLine() string {
 		return m.cluster.input.view(m.st, m.width)
 	}
 	return truncate(m.help.ShortHelpView(m.shortHelp()), m.width)
+}
+
+// readOnlyText is what pressing an action says in read-only mode.
+func (m *Model) readOnlyText() string {
+	if m.opts.ReadOnlyMessage != "" {
+		return m.opts.ReadOnlyMessage
+	}
+	return ReadOnlyMessage
 }
 
 // shortHelp is the key hints line of the current screen: help first, then

@@ -126,6 +126,7 @@ func Handler(h Hub, opts Options) http.Handler {
 	mux.Handle("GET /api/v1/watch", s.watchHandler())
 	mux.HandleFunc("GET /api/v1/nodes/{id}", s.node)
 	mux.HandleFunc("GET /api/v1/replicas", s.replicas)
+	mux.HandleFunc("GET /api/v1/whoami", s.whoami)
 	mux.Handle("POST /api/v1/nodes/{id}/repair", s.write(noBody, s.action(s.repair)))
 	mux.Handle("POST /api/v1/clusters/{id}/pause", s.write(noBody, s.action(s.pause(true))))
 	mux.Handle("POST /api/v1/clusters/{id}/resume", s.write(noBody, s.action(s.pause(false))))

@@ -565,3 +565,42 @@ func TestWatchOutlivesWriteTimeout(t *testing.T) {
 	}
 	nextData("the pause, past the write timeout", `"paused":true`)
 }
+
+// TestWhoami: each token learns its name and role; a read-only hub
+// answers viewer for every token (it refuses every action); no token is
+// 401. The client's Whoami reads it.
+func TestWhoami(t *testing.T) {
+	h := startHub(t)
+	toks, err := ParseTokens("mem", []byte(opToken+" operator alice\n"+viewerToken+" viewer\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		readOnly    bool
+		token, name string
+		role        string
+	}{
+		{false, opToken, "alice", "operator"},
+		{false, viewerToken, "line 2", "viewer"}, // a token without a name is named by its line
+		{true, opToken, "alice", "viewer"},
+	} {
+		srv := httptest.NewServer(Handler(h, Options{Tokens: toks, ReadOnly: tc.readOnly}))
+		c, err := NewClientWithOptions(srv.URL, ClientOptions{Token: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Whoami(t.Context())
+		if err != nil || w.Name != tc.name || w.Role != tc.role || w.APIVersion != "driftwatch.io/v1" {
+			t.Errorf("read-only %v, %s's token: %+v, %v; want %s", tc.readOnly, tc.name, w, err, tc.role)
+		}
+		anon, err := NewClientWithOptions(srv.URL, ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e *Error
+		if _, err := anon.Whoami(t.Context()); !errors.As(err, &e) || e.StatusCode != http.StatusUnauthorized {
+			t.Errorf("without a token: %v, want 401", err)
+		}
+		srv.Close()
+	}
+}

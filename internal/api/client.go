@@ -322,6 +322,16 @@ func (c *Client) Replicas(ctx context.Context) (apiv1.ReplicaList, error) {
 	return l, nil
 }
 
+// Whoami asks the hub who the client's token belongs to. A hub older than
+// the route answers 404 (an *Error with that StatusCode).
+func (c *Client) Whoami(ctx context.Context) (apiv1.Whoami, error) {
+	var w apiv1.Whoami
+	if err := c.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &w); err != nil {
+		return apiv1.Whoami{}, err
+	}
+	return w, nil
+}
+
 // Reload asks the hub to reload its config file. Unless allowPrune, a
 // change that would decommission every managed object of a cluster or more
 // than the hub's prune limit is refused: the error then wraps

@@ -85,6 +85,18 @@ func (s *server) replicas(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.replicaList())
 }
 
+// whoami answers who the request's token belongs to (an apiv1.Whoami);
+// a hub in read-only mode answers viewer for every token, as it refuses
+// every action.
+func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
+	c := callerOf(r)
+	role := c.Role
+	if s.opts.ReadOnly {
+		role = RoleViewer
+	}
+	writeJSON(w, http.StatusOK, apiv1.Whoami{APIVersion: apiv1.APIVersion, Name: c.Name, Role: role.String()})
+}
+
 // node answers one NodeID's status and desired object (an
 // apiv1.NodeDetail), with environment and Secret values redacted unless
 // the caller is an operator.

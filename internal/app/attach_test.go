@@ -86,3 +86,38 @@ func TestAttachLog(t *testing.T) {
 		t.Errorf("written (%d bytes): %.200q ... %q", len(got), got, got[max(0, len(got)-80):])
 	}
 }
+
+// TestAttachReadOnlyForAViewer: attach with a viewer's token leaves the
+// actions out, saying whose token it is; an operator's token, and a hub
+// without GET /api/v1/whoami, attach as asked.
+func TestAttachReadOnlyForAViewer(t *testing.T) {
+	h := hub.New(hub.Options{})
+	toks, err := api.ParseTokens("mem", []byte(strings.Repeat("o", 40)+" operator alice\n"+strings.Repeat("v", 40)+" viewer bob\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler(h, api.Options{Tokens: toks}))
+	defer srv.Close()
+	old := httptest.NewServer(http.NotFoundHandler()) // a hub older than the route
+	defer old.Close()
+	for _, tc := range []struct {
+		url, token string
+		asked      bool
+		want       bool
+		msg        string
+	}{
+		{srv.URL, strings.Repeat("v", 40), false, true, `read-only: token "bob" is a viewer's (actions need an operator token)`},
+		{srv.URL, strings.Repeat("o", 40), false, false, ""},
+		{srv.URL, strings.Repeat("o", 40), true, true, ""},
+		{old.URL, strings.Repeat("v", 40), false, false, ""},
+	} {
+		c, err := api.NewClientWithOptions(tc.url, api.ClientOptions{Token: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, msg := attachReadOnly(t.Context(), c, tc.asked)
+		if got != tc.want || msg != tc.msg {
+			t.Errorf("%s, token %.1s..., asked %v: read-only %v %q; want %v %q", tc.url, tc.token, tc.asked, got, msg, tc.want, tc.msg)
+		}
+	}
+}

@@ -297,11 +297,33 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	if err == nil && len(l.Replicas) > 0 {
 		src, initial = api.NewReplicaClient(c, 0), nil
 	}
-	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial, Logger: opts.Logger})
+	readOnly, readOnlyMsg := attachReadOnly(ctx, c, readOnly)
+	err = tui.Run(ctx, src, tui.Options{ReadOnly: readOnly, ReadOnlyMessage: readOnlyMsg, NoColor: env.Getenv("NO_COLOR") != "", Reload: reload, Initial: initial, Logger: opts.Logger})
 	if errors.Is(err, tui.ErrHangup) {
 		return nil // the terminal went away: end as q does
 	}
 	return err
+}
+
+// attachReadOnly reports whether attach's UI is read-only, and what it
+// says when an action is pressed: a viewer's token (or a read-only hub,
+// which answers viewer) may take no action, so the UI leaves them out
+// rather than offer what the hub refuses. A hub older than GET
+// /api/v1/whoami, or one that does not answer it, is attached as asked.
+func attachReadOnly(ctx context.Context, c *api.Client, readOnly bool) (bool, string) {
+	if readOnly {
+		return true, ""
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.ResponseTimeout())
+	who, err := c.Whoami(wctx)
+	cancel()
+	if err != nil || who.Role != "viewer" {
+		return false, ""
+	}
+	if who.Name == "" {
+		return true, "read-only: this token is a viewer's (actions need an operator token)"
+	}
+	return true, fmt.Sprintf("read-only: token %q is a viewer's (actions need an operator token)", who.Name)
 }
 
 // attachLogMax bounds what attach keeps of its log while the UI runs (a

@@ -411,6 +411,17 @@ type Replica struct {
 	Clusters []string `json:"clusters"`
 }
 
+// Whoami is the answer of GET /api/v1/whoami: who the request's token
+// belongs to, so that a client can leave out what its role may not do.
+type Whoami struct {
+	// APIVersion is always APIVersion.
+	APIVersion string `json:"apiVersion"`
+	// Name is the token's name in the token file ("" when it has none).
+	Name string `json:"name,omitempty"`
+	// Role is viewer or operator.
+	Role string `json:"role"`
+}
+
 // ReplicaList is the answer of GET /api/v1/replicas: the live replicas,
 // sorted by id; empty for a hub of one process.
 type ReplicaList struct {
