@@ -41,10 +41,24 @@ func (f *feedLog) feed(e FeedEntry) {
 	signal(f.dirty)
 }
 
+// heldBack reports whether a feed action is that of a drift the hub saw
+// and did not write for: a fight it backs off from, a pause, a hold,
+// warn-only, a deletion it waits for.
+func heldBack(action string) bool {
+	switch action {
+	case "backoff", "paused", "held", "warn", "waiting", "wait-deletion":
+		return true
+	}
+	return false
+}
+
 // repeatLocked returns the position in the feed of the line e repeats, -1
 // when none: the NodeID's latest line, when it is the same happening (same
 // class, fields, who, action and error) and its last time is at most
-// feedRepeatWindow from e'f. Callers hold f.mu.
+// feedRepeatWindow from e'f. While the hub holds back (heldBack), the
+// fields may differ: an autoscaler that another writer's value keeps
+// moving (4, then 5, then 4) is one line with its latest change, not a
+// line each time. Callers hold f.mu.
 func (f *feedLog) repeatLocked(e FeedEntry) int {
 	for i := len(f.feedRing) - 1; i >= 0; i-- {
 		p := &f.feedRing[i]
@@ -56,7 +70,7 @@ func (f *feedLog) repeatLocked(e FeedEntry) int {
 			continue
 		}
 		if gap > feedRepeatWindow || p.Class != e.Class || p.Who != e.Who || p.Action != e.Action ||
-			p.Err != e.Err || !slices.Equal(p.Fields, e.Fields) {
+			p.Err != e.Err || !heldBack(e.Action) && !slices.Equal(p.Fields, e.Fields) {
 			return -1
 		}
 		return i

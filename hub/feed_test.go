@@ -46,9 +46,13 @@ func TestFeedFoldsRepeats(t *testing.T) {
 			[]line{{a, "backoff", 1, 11 * time.Second, -1}, {a, "backoff", 1, 0, -1}}},
 		{"the window runs from the last repeat", []FeedEntry{backoff(a, 0), backoff(a, 9*time.Second), backoff(a, 18*time.Second), backoff(a, 27*time.Second)},
 			[]line{{a, "backoff", 4, 27 * time.Second, 0}}},
-		{"other fields", []FeedEntry{backoff(a, 0), with(backoff(a, time.Second), func(e *FeedEntry) {
+		{"other fields while held back: folded", []FeedEntry{backoff(a, 0), with(backoff(a, time.Second), func(e *FeedEntry) {
 			e.Fields = []FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}}
-		})}, []line{{a, "backoff", 1, time.Second, -1}, {a, "backoff", 1, 0, -1}}},
+		})}, []line{{a, "backoff", 2, time.Second, 0}}},
+		{"other fields repaired: a line each", []FeedEntry{with(backoff(a, 0), func(e *FeedEntry) { e.Action = "apply" }),
+			with(backoff(a, time.Second), func(e *FeedEntry) {
+				e.Action, e.Fields = "apply", []FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}}
+			})}, []line{{a, "apply", 1, time.Second, -1}, {a, "apply", 1, 0, -1}}},
 		{"another writer", []FeedEntry{backoff(a, 0), with(backoff(a, time.Second), func(e *FeedEntry) { e.Who = "kubectl-scale" })},
 			[]line{{a, "backoff", 1, time.Second, -1}, {a, "backoff", 1, 0, -1}}},
 		{"another error", []FeedEntry{with(backoff(a, 0), func(e *FeedEntry) { e.Action, e.Err = "failed", "timeout" }),
