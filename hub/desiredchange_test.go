@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"slices"
 	"testing"
 	"testing/synctest"
 
@@ -41,6 +42,16 @@ func TestDesiredChangeIsNotDrift(t *testing.T) {
 		}
 		if len(snap.Feed) == 0 || snap.Feed[0].Who != "desired changed (web@fedcba9)" || !snap.Feed[0].DesiredChanged() {
 			t.Errorf("feed: %+v", snap.Feed)
+		}
+		var steps []Step
+		for _, e := range n.Timeline {
+			steps = append(steps, e.Step)
+			if e.Step == StepClassified || e.Step == StepApplied || e.Step == StepVerified {
+				t.Errorf("timeline step %q for a change of the desired state: %+v", e.Step, n.Timeline)
+			}
+		}
+		if !slices.Contains(steps, StepDesiredChanged) || !slices.Contains(steps, StepChangeApplied) {
+			t.Errorf("timeline %v, want %q and %q", steps, StepDesiredChanged, StepChangeApplied)
 		}
 		m := f.h.metrics
 		if got := testutil.CollectAndCount(m.drift); got != 0 {

@@ -74,6 +74,19 @@ type Drift struct {
 	Ignored []IgnoredField `json:",omitempty"`
 }
 
+// ChangeSummary is Summary as the apply of a change of the desired state
+// reads (FieldDiff.ChangeString): "modified spec.replicas: 1 -> 3".
+func (d Drift) ChangeSummary() string {
+	if len(d.Fields) == 0 {
+		return string(d.Class)
+	}
+	parts := make([]string, 0, len(d.Fields))
+	for _, f := range d.Fields {
+		parts = append(parts, f.ChangeString())
+	}
+	return string(d.Class) + " " + strings.Join(parts, ", ")
+}
+
 // InSync reports whether there is no drift.
 func (d Drift) InSync() bool { return d.Class == DriftNone }
 

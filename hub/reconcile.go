@@ -540,7 +540,11 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 	}
 
 	// Classified: published now (a repair queued), written by a writer.
-	r.out.record(p, rep, StatusRepairing, "", StepClassified)
+	step := StepClassified
+	if rep.DesiredChange != "" {
+		step = StepDesiredChanged
+	}
+	r.out.record(p, rep, StatusRepairing, "", step)
 	p.shed()
 	return Result{}, &writeStep{run: func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }}, nil
 }

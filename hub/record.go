@@ -23,7 +23,11 @@ func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Ste
 	o.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
 	o.status.drift(p.id, rep)
 	o.status.step(p.id, StepObserved, "", rep.ObservedAt)
-	o.status.step(p.id, step, rep.Drift.Summary(), rep.ClassifiedAt)
+	summary := rep.Drift.Summary()
+	if step == StepDesiredChanged {
+		summary = rep.Drift.ChangeSummary()
+	}
+	o.status.step(p.id, step, summary, rep.ClassifiedAt)
 	o.status.setStatus(p.id, st, reason, now)
 	if st != StatusRepairing {
 		o.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
@@ -181,10 +185,11 @@ func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency tim
 		detail += fmt.Sprintf(" (took %d field(s) from %s)", len(conflicts), conflicts[0].Manager)
 	}
 	o.status.applied(p.id, rep, latency)
+	step := StepApplied
 	if rep.DesiredChange != "" {
-		detail += ": " + rep.DesiredChange
+		step, detail = StepChangeApplied, detail+": "+rep.DesiredChange
 	}
-	o.status.step(p.id, StepApplied, detail, rep.AppliedAt)
+	o.status.step(p.id, step, detail, rep.AppliedAt)
 	who := attributionText(rep.Attribution)
 	if rep.DesiredChange != "" {
 		who = rep.DesiredChange

@@ -70,6 +70,11 @@ const (
 	StepPanic      Step = "reconcile panicked"
 	StepReleased   Step = "released"
 	StepHeld       Step = "held"
+	// StepDesiredChanged and StepChangeApplied are the classification and
+	// the write of a change of the desired state (Repair.DesiredChange):
+	// not drift, not a repair.
+	StepDesiredChanged Step = "desired changed"
+	StepChangeApplied  Step = "change applied"
 )
 
 // TimelineEntry is one timestamped step in a NodeID's history.
