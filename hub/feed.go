@@ -2,6 +2,7 @@ package hub
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,6 +42,15 @@ func (f *feedLog) feed(e FeedEntry) {
 	signal(f.dirty)
 }
 
+// writer is a feed entry's who without the time of the write
+// (Attribution.String's " at 15:04:05"): the same writer's next write.
+func writer(who string) string {
+	if i := strings.LastIndex(who, " at "); i >= 0 {
+		return who[:i]
+	}
+	return who
+}
+
 // heldBack reports whether a feed action is that of a drift the hub saw
 // and did not write for: a fight it backs off from, a pause, a hold,
 // warn-only, a deletion it waits for.
@@ -56,9 +66,9 @@ func heldBack(action string) bool {
 // when none: the NodeID's latest line, when it is the same happening (same
 // class, fields, who, action and error) and its last time is at most
 // feedRepeatWindow from e'f. While the hub holds back (heldBack), the
-// fields may differ: an autoscaler that another writer's value keeps
-// moving (4, then 5, then 4) is one line with its latest change, not a
-// line each time. Callers hold f.mu.
+// fields and the time of the write may differ: an autoscaler whose
+// writes keep moving a value (4, then 5, then 4) is one line with its
+// latest change, not a line each time. Callers hold f.mu.
 func (f *feedLog) repeatLocked(e FeedEntry) int {
 	for i := len(f.feedRing) - 1; i >= 0; i-- {
 		p := &f.feedRing[i]
@@ -69,8 +79,9 @@ func (f *feedLog) repeatLocked(e FeedEntry) int {
 			}
 			continue
 		}
-		if gap > feedRepeatWindow || p.Class != e.Class || p.Who != e.Who || p.Action != e.Action ||
-			p.Err != e.Err || !heldBack(e.Action) && !slices.Equal(p.Fields, e.Fields) {
+		held := heldBack(e.Action)
+		if gap > feedRepeatWindow || p.Class != e.Class || p.Action != e.Action || p.Err != e.Err ||
+			!held && (p.Who != e.Who || !slices.Equal(p.Fields, e.Fields)) || held && writer(p.Who) != writer(e.Who) {
 			return -1
 		}
 		return i

@@ -49,6 +49,15 @@ func TestFeedFoldsRepeats(t *testing.T) {
 		{"other fields while held back: folded", []FeedEntry{backoff(a, 0), with(backoff(a, time.Second), func(e *FeedEntry) {
 			e.Fields = []FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}}
 		})}, []line{{a, "backoff", 2, time.Second, 0}}},
+		{"the same writer's next write while held back: folded", []FeedEntry{
+			with(backoff(a, 0), func(e *FeedEntry) { e.Who = "hpa (Update) at 12:00:00" }),
+			with(backoff(a, time.Second), func(e *FeedEntry) {
+				e.Who, e.Fields = "hpa (Update) at 12:00:01", []FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}}
+			})}, []line{{a, "backoff", 2, time.Second, 0}}},
+		{"another writer while held back", []FeedEntry{
+			with(backoff(a, 0), func(e *FeedEntry) { e.Who = "hpa (Update) at 12:00:00" }),
+			with(backoff(a, time.Second), func(e *FeedEntry) { e.Who = "kubectl-scale (Update) at 12:00:01" })},
+			[]line{{a, "backoff", 1, time.Second, -1}, {a, "backoff", 1, 0, -1}}},
 		{"other fields repaired: a line each", []FeedEntry{with(backoff(a, 0), func(e *FeedEntry) { e.Action = "apply" }),
 			with(backoff(a, time.Second), func(e *FeedEntry) {
 				e.Action, e.Fields = "apply", []FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "5"}}
