@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // maxCAFileBytes bounds Options.CAFile.
@@ -33,7 +35,7 @@ const userAgent = "driftwatch-chartrepo"
 func newTransport(timeout time.Duration, caFile string) (*http.Transport, error) {
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := readLimited(caFile, maxCAFileBytes)
+		pem, err := safefile.ReadLimited(caFile, maxCAFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("caFile: %w", err)
 		}

@@ -5,15 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // Defaults of Options.
@@ -344,9 +344,6 @@ func DirName(rawURL, chart string) string {
 	return name + "-" + hex.EncodeToString(sum[:6])
 }
 
-// maxCredentialBytes bounds a credentials file.
-const maxCredentialBytes = 64 << 10
-
 // credentials are the basic-auth user and password of one Fetch.
 type credentials struct {
 	user, password string
@@ -357,11 +354,11 @@ func readAuth(a Auth) (*credentials, error) {
 	if a.UsernameFile == "" && a.PasswordFile == "" {
 		return nil, nil
 	}
-	user, err := readCredential("auth.usernameFile", a.UsernameFile)
+	user, err := safefile.ReadCredential("auth.usernameFile", a.UsernameFile)
 	if err != nil {
 		return nil, err
 	}
-	pass, err := readCredential("auth.passwordFile", a.PasswordFile)
+	pass, err := safefile.ReadCredential("auth.passwordFile", a.PasswordFile)
 	if err != nil {
 		return nil, err
 	}
@@ -369,51 +366,6 @@ func readAuth(a Auth) (*credentials, error) {
 		return nil, fmt.Errorf("auth.usernameFile: %s: a user name for basic authentication must not contain ':'", a.UsernameFile)
 	}
 	return &credentials{user: user, password: pass}, nil
-}
-
-// readCredential reads one credential (a user or password) from path,
-// trimmed. what names the field in errors.
-func readCredential(what, path string) (string, error) {
-	b, err := readLimited(path, maxCredentialBytes)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s: %s is empty", what, path)
-	}
-	if strings.ContainsAny(s, "\r\n\x00") {
-		return "", fmt.Errorf("%s: %s holds more than one line", what, path)
-	}
-	return s, nil
-}
-
-// readLimited reads the regular file at path (following links), refusing
-// one larger than limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
 }
 
 // sizeLabel writes a byte limit the way operators read it ("16 MiB").

@@ -21,6 +21,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // Errors that callers may test for with errors.Is. Every error Fetch
@@ -533,7 +535,7 @@ func isLowerHex(s string) bool {
 func (r *Repo) loadState() state {
 	fresh := state{URL: r.opts.URL, Chart: r.opts.Chart}
 	var s state
-	b, err := readLimited(filepath.Join(r.opts.CacheDir, stateFile), 1<<20)
+	b, err := safefile.ReadLimited(filepath.Join(r.opts.CacheDir, stateFile), 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fresh
 	}

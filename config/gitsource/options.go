@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -307,54 +305,6 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// maxCredentialBytes bounds a credentials file.
-const maxCredentialBytes = 64 << 10
-
-// readCredential reads one credential (a token, user or password) from
-// path, trimmed. what names the field in errors.
-func readCredential(what, path string) (string, error) {
-	b, err := readLimited(path, maxCredentialBytes)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s: %s is empty", what, path)
-	}
-	if strings.ContainsAny(s, "\r\n\x00") {
-		return "", fmt.Errorf("%s: %s holds more than one line", what, path)
-	}
-	return s, nil
-}
-
-// readLimited reads the regular file at path (following links), refusing
-// one larger than limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
 }
 
 // CheckURL reports whether Open would accept rawURL as Options.URL (for a

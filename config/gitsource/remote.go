@@ -25,6 +25,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // defaultMaxPacks is the number of packs in repo.git from which the cache
@@ -308,7 +310,7 @@ func (s *netSource) httpAuth() (transport.AuthMethod, error) {
 	a := s.r.opts.Auth
 	user := "x-access-token"
 	if a.UsernameFile != "" {
-		u, err := readCredential("auth.usernameFile", a.UsernameFile)
+		u, err := safefile.ReadCredential("auth.usernameFile", a.UsernameFile)
 		if err != nil {
 			return nil, err
 		}
@@ -318,9 +320,9 @@ func (s *netSource) httpAuth() (transport.AuthMethod, error) {
 	var err error
 	switch {
 	case a.TokenFile != "":
-		pass, err = readCredential("auth.tokenFile", a.TokenFile)
+		pass, err = safefile.ReadCredential("auth.tokenFile", a.TokenFile)
 	case a.PasswordFile != "":
-		pass, err = readCredential("auth.passwordFile", a.PasswordFile)
+		pass, err = safefile.ReadCredential("auth.passwordFile", a.PasswordFile)
 	default:
 		return nil, nil
 	}
@@ -334,7 +336,7 @@ func (s *netSource) httpAuth() (transport.AuthMethod, error) {
 // alone: its key, its known_hosts, its timeout.
 func (s *netSource) sshConfig(ep *transport.Endpoint) (string, *ssh.ClientConfig, error) {
 	a := s.r.opts.Auth
-	pem, err := readLimited(a.SSHKeyFile, maxCredentialBytes)
+	pem, err := safefile.ReadLimited(a.SSHKeyFile, safefile.MaxCredentialBytes)
 	if err != nil {
 		return "", nil, fmt.Errorf("auth.sshKeyFile: %w", err)
 	}
@@ -344,7 +346,7 @@ func (s *netSource) sshConfig(ep *transport.Endpoint) (string, *ssh.ClientConfig
 		if a.PasswordFile == "" {
 			return "", nil, fmt.Errorf("auth.sshKeyFile %s is encrypted; put its passphrase in auth.passwordFile", a.SSHKeyFile)
 		}
-		pass, perr := readCredential("auth.passwordFile", a.PasswordFile)
+		pass, perr := safefile.ReadCredential("auth.passwordFile", a.PasswordFile)
 		if perr != nil {
 			return "", nil, perr
 		}
@@ -353,7 +355,7 @@ func (s *netSource) sshConfig(ep *transport.Endpoint) (string, *ssh.ClientConfig
 	if err != nil {
 		return "", nil, fmt.Errorf("auth.sshKeyFile %s: %w", a.SSHKeyFile, err)
 	}
-	if _, err := readLimited(a.KnownHostsFile, 16<<20); err != nil {
+	if _, err := safefile.ReadLimited(a.KnownHostsFile, 16<<20); err != nil {
 		return "", nil, fmt.Errorf("auth.knownHostsFile: %w", err)
 	}
 	// go-git's known_hosts database (github.com/skeema/knownhosts) also

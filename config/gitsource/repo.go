@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // Errors that callers may test for with errors.Is. Every error Fetch
@@ -396,7 +398,7 @@ func (r *Repo) pruneTrees() {
 // one of another URL, starts an empty cache.
 func (r *Repo) loadState() state {
 	var s state
-	b, err := readLimited(filepath.Join(r.opts.CacheDir, stateFile), 1<<20)
+	b, err := safefile.ReadLimited(filepath.Join(r.opts.CacheDir, stateFile), 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return state{URL: r.opts.URL}
 	}

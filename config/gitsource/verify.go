@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
 // maxKeysFileBytes bounds Verify.KeysFile.
@@ -58,7 +60,7 @@ type sshKey struct {
 
 // loadKeyring reads and parses a keys file.
 func loadKeyring(path string) (*keyring, error) {
-	b, err := readLimited(path, maxKeysFileBytes)
+	b, err := safefile.ReadLimited(path, maxKeysFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("verify.keysFile: %w", err)
 	}

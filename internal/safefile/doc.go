@@ -6,6 +6,10 @@
 // plant a link cannot redirect what driftwatch writes (or make it read a
 // file of their choosing).
 //
+// ReadLimited and ReadCredential read the files the config names (a Git
+// or chart repository's credentials, CA bundles, keys): bounded in size
+// before they are read, and a credential to one trimmed line.
+//
 // What is checked, and what is not:
 //
 //   - The file itself is opened with O_NOFOLLOW, so a symbolic link at its

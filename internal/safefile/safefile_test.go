@@ -619,3 +619,42 @@ func TestOwners(t *testing.T) {
 		})
 	}
 }
+
+// TestReadLimited: a regular file within the limit is read; a larger one,
+// a folder and a missing file are refused. ReadCredential trims one line
+// and refuses an empty file and several lines, naming the field.
+func TestReadLimited(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	small := write("small", "token\n")
+	if b, err := ReadLimited(small, 6); err != nil || string(b) != "token\n" {
+		t.Errorf("within the limit: %q, %v", b, err)
+	}
+	if _, err := ReadLimited(small, 5); err == nil || !strings.Contains(err.Error(), "larger than 5 bytes") {
+		t.Errorf("over the limit: %v", err)
+	}
+	if _, err := ReadLimited(dir, 1<<20); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a folder: %v", err)
+	}
+	if _, err := ReadLimited(filepath.Join(dir, "missing"), 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	if s, err := ReadCredential("auth.tokenFile", write("tok", "  s3cret \n")); err != nil || s != "s3cret" {
+		t.Errorf("credential: %q, %v", s, err)
+	}
+	for content, want := range map[string]string{"\n": "auth.tokenFile: " + dir + "/bad is empty", "a\nb\n": "holds more than one line"} {
+		if _, err := ReadCredential("auth.tokenFile", write("bad", content)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("credential %q: %v, want %q", content, err, want)
+		}
+	}
+	big := write("big", strings.Repeat("x", MaxCredentialBytes+1))
+	if _, err := ReadCredential("auth.passwordFile", big); err == nil || !strings.HasPrefix(err.Error(), "auth.passwordFile: ") {
+		t.Errorf("a credential over the limit: %v", err)
+	}
+}
