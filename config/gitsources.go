@@ -14,21 +14,7 @@ func (d *decoder) gitSource(c child) *GitSource {
 		return nil
 	}
 	g := &GitSource{Interval: DefaultGitInterval}
-	file := func(c child, dst *string) {
-		v, ok := d.str(c)
-		if !ok || v == "" {
-			if c.set && (ok || c.node == nil) {
-				d.errorf(c.pos, c.field, "must not be empty")
-			}
-			return
-		}
-		p, err := d.expandPath(v)
-		if err != nil {
-			d.errorf(c.pos, c.field, "%v", err)
-			return
-		}
-		*dst = p
-	}
+	file := d.filePath
 	o := d.fields(c.node, c.field, c.pos, g,
 		on(&g.URL, func(c child) {
 			v, ok := d.str(c)
@@ -102,6 +88,26 @@ func (d *decoder) gitSource(c child) *GitSource {
 		return nil
 	}
 	return g
+}
+
+// filePath reads a field naming a file beside the config (a credentials
+// file, a CA bundle, a key): not empty, `~` and variables expanded, made
+// absolute; *dst is left as it is when the field is absent or invalid
+// (reported).
+func (d *decoder) filePath(c child, dst *string) {
+	v, ok := d.str(c)
+	if !ok || v == "" {
+		if c.set && (ok || c.node == nil) {
+			d.errorf(c.pos, c.field, "must not be empty")
+		}
+		return
+	}
+	p, err := d.expandPath(v)
+	if err != nil {
+		d.errorf(c.pos, c.field, "%v", err)
+		return
+	}
+	*dst = p
 }
 
 // GitOptions returns the gitsource options of a Git source for a cache

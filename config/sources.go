@@ -580,21 +580,7 @@ func (d *decoder) helmChart(c child, src *srcSrc) *HelmChart {
 	}
 	h := &HelmChart{}
 	var chart child
-	repoFile := func(c child, dst *string) {
-		v, ok := d.str(c)
-		if !ok || v == "" {
-			if c.set && (ok || c.node == nil) {
-				d.errorf(c.pos, c.field, "must not be empty")
-			}
-			return
-		}
-		p, err := d.expandPath(v)
-		if err != nil {
-			d.errorf(c.pos, c.field, "%v", err)
-			return
-		}
-		*dst = p
-	}
+	repoFile := d.filePath
 	var repoOnly []child // fields that need repo
 	o := d.fields(c.node, c.field, c.pos, h,
 		on(&h.Chart, func(c child) { chart = c }),
