@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/remoteurl"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -80,7 +81,7 @@ func (g guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // secureFor reports whether credentials may travel to u: over https, or
 // plain http to a loopback address.
 func secureFor(u *url.URL) bool {
-	return u.Scheme == schemeHTTPS || (u.Scheme == schemeHTTP && isLoopback(u.Hostname()))
+	return u.Scheme == schemeHTTPS || (u.Scheme == schemeHTTP && remoteurl.IsLoopback(u.Hostname()))
 }
 
 // newClient returns an HTTP client over tr that follows at most
@@ -322,18 +323,18 @@ func notFoundError(chart, want, repo string, versions []string) error {
 func (s *httpSource) chartURL(raw string) (*url.URL, error) {
 	ref, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("chart URL %q does not parse", redactRaw(raw))
+		return nil, fmt.Errorf("chart URL %q does not parse", remoteurl.Redact(raw))
 	}
 	base := *s.r.url.u
 	base.Path += "/"
 	u := base.ResolveReference(ref)
 	switch {
 	case u.Scheme != schemeHTTPS && u.Scheme != schemeHTTP:
-		return nil, fmt.Errorf("chart URL %q: scheme %q is not allowed (https, http)", redactRaw(raw), u.Scheme)
+		return nil, fmt.Errorf("chart URL %q: scheme %q is not allowed (https, http)", remoteurl.Redact(raw), u.Scheme)
 	case u.User != nil:
-		return nil, fmt.Errorf("chart URL %q carries credentials", redactRaw(raw))
+		return nil, fmt.Errorf("chart URL %q carries credentials", remoteurl.Redact(raw))
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("chart URL %q has no host", redactRaw(raw))
+		return nil, fmt.Errorf("chart URL %q has no host", remoteurl.Redact(raw))
 	case s.r.url.scheme == schemeHTTPS && u.Scheme == schemeHTTP:
 		return nil, fmt.Errorf("chart URL %s is plain http in an https repository", displayURL(u))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/driftwatch/driftwatch/internal/remoteurl"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -126,16 +127,16 @@ func parseURL(raw string) (repoURL, error) {
 	}
 	for _, r := range raw {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return repoURL{}, fmt.Errorf("url %q contains white space or a control character", redactRaw(raw))
+			return repoURL{}, fmt.Errorf("url %q contains white space or a control character", remoteurl.Redact(raw))
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error repeats the URL, which may hold a password.
-		return repoURL{}, fmt.Errorf("url %q does not parse as a URL", redactRaw(raw))
+		return repoURL{}, fmt.Errorf("url %q does not parse as a URL", remoteurl.Redact(raw))
 	}
 	if u.User != nil {
-		return repoURL{}, fmt.Errorf("url %q carries credentials; put them in auth files instead", redactRaw(raw))
+		return repoURL{}, fmt.Errorf("url %q carries credentials; put them in auth files instead", remoteurl.Redact(raw))
 	}
 	if u.Opaque != "" {
 		return repoURL{}, fmt.Errorf("url %q: want scheme://host/path", raw)
@@ -189,30 +190,6 @@ func hostPort(scheme string, u *url.URL) string {
 	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
-// redactRaw returns a URL as written with the password of its user
-// information, if any, replaced by "xxxxx", for error messages: it works on
-// the text, so also on a URL that does not parse.
-func redactRaw(raw string) string {
-	start := 0
-	if i := strings.Index(raw, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	end := len(raw)
-	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
-		end = start + i
-	}
-	at := strings.LastIndexByte(raw[start:end], '@')
-	if at < 0 {
-		return raw
-	}
-	userinfo := raw[start : start+at]
-	colon := strings.IndexByte(userinfo, ':')
-	if colon < 0 {
-		return raw
-	}
-	return raw[:start+colon+1] + "xxxxx" + raw[start+at:]
-}
-
 // displayURL is u as errors and Revision.URL show it: without user
 // information or query (which may hold a signed token).
 func displayURL(u *url.URL) string {
@@ -223,15 +200,6 @@ func displayURL(u *url.URL) string {
 	c.Fragment = ""
 	c.RawFragment = ""
 	return c.String()
-}
-
-// isLoopback reports whether host is localhost or a loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // maxChartName bounds a chart's name.

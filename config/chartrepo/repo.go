@@ -22,6 +22,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
+	"github.com/driftwatch/driftwatch/internal/remoteurl"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -136,7 +137,7 @@ func Open(opts Options) (*Repo, error) {
 	if (opts.Auth.UsernameFile == "") != (opts.Auth.PasswordFile == "") {
 		return nil, fmt.Errorf("%s: auth.usernameFile and auth.passwordFile go together", label)
 	}
-	if opts.Auth.UsernameFile != "" && u.scheme == schemeHTTP && !isLoopback(u.host) {
+	if opts.Auth.UsernameFile != "" && u.scheme == schemeHTTP && !remoteurl.IsLoopback(u.host) {
 		return nil, fmt.Errorf("%s: refusing to send credentials over plain http to %s; use https", label, u.host)
 	}
 	if u.scheme == schemeOCI {
@@ -152,7 +153,7 @@ func Open(opts Options) (*Repo, error) {
 		if u.scheme != schemeOCI {
 			return nil, fmt.Errorf("%s: plainHTTP is for oci:// URLs (write http:// for a chart repository)", label)
 		}
-		if !isLoopback(u.host) {
+		if !remoteurl.IsLoopback(u.host) {
 			return nil, fmt.Errorf("%s: plainHTTP is only allowed for a registry on a loopback address, not %s", label, u.host)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 	"unicode"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/driftwatch/driftwatch/internal/remoteurl"
 )
 
 // Defaults of Options.
@@ -165,7 +166,7 @@ func parseURL(raw string) (remoteURL, error) {
 		return remoteURL{}, errors.New("url is empty")
 	}
 	// Every error shows the URL with its password, if any, redacted.
-	shown := redactRaw(raw)
+	shown := remoteurl.Redact(raw)
 	for _, r := range raw {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
 			return remoteURL{}, fmt.Errorf("url %q contains white space or a control character", shown)
@@ -231,39 +232,6 @@ func parseURL(raw string) (remoteURL, error) {
 	default:
 		return remoteURL{}, fmt.Errorf("url %q: scheme %q is not supported (https, http, ssh, file)", shown, u.Scheme)
 	}
-}
-
-// redactRaw returns a URL as written with the password of its user
-// information, if any, replaced by "xxxxx", for error messages: it works
-// on the text, so also on a URL that does not parse.
-func redactRaw(raw string) string {
-	start := 0
-	if i := strings.Index(raw, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	end := len(raw)
-	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
-		end = start + i
-	}
-	at := strings.LastIndexByte(raw[start:end], '@')
-	if at < 0 {
-		return raw
-	}
-	userinfo := raw[start : start+at]
-	colon := strings.IndexByte(userinfo, ':')
-	if colon < 0 {
-		return raw
-	}
-	return raw[:start+colon+1] + "xxxxx" + raw[start+at:]
-}
-
-// isLoopback reports whether host is localhost or a loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // refKind says what Options.Ref names.

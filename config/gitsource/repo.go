@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/driftwatch/driftwatch/internal/remoteurl"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
 
@@ -178,7 +179,7 @@ func checkAuth(u remoteURL, a Auth) error {
 		if a.UsernameFile != "" && a.TokenFile == "" && a.PasswordFile == "" {
 			return errors.New("auth.usernameFile needs auth.passwordFile or auth.tokenFile")
 		}
-		if httpAuth && u.scheme == "http" && !isLoopback(u.host) {
+		if httpAuth && u.scheme == "http" && !remoteurl.IsLoopback(u.host) {
 			return fmt.Errorf("refusing to send credentials over plain http to %s; use https", u.host)
 		}
 	}
