@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/driftwatch/driftwatch/config/gitsource"
 )
@@ -38,20 +39,7 @@ func (d *decoder) gitSource(c child) *GitSource {
 			}
 			g.Ref = v
 		}),
-		on(&g.Interval, func(c child) {
-			if c.node == nil {
-				return
-			}
-			v, ok := d.duration(c)
-			if !ok {
-				return
-			}
-			if v < MinGitInterval {
-				d.errorf(c.pos, c.field, "interval %s is too short: want at least %s", v, MinGitInterval)
-				return
-			}
-			g.Interval = v
-		}),
+		on(&g.Interval, func(c child) { d.pollInterval(c, &g.Interval) }),
 		on(&g.Timeout, func(c child) {
 			if c.node == nil {
 				return
@@ -88,6 +76,24 @@ func (d *decoder) gitSource(c child) *GitSource {
 		return nil
 	}
 	return g
+}
+
+// pollInterval reads a remote source's poll interval (a Git source's, a
+// chart repository's): at least MinGitInterval; *dst keeps its default
+// when the field is absent or invalid (reported).
+func (d *decoder) pollInterval(c child, dst *time.Duration) {
+	if c.node == nil {
+		return
+	}
+	v, ok := d.duration(c)
+	if !ok {
+		return
+	}
+	if v < MinGitInterval {
+		d.errorf(c.pos, c.field, "interval %s is too short: want at least %s", v, MinGitInterval)
+		return
+	}
+	*dst = v
 }
 
 // filePath reads a field naming a file beside the config (a credentials

@@ -610,19 +610,10 @@ func (d *decoder) helmChart(c child, src *srcSrc) *HelmChart {
 			h.Version = v
 		}),
 		on(&h.Interval, func(c child) {
-			if c.node == nil {
-				return
+			if c.node != nil {
+				repoOnly = append(repoOnly, c)
 			}
-			repoOnly = append(repoOnly, c)
-			v, ok := d.duration(c)
-			if !ok {
-				return
-			}
-			if v < MinGitInterval {
-				d.errorf(c.pos, c.field, "interval %s is too short: want at least %s", v, MinGitInterval)
-				return
-			}
-			h.Interval = v
+			d.pollInterval(c, &h.Interval)
 		}),
 		on(&h.Timeout, func(c child) {
 			if c.node == nil {

@@ -76,28 +76,22 @@ type Drift struct {
 
 // ChangeSummary is Summary as the apply of a change of the desired state
 // reads (FieldDiff.ChangeString): "modified spec.replicas: 1 -> 3".
-func (d Drift) ChangeSummary() string {
-	if len(d.Fields) == 0 {
-		return string(d.Class)
-	}
-	parts := make([]string, 0, len(d.Fields))
-	for _, f := range d.Fields {
-		parts = append(parts, f.ChangeString())
-	}
-	return string(d.Class) + " " + strings.Join(parts, ", ")
-}
+func (d Drift) ChangeSummary() string { return d.summary(FieldDiff.ChangeString) }
 
 // InSync reports whether there is no drift.
 func (d Drift) InSync() bool { return d.Class == DriftNone }
 
 // Summary is a one-line description, e.g. "modified spec.replicas: 3 -> 1".
-func (d Drift) Summary() string {
+func (d Drift) Summary() string { return d.summary(FieldDiff.String) }
+
+// summary is the class and each field as field says it.
+func (d Drift) summary(field func(FieldDiff) string) string {
 	if len(d.Fields) == 0 {
 		return string(d.Class)
 	}
 	parts := make([]string, 0, len(d.Fields))
 	for _, f := range d.Fields {
-		parts = append(parts, f.String())
+		parts = append(parts, field(f))
 	}
 	return string(d.Class) + " " + strings.Join(parts, ", ")
 }

@@ -322,18 +322,15 @@ func (s *store) applied(id NodeID, rep Repair, latency time.Duration) {
 		r := rep
 		x := n.more()
 		x.repair = &r
-		if rep.DesiredChange != "" {
-			// Not a repair: neither counted nor in the cluster's
-			// event-to-repair times.
-			s.mu.Unlock()
-			signal(s.dirty)
-			return
-		}
-		x.repairs++
-		c := s.clusterLocked(id.Cluster)
-		c.repairs = append(c.repairs, latency)
-		if len(c.repairs) > 100 {
-			c.repairs = c.repairs[len(c.repairs)-100:]
+		// A change of the desired state applied is not a repair: neither
+		// counted nor in the cluster's event-to-repair times.
+		if rep.DesiredChange == "" {
+			x.repairs++
+			c := s.clusterLocked(id.Cluster)
+			c.repairs = append(c.repairs, latency)
+			if len(c.repairs) > 100 {
+				c.repairs = c.repairs[len(c.repairs)-100:]
+			}
 		}
 	}
 	s.mu.Unlock()

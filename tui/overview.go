@@ -373,13 +373,13 @@ func timesText(e hub.FeedEntry) string {
 
 // feedCells renders one feed entry as cells.
 func feedCells(st *styles, e hub.FeedEntry) []cell {
+	field := hub.FieldDiff.String // desired -> live
+	if e.DesiredChanged() {
+		field = hub.FieldDiff.ChangeString // old -> new
+	}
 	changes := make([]string, 0, len(e.Fields))
 	for _, f := range e.Fields {
-		if e.DesiredChanged() {
-			changes = append(changes, f.ChangeString()) // old -> new
-			continue
-		}
-		changes = append(changes, f.String())
+		changes = append(changes, field(f))
 	}
 	change := strings.Join(changes, ", ")
 	if change == "" {

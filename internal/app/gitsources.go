@@ -128,6 +128,13 @@ func (g gitRemote) Cached() (config.GitCheckout, bool) {
 	return gitCheckout(rev), ok
 }
 
+// openGitRemote opens the cache of a Git source under a cache root:
+// root/<gitsource.DirName>.
+func openGitRemote(root string, spec config.GitSource) (gitRemote, error) {
+	repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+	return gitRemote{repo}, err
+}
+
 // gitCheckout is a gitsource revision as the config takes it.
 func gitCheckout(rev gitsource.Revision) config.GitCheckout {
 	return config.GitCheckout{Dir: rev.Dir, Commit: rev.Commit, Ref: rev.Ref, Time: rev.Time, Author: rev.Author, Message: rev.Message}
@@ -148,6 +155,14 @@ func (c chartRemote) Fetch(ctx context.Context) (config.GitCheckout, error) {
 func (c chartRemote) Cached() (config.GitCheckout, bool) {
 	rev, ok := c.r.Cached()
 	return chartCheckout(c.chart, rev), ok
+}
+
+// openChartRemote opens the cache of a chart from a repository under a
+// cache root: root/charts/<chartrepo.DirName>, a folder no Git cache is
+// named as (theirs end in a hash).
+func openChartRemote(root string, spec config.HelmChart) (chartRemote, error) {
+	repo, err := chartrepo.Open(chartOptions(spec, filepath.Join(root, "charts", chartrepo.DirName(spec.Repo, spec.Chart))))
+	return chartRemote{repo, spec.Chart}, err
 }
 
 // chartCheckout is a pulled chart version as the config takes it.
@@ -220,11 +235,11 @@ func (g *GitSources) cacheRootLocked(h config.Hub) (string, error) {
 // GitSources).
 func (g *GitSources) Checkout(h config.Hub, id string, spec config.GitSource) (config.GitCheckout, error) {
 	return g.checkout(h, id, spec, func(root string) (*gitRepo, error) {
-		repo, err := gitsource.Open(spec.GitOptions(filepath.Join(root, gitsource.DirName(spec.URL, spec.Ref))))
+		repo, err := openGitRemote(root, spec)
 		if err != nil {
 			return nil, err
 		}
-		return &gitRepo{url: spec.URL, ref: spec.Ref, interval: spec.Interval, webhookSecretFile: spec.WebhookSecretFile, repo: gitRemote{repo}}, nil
+		return &gitRepo{url: spec.URL, ref: spec.Ref, interval: spec.Interval, webhookSecretFile: spec.WebhookSecretFile, repo: repo}, nil
 	})
 }
 
@@ -235,13 +250,11 @@ func (g *GitSources) ChartPull(h config.Hub, id string, spec config.HelmChart) (
 	// Only what is pulled tells a new chart: values and release do not.
 	key := config.HelmChart{Chart: spec.Chart, Repo: spec.Repo, Version: spec.Version, Interval: spec.Interval, Timeout: spec.Timeout, Auth: spec.Auth, CAFile: spec.CAFile}
 	return g.checkout(h, id, key, func(root string) (*gitRepo, error) {
-		// A folder no Git cache is named as (theirs end in a hash).
-		dir := filepath.Join(root, "charts", chartrepo.DirName(spec.Repo, spec.Chart))
-		repo, err := chartrepo.Open(chartOptions(spec, dir))
+		repo, err := openChartRemote(root, spec)
 		if err != nil {
 			return nil, err
 		}
-		return &gitRepo{url: spec.Repo + " " + spec.Chart, ref: spec.Version, interval: spec.Interval, repo: chartRemote{repo, spec.Chart}}, nil
+		return &gitRepo{url: spec.Repo + " " + spec.Chart, ref: spec.Version, interval: spec.Interval, repo: repo}, nil
 	})
 }
 
@@ -677,7 +690,7 @@ func refMatches(r *gitRepo, ref string) bool {
 func tempRemotes(opts config.LoadOptions, ref string) (config.LoadOptions, func()) {
 	var mu sync.Mutex
 	dir := ""
-	cache := func(name string) (string, error) {
+	root := func() (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if dir == "" {
@@ -687,32 +700,28 @@ func tempRemotes(opts config.LoadOptions, ref string) (config.LoadOptions, func(
 			}
 			dir = d
 		}
-		return filepath.Join(dir, name), nil
+		return dir, nil
+	}
+	// fetch fetches once what open opens under the temporary root.
+	fetch := func(open func(root string) (remote, error)) (config.GitCheckout, error) {
+		d, err := root()
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		r, err := open(d)
+		if err != nil {
+			return config.GitCheckout{}, err
+		}
+		return r.Fetch(context.Background())
 	}
 	opts.GitCheckout = func(_ config.Hub, _ string, g config.GitSource) (config.GitCheckout, error) {
 		if ref != "" {
 			g.Ref = ref
 		}
-		d, err := cache(gitsource.DirName(g.URL, g.Ref))
-		if err != nil {
-			return config.GitCheckout{}, err
-		}
-		repo, err := gitsource.Open(g.GitOptions(d))
-		if err != nil {
-			return config.GitCheckout{}, err
-		}
-		return gitRemote{repo}.Fetch(context.Background())
+		return fetch(func(root string) (remote, error) { return openGitRemote(root, g) })
 	}
 	opts.ChartPull = func(_ config.Hub, _ string, h config.HelmChart) (config.GitCheckout, error) {
-		d, err := cache(filepath.Join("charts", chartrepo.DirName(h.Repo, h.Chart)))
-		if err != nil {
-			return config.GitCheckout{}, err
-		}
-		repo, err := chartrepo.Open(chartOptions(h, d))
-		if err != nil {
-			return config.GitCheckout{}, err
-		}
-		return chartRemote{repo, h.Chart}.Fetch(context.Background())
+		return fetch(func(root string) (remote, error) { return openChartRemote(root, h) })
 	}
 	return opts, func() {
 		mu.Lock()
