@@ -12,7 +12,8 @@ import (
 // BenchmarkPollNothingNew measures what a poll that finds nothing new
 // costs the hub: a Fetch whose version is already cached downloads and
 // reads the index, then nothing more. Beside it, the floor: the same
-// index downloaded and read whole by a plain client. Indexes of 100 and
+// index downloaded and read whole by a plain client; and what parsing an
+// index that did change costs. Indexes of 100 and
 // 10,000 entries (the second about the size of a large public
 // repository's: 500 charts of 20 versions).
 //
@@ -52,6 +53,16 @@ func BenchmarkPollNothingNew(b *testing.B) {
 					b.Fatal(err)
 				}
 				_ = resp.Body.Close()
+			}
+		})
+		b.Run(name+"/parse", func(b *testing.B) {
+			// What a poll costs when the index did change: it is parsed
+			// and the version picked again.
+			b.SetBytes(int64(len(index)))
+			for b.Loop() {
+				if _, _, err := parseIndex(index, "chart-0"); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 		b.Run(name+"/fetch", func(b *testing.B) {
