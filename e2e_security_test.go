@@ -196,6 +196,7 @@ func TestSecurity(t *testing.T) {
 	t.Run("abuse", func(t *testing.T) { testAbuse(t, path) })
 	t.Run("tls", func(t *testing.T) { testTLS(t, path) })
 	t.Run("viewer attach", func(t *testing.T) { testViewerAttach(t, path) })
+	t.Run("hub commands", func(t *testing.T) { testHubCommands(t, path, set) })
 	t.Run("refused starts", func(t *testing.T) { testRefusedStarts(t, path) })
 }
 

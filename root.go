@@ -115,7 +115,8 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	f.StringVar(&o.LogFile, "log-file", app.DefaultLogFile(c.getenv), "log `file` (nothing is written to the terminal while the UI runs)")
 	addKubeconfigFlag(f, &kubeconfig)
 
-	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newDemoCmd(c), newCheckCmd(c),
+	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newStatusCmd(c), newPauseCmd(c, true), newPauseCmd(c, false),
+		newHoldCmd(c), newReleaseCmd(c), newRepairCmd(c), newPolicyCmd(c), newDemoCmd(c), newCheckCmd(c),
 		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), newConfigCmd(c), cli.VersionCmd(shown, revision, c.stdout))
 	cli.Setup(root)
 	return root

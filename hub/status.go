@@ -199,6 +199,28 @@ type ClusterStatus struct {
 	Owner string `json:",omitempty"`
 }
 
+// Tally sums a cluster's statuses into the groups people read: InSync is
+// in-sync plus repaired; Drift is drift that is present and not being
+// repaired (drifted, warn-only, paused, held); Fixing is repairing; Failed
+// is failed plus forbidden; Stuck is stuck. Unknown, contested,
+// decommissioning, orphan and foreign objects are in none of them (only in
+// Objects).
+type Tally struct {
+	InSync, Drift, Fixing, Failed, Stuck int
+}
+
+// Tally sums c's Counts (see Tally).
+func (c ClusterStatus) Tally() Tally {
+	n := c.Counts
+	return Tally{
+		InSync: n[StatusInSync] + n[StatusRepaired],
+		Drift:  n[StatusDrifted] + n[StatusWarnOnly] + n[StatusPaused] + n[StatusHeld],
+		Fixing: n[StatusRepairing],
+		Failed: n[StatusFailed] + n[StatusForbidden],
+		Stuck:  n[StatusStuck],
+	}
+}
+
 // ReplicaStatus is one replica of a hub that runs as several, as a merged
 // view of the replicas sees it.
 type ReplicaStatus struct {

@@ -188,16 +188,12 @@ func (v *overviewView) layout() {
 	v.feedOff = clampOffset(v.feedOff, v.feedCur, v.feedRows, len(v.feed))
 }
 
-// counts sums a cluster's statuses into the overview's columns. SYNC is
-// in-sync plus repaired; DRIFT is drifted plus warn-only plus paused plus
-// held (drift that is present and not being repaired); FAIL is failed plus
-// forbidden; unknown, decommissioning and orphan objects only count in
-// OBJ.
+// counts sums a cluster's statuses into the overview's columns (SYNC,
+// DRIFT, FIXING, FAIL, STUCK: see hub.Tally); the other statuses only
+// count in OBJ.
 func counts(c hub.ClusterStatus) (sync, drift, fixing, failed, stuck int) {
-	n := c.Counts
-	return n[hub.StatusInSync] + n[hub.StatusRepaired],
-		n[hub.StatusDrifted] + n[hub.StatusWarnOnly] + n[hub.StatusPaused] + n[hub.StatusHeld],
-		n[hub.StatusRepairing], n[hub.StatusFailed] + n[hub.StatusForbidden], n[hub.StatusStuck]
+	t := c.Tally()
+	return t.InSync, t.Drift, t.Fixing, t.Failed, t.Stuck
 }
 
 // Overview cluster table columns.

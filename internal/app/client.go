@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/safefile"
 )
@@ -76,16 +75,9 @@ func ClientOptions(tokenFile, caFile string, getenv func(string) string) (api.Cl
 // /api/v1/reload), allowing a guarded prune with allowPrune, and says so on
 // stdout. A refusal or a rejection is an error.
 func Reload(server string, allowPrune bool, opts api.ClientOptions, stdout io.Writer) error {
-	c, err := api.NewClientWithOptions(server, opts)
+	r, err := NewRemote(server, opts, stdout)
 	if err != nil {
 		return UsageError("reload: %v", err)
 	}
-	if err := c.Reload(allowPrune); err != nil {
-		if errors.Is(err, hub.ErrPruneRefused) {
-			return fmt.Errorf("reload refused: %w", err)
-		}
-		return fmt.Errorf("reload: %w", err)
-	}
-	fmt.Fprintf(stdout, "config reloaded by the hub at %s\n", server)
-	return nil
+	return r.Reload(allowPrune)
 }

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/cli"
+)
+
+// hubFlags are the flags of the commands that act on a running hub:
+// where it listens, and clientFlags.
+type hubFlags struct {
+	server string
+	clientFlags
+}
+
+// addFlags registers --server, --token-file and --ca-file on cmd.
+func (f *hubFlags) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.server, "server", "http://"+app.DefaultListen, "the hub's API `address` (serve's --listen; https:// when it serves TLS)")
+	f.clientFlags.addFlags(cmd.Flags())
+}
+
+// remote returns the client of the hub the flags name, or a usage error
+// prefixed with the command's name.
+func (f *hubFlags) remote(c *cliEnv, cmd *cobra.Command) (*app.Remote, error) {
+	opts, err := f.options(c.getenv)
+	if err != nil {
+		return nil, usageError("%s%v", cli.Prefix(cmd), err)
+	}
+	r, err := app.NewRemote(f.server, opts, c.stdout)
+	if err != nil {
+		return nil, usageError("%s%v", cli.Prefix(cmd), err)
+	}
+	return r, nil
+}
+
+// remoteTokenText is the paragraph every hub command's help ends with.
+const remoteTokenText = `It talks to a running hub (driftwatch serve, default
+http://127.0.0.1:7070; --server names another) with a token: --token-file,
+else $DRIFTWATCH_TOKEN, else the token file serve made on this machine. The
+token goes over plain http only to this machine (127.0.0.1, ::1,
+localhost); any other hub needs an https:// --server.`
+
+// newStatusCmd is `driftwatch status`.
+func newStatusCmd(c *cliEnv) *cobra.Command {
+	var hf hubFlags
+	var output string
+	var all, exitCode bool
+	cmd := &cobra.Command{
+		Use:   "status [--all] [--exit-code] [-o text|json]",
+		Short: "Show a running hub's clusters and what needs attention",
+		Long: `Status prints a running hub's clusters (state, objects, in sync, drift,
+repairs in progress, failures, stuck rollouts, fights, paused), then what
+needs attention: the NodeIDs whose status is not in sync, the worst first
+(failed, forbidden, stuck, contested, drifted...), with the reason the hub
+gives; the holds, and the sources that fail or are stale. NodeIDs of a
+cluster that is not connected are counted on the cluster, not listed. The
+first 20 NodeIDs are listed; --all lists every one. -o json prints the same
+as a document for scripts.
+
+Exit 0, or with --exit-code 1 when anything needs attention (a NodeID, a
+cluster not synced or paused, a source failing or stale); 1 when the hub
+cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+A viewer token is enough.`,
+		Example: `  driftwatch status
+  driftwatch status --all --server https://hub.example:7070 --ca-file ca.pem --token-file token
+  driftwatch status -o json | jq '.attention[] | select(.status == "failed") | .id'
+  driftwatch status --exit-code >/dev/null || page-the-on-call`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckFormat(cmd, output, app.FormatText, app.FormatJSON); err != nil {
+				return err
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			limit := 20
+			if all {
+				limit = 0
+			}
+			attention, err := r.Status(output, limit)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			if attention && exitCode {
+				return &app.ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text or json")
+	cmd.Flags().BoolVar(&all, "all", false, "list every NodeID that needs attention, not the first 20")
+	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 1 when anything needs attention")
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// newPauseCmd is `driftwatch pause` (paused) or `driftwatch resume`.
+func newPauseCmd(c *cliEnv, paused bool) *cobra.Command {
+	var hf hubFlags
+	var all bool
+	verb, long, example := "pause", `Pause stops the repairs on each named cluster of a running hub, as the
+terminal UI's p key does: drift is still detected, reported and notified,
+and nothing there is written until driftwatch resume. It returns once no
+write there can still happen (writes already let through have finished,
+or were cancelled after 1 s). The pause outlives a restart of the hub
+(with its state file). --all pauses every cluster the hub manages now; a
+cluster discovered afterwards is not paused.`,
+		`  driftwatch pause prod-eu
+  driftwatch pause prod-eu prod-us --server https://hub.example:7070 --ca-file ca.pem
+  driftwatch pause --all`
+	if !paused {
+		verb, long, example = "resume", `Resume lets a running hub repair each named cluster again after driftwatch
+pause (or the terminal UI's p key): its drift is repaired from the next
+pass. --all resumes every cluster the hub manages.`,
+			`  driftwatch resume prod-eu
+  driftwatch resume --all`
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " CLUSTER... | --all",
+		Short: map[bool]string{true: "Pause the repairs on clusters of a running hub", false: "Resume the repairs on clusters of a running hub"}[paused],
+		Long: long + `
+
+It goes on past a cluster the hub does not know and names each in its
+error. Exit 0 done, 1 refused (an unknown cluster, a viewer token) or the
+hub cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+It needs an operator token.`,
+		Example: example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case all && len(args) > 0:
+				return usageError("%s--all acts on every cluster: name none with it", cli.Prefix(cmd))
+			case !all && len(args) == 0:
+				return usageError("%sname a cluster (or --all)", cli.Prefix(cmd))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			if err := r.Pause(args, all, paused); err != nil {
+				return fmt.Errorf("%s: %w", verb, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every cluster the hub manages now")
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// holdTarget parses the SCOPE NAME arguments of hold and release.
+func holdTarget(cmd *cobra.Command, args []string) (hub.HoldTarget, error) {
+	if len(args) != 2 {
+		return hub.HoldTarget{}, usageError("%swant SCOPE NAME: node NODEID, application NAME or cluster NAME", cli.Prefix(cmd))
+	}
+	t := hub.HoldTarget{Scope: hub.HoldScope(args[0]), Name: args[1]}
+	if err := t.Valid(); err != nil {
+		return hub.HoldTarget{}, usageError("%s%v", cli.Prefix(cmd), err)
+	}
+	return t, nil
+}
+
+// newHoldCmd is `driftwatch hold`.
+func newHoldCmd(c *cliEnv) *cobra.Command {
+	var hf hubFlags
+	var ttl time.Duration
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "hold node|application|cluster NAME --reason TEXT [--for DURATION]",
+		Short: "Hold the repairs of a NodeID, an application or a cluster for a while",
+		Long: `Hold stops a running hub's repairs of one NodeID, of every object of an
+application, or of a whole cluster, for a while (--for, default 30m) and
+with a reason (--reason, required), as the terminal UI's h key does: the
+drift stays reported and shows as held with the reason; the hold ends by
+itself when its time is up (7 days at most), or with driftwatch release.
+It returns once no write it covers can still happen. A hold outlives a
+restart of the hub (with its state file), and a new hold on the same
+target replaces it.
+
+Exit 0 held, 1 refused (an unknown target, a viewer token) or the hub
+cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+It needs an operator token.`,
+		Example: `  driftwatch hold cluster prod-eu --for 2h --reason "INC-123: etcd restore in progress"
+  driftwatch hold application checkout --reason "canary by hand"
+  driftwatch hold node prod-eu:shop/web:deployment --for 15m --reason "debugging"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			_, err := holdTarget(cmd, args)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := holdTarget(cmd, args)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return usageError("%s--reason is required: say why, for whoever finds the hold", cli.Prefix(cmd))
+			}
+			if ttl <= 0 {
+				return usageError("%s--for %s: want a positive duration, such as 30m or 2h", cli.Prefix(cmd), ttl)
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			if err := r.Hold(t, ttl, reason); err != nil {
+				return fmt.Errorf("hold: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "for", 30*time.Minute, "how long the hold lasts")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; shown wherever the hold is)")
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// newReleaseCmd is `driftwatch release`.
+func newReleaseCmd(c *cliEnv) *cobra.Command {
+	var hf hubFlags
+	cmd := &cobra.Command{
+		Use:   "release node|application|cluster NAME",
+		Short: "End a hold before its time",
+		Long: `Release ends a hold (driftwatch hold, or the terminal UI's h key) before its
+time, as the UI's H key does: the target's drift is repaired from the next
+pass. Exit 0 released, 1 no hold there or the hub cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+It needs an operator token.`,
+		Example: `  driftwatch release cluster prod-eu
+  driftwatch release node prod-eu:shop/web:deployment`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			_, err := holdTarget(cmd, args)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := holdTarget(cmd, args)
+			if err != nil {
+				return err
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			if err := r.Release(t); err != nil {
+				return fmt.Errorf("release: %w", err)
+			}
+			return nil
+		},
+	}
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// newRepairCmd is `driftwatch repair`.
+func newRepairCmd(c *cliEnv) *cobra.Command {
+	var hf hubFlags
+	cmd := &cobra.Command{
+		Use:   "repair NODEID...",
+		Short: "Repair NodeIDs now, once, past warn-only, a pause or a hold",
+		Long: `Repair asks a running hub to repair each NodeID now, once, as the terminal
+UI's r key does: also one that is warn-only, on a paused cluster or held
+(set before the request), which stay so afterwards. A NodeID reads
+cluster:namespace/name:kind, as status and the UI show it. It goes on past
+a NodeID the hub refuses and names each in its error. With replicas, ask
+the replica that manages the NodeID's cluster (the error of another names
+it).
+
+Exit 0 requested, 1 refused (an unknown NodeID, a viewer token) or the hub
+cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+It needs an operator token.`,
+		Example: `  driftwatch repair prod-eu:shop/web:deployment
+  driftwatch status -o json | jq -r '.attention[] | select(.status == "warn-only") | .id' | xargs driftwatch repair`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			_, err := nodeIDs(cmd, args)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := nodeIDs(cmd, args)
+			if err != nil {
+				return err
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			if err := r.Repair(ids); err != nil {
+				return fmt.Errorf("repair: %w", err)
+			}
+			return nil
+		},
+	}
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// nodeIDs parses repair's arguments.
+func nodeIDs(cmd *cobra.Command, args []string) ([]hub.NodeID, error) {
+	if len(args) == 0 {
+		return nil, usageError("%sname a NodeID (cluster:namespace/name:kind)", cli.Prefix(cmd))
+	}
+	ids := make([]hub.NodeID, 0, len(args))
+	for _, a := range args {
+		id, err := hub.ParseNodeID(a)
+		if err != nil {
+			return nil, usageError("%s%v", cli.Prefix(cmd), err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// newPolicyCmd is `driftwatch policy`.
+func newPolicyCmd(c *cliEnv) *cobra.Command {
+	var hf hubFlags
+	cmd := &cobra.Command{
+		Use:   "policy APPLICATION warn|repair|config",
+		Short: "Make an application warn-only, or repaired, at run time",
+		Long: `Policy sets an application's policy on a running hub, as the terminal UI's w
+key does: warn makes its drift reported and not repaired, repair repairs
+it, config drops the override and follows the config file's policy again.
+The override outlives a reload and, with the hub's state file, a
+restart (APPLICATION is an application's or a manifest source's id).
+
+Exit 0 set, 1 refused (an unknown application, a viewer token) or the hub
+cannot be asked, 2 usage.
+
+` + remoteTokenText + `
+It needs an operator token.`,
+		Example: `  driftwatch policy checkout warn
+  driftwatch policy checkout config`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			_, err := policyArg(cmd, args)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := policyArg(cmd, args)
+			if err != nil {
+				return err
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return err
+			}
+			if err := r.Policy(args[0], p); err != nil {
+				return fmt.Errorf("policy: %w", err)
+			}
+			return nil
+		},
+	}
+	hf.addFlags(cmd)
+	return cmd
+}
+
+// policyArg parses policy's arguments: the policy to set, "" for config.
+func policyArg(cmd *cobra.Command, args []string) (hub.Policy, error) {
+	if len(args) != 2 {
+		return "", usageError("%swant APPLICATION warn|repair|config", cli.Prefix(cmd))
+	}
+	switch args[1] {
+	case "warn":
+		return hub.PolicyWarn, nil
+	case "repair":
+		return hub.PolicyRepair, nil
+	case "config":
+		return "", nil
+	}
+	return "", usageError("%spolicy %q: want warn, repair or config", cli.Prefix(cmd), args[1])
+}

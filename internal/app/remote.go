@@ -1,0 +1,407 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/api"
+	"github.com/driftwatch/driftwatch/internal/termtext"
+)
+
+// Remote is a client of a running hub (driftwatch serve) for the one-shot
+// commands: status, pause, resume, hold, release, repair and policy. Each
+// does what the terminal UI's key does, through the same API, so a
+// runbook, a script or a chat bot can pull the same switches.
+type Remote struct {
+	server string
+	client *api.Client
+	now    func() time.Time
+	out    io.Writer
+}
+
+// NewRemote returns a Remote of the hub at server (serve's --listen
+// address), writing what it did to out. Its error (a malformed address,
+// a token that would cross the network in clear) is the caller's usage
+// error.
+func NewRemote(server string, opts api.ClientOptions, out io.Writer) (*Remote, error) {
+	c, err := api.NewClientWithOptions(server, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{server: server, client: c, now: time.Now, out: out}, nil
+}
+
+// hubError phrases an error of a request to the hub: a refused connection
+// says that no hub answers there and how to name another.
+func (r *Remote) hubError(err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no hub answers at %s (is driftwatch serve running there? --server names another address): %w", r.server, err)
+	}
+	return err
+}
+
+// Reload asks the hub to reload its config file (see Reload).
+func (r *Remote) Reload(allowPrune bool) error {
+	if err := r.client.Reload(allowPrune); err != nil {
+		if errors.Is(err, hub.ErrPruneRefused) {
+			return fmt.Errorf("reload refused: %w", err)
+		}
+		return fmt.Errorf("reload: %w", r.hubError(err))
+	}
+	fmt.Fprintf(r.out, "config reloaded by the hub at %s\n", r.server)
+	return nil
+}
+
+// Pause pauses (or, with paused false, resumes) repairs on each cluster:
+// drift is still reported. With all, it acts on every cluster the hub
+// knows now (a cluster discovered later is not paused). It goes on past a
+// cluster the hub refuses and returns an error naming each.
+func (r *Remote) Pause(clusters []string, all, paused bool) error {
+	if all {
+		ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+		defer cancel()
+		snap, err := r.client.Snapshot(ctx)
+		if err != nil {
+			return r.hubError(err)
+		}
+		clusters = clusters[:0]
+		for _, c := range snap.Clusters {
+			clusters = append(clusters, c.Cluster)
+		}
+		if len(clusters) == 0 {
+			return errors.New("the hub manages no cluster")
+		}
+	}
+	var errs []error
+	for _, c := range clusters {
+		if err := r.client.PauseCluster(c, paused); err != nil {
+			errs = append(errs, r.hubError(err))
+			continue
+		}
+		if paused {
+			fmt.Fprintf(r.out, "cluster %s paused: no write there can happen until driftwatch resume %s; its drift is still reported\n", termtext.Clean(c), termtext.Clean(c))
+		} else {
+			fmt.Fprintf(r.out, "cluster %s resumed: its drift is repaired again\n", termtext.Clean(c))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Hold stops the repairs of a NodeID, an application or a cluster for ttl,
+// with a reason people read in every view of it.
+func (r *Remote) Hold(t hub.HoldTarget, ttl time.Duration, reason string) error {
+	h, err := r.client.Hold(t, ttl, reason)
+	if err != nil {
+		return r.hubError(err)
+	}
+	fmt.Fprintf(r.out, "%s %s held until %s (%s): %s\n", h.Target.Scope, termtext.Clean(h.Target.Name),
+		h.Until.Local().Format("2006-01-02 15:04:05"), ttl, termtext.Clean(h.Reason))
+	return nil
+}
+
+// Release ends the hold on a target.
+func (r *Remote) Release(t hub.HoldTarget) error {
+	if err := r.client.ReleaseHold(t); err != nil {
+		return r.hubError(err)
+	}
+	fmt.Fprintf(r.out, "hold on %s %s released\n", t.Scope, termtext.Clean(t.Name))
+	return nil
+}
+
+// Repair asks the hub to repair each NodeID now, once, past warn-only, a
+// pause or a hold set before it. It goes on past a NodeID the hub refuses
+// and returns an error naming each.
+func (r *Remote) Repair(ids []hub.NodeID) error {
+	var errs []error
+	for _, id := range ids {
+		if err := r.client.RepairNow(id); err != nil {
+			errs = append(errs, r.hubError(err))
+			continue
+		}
+		fmt.Fprintf(r.out, "repair of %s requested\n", termtext.Clean(id.String()))
+	}
+	return errors.Join(errs...)
+}
+
+// Policy sets an application's policy at run time (warn-only or repair);
+// "" clears the override, back to the config's.
+func (r *Remote) Policy(app string, p hub.Policy) error {
+	if err := r.client.SetApplicationPolicy(app, p); err != nil {
+		return r.hubError(err)
+	}
+	switch p {
+	case "":
+		fmt.Fprintf(r.out, "application %s follows its config's policy again\n", termtext.Clean(app))
+	case hub.PolicyWarn:
+		fmt.Fprintf(r.out, "application %s is warn-only: its drift is reported, not repaired\n", termtext.Clean(app))
+	default:
+		fmt.Fprintf(r.out, "application %s is repaired\n", termtext.Clean(app))
+	}
+	return nil
+}
+
+// StatusReport is what `driftwatch status -o json` prints: the hub's
+// clusters, what needs attention and why, the holds and the sources that
+// fail or are stale.
+type StatusReport struct {
+	Hub   string    `json:"hub"`
+	Taken time.Time `json:"taken"`
+	// Policy is the hub's mode: repair or warn.
+	Policy   string          `json:"policy"`
+	Objects  int             `json:"objects"`
+	Clusters []StatusCluster `json:"clusters"`
+	// Attention lists the NodeIDs whose status needs attention, the
+	// worst first (see NodeAttention), at most the limit asked for;
+	// AttentionTotal counts them all. NodeIDs of a cluster that is not
+	// connected are unknown and counted in their cluster only.
+	Attention      []NodeAttention `json:"attention"`
+	AttentionTotal int             `json:"attentionTotal"`
+	Holds          []StatusHold    `json:"holds"`
+	// FailingSources are manifest sources that do not render (their last
+	// good state kept); StaleSources are Git sources and chart
+	// repositories whose latest revision is not in force.
+	FailingSources []StatusSource `json:"failingSources"`
+	StaleSources   []StatusSource `json:"staleSources"`
+	// NeedsAttention is what --exit-code tests: a NodeID needs
+	// attention, a cluster is not synced or is paused, a source fails or
+	// is stale.
+	NeedsAttention bool `json:"needsAttention"`
+}
+
+// StatusCluster is one cluster of a StatusReport.
+type StatusCluster struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	Since     time.Time `json:"since"`
+	LastError string    `json:"lastError,omitempty"`
+	Detection string    `json:"detection"`
+	Paused    bool      `json:"paused"`
+	Owner     string    `json:"owner,omitempty"`
+	Objects   int       `json:"objects"`
+	InSync    int       `json:"inSync"`
+	Drift     int       `json:"drift"`
+	Fixing    int       `json:"fixing"`
+	Failed    int       `json:"failed"`
+	Stuck     int       `json:"stuck"`
+	Contested int       `json:"contested"`
+}
+
+// NodeAttention is one NodeID that needs attention.
+type NodeAttention struct {
+	ID     string    `json:"id"`
+	Status string    `json:"status"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// StatusHold is one active hold.
+type StatusHold struct {
+	Scope  string    `json:"scope"`
+	Name   string    `json:"name"`
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
+}
+
+// StatusSource is a manifest source that fails or a Git or chart source
+// that is stale.
+type StatusSource struct {
+	ID    string    `json:"id"`
+	Error string    `json:"error"`
+	Since time.Time `json:"since"`
+	// KeptObjects is how many objects of a failing source's last good
+	// state stay in force.
+	KeptObjects int `json:"keptObjects,omitempty"`
+}
+
+// attentionRank ranks the statuses that need attention, the most urgent
+// first: a repair that fails, then one that cannot proceed, then drift
+// that stays.
+func attentionRank(s hub.Status) int {
+	switch s {
+	case hub.StatusFailed:
+		return 0
+	case hub.StatusForbidden:
+		return 1
+	case hub.StatusStuck:
+		return 2
+	case hub.StatusContested:
+		return 3
+	case hub.StatusDrifted:
+		return 4
+	case hub.StatusRepairing:
+		return 5
+	case hub.StatusWarnOnly, hub.StatusPaused, hub.StatusHeld:
+		return 6
+	case hub.StatusOrphan, hub.StatusForeign:
+		return 7
+	}
+	return 8
+}
+
+// BuildStatus summarises a snapshot (see StatusReport), listing at most
+// limit NodeIDs that need attention (0: all of them).
+func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
+	rep := StatusReport{Hub: snap.HubID, Taken: snap.Taken, Policy: string(snap.Policy),
+		Clusters: []StatusCluster{}, Attention: []NodeAttention{}, Holds: []StatusHold{},
+		FailingSources: []StatusSource{}, StaleSources: []StatusSource{}}
+	connected := make(map[string]bool, len(snap.Clusters))
+	for _, c := range snap.Clusters {
+		t := c.Tally()
+		rep.Objects += c.Objects
+		detect := c.Detection
+		if detect == "" {
+			detect = "watch"
+		}
+		rep.Clusters = append(rep.Clusters, StatusCluster{ID: c.Cluster, State: string(c.State), Since: c.Since,
+			LastError: c.LastError, Detection: detect, Paused: c.Paused, Owner: c.Owner, Objects: c.Objects,
+			InSync: t.InSync, Drift: t.Drift, Fixing: t.Fixing, Failed: t.Failed, Stuck: t.Stuck,
+			Contested: c.Counts[hub.StatusContested]})
+		up := c.State == hub.ClusterSynced || c.State == hub.ClusterDegraded
+		connected[c.Cluster] = up
+		if !up || c.Paused {
+			rep.NeedsAttention = true
+		}
+	}
+	for _, n := range snap.Nodes {
+		if !n.Status.Problem() || (n.Status == hub.StatusUnknown && !connected[n.ID.Cluster]) {
+			continue
+		}
+		rep.Attention = append(rep.Attention, NodeAttention{ID: n.ID.String(), Status: string(n.Status), Reason: n.Reason, Since: n.LastChange})
+	}
+	slices.SortStableFunc(rep.Attention, func(a, b NodeAttention) int {
+		return cmp.Or(cmp.Compare(attentionRank(hub.Status(a.Status)), attentionRank(hub.Status(b.Status))), strings.Compare(a.ID, b.ID))
+	})
+	rep.AttentionTotal = len(rep.Attention)
+	if limit > 0 && len(rep.Attention) > limit {
+		rep.Attention = rep.Attention[:limit]
+	}
+	for _, h := range snap.Holds {
+		rep.Holds = append(rep.Holds, StatusHold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, Until: h.Until})
+	}
+	for _, s := range snap.Sources {
+		rep.FailingSources = append(rep.FailingSources, StatusSource{ID: s.ID, Error: s.Error, Since: s.Since, KeptObjects: s.KeptObjects})
+	}
+	for _, s := range snap.Revisions {
+		if s.Error != "" {
+			rep.StaleSources = append(rep.StaleSources, StatusSource{ID: s.ID, Error: s.Error, Since: s.Since})
+		}
+	}
+	if rep.AttentionTotal > 0 || len(rep.FailingSources) > 0 || len(rep.StaleSources) > 0 {
+		rep.NeedsAttention = true
+	}
+	return rep
+}
+
+// Status prints the hub's status (see StatusReport) as text or JSON,
+// listing at most limit NodeIDs that need attention (0: all). It reports
+// whether anything needs attention.
+func (r *Remote) Status(format string, limit int) (needsAttention bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+	defer cancel()
+	snap, err := r.client.Snapshot(ctx)
+	if err != nil {
+		return false, r.hubError(err)
+	}
+	rep := BuildStatus(snap, limit)
+	if format == "json" {
+		enc := json.NewEncoder(r.out)
+		enc.SetIndent("", "  ")
+		return rep.NeedsAttention, enc.Encode(rep)
+	}
+	return rep.NeedsAttention, writeStatus(r.out, rep, r.server, r.now())
+}
+
+// writeStatus prints a StatusReport as text: a header, the clusters'
+// table, then only the sections that have something to say. Every text
+// that came from a cluster, a manifest or a person is cleaned for the
+// terminal.
+func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) error {
+	var b strings.Builder
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return max(now.Sub(t), 0).Round(time.Second).String()
+	}
+	plural := func(n int, noun string) string {
+		if n == 1 {
+			return "1 " + noun
+		}
+		return fmt.Sprintf("%d %ss", n, noun)
+	}
+	fmt.Fprintf(&b, "hub %s at %s · mode %s · %s · %s · snapshot %s ago\n\n",
+		termtext.Clean(rep.Hub), termtext.Clean(server), rep.Policy, plural(len(rep.Clusters), "cluster"), plural(rep.Objects, "object"), ago(rep.Taken))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tSTATE\tDETECT\tOBJECTS\tIN SYNC\tDRIFT\tFIXING\tFAILED\tSTUCK\tFIGHT\tNOTE")
+	for _, c := range rep.Clusters {
+		var note []string
+		if c.Paused {
+			note = append(note, "PAUSED")
+		}
+		if c.Owner != "" {
+			note = append(note, "replica "+termtext.Clean(c.Owner))
+		}
+		if c.State != string(hub.ClusterSynced) {
+			s := "since " + ago(c.Since)
+			if c.LastError != "" {
+				s += ": " + termtext.Clean(c.LastError)
+			}
+			note = append(note, s)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", termtext.Clean(c.ID), c.State, termtext.Clean(c.Detection),
+			c.Objects, c.InSync, c.Drift, c.Fixing, c.Failed, c.Stuck, c.Contested, strings.Join(note, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.AttentionTotal > 0 {
+		head := fmt.Sprintf("%d", rep.AttentionTotal)
+		if len(rep.Attention) < rep.AttentionTotal {
+			head = fmt.Sprintf("%d of %d, --all lists every one", len(rep.Attention), rep.AttentionTotal)
+		}
+		fmt.Fprintf(&b, "\nNEEDS ATTENTION (%s)\n", head)
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, n := range rep.Attention {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", termtext.Clean(n.ID), n.Status, ago(n.Since), termtext.Clean(n.Reason))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.Holds) > 0 {
+		b.WriteString("\nHOLDS\n")
+		for _, h := range rep.Holds {
+			fmt.Fprintf(&b, "  %s %s until %s (in %s): %s\n", h.Scope, termtext.Clean(h.Name),
+				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), termtext.Clean(h.Reason))
+		}
+	}
+	if len(rep.FailingSources)+len(rep.StaleSources) > 0 {
+		b.WriteString("\nSOURCES\n")
+		for _, s := range rep.FailingSources {
+			fmt.Fprintf(&b, "  %s failing for %s, its last good state kept (%d objects): %s\n", termtext.Clean(s.ID), ago(s.Since), s.KeptObjects, termtext.Clean(s.Error))
+		}
+		for _, s := range rep.StaleSources {
+			fmt.Fprintf(&b, "  %s stale for %s, the revision before in force: %s\n", termtext.Clean(s.ID), ago(s.Since), termtext.Clean(s.Error))
+		}
+	}
+	if !rep.NeedsAttention {
+		b.WriteString("\nall clusters synced, every object in sync\n")
+	}
+	// The tables pad every cell but the last: no line ends in blanks.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(out, strings.Join(lines, "\n"))
+	return err
+}
