@@ -22,12 +22,13 @@ func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Ste
 	now := o.opts.Now()
 	o.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
 	o.status.drift(p.id, rep)
-	o.status.step(p.id, StepObserved, "", rep.ObservedAt)
 	summary := rep.Drift.Summary()
 	if step == StepDesiredChanged {
 		summary = rep.Drift.ChangeSummary()
 	}
-	o.status.step(p.id, step, summary, rep.ClassifiedAt)
+	// Every watch event of an object whose repair is held back brings a
+	// pass here again: the store folds a repeated pair into the last one.
+	o.status.observed(p.id, step, summary, rep.ObservedAt, rep.ClassifiedAt)
 	o.status.setStatus(p.id, st, reason, now)
 	if st != StatusRepairing {
 		o.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,

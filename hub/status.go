@@ -77,11 +77,23 @@ const (
 	StepChangeApplied  Step = "change applied"
 )
 
-// TimelineEntry is one timestamped step in a NodeID's history.
+// TimelineEntry is one timestamped step in a NodeID's history. A step the
+// hub only observed (a drift seen again while it holds back the repair)
+// that repeats the entry before it, with the same detail and nothing in
+// between, is counted on that entry instead of taking one of its own; an
+// observation and its classification that repeat the last two entries are
+// counted on both. A write (a repair, a creation, a prune), its check or
+// failure, and a user's request are never folded.
 type TimelineEntry struct {
+	// At is when the step happened: the first time, for a repeated one.
 	At     time.Time
 	Step   Step
 	Detail string
+	// Repeats is how many more times the step happened after At, each
+	// folded into this entry; 0: it happened once.
+	Repeats int `json:",omitempty"`
+	// LastAt is when the latest repeat happened; zero when Repeats is 0.
+	LastAt time.Time `json:",omitzero"`
 }
 
 // Attribution says which field manager changed the drifted fields, and when.

@@ -22,8 +22,14 @@ type statusWriter interface {
 	forgetCluster(cluster string)
 	// setStatus sets a NodeID's status and reason.
 	setStatus(id NodeID, st Status, reason string, now time.Time)
-	// step appends a timeline entry.
+	// step appends a timeline entry (or folds it into the last one: see
+	// foldable).
 	step(id NodeID, s Step, detail string, at time.Time)
+	// observed appends a pass's two timeline entries: StepObserved at
+	// observedAt, then its classification step with its detail at
+	// classifiedAt; a pair that repeats the timeline's last two entries
+	// is counted on them instead.
+	observed(id NodeID, s Step, detail string, observedAt, classifiedAt time.Time)
 	// drift stores the latest drift record of a NodeID.
 	drift(id NodeID, rep Repair)
 	// applied marks the latest drift record as repaired.
@@ -278,22 +284,70 @@ func (s *store) setStatus(id NodeID, st Status, reason string, now time.Time) {
 func (s *store) step(id NodeID, step Step, detail string, at time.Time) {
 	s.mu.Lock()
 	if n := s.nodeLocked(id); n != nil {
-		s.appendTimelineLocked(n, step, detail, at)
+		if k := len(n.timeline) - 1; k >= 0 && foldable(step) && n.timeline[k].Step == step && n.timeline[k].Detail == detail {
+			n.timeline = repeated(n.timeline, k, at)
+		} else {
+			s.appendTimelineLocked(n, TimelineEntry{At: at, Step: step, Detail: detail})
+		}
 	}
 	s.mu.Unlock()
 	signal(s.dirty)
 }
 
-// appendTimelineLocked appends to a bounded timeline. Snapshots share the
-// slice, so it is copied, never appended to in place.
-func (s *store) appendTimelineLocked(n *nodeStatus, step Step, detail string, at time.Time) {
-	start := 0
-	if len(n.timeline)+1 > s.opts.TimelineLength {
-		start = len(n.timeline) + 1 - s.opts.TimelineLength
+func (s *store) observed(id NodeID, step Step, detail string, observedAt, classifiedAt time.Time) {
+	s.mu.Lock()
+	if n := s.nodeLocked(id); n != nil {
+		tl := n.timeline
+		if k := len(tl) - 2; k >= 0 && foldable(step) && tl[k].Step == StepObserved && tl[k].Detail == "" &&
+			tl[k+1].Step == step && tl[k+1].Detail == detail {
+			n.timeline = repeated(tl, k, observedAt, classifiedAt)
+		} else {
+			s.appendTimelineLocked(n, TimelineEntry{At: observedAt, Step: StepObserved},
+				TimelineEntry{At: classifiedAt, Step: step, Detail: detail})
+		}
 	}
-	tl := make([]TimelineEntry, 0, len(n.timeline)-start+1)
-	tl = append(tl, n.timeline[start:]...)
-	n.timeline = append(tl, TimelineEntry{At: at, Step: step, Detail: detail})
+	s.mu.Unlock()
+	signal(s.dirty)
+}
+
+// foldable reports whether a step repeated right after an identical one
+// (same detail) is counted on it rather than appended: what the hub
+// observed, classified or held back, which every watch event of an object
+// it does not repair yet brings again. A write, its check or its failure,
+// a prune and a user's request are each an action of their own.
+func foldable(step Step) bool {
+	switch step {
+	case StepObserved, StepClassified, StepDesiredChanged, StepWarned, StepPaused, StepHeld, StepStuck:
+		return true
+	}
+	return false
+}
+
+// repeated returns a copy of a timeline in which the entries from
+// position i on count one more repeat each, the latest at the matching
+// time of ats (the first entry's at ats[0], the next one's at ats[1]).
+// Snapshots share the timeline, so its entries are never changed in place.
+func repeated(tl []TimelineEntry, i int, ats ...time.Time) []TimelineEntry {
+	tl = slices.Clone(tl)
+	for j, at := range ats {
+		e := &tl[i+j]
+		e.Repeats++
+		if at.After(e.LastAt) {
+			e.LastAt = at
+		}
+	}
+	return tl
+}
+
+// appendTimelineLocked appends entries to a bounded timeline, dropping its
+// oldest ones past Options.TimelineLength. Snapshots share the slice, so
+// it is copied, never appended to in place.
+func (s *store) appendTimelineLocked(n *nodeStatus, entries ...TimelineEntry) {
+	drop := max(len(n.timeline)+len(entries)-s.opts.TimelineLength, 0)
+	kept := n.timeline[min(drop, len(n.timeline)):]
+	entries = entries[max(drop-len(n.timeline), 0):]
+	tl := make([]TimelineEntry, 0, len(kept)+len(entries))
+	n.timeline = append(append(tl, kept...), entries...)
 }
 
 func (s *store) drift(id NodeID, rep Repair) {

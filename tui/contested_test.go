@@ -28,7 +28,15 @@ func contestedFixture() *hub.Snapshot {
 			LastRepair: &hub.Repair{ID: fight, Action: "backoff",
 				Drift:       hub.Drift{Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "2", Actual: "4"}}},
 				Attribution: &hub.Attribution{Manager: "fake-autoscaler", Operation: "Apply", At: ago(3 * time.Second), Fields: []string{"spec.replicas"}},
-				ObservedAt:  ago(3 * time.Second), ClassifiedAt: ago(3 * time.Second)}},
+				ObservedAt:  ago(3 * time.Second), ClassifiedAt: ago(3 * time.Second)},
+			// The last repair, then the autoscaler's five undos during the
+			// backoff: one observed and classified pair, counted.
+			Timeline: []hub.TimelineEntry{
+				{At: ago(12 * time.Second), Step: hub.StepApplied, Detail: "apply"},
+				{At: ago(12 * time.Second).Add(40 * time.Millisecond), Step: hub.StepVerified},
+				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, LastAt: ago(0)},
+				{At: ago(4 * time.Second).Add(300 * time.Microsecond), Step: hub.StepClassified, Detail: "modified spec.replicas: 2 -> 4",
+					Repeats: 4, LastAt: ago(0).Add(300 * time.Microsecond)}}},
 		hub.NodeStatus{ID: nid("prod-eu:casehub/web:deployment"), Application: "web", Kind: hub.KindDeployment, Status: hub.StatusInSync,
 			ReadyReplicas: 5, DesiredReplicas: 5, LastChange: ago(time.Hour),
 			Ignored: []hub.IgnoredField{{FieldDiff: hub.FieldDiff{Path: "spec.replicas", Desired: "2", Actual: "5"},

@@ -299,7 +299,9 @@ func (v *detailView) desiredChangeLines(r *hub.Repair) []string {
 }
 
 // timelineLines renders the timeline with each step's latency relative to
-// the first step.
+// the first step. A step the hub folded repeats into ends with how many
+// times it happened and when last, "×4 (last 14:20:11.011)", as the feed
+// counts its repeats; on a narrow screen the detail gives way to the count.
 func (v *detailView) timelineLines() []string {
 	tl := v.node.Timeline
 	l := []string{v.title("TIMELINE")}
@@ -314,12 +316,40 @@ func (v *detailView) timelineLines() []string {
 	for _, e := range tl {
 		s := "  " + v.st.dim.render(e.At.Format("15:04:05.000")) + " " +
 			pad("+"+dur(e.At.Sub(first)), 9, true) + "  " + pad(clean(string(e.Step)), stepW, false)
-		if e.Detail != "" {
-			s += "  " + v.st.dim.render(clean(e.Detail))
+		detail := clean(e.Detail)
+		times, last := repeatsText(e)
+		if times != "" && detail != "" && width(s)+2+width(detail)+2+width(times)+width(last) > v.width {
+			last = ""
+			detail = truncate(detail, max(v.width-width(s)-2-2-width(times), minDetail))
+		} else if times != "" && width(s)+2+width(times)+width(last) > v.width {
+			last = ""
+		}
+		if detail != "" {
+			s += "  " + v.st.dim.render(detail)
+		}
+		if times != "" {
+			s += "  " + v.st.accent.render(times) + v.st.dim.render(last)
 		}
 		l = append(l, strings.TrimRight(s, " "))
 	}
 	return l
+}
+
+// minDetail is the fewest cells a timeline step's detail is cut to so
+// that its repeat count fits the line.
+const minDetail = 12
+
+// repeatsText is how many times a timeline step happened, "×4", and when
+// last, " (last 14:20:11.011)"; both "" when it happened once.
+func repeatsText(e hub.TimelineEntry) (times, last string) {
+	if e.Repeats <= 0 {
+		return "", ""
+	}
+	times = "×" + strconv.Itoa(e.Repeats+1)
+	if !e.LastAt.IsZero() {
+		last = " (last " + e.LastAt.Format("15:04:05.000") + ")"
+	}
+	return times, last
 }
 
 // specLines summarises the desired object.

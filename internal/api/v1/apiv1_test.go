@@ -49,7 +49,8 @@ func richSnapshot() *hub.Snapshot {
 		Nodes: []hub.NodeStatus{
 			{ID: web, Application: "web", Kind: hub.KindDeployment, Policy: hub.PolicyWarn, Status: hub.StatusDrifted,
 				Reason: "fight", LastRepair: rep,
-				Timeline:      []hub.TimelineEntry{{At: t0, Step: hub.StepObserved}, {At: t0, Step: hub.StepClassified, Detail: rep.Drift.Summary()}},
+				Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepObserved, Repeats: 4, LastAt: t0.Add(80 * time.Millisecond)},
+					{At: t0, Step: hub.StepClassified, Detail: rep.Drift.Summary(), Repeats: 4, LastAt: t0.Add(81 * time.Millisecond)}},
 				ReadyReplicas: 1, DesiredReplicas: 3, LastChange: t0, Repairs: 7},
 			{ID: nid("c1", "web", hub.KindService), Application: "web", Kind: hub.KindService, Policy: hub.PolicyRepair,
 				Status: hub.StatusInSync, Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepCreated}}, LastChange: t0},
@@ -122,6 +123,32 @@ func TestWireJSONShape(t *testing.T) {
 	var d Duration
 	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
 		t.Fatal("a bad duration decoded")
+	}
+}
+
+// TestTimelineRepeatsOnTheWire: a timeline entry that happened once has
+// neither repeats nor lastAt; a folded one has both.
+func TestTimelineRepeatsOnTheWire(t *testing.T) {
+	n := FromNode(hub.NodeStatus{ID: nid("c1", "web", hub.KindDeployment), Timeline: []hub.TimelineEntry{
+		{At: t0, Step: hub.StepCreated, Detail: "first apply"},
+		{At: t0, Step: hub.StepClassified, Detail: "modified spec.replicas: 2 -> 4", Repeats: 3, LastAt: t0.Add(time.Second)},
+	}})
+	b, err := json.Marshal(n.Timeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []map[string]any
+	if err := json.Unmarshal(b, &entries); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := entries[0]["repeats"]; ok {
+		t.Errorf("an entry that happened once has repeats: %s", b)
+	}
+	if _, ok := entries[0]["lastAt"]; ok {
+		t.Errorf("an entry that happened once has lastAt: %s", b)
+	}
+	if entries[1]["repeats"] != 3.0 || entries[1]["lastAt"] != t0.Add(time.Second).Format(time.RFC3339Nano) {
+		t.Errorf("a folded entry has repeats %v, lastAt %v: %s", entries[1]["repeats"], entries[1]["lastAt"], b)
 	}
 }
 
@@ -221,6 +248,14 @@ func TestDiffApply(t *testing.T) {
 		})},
 		{name: "timeline replaced", nodes: 1, next: next(base, func(n *hub.Snapshot) {
 			n.Nodes[0].Timeline = append(append([]hub.TimelineEntry(nil), n.Nodes[0].Timeline...), hub.TimelineEntry{At: t0, Step: hub.StepApplied})
+		})},
+		{name: "timeline repeat folded", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			tl := slices.Clone(n.Nodes[0].Timeline)
+			for i := range tl {
+				tl[i].Repeats++
+				tl[i].LastAt = t0.Add(time.Second)
+			}
+			n.Nodes[0].Timeline = tl
 		})},
 		{name: "node added in the middle and at the end", nodes: 2, next: next(base, func(n *hub.Snapshot) {
 			n.Nodes = append(n.Nodes, hub.NodeStatus{ID: nid("c2", "a", hub.KindService), Status: hub.StatusUnknown})

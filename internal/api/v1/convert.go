@@ -188,7 +188,7 @@ func FromNode(n hub.NodeStatus) Node {
 		Revision:        n.Revision,
 	}
 	for i, e := range n.Timeline {
-		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail}
+		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail, Repeats: e.Repeats, LastAt: e.LastAt}
 	}
 	for _, f := range n.Ignored {
 		out.Ignored = append(out.Ignored, IgnoredField{FieldDiff: FromFieldDiffs([]hub.FieldDiff{f.FieldDiff})[0], Rule: f.Rule, Manager: f.Manager})
@@ -225,7 +225,8 @@ func (n Node) ToHub() (hub.NodeStatus, error) {
 		Revision:        n.Revision,
 	}
 	for _, e := range n.Timeline {
-		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail})
+		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail,
+			Repeats: e.Repeats, LastAt: e.LastAt})
 	}
 	for _, f := range n.Ignored {
 		fd := f.FieldDiff

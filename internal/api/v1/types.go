@@ -310,6 +310,12 @@ type TimelineEntry struct {
 	Step string `json:"step"`
 	// Detail says more, e.g. the drift's summary.
 	Detail string `json:"detail,omitempty"`
+	// Repeats is how many more times the step happened after at, with the
+	// same detail and nothing in between, folded into this entry; absent
+	// when it happened once.
+	Repeats int `json:"repeats,omitempty"`
+	// LastAt is when the latest repeat happened; absent when repeats is.
+	LastAt time.Time `json:"lastAt,omitzero"`
 }
 
 // FeedEntry is one line of the live drift and repair feed.
