@@ -48,7 +48,7 @@ func newHelpView(st *styles, keys *keyMap, extra []ExtraKey) *helpView {
 			k.Enter, k.Back, k.Tab,
 		}},
 		{"VIEWS", []key.Binding{k.Help, k.Command, k.Filter, both(k.Sort, k.Reverse, "sort column / reverse"), k.Problems}},
-		{"ACTIONS (ask y/n)", []key.Binding{k.Repair, k.Pause, k.Warn, k.Hold, k.Release, k.WriteRule, doc("y n", "confirm / cancel")}},
+		{"ACTIONS (ask y/n)", []key.Binding{k.Repair, k.Pause, k.Warn, k.Hold, k.Release, k.Ignore, k.WriteRule, doc("y n", "confirm / cancel")}},
 		{"COMMANDS", []key.Binding{k.CmdCluster, k.CmdNode, k.CmdReload, k.CmdQuit}},
 		{"QUIT", []key.Binding{k.Quit, k.ForceQuit}},
 		{"OVERVIEW COLUMNS", []key.Binding{
