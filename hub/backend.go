@@ -45,6 +45,17 @@ type Backend interface {
 	Delete(ctx context.Context, spec NodeSpec, st State) error
 }
 
+// Diagnoser is a Backend that can say why an object's rollout does not
+// progress, in the words of what it runs (a Kubernetes workload's pods:
+// "pod web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are
+// available..."). The loop asks it when a NodeID becomes StatusStuck, and
+// again every Options.DiagnoseEvery while it stays stuck, and shows the
+// lines as NodeStatus.Diagnosis. It must not write. A kind it has nothing
+// to say of answers nil.
+type Diagnoser interface {
+	Diagnose(ctx context.Context, spec NodeSpec) ([]string, error)
+}
+
 // Backends finds the backend of a cluster.
 type Backends interface {
 	// Backend returns the cluster's backend, or false when the cluster is

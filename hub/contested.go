@@ -141,6 +141,9 @@ type nodeExtra struct {
 	repairedAt time.Time
 	ignored    []IgnoredField
 	contest    *Contest
+	// diagnosis says why a stuck rollout does not progress (see
+	// NodeStatus.Diagnosis); cleared when the status is no longer stuck.
+	diagnosis []string
 }
 
 // setIgnored records the differences ignore rules cover on a NodeID's last
@@ -177,7 +180,7 @@ func (s *store) setContest(id NodeID, c *Contest) {
 // trimExtra drops an empty extra record.
 func (n *nodeStatus) trimExtra() {
 	if x := n.extra; x != nil && x.repair == nil && x.repairs == 0 && x.repairedAt.IsZero() &&
-		len(x.ignored) == 0 && x.contest == nil {
+		len(x.ignored) == 0 && x.contest == nil && len(x.diagnosis) == 0 {
 		n.extra = nil
 	}
 }
@@ -190,4 +193,21 @@ func (n *nodeStatus) fillExtra(ns *NodeStatus) {
 	}
 	ns.LastRepair, ns.Repairs = x.repair, x.repairs
 	ns.Ignored, ns.Contested = x.ignored, x.contest
+	ns.Diagnosis = x.diagnosis
+}
+
+// setDiagnosis records why a NodeID's stuck rollout does not progress
+// (none clears it). The slice is the caller's to give away.
+func (s *store) setDiagnosis(id NodeID, lines []string) {
+	s.mu.Lock()
+	n := s.nodeLocked(id)
+	changed := n != nil && (len(lines) > 0 || (n.extra != nil && len(n.extra.diagnosis) > 0))
+	if changed {
+		n.more().diagnosis = lines
+		n.trimExtra()
+	}
+	s.mu.Unlock()
+	if changed {
+		signal(s.dirty)
+	}
 }

@@ -39,6 +39,11 @@ type Options struct {
 	SnapshotInterval time.Duration
 	// TimelineLength bounds each NodeID's timeline. Default 32.
 	TimelineLength int
+	// DiagnoseEvery is how often the loop asks a Diagnoser again why a
+	// stuck NodeID's rollout does not progress (it asks at once when the
+	// NodeID becomes stuck, and looks at it again this often while it
+	// stays so). Default 30s.
+	DiagnoseEvery time.Duration
 	// FeedLength bounds the live feed. Default 200.
 	FeedLength int
 	// CallTimeout bounds each API call of a reconcile. Default 30s.
@@ -132,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SnapshotInterval <= 0 {
 		o.SnapshotInterval = 100 * time.Millisecond
+	}
+	if o.DiagnoseEvery <= 0 {
+		o.DiagnoseEvery = 30 * time.Second
 	}
 	if o.TimelineLength <= 0 {
 		o.TimelineLength = 32

@@ -491,7 +491,10 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 			run:   func(ctx context.Context) (Result, error) { return r.create(ctx, p, st, d) },
 		}, nil
 	case actInSync:
-		res, persist := r.inSync(p, o.st, o.d)
+		res, persist := r.inSync(ctx, p, o.st, o.d)
+		if stuck(o.st) {
+			res = r.lookAgainWhileStuck(p, res)
+		}
 		if persist != nil {
 			// The object's applied record is new (an object this hub
 			// adopts, found as desired): made durable on a recorder, as
@@ -739,18 +742,60 @@ func (r *reconciler) create(ctx context.Context, p pass, st State, d Drift) (Res
 //
 // An existing object's applied record is marked in memory; persist, when
 // not nil, makes it durable in the state file (see markApplied).
-func (r *reconciler) inSync(p pass, st State, d Drift) (res Result, persist func()) {
+//
+// A stuck NodeID's backend is asked why (see reconciler.diagnose) before
+// the status is shown, so that the snapshot (and the notification) that
+// first shows it stuck says why.
+func (r *reconciler) inSync(ctx context.Context, p pass, st State, d Drift) (res Result, persist func()) {
 	now := r.opts.Now()
-	stuck := st.Progress != nil && st.Progress.Stuck != ""
-	s, managed := r.settle(p.id, d, stuck, now)
+	s, managed := r.settle(p.id, d, stuck(st), now)
 	if !managed {
 		return Result{}, nil
 	}
 	if st.Exists {
 		persist = r.markApplied(p.spec)
 	}
-	r.out.inSync(p, st.Progress, s, now)
+	if s.diagnose {
+		r.diagnose(ctx, p)
+	}
+	r.out.inSync(p, st.Progress, s, r.opts.Now())
 	return s.res, persist
+}
+
+// stuck reports whether st's rollout exceeded its progress deadline.
+func stuck(st State) bool { return st.Progress != nil && st.Progress.Stuck != "" }
+
+// diagnose asks the NodeID's backend (a Diagnoser) why its stuck rollout
+// does not progress, and shows the answer beside the status: at most
+// diagnoseTimeout, and an error is said in its place.
+func (r *reconciler) diagnose(ctx context.Context, p pass) {
+	dg, ok := p.backend.(Diagnoser)
+	if !ok {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, diagnoseTimeout)
+	lines, err := dg.Diagnose(dctx, *p.desired)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // the hub stops: no answer, nothing to say
+	case err != nil:
+		lines = []string{"why it is stuck could not be read: " + err.Error()}
+	}
+	r.out.setDiagnosis(p.id, lines)
+}
+
+// diagnoseTimeout bounds one Diagnose call.
+const diagnoseTimeout = 5 * time.Second
+
+// lookAgainWhileStuck makes a stuck NodeID's pass come back within
+// Options.DiagnoseEvery when its backend diagnoses it, so what it says
+// follows the rollout even when the object itself does not change.
+func (r *reconciler) lookAgainWhileStuck(p pass, res Result) Result {
+	if _, ok := p.backend.(Diagnoser); ok && (res.RequeueAfter <= 0 || res.RequeueAfter > r.opts.DiagnoseEvery) {
+		res.RequeueAfter = r.opts.DiagnoseEvery
+	}
+	return res
 }
 
 // settled is what the loop's bookkeeping says of a NodeID found in sync.
@@ -760,6 +805,9 @@ type settled struct {
 	verifying, repaired bool
 	// wasStuck is set when the last status shown was StatusStuck.
 	wasStuck bool
+	// diagnose is set when the NodeID is stuck and became so, or was last
+	// diagnosed Options.DiagnoseEvery ago (see loopState.diagnosed).
+	diagnose bool
 	// contest is the contest still shown; res when to look again.
 	contest *Contest
 	res     Result
@@ -778,6 +826,17 @@ func (r *reconciler) settle(id NodeID, d Drift, stuck bool, now time.Time) (s se
 	}
 	n.foreign, n.waiting = false, false
 	s.wasStuck, n.stuck = n.stuck, stuck
+	switch {
+	case stuck:
+		if last, ok := r.diagnosed[id]; !ok || !s.wasStuck || now.Sub(last) >= r.opts.DiagnoseEvery {
+			if r.diagnosed == nil {
+				r.diagnosed = make(map[NodeID]time.Time)
+			}
+			r.diagnosed[id], s.diagnose = now, true
+		}
+	case len(r.diagnosed) > 0:
+		delete(r.diagnosed, id)
+	}
 	s.verifying = n.verifying
 	n.verifying = false
 	if rp := n.rep; rp != nil { // none: no repair, no fight, nothing to clear

@@ -155,6 +155,7 @@ func (o *recorder) endDecommission(p pass, line FeedEntry) bool {
 			return false
 		}
 		o.nodes.del(p.id)
+		delete(o.diagnosed, p.id)
 		o.status.feed(line)
 		o.status.untrack(p.id)
 		return true
@@ -279,3 +280,6 @@ func (o *recorder) panicked(id NodeID, err error, now time.Time) {
 // NodeID's contest (nil clears it).
 func (o *recorder) setIgnored(id NodeID, ignored []IgnoredField) { o.status.setIgnored(id, ignored) }
 func (o *recorder) setContest(id NodeID, c *Contest)             { o.status.setContest(id, c) }
+
+// setDiagnosis shows why a stuck NodeID's rollout does not progress.
+func (o *recorder) setDiagnosis(id NodeID, lines []string) { o.status.setDiagnosis(id, lines) }

@@ -91,9 +91,19 @@ type TimelineEntry struct {
 	Detail string
 	// Repeats is how many more times the step happened after At, each
 	// folded into this entry; 0: it happened once.
-	Repeats int `json:",omitempty"`
-	// LastAt is when the latest repeat happened; zero when Repeats is 0.
-	LastAt time.Time `json:",omitzero"`
+	Repeats int32 `json:",omitempty"`
+	// Last is how long after At the latest repeat happened (see LastAt).
+	// An offset, not a time: every NodeID keeps a timeline, and a time
+	// would double what a repeat count adds to each entry.
+	Last time.Duration `json:",omitempty"`
+}
+
+// LastAt is when the latest repeat happened; zero when Repeats is 0.
+func (e TimelineEntry) LastAt() time.Time {
+	if e.Repeats == 0 {
+		return time.Time{}
+	}
+	return e.At.Add(e.Last)
 }
 
 // Attribution says which field manager changed the drifted fields, and when.
@@ -191,6 +201,12 @@ type NodeStatus struct {
 	// Revision is the source revision the desired state came from (see
 	// NodeSpec.Revision); "" when its source has none.
 	Revision string `json:",omitempty"`
+	// Diagnosis says, while the status is StatusStuck, why the rollout
+	// does not progress, in its pods' words (a backend's Diagnoser: "pod
+	// web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are
+	// available..."); nil otherwise, or when the backend has nothing to
+	// say.
+	Diagnosis []string `json:",omitempty"`
 	// Spec is the desired state (shared, immutable). It is not part of
 	// the JSON form of a snapshot (see the API's node endpoint).
 	Spec *NodeSpec `json:"-"`

@@ -57,6 +57,9 @@ type statusWriter interface {
 	// NodeID's contest (nil clears it).
 	setIgnored(id NodeID, ignored []IgnoredField)
 	setContest(id NodeID, c *Contest)
+	// setDiagnosis records why a stuck rollout does not progress (nil
+	// clears it; a status other than StatusStuck clears it too).
+	setDiagnosis(id NodeID, lines []string)
 }
 
 // store holds node and cluster status, timelines, the feed, snapshots and
@@ -256,6 +259,10 @@ func setStatus(n *nodeStatus, st Status, reason string, now time.Time) {
 	if n.status != st {
 		n.lastChange = now
 	}
+	if st != StatusStuck && n.extra != nil && n.extra.diagnosis != nil {
+		n.extra.diagnosis = nil // said of a rollout no longer stuck
+		n.trimExtra()
+	}
 	n.status = st
 	n.reason = reason
 }
@@ -332,8 +339,8 @@ func repeated(tl []TimelineEntry, i int, ats ...time.Time) []TimelineEntry {
 	for j, at := range ats {
 		e := &tl[i+j]
 		e.Repeats++
-		if at.After(e.LastAt) {
-			e.LastAt = at
+		if d := at.Sub(e.At); d > e.Last {
+			e.Last = d
 		}
 	}
 	return tl

@@ -108,7 +108,7 @@ func TestTimelineFoldsRepeats(t *testing.T) {
 					lastAt = t0.Add(time.Duration(w.lastAt) * time.Millisecond)
 				}
 				if e.Step != w.step || e.Detail != w.detail || !e.At.Equal(t0.Add(time.Duration(w.at)*time.Millisecond)) ||
-					e.Repeats != w.repeats || !e.LastAt.Equal(lastAt) {
+					int(e.Repeats) != w.repeats || !e.LastAt().Equal(lastAt) {
 					t.Errorf("entry %d: %+v, want %s %q at +%dms, %d repeats, last at %s", i, e, w.step, w.detail, w.at, w.repeats, lastAt)
 				}
 			}
@@ -132,7 +132,7 @@ func TestTimelineFoldLeavesSnapshotsAlone(t *testing.T) {
 	wg.Go(func() {
 		for range 1000 {
 			for _, e := range before.Timeline {
-				if e.Repeats != 0 || !e.LastAt.IsZero() {
+				if e.Repeats != 0 || !e.LastAt().IsZero() {
 					t.Errorf("a published snapshot's entry changed: %+v", e)
 					return
 				}
@@ -146,7 +146,7 @@ func TestTimelineFoldLeavesSnapshotsAlone(t *testing.T) {
 	wg.Wait()
 
 	after, _ := s.snapshot(t0).Node(id)
-	if len(after.Timeline) != 2 || after.Timeline[1].Repeats != 100 || !after.Timeline[1].LastAt.Equal(t0.Add(100*time.Millisecond)) {
+	if len(after.Timeline) != 2 || after.Timeline[1].Repeats != 100 || !after.Timeline[1].LastAt().Equal(t0.Add(100*time.Millisecond)) {
 		t.Fatalf("after the folds: %+v, want the pair with 100 repeats", after.Timeline)
 	}
 	if len(before.Timeline) != 2 || before.Timeline[0].Repeats != 0 || before.Timeline[1].Repeats != 0 {
@@ -184,7 +184,7 @@ func TestHeldBackTimelineFolds(t *testing.T) {
 				t.Fatalf("timeline %+v, want created, then the observed and warned pair once", tl)
 			}
 			for _, e := range tl[1:] {
-				if e.Repeats != 4 || !e.At.Equal(first) || e.LastAt.Sub(e.At) != 80*time.Millisecond {
+				if e.Repeats != 4 || !e.At.Equal(first) || e.LastAt().Sub(e.At) != 80*time.Millisecond {
 					t.Errorf("%+v: want 4 repeats from the first pass to the last, 80ms later", e)
 				}
 			}
@@ -224,7 +224,7 @@ func TestHeldBackTimelineFolds(t *testing.T) {
 				t.Fatalf("timeline ends with %+v, want the pair of the backoff", last)
 			}
 			for _, e := range last {
-				if e.Repeats != 4 || e.LastAt.Sub(e.At) != 400*time.Millisecond {
+				if e.Repeats != 4 || e.LastAt().Sub(e.At) != 400*time.Millisecond {
 					t.Errorf("%+v: want 4 repeats over 400ms", e)
 				}
 			}

@@ -34,9 +34,9 @@ func contestedFixture() *hub.Snapshot {
 			Timeline: []hub.TimelineEntry{
 				{At: ago(12 * time.Second), Step: hub.StepApplied, Detail: "apply"},
 				{At: ago(12 * time.Second).Add(40 * time.Millisecond), Step: hub.StepVerified},
-				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, LastAt: ago(0)},
+				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, Last: 4 * time.Second},
 				{At: ago(4 * time.Second).Add(300 * time.Microsecond), Step: hub.StepClassified, Detail: "modified spec.replicas: 2 -> 4",
-					Repeats: 4, LastAt: ago(0).Add(300 * time.Microsecond)}}},
+					Repeats: 4, Last: 4 * time.Second}}},
 		hub.NodeStatus{ID: nid("prod-eu:casehub/web:deployment"), Application: "web", Kind: hub.KindDeployment, Status: hub.StatusInSync,
 			ReadyReplicas: 5, DesiredReplicas: 5, LastChange: ago(time.Hour),
 			Ignored: []hub.IgnoredField{{FieldDiff: hub.FieldDiff{Path: "spec.replicas", Desired: "2", Actual: "5"},

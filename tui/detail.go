@@ -171,6 +171,13 @@ func (v *detailView) lines() []string {
 	if c := n.Contested; c != nil {
 		add(v.field("contested", contestLine(v.st, *c, now)))
 	}
+	for i, why := range n.Diagnosis {
+		label := ""
+		if i == 0 {
+			label = "why"
+		}
+		add(v.wrapped(label, why, v.st.warn)...)
+	}
 	for _, hd := range v.holds {
 		if !hd.Active(now) {
 			continue
@@ -345,9 +352,9 @@ func repeatsText(e hub.TimelineEntry) (times, last string) {
 	if e.Repeats <= 0 {
 		return "", ""
 	}
-	times = "×" + strconv.Itoa(e.Repeats+1)
-	if !e.LastAt.IsZero() {
-		last = " (last " + e.LastAt.Format("15:04:05.000") + ")"
+	times = "×" + strconv.Itoa(int(e.Repeats)+1)
+	if !e.LastAt().IsZero() {
+		last = " (last " + e.LastAt().Format("15:04:05.000") + ")"
 	}
 	return times, last
 }

@@ -32,8 +32,8 @@ func TestTimelineShowsRepeats(t *testing.T) {
 			n := &s.Nodes[0]
 			n.Timeline = []hub.TimelineEntry{
 				{At: ago(10 * time.Second), Step: hub.StepApplied, Detail: "apply"},
-				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, LastAt: ago(0)},
-				{At: ago(4 * time.Second), Step: hub.StepClassified, Detail: tc.detail, Repeats: 4, LastAt: ago(0)},
+				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, Last: 4 * time.Second},
+				{At: ago(4 * time.Second), Step: hub.StepClassified, Detail: tc.detail, Repeats: 4, Last: 4 * time.Second},
 			}
 			s.Seq++
 			m.Update(snapshotMsg{snap: s})

@@ -87,3 +87,13 @@ func (f fenced) ListOwned(ctx context.Context) ([]hub.SpecRef, error) {
 	}
 	return l.ListOwned(ctx)
 }
+
+// Diagnose implements hub.Diagnoser when the backend does (a read: not
+// fenced); a backend that cannot diagnose has nothing to say.
+func (f fenced) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, error) {
+	d, ok := f.Backend.(hub.Diagnoser)
+	if !ok {
+		return nil, nil
+	}
+	return d.Diagnose(ctx, spec)
+}

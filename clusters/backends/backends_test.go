@@ -106,3 +106,25 @@ func TestFenced(t *testing.T) {
 		t.Error("ListOwned of a backend that cannot list: no error")
 	}
 }
+
+// diagnosing is a stub with a Diagnoser.
+type diagnosing struct{ stub }
+
+func (diagnosing) Diagnose(context.Context, hub.NodeSpec) ([]string, error) {
+	return []string{"pod web-1: not scheduled"}, nil
+}
+
+// TestFencedDiagnose: a diagnosis is a read, passed through whatever the
+// fence says; a backend without one says nothing.
+func TestFencedDiagnose(t *testing.T) {
+	f := &fence{} // closed
+	b, _ := Fenced{Set: set{"prod": diagnosing{}}, Fence: f}.Backend("prod")
+	lines, err := b.(hub.Diagnoser).Diagnose(context.Background(), hub.NodeSpec{})
+	if err != nil || len(lines) != 1 || lines[0] != "pod web-1: not scheduled" {
+		t.Errorf("behind a closed fence: %q %v", lines, err)
+	}
+	b, _ = Fenced{Set: set{"prod": stub{}}, Fence: f}.Backend("prod")
+	if lines, err := b.(hub.Diagnoser).Diagnose(context.Background(), hub.NodeSpec{}); lines != nil || err != nil {
+		t.Errorf("a backend without a Diagnoser: %q %v", lines, err)
+	}
+}

@@ -493,11 +493,12 @@ func allInSyncOrWarn(s *hub.Snapshot) bool {
 	return true
 }
 
-// TestHubStuckDeployment: with the controller manager running, a Deployment
-// whose pods can never be scheduled exceeds its progress deadline and is
-// reported stuck.
+// TestHubStuckDeployment: with the controller manager, a scheduler and a
+// node running, a Deployment whose pods can never be scheduled exceeds its
+// progress deadline, is reported stuck, and says why in its pod's words:
+// the scheduler's message.
 func TestHubStuckDeployment(t *testing.T) {
-	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true})
+	set := lctest.Start(t, localcluster.Options{Count: 1, Full: true})
 	extra := `  - id: nowhere
     namespace: stuck
     clusters: [c1]
@@ -512,5 +513,14 @@ func TestHubStuckDeployment(t *testing.T) {
 	n, _ := s.Node(id)
 	if !strings.Contains(n.Reason, "ProgressDeadlineExceeded") {
 		t.Fatalf("reason = %q", n.Reason)
+	}
+	s = a.waitSnap(t, 10*time.Second, "the stuck deployment's diagnosis", func(s *hub.Snapshot) bool {
+		n, _ := s.Node(id)
+		return len(n.Diagnosis) > 0
+	})
+	n, _ = s.Node(id)
+	if len(n.Diagnosis) != 1 || !strings.HasPrefix(n.Diagnosis[0], "pod nowhere-") ||
+		!strings.Contains(n.Diagnosis[0], ": not scheduled: Unschedulable: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector") {
+		t.Fatalf("diagnosis = %q", n.Diagnosis)
 	}
 }

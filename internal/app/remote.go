@@ -202,6 +202,9 @@ type NodeAttention struct {
 	Status string    `json:"status"`
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since"`
+	// Diagnosis says why a stuck rollout does not progress (see
+	// hub.NodeStatus.Diagnosis).
+	Diagnosis []string `json:"diagnosis,omitempty"`
 }
 
 // StatusHold is one active hold.
@@ -276,7 +279,8 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 		if !n.Status.Problem() || (n.Status == hub.StatusUnknown && !connected[n.ID.Cluster]) {
 			continue
 		}
-		rep.Attention = append(rep.Attention, NodeAttention{ID: n.ID.String(), Status: string(n.Status), Reason: n.Reason, Since: n.LastChange})
+		rep.Attention = append(rep.Attention, NodeAttention{ID: n.ID.String(), Status: string(n.Status), Reason: n.Reason, Since: n.LastChange,
+			Diagnosis: n.Diagnosis})
 	}
 	slices.SortStableFunc(rep.Attention, func(a, b NodeAttention) int {
 		return cmp.Or(cmp.Compare(attentionRank(hub.Status(a.Status)), attentionRank(hub.Status(b.Status))), strings.Compare(a.ID, b.ID))
@@ -370,12 +374,21 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) 
 			head = fmt.Sprintf("%d of %d, --all lists every one", len(rep.Attention), rep.AttentionTotal)
 		}
 		fmt.Fprintf(&b, "\nNEEDS ATTENTION (%s)\n", head)
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		var rows strings.Builder
+		tw = tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
 		for _, n := range rep.Attention {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", termtext.Clean(n.ID), n.Status, ago(n.Since), termtext.Clean(n.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		// A diagnosis goes under its row, outside the table's columns
+		// (a line without a cell would end the table's alignment).
+		for i, row := range strings.SplitAfter(rows.String(), "\n")[:len(rep.Attention)] {
+			b.WriteString(row)
+			for _, why := range rep.Attention[i].Diagnosis {
+				fmt.Fprintf(&b, "    why: %s\n", termtext.Clean(why))
+			}
 		}
 	}
 	if len(rep.Holds) > 0 {

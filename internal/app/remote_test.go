@@ -29,6 +29,8 @@ func statusSnapshot(now time.Time) *hub.Snapshot {
 			node("eu", "c", hub.StatusDrifted, "modified"),
 			node("eu", "d", hub.StatusContested, "contested with hpa"),
 			node("eu", "e", hub.StatusFailed, "apply: denied"),
+			{ID: hub.NewNodeID("eu", "shop", "g", hub.KindDeployment), Status: hub.StatusStuck, Reason: "ProgressDeadlineExceeded",
+				LastChange: now.Add(-time.Minute), Diagnosis: []string{"pod g-1: not scheduled: 0/3 nodes are available"}},
 			node("eu", "f", hub.StatusRepaired, ""),
 			node("us", "a", hub.StatusUnknown, "cluster unreachable"),
 			node("us", "b", hub.StatusUnknown, "cluster unreachable"),
@@ -49,11 +51,11 @@ func TestBuildStatus(t *testing.T) {
 	for _, n := range rep.Attention {
 		got = append(got, n.Status+" "+n.ID)
 	}
-	want := "failed eu:shop/e:deployment,contested eu:shop/d:deployment,drifted eu:shop/c:deployment,held eu:shop/b:deployment"
+	want := "failed eu:shop/e:deployment,stuck eu:shop/g:deployment,contested eu:shop/d:deployment,drifted eu:shop/c:deployment,held eu:shop/b:deployment"
 	if strings.Join(got, ",") != want {
 		t.Errorf("attention %v, want %s", got, want)
 	}
-	if rep.AttentionTotal != 4 || !rep.NeedsAttention || rep.Objects != 8 {
+	if rep.AttentionTotal != 5 || !rep.NeedsAttention || rep.Objects != 8 || len(rep.Attention[1].Diagnosis) != 1 {
 		t.Errorf("total %d, needs %v, objects %d", rep.AttentionTotal, rep.NeedsAttention, rep.Objects)
 	}
 	if c := rep.Clusters[0]; c.InSync != 2 || c.Drift != 2 || c.Failed != 1 || c.Contested != 1 || c.Detection != "watch" {
@@ -64,7 +66,7 @@ func TestBuildStatus(t *testing.T) {
 		t.Errorf("holds %+v, failing %+v, stale %+v", rep.Holds, rep.FailingSources, rep.StaleSources)
 	}
 	limited := BuildStatus(statusSnapshot(now), 2)
-	if len(limited.Attention) != 2 || limited.AttentionTotal != 4 || limited.Attention[0].Status != "failed" {
+	if len(limited.Attention) != 2 || limited.AttentionTotal != 5 || limited.Attention[0].Status != "failed" {
 		t.Errorf("limited to 2: %+v", limited.Attention)
 	}
 
@@ -93,7 +95,8 @@ func TestWriteStatus(t *testing.T) {
 		"hub hub-1 at http://127.0.0.1:7070 · mode repair · 2 clusters · 8 objects · snapshot 2s ago",
 		"us       unreachable  watch   2",
 		"since 5m0s: dial tcp: refused",
-		"NEEDS ATTENTION (3 of 4, --all lists every one)",
+		"NEEDS ATTENTION (3 of 5, --all lists every one)",
+		"  eu:shop/g:deployment  stuck      1m0s  ProgressDeadlineExceeded\n    why: pod g-1: not scheduled: 0/3 nodes are available\n",
 		"  eu:shop/e:deployment  failed     1m0s  apply: denied",
 		"HOLDS\n  node eu:shop/b:deployment until ",
 		"(in 30m0s): INC-1",

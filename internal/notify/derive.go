@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -272,9 +273,13 @@ func (d *deriver) nodeStatus(ev Event, n *hub.NodeStatus, reason string) Event {
 		ev.Message = fmt.Sprintf("%s: contested", ev.NodeID)
 	case EventStuck:
 		ev.Message = fmt.Sprintf("%s: stuck", ev.NodeID)
+		ev.Diagnosis = slices.Clone(n.Diagnosis)
 	}
 	if n.Reason != "" {
 		ev.Message += ": " + n.Reason
+	}
+	if len(ev.Diagnosis) > 0 {
+		ev.Message += "; why: " + ev.Diagnosis[0]
 	}
 	if ev.Type == EventUnrepaired {
 		ev.Message += detail(ev)

@@ -120,6 +120,9 @@ type Event struct {
 	// Fields are the drifted field paths (never their values: those may
 	// be secrets).
 	Fields []string `json:"fields,omitempty"`
+	// Diagnosis: for stuck, why the rollout does not progress, in its
+	// pods' words (see hub.NodeStatus.Diagnosis), when the hub could tell.
+	Diagnosis []string `json:"diagnosis,omitempty"`
 	// ChangedBy is the field manager that made the drift, when known.
 	ChangedBy string `json:"changedBy,omitempty"`
 	// Count: for drift-repaired, how many repairs of this NodeID the

@@ -616,3 +616,18 @@ func TestDeriverSources(t *testing.T) {
 		t.Errorf("severities: applied %s, stale %s", severityOf(EventSourceApplied), severityOf(EventSourceStale))
 	}
 }
+
+// TestStuckEventSaysWhy: a stuck event carries the hub's diagnosis and
+// its message the first line of it.
+func TestStuckEventSaysWhy(t *testing.T) {
+	d := newDeriver("hq")
+	d.next(snap(1, hub.ClusterSynced, node(web, hub.StatusInSync, 0)))
+	stuck := node(web, hub.StatusStuck, 0)
+	stuck.Reason = "ProgressDeadlineExceeded"
+	stuck.Diagnosis = []string{"pod web-1: not scheduled: Unschedulable: 0/3 nodes are available", "1 more pod not ready"}
+	evs := d.next(snap(2, hub.ClusterSynced, stuck))
+	if len(evs) != 1 || evs[0].Type != EventStuck || !slices.Equal(evs[0].Diagnosis, stuck.Diagnosis) ||
+		evs[0].Message != web.String()+": stuck: ProgressDeadlineExceeded; why: pod web-1: not scheduled: Unschedulable: 0/3 nodes are available" {
+		t.Fatalf("events = %+v", evs)
+	}
+}

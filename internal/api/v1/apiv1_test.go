@@ -49,9 +49,10 @@ func richSnapshot() *hub.Snapshot {
 		Nodes: []hub.NodeStatus{
 			{ID: web, Application: "web", Kind: hub.KindDeployment, Policy: hub.PolicyWarn, Status: hub.StatusDrifted,
 				Reason: "fight", LastRepair: rep,
-				Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepObserved, Repeats: 4, LastAt: t0.Add(80 * time.Millisecond)},
-					{At: t0, Step: hub.StepClassified, Detail: rep.Drift.Summary(), Repeats: 4, LastAt: t0.Add(81 * time.Millisecond)}},
-				ReadyReplicas: 1, DesiredReplicas: 3, LastChange: t0, Repairs: 7},
+				Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepObserved, Repeats: 4, Last: 80 * time.Millisecond},
+					{At: t0, Step: hub.StepClassified, Detail: rep.Drift.Summary(), Repeats: 4, Last: 81 * time.Millisecond}},
+				ReadyReplicas: 1, DesiredReplicas: 3, LastChange: t0, Repairs: 7,
+				Diagnosis: []string{"pod web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are available"}},
 			{ID: nid("c1", "web", hub.KindService), Application: "web", Kind: hub.KindService, Policy: hub.PolicyRepair,
 				Status: hub.StatusInSync, Timeline: []hub.TimelineEntry{{At: t0, Step: hub.StepCreated}}, LastChange: t0},
 		},
@@ -131,7 +132,7 @@ func TestWireJSONShape(t *testing.T) {
 func TestTimelineRepeatsOnTheWire(t *testing.T) {
 	n := FromNode(hub.NodeStatus{ID: nid("c1", "web", hub.KindDeployment), Timeline: []hub.TimelineEntry{
 		{At: t0, Step: hub.StepCreated, Detail: "first apply"},
-		{At: t0, Step: hub.StepClassified, Detail: "modified spec.replicas: 2 -> 4", Repeats: 3, LastAt: t0.Add(time.Second)},
+		{At: t0, Step: hub.StepClassified, Detail: "modified spec.replicas: 2 -> 4", Repeats: 3, Last: time.Second},
 	}})
 	b, err := json.Marshal(n.Timeline)
 	if err != nil {
@@ -249,11 +250,17 @@ func TestDiffApply(t *testing.T) {
 		{name: "timeline replaced", nodes: 1, next: next(base, func(n *hub.Snapshot) {
 			n.Nodes[0].Timeline = append(append([]hub.TimelineEntry(nil), n.Nodes[0].Timeline...), hub.TimelineEntry{At: t0, Step: hub.StepApplied})
 		})},
+		{name: "diagnosis said", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			n.Nodes[0].Diagnosis = []string{"pod web-1: container app ImagePullBackOff"}
+		})},
+		{name: "contest changed alone", nodes: 1, next: next(base, func(n *hub.Snapshot) {
+			n.Nodes[0].Contested = &hub.Contest{Manager: "hpa", Undone: 3}
+		})},
 		{name: "timeline repeat folded", nodes: 1, next: next(base, func(n *hub.Snapshot) {
 			tl := slices.Clone(n.Nodes[0].Timeline)
 			for i := range tl {
 				tl[i].Repeats++
-				tl[i].LastAt = t0.Add(time.Second)
+				tl[i].Last = time.Second
 			}
 			n.Nodes[0].Timeline = tl
 		})},

@@ -2,9 +2,11 @@ package apiv1
 
 import (
 	"fmt"
-	"github.com/driftwatch/driftwatch/clusters/kubeobj"
+	"math"
+	"slices"
 	"time"
 
+	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 )
 
@@ -186,9 +188,10 @@ func FromNode(n hub.NodeStatus) Node {
 		LastChange:      n.LastChange,
 		Repairs:         n.Repairs,
 		Revision:        n.Revision,
+		Diagnosis:       slices.Clone(n.Diagnosis),
 	}
 	for i, e := range n.Timeline {
-		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail, Repeats: e.Repeats, LastAt: e.LastAt}
+		out.Timeline[i] = TimelineEntry{At: e.At, Step: string(e.Step), Detail: e.Detail, Repeats: int(e.Repeats), LastAt: e.LastAt()}
 	}
 	for _, f := range n.Ignored {
 		out.Ignored = append(out.Ignored, IgnoredField{FieldDiff: FromFieldDiffs([]hub.FieldDiff{f.FieldDiff})[0], Rule: f.Rule, Manager: f.Manager})
@@ -225,8 +228,14 @@ func (n Node) ToHub() (hub.NodeStatus, error) {
 		Revision:        n.Revision,
 	}
 	for _, e := range n.Timeline {
-		out.Timeline = append(out.Timeline, hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail,
-			Repeats: e.Repeats, LastAt: e.LastAt})
+		te := hub.TimelineEntry{At: e.At, Step: hub.Step(e.Step), Detail: e.Detail}
+		if e.Repeats > 0 { // a count past int32 is another hub's nonsense: the most it can say
+			te.Repeats = int32(min(e.Repeats, math.MaxInt32))
+			if !e.LastAt.IsZero() {
+				te.Last = max(e.LastAt.Sub(e.At), 0)
+			}
+		}
+		out.Timeline = append(out.Timeline, te)
 	}
 	for _, f := range n.Ignored {
 		fd := f.FieldDiff
@@ -238,6 +247,7 @@ func (n Node) ToHub() (hub.NodeStatus, error) {
 		out.Contested = &hub.Contest{Manager: c.Manager, Fields: c.Fields, Undone: c.Undone, Since: c.Since,
 			Backoff: time.Duration(c.Backoff), NextAttempt: c.NextAttempt, ClearsAt: c.ClearsAt}
 	}
+	out.Diagnosis = slices.Clone(n.Diagnosis)
 	return out, nil
 }
 

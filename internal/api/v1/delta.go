@@ -296,7 +296,9 @@ func nodeEqual(a, b hub.NodeStatus) bool {
 	return a.ID == b.ID && a.Application == b.Application && a.Kind == b.Kind && a.Policy == b.Policy &&
 		a.Status == b.Status && a.Reason == b.Reason && a.LastRepair == b.LastRepair &&
 		sameSlice(a.Timeline, b.Timeline) && a.ReadyReplicas == b.ReadyReplicas &&
-		a.DesiredReplicas == b.DesiredReplicas && a.LastChange.Equal(b.LastChange) && a.Repairs == b.Repairs
+		a.DesiredReplicas == b.DesiredReplicas && a.LastChange.Equal(b.LastChange) && a.Repairs == b.Repairs &&
+		a.Revision == b.Revision && sameSlice(a.Ignored, b.Ignored) && a.Contested == b.Contested &&
+		sameSlice(a.Diagnosis, b.Diagnosis)
 }
 
 // sameSlice reports whether two slices are the same slice: same length and

@@ -209,6 +209,9 @@ type Node struct {
 	// Contested describes the fight with another writer while the status
 	// is contested.
 	Contested *Contest `json:"contested,omitempty"`
+	// Diagnosis says, while the status is stuck, why the rollout does not
+	// progress, in its pods' words; absent otherwise.
+	Diagnosis []string `json:"diagnosis,omitempty"`
 }
 
 // IgnoredField is a difference an ignore rule covers.
