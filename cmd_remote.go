@@ -61,11 +61,12 @@ needs attention: the NodeIDs whose status is not in sync, the worst first
 gives; the holds, and the sources that fail or are stale. NodeIDs of a
 cluster that is not connected are counted on the cluster, not listed. The
 first 20 NodeIDs are listed; --all lists every one. -o json prints the same
-as a document for scripts.
+as a document for scripts. A hub that runs as several replicas is shown as
+one through any of them, each cluster with the replica that manages it.
 
 Exit 0, or with --exit-code 1 when anything needs attention (a NodeID, a
-cluster not synced or paused, a source failing or stale); 1 when the hub
-cannot be asked, 2 usage.
+cluster not synced or paused, a source failing or stale, a replica that
+does not answer); 1 when the hub cannot be asked, 2 usage.
 
 ` + remoteTokenText + `
 A viewer token is enough.`,
@@ -276,9 +277,9 @@ func newRepairCmd(c *cliEnv) *cobra.Command {
 UI's r key does: also one that is warn-only, on a paused cluster or held
 (set before the request), which stay so afterwards. A NodeID reads
 cluster:namespace/name:kind, as status and the UI show it. It goes on past
-a NodeID the hub refuses and names each in its error. With replicas, ask
-the replica that manages the NodeID's cluster (the error of another names
-it).
+a NodeID the hub refuses and names each in its error. A hub that runs as
+several replicas may be asked through any of them: each repair goes to the
+replica that manages the NodeID's cluster.
 
 Exit 0 requested, 1 refused (an unknown NodeID, a viewer token) or the hub
 cannot be asked, 2 usage.

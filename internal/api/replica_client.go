@@ -156,6 +156,45 @@ func (rc *ReplicaClient) Subscribe() (<-chan *hub.Snapshot, func()) {
 	return out, func() { cancel(); wg.Wait() }
 }
 
+// Snapshot returns the merged view of the replicas once (see Merge): the
+// list of replicas, then every replica's snapshot at once, each for at
+// most ResponseTimeout; a replica that does not answer is shown
+// unreachable with its clusters, as Subscribe's view shows it. Only the
+// list failing is an error.
+func (rc *ReplicaClient) Snapshot(ctx context.Context) (*hub.Snapshot, error) {
+	l, err := rc.refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snaps := make([]*hub.Snapshot, len(l.Replicas))
+	errs := make([]error, len(l.Replicas))
+	var wg conc.WaitGroup
+	for i, r := range l.Replicas {
+		c, err := rc.client(r)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, c.ResponseTimeout())
+			defer cancel()
+			if snaps[i], errs[i] = c.Snapshot(sctx); errs[i] != nil {
+				errs[i] = fmt.Errorf("replica %q: %w", r.ID, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	byID, errByID := make(map[string]*hub.Snapshot, len(l.Replicas)), make(map[string]error)
+	for i, r := range l.Replicas {
+		if errs[i] != nil {
+			errByID[r.ID] = errs[i]
+			continue
+		}
+		byID[r.ID] = snaps[i]
+	}
+	return rc.merge(l, byID, errByID), nil
+}
+
 // update is a snapshot of one replica.
 type update struct {
 	replica string

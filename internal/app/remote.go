@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"syscall"
@@ -27,6 +28,39 @@ type Remote struct {
 	client *api.Client
 	now    func() time.Time
 	out    io.Writer
+}
+
+// hubClient is what the commands ask of a hub: a plain client of a hub of
+// one process, or a ReplicaClient of a hub that runs as several (one view
+// of all of them; each action sent to the replica that manages its
+// cluster).
+type hubClient interface {
+	Snapshot(ctx context.Context) (*hub.Snapshot, error)
+	RepairNow(id hub.NodeID) error
+	PauseCluster(cluster string, paused bool) error
+	SetApplicationPolicy(app string, p hub.Policy) error
+	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
+	ReleaseHold(t hub.HoldTarget) error
+}
+
+// hub returns the client the commands use: it asks the hub for its
+// replicas (GET /api/v1/replicas) and, when it runs as several, returns a
+// ReplicaClient; a hub of one process, or one older than the route, is
+// asked as it is.
+func (r *Remote) hub() (hubClient, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+	defer cancel()
+	l, err := r.client.Replicas(ctx)
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound:
+		return r.client, nil
+	case err != nil:
+		return nil, r.hubError(err)
+	case len(l.Replicas) > 0:
+		return api.NewReplicaClient(r.client, 0), nil
+	}
+	return r.client, nil
 }
 
 // NewRemote returns a Remote of the hub at server (serve's --listen
@@ -67,10 +101,14 @@ func (r *Remote) Reload(allowPrune bool) error {
 // knows now (a cluster discovered later is not paused). It goes on past a
 // cluster the hub refuses and returns an error naming each.
 func (r *Remote) Pause(clusters []string, all, paused bool) error {
+	h, err := r.hub()
+	if err != nil {
+		return err
+	}
 	if all {
 		ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
 		defer cancel()
-		snap, err := r.client.Snapshot(ctx)
+		snap, err := h.Snapshot(ctx)
 		if err != nil {
 			return r.hubError(err)
 		}
@@ -84,7 +122,7 @@ func (r *Remote) Pause(clusters []string, all, paused bool) error {
 	}
 	var errs []error
 	for _, c := range clusters {
-		if err := r.client.PauseCluster(c, paused); err != nil {
+		if err := h.PauseCluster(c, paused); err != nil {
 			errs = append(errs, r.hubError(err))
 			continue
 		}
@@ -100,7 +138,11 @@ func (r *Remote) Pause(clusters []string, all, paused bool) error {
 // Hold stops the repairs of a NodeID, an application or a cluster for ttl,
 // with a reason people read in every view of it.
 func (r *Remote) Hold(t hub.HoldTarget, ttl time.Duration, reason string) error {
-	h, err := r.client.Hold(t, ttl, reason)
+	c, err := r.hub()
+	if err != nil {
+		return err
+	}
+	h, err := c.Hold(t, ttl, reason)
 	if err != nil {
 		return r.hubError(err)
 	}
@@ -111,7 +153,11 @@ func (r *Remote) Hold(t hub.HoldTarget, ttl time.Duration, reason string) error 
 
 // Release ends the hold on a target.
 func (r *Remote) Release(t hub.HoldTarget) error {
-	if err := r.client.ReleaseHold(t); err != nil {
+	c, err := r.hub()
+	if err != nil {
+		return err
+	}
+	if err := c.ReleaseHold(t); err != nil {
 		return r.hubError(err)
 	}
 	fmt.Fprintf(r.out, "hold on %s %s released\n", t.Scope, termtext.Clean(t.Name))
@@ -122,9 +168,13 @@ func (r *Remote) Release(t hub.HoldTarget) error {
 // pause or a hold set before it. It goes on past a NodeID the hub refuses
 // and returns an error naming each.
 func (r *Remote) Repair(ids []hub.NodeID) error {
+	c, err := r.hub()
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, id := range ids {
-		if err := r.client.RepairNow(id); err != nil {
+		if err := c.RepairNow(id); err != nil {
 			errs = append(errs, r.hubError(err))
 			continue
 		}
@@ -136,7 +186,11 @@ func (r *Remote) Repair(ids []hub.NodeID) error {
 // Policy sets an application's policy at run time (warn-only or repair);
 // "" clears the override, back to the config's.
 func (r *Remote) Policy(app string, p hub.Policy) error {
-	if err := r.client.SetApplicationPolicy(app, p); err != nil {
+	c, err := r.hub()
+	if err != nil {
+		return err
+	}
+	if err := c.SetApplicationPolicy(app, p); err != nil {
 		return r.hubError(err)
 	}
 	switch p {
@@ -172,10 +226,21 @@ type StatusReport struct {
 	// repositories whose latest revision is not in force.
 	FailingSources []StatusSource `json:"failingSources"`
 	StaleSources   []StatusSource `json:"staleSources"`
+	// Replicas are the replicas of a hub that runs as several (empty for
+	// a hub of one process).
+	Replicas []StatusReplica `json:"replicas,omitempty"`
 	// NeedsAttention is what --exit-code tests: a NodeID needs
 	// attention, a cluster is not synced or is paused, a source fails or
-	// is stale.
+	// is stale, a replica does not answer.
 	NeedsAttention bool `json:"needsAttention"`
+}
+
+// StatusReplica is one replica of a hub that runs as several.
+type StatusReplica struct {
+	ID       string   `json:"id"`
+	Address  string   `json:"address,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Clusters []string `json:"clusters"`
 }
 
 // StatusCluster is one cluster of a StatusReport.
@@ -300,6 +365,12 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 			rep.StaleSources = append(rep.StaleSources, StatusSource{ID: s.ID, Error: s.Error, Since: s.Since})
 		}
 	}
+	for _, r := range snap.Replicas {
+		rep.Replicas = append(rep.Replicas, StatusReplica{ID: r.ID, Address: r.Address, Error: r.Err, Clusters: r.Clusters})
+		if !r.Reachable {
+			rep.NeedsAttention = true
+		}
+	}
 	if rep.AttentionTotal > 0 || len(rep.FailingSources) > 0 || len(rep.StaleSources) > 0 {
 		rep.NeedsAttention = true
 	}
@@ -310,9 +381,13 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 // listing at most limit NodeIDs that need attention (0: all). It reports
 // whether anything needs attention.
 func (r *Remote) Status(format string, limit int) (needsAttention bool, err error) {
+	c, err := r.hub()
+	if err != nil {
+		return false, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
 	defer cancel()
-	snap, err := r.client.Snapshot(ctx)
+	snap, err := c.Snapshot(ctx)
 	if err != nil {
 		return false, r.hubError(err)
 	}
@@ -389,6 +464,16 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) 
 			for _, why := range rep.Attention[i].Diagnosis {
 				fmt.Fprintf(&b, "    why: %s\n", termtext.Clean(why))
 			}
+		}
+	}
+	if len(rep.Replicas) > 0 {
+		b.WriteString("\nREPLICAS\n")
+		for _, r := range rep.Replicas {
+			state := "answers"
+			if r.Error != "" {
+				state = "does not answer: " + termtext.Clean(r.Error)
+			}
+			fmt.Fprintf(&b, "  %s at %s manages %s, %s\n", termtext.Clean(r.ID), termtext.Clean(r.Address), plural(len(r.Clusters), "cluster"), state)
 		}
 	}
 	if len(rep.Holds) > 0 {

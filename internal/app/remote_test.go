@@ -1,11 +1,19 @@
 package app
 
 import (
+	"context"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/sourcegraph/conc"
+
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/api"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // statusSnapshot is a hub's snapshot with a synced cluster holding a
@@ -76,6 +84,15 @@ func TestBuildStatus(t *testing.T) {
 	if BuildStatus(quiet, 0).NeedsAttention {
 		t.Error("an in-sync hub needs attention")
 	}
+	quiet.Replicas = []hub.ReplicaStatus{{ID: "a", Address: "10.0.0.1:7070", Reachable: true, Clusters: []string{"eu"}}}
+	if BuildStatus(quiet, 0).NeedsAttention {
+		t.Error("an in-sync hub of answering replicas needs attention")
+	}
+	quiet.Replicas = append(quiet.Replicas, hub.ReplicaStatus{ID: "b", Address: "10.0.0.2:7070", Err: "replica \"b\": timeout"})
+	if !BuildStatus(quiet, 0).NeedsAttention {
+		t.Error("a replica that does not answer does not need attention")
+	}
+	quiet.Replicas = nil
 	quiet.Clusters[0].Paused = true
 	if !BuildStatus(quiet, 0).NeedsAttention {
 		t.Error("a paused cluster does not need attention")
@@ -114,5 +131,79 @@ func TestWriteStatus(t *testing.T) {
 		if strings.HasSuffix(l, " ") {
 			t.Errorf("line %q ends in a blank", l)
 		}
+	}
+}
+
+// startAPIHub runs a hub that knows the clusters c1 and c2 (no backend:
+// both stay connecting) behind its API, which lists replicas.
+func startAPIHub(t *testing.T, tokens *api.Tokens, replicas func() []apiv1.Replica) (*hub.Hub, *httptest.Server) {
+	t.Helper()
+	h := hub.New(hub.Options{ID: "hub", SnapshotInterval: 10 * time.Millisecond})
+	var specs []hub.NodeSpec
+	for _, c := range []string{"c1", "c2"} {
+		specs = append(specs, hub.NodeSpec{ID: hub.NewNodeID(c, "ns", "web", hub.KindDeployment), Namespace: "ns", Name: "web",
+			Kind: hub.KindDeployment, Application: "web", Policy: hub.PolicyRepair, Hash: "1"})
+	}
+	h.SetDesired(specs)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = h.Run(ctx) })
+	srv := httptest.NewServer(api.Handler(h, api.Options{Tokens: tokens, Replicas: replicas}))
+	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
+	return h, srv
+}
+
+// TestRemoteThroughReplicas: asked through replica a of two (a manages
+// c1, b c2), status shows both clusters with their owners and the
+// replicas, and a pause of c2 reaches b, not a.
+func TestRemoteThroughReplicas(t *testing.T) {
+	const token = "op-token-0123456789abcdef0123456789"
+	tokens, err := api.ParseTokens("test", []byte(token+" operator alice\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var list []apiv1.Replica
+	view := func(self string) func() []apiv1.Replica {
+		return func() []apiv1.Replica {
+			mu.Lock()
+			defer mu.Unlock()
+			out := slices.Clone(list)
+			for i := range out {
+				out[i].Self = out[i].ID == self
+			}
+			return out
+		}
+	}
+	ha, srvA := startAPIHub(t, tokens, view("a"))
+	hb, srvB := startAPIHub(t, tokens, view("b"))
+	mu.Lock()
+	list = []apiv1.Replica{
+		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
+		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
+	}
+	mu.Unlock()
+
+	var out strings.Builder
+	r, err := NewRemote(srvA.URL, api.ClientOptions{Token: token}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Status("text", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"replica a", "replica b", "REPLICAS\n  a at 127.0.0.1:", "manages 1 cluster, answers"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, &out)
+		}
+	}
+	if err := r.Pause([]string{"c2"}, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if c2, _ := hb.Snapshot().Cluster("c2"); !c2.Paused {
+		t.Error("c2 not paused on b, which manages it")
+	}
+	if c2, _ := ha.Snapshot().Cluster("c2"); c2.Paused {
+		t.Error("c2 paused on a, which does not manage it")
 	}
 }
