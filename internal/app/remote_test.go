@@ -206,4 +206,18 @@ func TestRemoteThroughReplicas(t *testing.T) {
 	if c2, _ := ha.Snapshot().Cluster("c2"); c2.Paused {
 		t.Error("c2 paused on a, which does not manage it")
 	}
+
+	// b stops answering: its cluster stays, unreachable, naming b.
+	srvB.CloseClientConnections()
+	srvB.Close()
+	out.Reset()
+	attention, err := r.Status("text", 0)
+	if err != nil || !attention {
+		t.Fatalf("status with b down: attention %v, %v", attention, err)
+	}
+	for _, want := range []string{"c2       unreachable", `replica "b"`, "b at 127.0.0.1:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("b down: no %q in\n%s", want, &out)
+		}
+	}
 }
