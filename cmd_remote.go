@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -46,9 +47,40 @@ else $DRIFTWATCH_TOKEN, else the token file serve made on this machine. The
 token goes over plain http only to this machine (127.0.0.1, ::1,
 localhost); any other hub needs an https:// --server.`
 
+// hubCommand completes cmd (its texts set) as a command of a running hub:
+// parse reads and checks its arguments (and flags) before anything is
+// sent, act does the command's one thing through the hub's client; its
+// error is prefixed with the command's name.
+func hubCommand[T any](c *cliEnv, cmd *cobra.Command, parse func(*cobra.Command, []string) (T, error), act func(*app.Remote, T) error) *cobra.Command {
+	var hf hubFlags
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		_, err := parse(cmd, args)
+		return err
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		v, err := parse(cmd, args)
+		if err != nil {
+			return err
+		}
+		r, err := hf.remote(c, cmd)
+		if err != nil {
+			return err
+		}
+		if err := act(r, v); err != nil {
+			var ee *app.ExitError
+			if errors.As(err, &ee) {
+				return err
+			}
+			return fmt.Errorf("%s: %w", cmd.Name(), err)
+		}
+		return nil
+	}
+	hf.addFlags(cmd)
+	return cmd
+}
+
 // newStatusCmd is `driftwatch status`.
 func newStatusCmd(c *cliEnv) *cobra.Command {
-	var hf hubFlags
 	var output string
 	var all, exitCode bool
 	cmd := &cobra.Command{
@@ -74,39 +106,33 @@ A viewer token is enough.`,
   driftwatch status --all --server https://hub.example:7070 --ca-file ca.pem --token-file token
   driftwatch status -o json | jq '.attention[] | select(.status == "failed") | .id'
   driftwatch status --exit-code >/dev/null || page-the-on-call`,
-		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cli.CheckFormat(cmd, output, app.FormatText, app.FormatJSON); err != nil {
-				return err
-			}
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			limit := 20
-			if all {
-				limit = 0
-			}
-			attention, err := r.Status(output, limit)
-			if err != nil {
-				return fmt.Errorf("status: %w", err)
-			}
-			if attention && exitCode {
-				return &app.ExitError{Code: 1}
-			}
-			return nil
-		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text or json")
 	cmd.Flags().BoolVar(&all, "all", false, "list every NodeID that needs attention, not the first 20")
 	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 1 when anything needs attention")
-	hf.addFlags(cmd)
-	return cmd
+	parse := func(cmd *cobra.Command, args []string) (int, error) {
+		if err := cli.NoArgs(cmd, args); err != nil {
+			return 0, err
+		}
+		if err := cli.CheckFormat(cmd, output, app.FormatText, app.FormatJSON); err != nil {
+			return 0, err
+		}
+		if all {
+			return 0, nil // no limit
+		}
+		return 20, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, limit int) error {
+		attention, err := r.Status(output, limit)
+		if err == nil && attention && exitCode {
+			return &app.ExitError{Code: 1}
+		}
+		return err
+	})
 }
 
 // newPauseCmd is `driftwatch pause` (paused) or `driftwatch resume`.
 func newPauseCmd(c *cliEnv, paused bool) *cobra.Command {
-	var hf hubFlags
 	var all bool
 	verb, long, example := "pause", `Pause stops the repairs on each named cluster of a running hub, as the
 terminal UI's p key does: drift is still detected, reported and notified,
@@ -137,29 +163,18 @@ hub cannot be asked, 2 usage.
 ` + remoteTokenText + `
 It needs an operator token.`,
 		Example: example,
-		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case all && len(args) > 0:
-				return usageError("%s--all acts on every cluster: name none with it", cli.Prefix(cmd))
-			case !all && len(args) == 0:
-				return usageError("%sname a cluster (or --all)", cli.Prefix(cmd))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			if err := r.Pause(args, all, paused); err != nil {
-				return fmt.Errorf("%s: %w", verb, err)
-			}
-			return nil
-		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every cluster the hub manages now")
-	hf.addFlags(cmd)
-	return cmd
+	parse := func(cmd *cobra.Command, args []string) ([]string, error) {
+		switch {
+		case all && len(args) > 0:
+			return nil, usageError("%s--all acts on every cluster: name none with it", cli.Prefix(cmd))
+		case !all && len(args) == 0:
+			return nil, usageError("%sname a cluster (or --all)", cli.Prefix(cmd))
+		}
+		return args, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, clusters []string) error { return r.Pause(clusters, all, paused) })
 }
 
 // holdTarget parses the SCOPE NAME arguments of hold and release.
@@ -176,7 +191,6 @@ func holdTarget(cmd *cobra.Command, args []string) (hub.HoldTarget, error) {
 
 // newHoldCmd is `driftwatch hold`.
 func newHoldCmd(c *cliEnv) *cobra.Command {
-	var hf hubFlags
 	var ttl time.Duration
 	var reason string
 	cmd := &cobra.Command{
@@ -199,40 +213,26 @@ It needs an operator token.`,
 		Example: `  driftwatch hold cluster prod-eu --for 2h --reason "INC-123: etcd restore in progress"
   driftwatch hold application checkout --reason "canary by hand"
   driftwatch hold node prod-eu:shop/web:deployment --for 15m --reason "debugging"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, err := holdTarget(cmd, args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := holdTarget(cmd, args)
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(reason) == "" {
-				return usageError("%s--reason is required: say why, for whoever finds the hold", cli.Prefix(cmd))
-			}
-			if ttl <= 0 {
-				return usageError("%s--for %s: want a positive duration, such as 30m or 2h", cli.Prefix(cmd), ttl)
-			}
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			if err := r.Hold(t, ttl, reason); err != nil {
-				return fmt.Errorf("hold: %w", err)
-			}
-			return nil
-		},
 	}
 	cmd.Flags().DurationVar(&ttl, "for", 30*time.Minute, "how long the hold lasts")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required; shown wherever the hold is)")
-	hf.addFlags(cmd)
-	return cmd
+	parse := func(cmd *cobra.Command, args []string) (hub.HoldTarget, error) {
+		t, err := holdTarget(cmd, args)
+		switch {
+		case err != nil:
+			return t, err
+		case strings.TrimSpace(reason) == "":
+			return t, usageError("%s--reason is required: say why, for whoever finds the hold", cli.Prefix(cmd))
+		case ttl <= 0:
+			return t, usageError("%s--for %s: want a positive duration, such as 30m or 2h", cli.Prefix(cmd), ttl)
+		}
+		return t, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, t hub.HoldTarget) error { return r.Hold(t, ttl, reason) })
 }
 
 // newReleaseCmd is `driftwatch release`.
 func newReleaseCmd(c *cliEnv) *cobra.Command {
-	var hf hubFlags
 	cmd := &cobra.Command{
 		Use:   "release node|application|cluster NAME",
 		Short: "End a hold before its time",
@@ -244,32 +244,12 @@ pass. Exit 0 released, 1 no hold there or the hub cannot be asked, 2 usage.
 It needs an operator token.`,
 		Example: `  driftwatch release cluster prod-eu
   driftwatch release node prod-eu:shop/web:deployment`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, err := holdTarget(cmd, args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := holdTarget(cmd, args)
-			if err != nil {
-				return err
-			}
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			if err := r.Release(t); err != nil {
-				return fmt.Errorf("release: %w", err)
-			}
-			return nil
-		},
 	}
-	hf.addFlags(cmd)
-	return cmd
+	return hubCommand(c, cmd, holdTarget, (*app.Remote).Release)
 }
 
 // newRepairCmd is `driftwatch repair`.
 func newRepairCmd(c *cliEnv) *cobra.Command {
-	var hf hubFlags
 	cmd := &cobra.Command{
 		Use:   "repair NODEID...",
 		Short: "Repair NodeIDs now, once, past warn-only, a pause or a hold",
@@ -288,27 +268,8 @@ cannot be asked, 2 usage.
 It needs an operator token.`,
 		Example: `  driftwatch repair prod-eu:shop/web:deployment
   driftwatch status -o json | jq -r '.attention[] | select(.status == "warn-only") | .id' | xargs driftwatch repair`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, err := nodeIDs(cmd, args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := nodeIDs(cmd, args)
-			if err != nil {
-				return err
-			}
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			if err := r.Repair(ids); err != nil {
-				return fmt.Errorf("repair: %w", err)
-			}
-			return nil
-		},
 	}
-	hf.addFlags(cmd)
-	return cmd
+	return hubCommand(c, cmd, nodeIDs, (*app.Remote).Repair)
 }
 
 // nodeIDs parses repair's arguments.
@@ -329,7 +290,6 @@ func nodeIDs(cmd *cobra.Command, args []string) ([]hub.NodeID, error) {
 
 // newPolicyCmd is `driftwatch policy`.
 func newPolicyCmd(c *cliEnv) *cobra.Command {
-	var hf hubFlags
 	cmd := &cobra.Command{
 		Use:   "policy APPLICATION warn|repair|config",
 		Short: "Make an application warn-only, or repaired, at run time",
@@ -346,41 +306,29 @@ cannot be asked, 2 usage.
 It needs an operator token.`,
 		Example: `  driftwatch policy checkout warn
   driftwatch policy checkout config`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, err := policyArg(cmd, args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := policyArg(cmd, args)
-			if err != nil {
-				return err
-			}
-			r, err := hf.remote(c, cmd)
-			if err != nil {
-				return err
-			}
-			if err := r.Policy(args[0], p); err != nil {
-				return fmt.Errorf("policy: %w", err)
-			}
-			return nil
-		},
 	}
-	hf.addFlags(cmd)
-	return cmd
+	return hubCommand(c, cmd, policyArg, func(r *app.Remote, p appPolicy) error { return r.Policy(p.app, p.policy) })
 }
 
-// policyArg parses policy's arguments: the policy to set, "" for config.
-func policyArg(cmd *cobra.Command, args []string) (hub.Policy, error) {
+// appPolicy is policy's arguments: the application and the policy to set
+// ("" for config).
+type appPolicy struct {
+	app    string
+	policy hub.Policy
+}
+
+// policyArg parses policy's arguments.
+func policyArg(cmd *cobra.Command, args []string) (appPolicy, error) {
 	if len(args) != 2 {
-		return "", usageError("%swant APPLICATION warn|repair|config", cli.Prefix(cmd))
+		return appPolicy{}, usageError("%swant APPLICATION warn|repair|config", cli.Prefix(cmd))
 	}
 	switch args[1] {
 	case "warn":
-		return hub.PolicyWarn, nil
+		return appPolicy{args[0], hub.PolicyWarn}, nil
 	case "repair":
-		return hub.PolicyRepair, nil
+		return appPolicy{args[0], hub.PolicyRepair}, nil
 	case "config":
-		return "", nil
+		return appPolicy{args[0], ""}, nil
 	}
-	return "", usageError("%spolicy %q: want warn, repair or config", cli.Prefix(cmd), args[1])
+	return appPolicy{}, usageError("%spolicy %q: want warn, repair or config", cli.Prefix(cmd), args[1])
 }

@@ -20,11 +20,7 @@ func TestDetailShowsWhyStuck(t *testing.T) {
 			"pod web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.\x1b[2J",
 			"2 pods (web-5d8f-a, ...): container app ImagePullBackOff: Back-off pulling image \"registry.example/web:2\"",
 		}
-		s.Seq++
-		m.Update(snapshotMsg{snap: s})
-		press(t, m, ":")
-		typeText(t, m, "node "+n.ID.String())
-		press(t, m, "enter")
+		showNode(t, m, s, n.ID)
 		out := m.View().Content
 		checkScreen(t, out, w, 48)
 		flat := strings.Join(strings.Fields(out), " ")

@@ -71,11 +71,7 @@ func TestDetailShowsADesiredChange(t *testing.T) {
 	n.LastRepair = &hub.Repair{ID: n.ID, Drift: hub.Drift{Class: hub.DriftModified,
 		Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "3", Actual: "2"}}},
 		Action: "apply", DesiredChange: "desired changed (web@1.2.0)", ObservedAt: fixedNow, AppliedAt: fixedNow}
-	s.Seq++
-	m.Update(snapshotMsg{snap: s})
-	press(t, m, ":")
-	typeText(t, m, "node "+n.ID.String())
-	press(t, m, "enter")
+	showNode(t, m, s, n.ID)
 	out := m.View().Content
 	for _, want := range []string{"CHANGE APPLIED", "- spec.replicas: 2", "+ spec.replicas: 3", "desired changed (web@1.2.0)"} {
 		if !strings.Contains(out, want) {

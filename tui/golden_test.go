@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/driftwatch/driftwatch/hub"
 )
 
 // newFixtureModel returns a NoColor model at w x h showing the fixture.
@@ -44,6 +46,17 @@ func typeText(t testing.TB, m *Model, text string) {
 		}
 		press(t, m, string(r))
 	}
+}
+
+// showNode feeds the model snapshot s (its Seq moved on) and opens the
+// node view of id with the :node command.
+func showNode(t testing.TB, m *Model, s *hub.Snapshot, id hub.NodeID) {
+	t.Helper()
+	s.Seq++
+	m.Update(snapshotMsg{snap: s})
+	press(t, m, ":")
+	typeText(t, m, "node "+id.String())
+	press(t, m, "enter")
 }
 
 func runCmd(m *Model, cmd tea.Cmd) tea.Msg {

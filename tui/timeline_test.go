@@ -35,11 +35,7 @@ func TestTimelineShowsRepeats(t *testing.T) {
 				{At: ago(4 * time.Second), Step: hub.StepObserved, Repeats: 4, Last: 4 * time.Second},
 				{At: ago(4 * time.Second), Step: hub.StepClassified, Detail: tc.detail, Repeats: 4, Last: 4 * time.Second},
 			}
-			s.Seq++
-			m.Update(snapshotMsg{snap: s})
-			press(t, m, ":")
-			typeText(t, m, "node "+n.ID.String())
-			press(t, m, "enter")
+			showNode(t, m, s, n.ID)
 			out := m.View().Content
 			checkScreen(t, out, tc.w, 48)
 			var applied, observed, classified string
