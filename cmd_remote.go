@@ -47,12 +47,48 @@ else $DRIFTWATCH_TOKEN, else the token file serve made on this machine. The
 token goes over plain http only to this machine (127.0.0.1, ::1,
 localhost); any other hub needs an https:// --server.`
 
+// completer says what a hub command's next argument may be, given the
+// arguments before it: fixed words (ask false), or what to read from the
+// hub's snapshot (ask true, see app.Complete); nil words and ask false:
+// nothing more.
+type completer func(args []string) (words []string, kind app.Completion, ask bool)
+
 // hubCommand completes cmd (its texts set) as a command of a running hub:
 // parse reads and checks its arguments (and flags) before anything is
 // sent, act does the command's one thing through the hub's client; its
-// error is prefixed with the command's name.
-func hubCommand[T any](c *cliEnv, cmd *cobra.Command, parse func(*cobra.Command, []string) (T, error), act func(*app.Remote, T) error) *cobra.Command {
+// error is prefixed with the command's name. complete (nil: none) makes
+// the shell's completion offer its arguments, read from the hub the flags
+// name (a hub that cannot be asked offers none).
+func hubCommand[T any](c *cliEnv, cmd *cobra.Command, parse func(*cobra.Command, []string) (T, error), act func(*app.Remote, T) error, complete completer) *cobra.Command {
 	var hf hubFlags
+	if complete != nil {
+		cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			words, kind, ask := complete(args)
+			if !ask {
+				var out []cobra.Completion
+				for _, w := range words {
+					if strings.HasPrefix(w, toComplete) {
+						out = append(out, w)
+					}
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp
+			}
+			r, err := hf.remote(c, cmd)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			snap, err := r.Snapshot()
+			if err != nil {
+				cobra.CompDebugln(err.Error(), true)
+				return nil, cobra.ShellCompDirectiveError
+			}
+			var scope hub.HoldScope
+			if len(args) > 0 {
+				scope = hub.HoldScope(args[0])
+			}
+			return app.Complete(snap, kind, scope, toComplete, args), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		_, err := parse(cmd, args)
 		return err
@@ -128,7 +164,7 @@ A viewer token is enough.`,
 			return &app.ExitError{Code: 1}
 		}
 		return err
-	})
+	}, nil)
 }
 
 // newPauseCmd is `driftwatch pause` (paused) or `driftwatch resume`.
@@ -174,7 +210,8 @@ It needs an operator token.`,
 		}
 		return args, nil
 	}
-	return hubCommand(c, cmd, parse, func(r *app.Remote, clusters []string) error { return r.Pause(clusters, all, paused) })
+	return hubCommand(c, cmd, parse, func(r *app.Remote, clusters []string) error { return r.Pause(clusters, all, paused) },
+		func([]string) ([]string, app.Completion, bool) { return nil, app.CompleteCluster, !all })
 }
 
 // holdTarget parses the SCOPE NAME arguments of hold and release.
@@ -228,7 +265,31 @@ It needs an operator token.`,
 		}
 		return t, nil
 	}
-	return hubCommand(c, cmd, parse, func(r *app.Remote, t hub.HoldTarget) error { return r.Hold(t, ttl, reason) })
+	return hubCommand(c, cmd, parse, func(r *app.Remote, t hub.HoldTarget) error { return r.Hold(t, ttl, reason) }, completeHold(false))
+}
+
+// completeHold completes hold's (or, with held, release's) arguments: a
+// scope, then a name of that scope (release: of the holds there are).
+func completeHold(held bool) completer {
+	return func(args []string) ([]string, app.Completion, bool) {
+		switch {
+		case len(args) == 0:
+			return []string{string(hub.HoldNode), string(hub.HoldApplication), string(hub.HoldCluster)}, 0, false
+		case len(args) > 1:
+			return nil, 0, false
+		case held:
+			return nil, app.CompleteHeld, true
+		}
+		switch hub.HoldScope(args[0]) {
+		case hub.HoldNode:
+			return nil, app.CompleteNodeID, true
+		case hub.HoldApplication:
+			return nil, app.CompleteApplication, true
+		case hub.HoldCluster:
+			return nil, app.CompleteCluster, true
+		}
+		return nil, 0, false
+	}
 }
 
 // newReleaseCmd is `driftwatch release`.
@@ -245,7 +306,7 @@ It needs an operator token.`,
 		Example: `  driftwatch release cluster prod-eu
   driftwatch release node prod-eu:shop/web:deployment`,
 	}
-	return hubCommand(c, cmd, holdTarget, (*app.Remote).Release)
+	return hubCommand(c, cmd, holdTarget, (*app.Remote).Release, completeHold(true))
 }
 
 // newRepairCmd is `driftwatch repair`.
@@ -269,7 +330,8 @@ It needs an operator token.`,
 		Example: `  driftwatch repair prod-eu:shop/web:deployment
   driftwatch status -o json | jq -r '.attention[] | select(.status == "warn-only") | .id' | xargs driftwatch repair`,
 	}
-	return hubCommand(c, cmd, nodeIDs, (*app.Remote).Repair)
+	return hubCommand(c, cmd, nodeIDs, (*app.Remote).Repair,
+		func([]string) ([]string, app.Completion, bool) { return nil, app.CompleteNodeID, true })
 }
 
 // nodeIDs parses repair's arguments.
@@ -307,7 +369,16 @@ It needs an operator token.`,
 		Example: `  driftwatch policy checkout warn
   driftwatch policy checkout config`,
 	}
-	return hubCommand(c, cmd, policyArg, func(r *app.Remote, p appPolicy) error { return r.Policy(p.app, p.policy) })
+	return hubCommand(c, cmd, policyArg, func(r *app.Remote, p appPolicy) error { return r.Policy(p.app, p.policy) },
+		func(args []string) ([]string, app.Completion, bool) {
+			switch len(args) {
+			case 0:
+				return nil, app.CompleteApplication, true
+			case 1:
+				return []string{"warn", "repair", "config"}, 0, false
+			}
+			return nil, 0, false
+		})
 }
 
 // appPolicy is policy's arguments: the application and the policy to set

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,33 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 		t.Fatalf("policy nope warn: exit %d\n%s", r.code, r.errOut)
 	}
 	waitFor("everything in sync again", allInSync(3))
+
+	// The shell's completion reads the hub: clusters, NodeIDs, holds.
+	complete := func(args ...string) []string {
+		t.Helper()
+		// The word being completed is the last one: the flags go before it.
+		r := runCLI(t, e2eViewer, append([]string{"__complete", args[0], "--server", s.api}, args[1:]...)...)
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		if r.code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], ":") {
+			t.Fatalf("__complete %v: exit %d\n%s%s", args, r.code, r.out, r.errOut)
+		}
+		return lines[:len(lines)-1]
+	}
+	if got := complete("pause", ""); !slices.Equal(got, []string{cluster}) {
+		t.Errorf("pause <tab>: %q", got)
+	}
+	if got := complete("repair", cluster+":sec/web:c"); !slices.Equal(got, []string{cm.String()}) {
+		t.Errorf("repair %s:sec/web:c<tab>: %q", cluster, got)
+	}
+	if got := complete("hold", "cl"); !slices.Equal(got, []string{"cluster"}) {
+		t.Errorf("hold cl<tab>: %q", got)
+	}
+	if got := complete("policy", "web", ""); !slices.Equal(got, []string{"warn", "repair", "config"}) {
+		t.Errorf("policy web <tab>: %q", got)
+	}
+	if got := complete("release", "cluster", ""); len(got) != 0 {
+		t.Errorf("release cluster <tab> with no hold: %q", got)
+	}
 
 	// No hub there: said so, exit 1.
 	r = runCLI(t, e2eOperator, "status", "--server", "http://127.0.0.1:1")

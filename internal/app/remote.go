@@ -84,6 +84,22 @@ func (r *Remote) hubError(err error) error {
 	return err
 }
 
+// Snapshot returns the hub's latest snapshot: one view of every replica
+// of a hub that runs as several.
+func (r *Remote) Snapshot() (*hub.Snapshot, error) {
+	c, err := r.hub()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+	defer cancel()
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, r.hubError(err)
+	}
+	return snap, nil
+}
+
 // Reload asks the hub to reload its config file (see Reload).
 func (r *Remote) Reload(allowPrune bool) error {
 	if err := r.client.Reload(allowPrune); err != nil {
@@ -381,15 +397,9 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 // listing at most limit NodeIDs that need attention (0: all). It reports
 // whether anything needs attention.
 func (r *Remote) Status(format string, limit int) (needsAttention bool, err error) {
-	c, err := r.hub()
+	snap, err := r.Snapshot()
 	if err != nil {
 		return false, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
-	defer cancel()
-	snap, err := c.Snapshot(ctx)
-	if err != nil {
-		return false, r.hubError(err)
 	}
 	rep := BuildStatus(snap, limit)
 	if format == "json" {
@@ -502,4 +512,67 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) 
 	}
 	_, err := io.WriteString(out, strings.Join(lines, "\n"))
 	return err
+}
+
+// Completion is what a hub command's argument may be, for the shell's
+// completion, read from a snapshot of the hub.
+type Completion int
+
+// The kinds of argument the hub commands take.
+const (
+	CompleteCluster Completion = iota
+	CompleteNodeID
+	CompleteApplication
+	// CompleteHeld is the name of a hold of the scope given as the
+	// argument before it.
+	CompleteHeld
+)
+
+// maxCompletions bounds the candidates offered: a fleet of 100,000
+// objects offers the first of them that match, not all.
+const maxCompletions = 500
+
+// Complete returns the candidates of kind in snap that start with prefix,
+// sorted, without those in taken (the arguments already given), at most
+// maxCompletions. scope is the hold scope CompleteHeld completes the names
+// of.
+func Complete(snap *hub.Snapshot, kind Completion, scope hub.HoldScope, prefix string, taken []string) []string {
+	seen := map[string]bool{}
+	for _, t := range taken {
+		seen[t] = true
+	}
+	var out []string
+	add := func(s string) {
+		if !seen[s] && strings.HasPrefix(s, prefix) {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	switch kind {
+	case CompleteCluster:
+		for _, c := range snap.Clusters {
+			add(c.Cluster)
+		}
+	case CompleteNodeID:
+		for _, n := range snap.Nodes {
+			add(n.ID.String())
+		}
+	case CompleteApplication:
+		for _, n := range snap.Nodes {
+			if n.Application != "" {
+				add(n.Application)
+			}
+		}
+		for a := range snap.AppPolicies {
+			add(a)
+		}
+	case CompleteHeld:
+		for _, h := range snap.Holds {
+			if h.Target.Scope == scope {
+				add(h.Target.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), maxCompletions)]
 }

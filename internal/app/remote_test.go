@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -219,5 +220,42 @@ func TestRemoteThroughReplicas(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("b down: no %q in\n%s", want, &out)
 		}
+	}
+}
+
+// TestComplete: each kind of argument from a snapshot, by prefix, sorted,
+// without the arguments already given, bounded.
+func TestComplete(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	snap := statusSnapshot(now)
+	snap.AppPolicies = map[string]hub.Policy{"payments": hub.PolicyWarn}
+	snap.Nodes[0].Application, snap.Nodes[1].Application = "shop", "cart"
+	for _, tt := range []struct {
+		name   string
+		kind   Completion
+		scope  hub.HoldScope
+		prefix string
+		taken  []string
+		want   []string
+	}{
+		{"clusters", CompleteCluster, "", "", nil, []string{"eu", "us"}},
+		{"clusters but one given", CompleteCluster, "", "", []string{"eu"}, []string{"us"}},
+		{"NodeIDs by prefix", CompleteNodeID, "", "eu:shop/e", nil, []string{"eu:shop/e:deployment"}},
+		{"applications", CompleteApplication, "", "", nil, []string{"cart", "payments", "shop"}},
+		{"held nodes", CompleteHeld, hub.HoldNode, "", nil, []string{"eu:shop/b:deployment"}},
+		{"held clusters", CompleteHeld, hub.HoldCluster, "", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Complete(snap, tt.kind, tt.scope, tt.prefix, tt.taken); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	big := &hub.Snapshot{}
+	for i := range 2 * maxCompletions {
+		big.Nodes = append(big.Nodes, hub.NodeStatus{ID: hub.NewNodeID("eu", "ns", fmt.Sprintf("n%04d", i), hub.KindConfigMap)})
+	}
+	if got := Complete(big, CompleteNodeID, "", "", nil); len(got) != maxCompletions || got[0] != "eu:ns/n0000:configmap" {
+		t.Errorf("a fleet: %d candidates, first %q", len(got), got[0])
 	}
 }
