@@ -20,20 +20,29 @@ type hubFlags struct {
 	clientFlags
 }
 
+// serverEnv is the environment variable the hub commands take the hub's
+// address from when --server is not given.
+const serverEnv = "DRIFTWATCH_SERVER"
+
 // addFlags registers --server, --token-file and --ca-file on cmd.
 func (f *hubFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "http://"+app.DefaultListen, "the hub's API `address` (serve's --listen; https:// when it serves TLS)")
+	cmd.Flags().StringVar(&f.server, "server", "http://"+app.DefaultListen, "the hub's API `address` (serve's --listen; https:// when it serves TLS; default: $"+serverEnv+", else this)")
 	f.clientFlags.addFlags(cmd.Flags())
 }
 
-// remote returns the client of the hub the flags name, or a usage error
+// remote returns the client of the hub the flags name (--server, else
+// $DRIFTWATCH_SERVER, else serve's default address), or a usage error
 // prefixed with the command's name.
 func (f *hubFlags) remote(c *cliEnv, cmd *cobra.Command) (*app.Remote, error) {
 	opts, err := f.options(c.getenv)
 	if err != nil {
 		return nil, usageError("%s%v", cli.Prefix(cmd), err)
 	}
-	r, err := app.NewRemote(f.server, opts, c.stdout)
+	server := f.server
+	if env := c.getenv(serverEnv); env != "" && !cmd.Flags().Changed("server") {
+		server = env
+	}
+	r, err := app.NewRemote(server, opts, c.stdout)
 	if err != nil {
 		return nil, usageError("%s%v", cli.Prefix(cmd), err)
 	}
@@ -42,10 +51,10 @@ func (f *hubFlags) remote(c *cliEnv, cmd *cobra.Command) (*app.Remote, error) {
 
 // remoteTokenText is the paragraph every hub command's help ends with.
 const remoteTokenText = `It talks to a running hub (driftwatch serve, default
-http://127.0.0.1:7070; --server names another) with a token: --token-file,
-else $DRIFTWATCH_TOKEN, else the token file serve made on this machine. The
-token goes over plain http only to this machine (127.0.0.1, ::1,
-localhost); any other hub needs an https:// --server.`
+http://127.0.0.1:7070; --server or $DRIFTWATCH_SERVER names another) with
+a token: --token-file, else $DRIFTWATCH_TOKEN, else the token file serve
+made on this machine. The token goes over plain http only to this machine
+(127.0.0.1, ::1, localhost); any other hub needs an https:// address.`
 
 // completer says what a hub command's next argument may be, given the
 // arguments before it: fixed words (ask false), or what to read from the

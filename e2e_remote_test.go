@@ -28,12 +28,13 @@ type cliRun struct {
 // runCLI runs args with the token in $DRIFTWATCH_TOKEN.
 func runCLI(t *testing.T, token string, args ...string) cliRun {
 	t.Helper()
-	getenv := func(k string) string {
-		if k == app.TokenEnv {
-			return token
-		}
-		return ""
-	}
+	return runCLIEnv(t, map[string]string{app.TokenEnv: token}, args...)
+}
+
+// runCLIEnv runs args in the environment env.
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) cliRun {
+	t.Helper()
+	getenv := func(k string) string { return env[k] }
 	var out, errOut strings.Builder
 	code := exitCode(run(t.Context(), args, getenv, &out, &errOut), &errOut)
 	return cliRun{code: code, out: out.String(), errOut: errOut.String()}
@@ -88,6 +89,12 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	r := runCLI(t, e2eViewer, hubArgs("status", "--exit-code")...)
 	if r.code != 0 || !strings.Contains(r.out, "all clusters synced, every object in sync") || !regexp.MustCompile(`(?m)^`+cluster+` +synced +watch +3 +3 +0 +0 +0 +0 +0$`).MatchString(r.out) {
 		t.Fatalf("status in sync: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+
+	// $DRIFTWATCH_SERVER names the hub when --server does not.
+	r = runCLIEnv(t, map[string]string{app.TokenEnv: e2eViewer, "DRIFTWATCH_SERVER": s.api}, "status")
+	if r.code != 0 || !strings.Contains(r.out, "hub e2e at "+s.api) {
+		t.Fatalf("status at $DRIFTWATCH_SERVER: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 
 	// A viewer may not act; the refusal names the role.

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 
@@ -71,13 +70,3 @@ func ClientOptions(tokenFile, caFile string, getenv func(string) string) (api.Cl
 	return opts, nil
 }
 
-// Reload asks the hub at server to reload its config (POST
-// /api/v1/reload), allowing a guarded prune with allowPrune, and says so on
-// stdout. A refusal or a rejection is an error.
-func Reload(server string, allowPrune bool, opts api.ClientOptions, stdout io.Writer) error {
-	r, err := NewRemote(server, opts, stdout)
-	if err != nil {
-		return UsageError("reload: %v", err)
-	}
-	return r.Reload(allowPrune)
-}

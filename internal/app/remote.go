@@ -100,13 +100,17 @@ func (r *Remote) Snapshot() (*hub.Snapshot, error) {
 	return snap, nil
 }
 
-// Reload asks the hub to reload its config file (see Reload).
+// Reload asks the hub to reload its config file (POST /api/v1/reload),
+// allowing a guarded prune with allowPrune, and says so. A refusal (the
+// error wraps hub.ErrPruneRefused and says what would have been pruned)
+// or a rejection is an error.
 func (r *Remote) Reload(allowPrune bool) error {
 	if err := r.client.Reload(allowPrune); err != nil {
 		if errors.Is(err, hub.ErrPruneRefused) {
-			return fmt.Errorf("reload refused: %w", err)
+			// Said as such, not as a failed call (exit 1 as well).
+			return &ExitError{Code: 1, Err: fmt.Errorf("reload refused: %w", err)}
 		}
-		return fmt.Errorf("reload: %w", r.hubError(err))
+		return r.hubError(err)
 	}
 	fmt.Fprintf(r.out, "config reloaded by the hub at %s\n", r.server)
 	return nil
