@@ -69,4 +69,3 @@ func ClientOptions(tokenFile, caFile string, getenv func(string) string) (api.Cl
 	}
 	return opts, nil
 }
-
