@@ -137,7 +137,8 @@ needs attention: the NodeIDs whose status is not in sync, the worst first
 (failed, forbidden, stuck, contested, drifted...), with the reason the hub
 gives; the holds, and the sources that fail or are stale. NodeIDs of a
 cluster that is not connected are counted on the cluster, not listed. The
-first 20 NodeIDs are listed; --all lists every one. -o json prints the same
+first 20 NodeIDs are listed, and past 20 clusters only those with
+something to say (the others counted); --all lists every one. -o json prints the same
 as a document for scripts. A hub that runs as several replicas is shown as
 one through any of them, each cluster with the replica that manages it.
 
@@ -153,7 +154,7 @@ A viewer token is enough.`,
   driftwatch status --exit-code >/dev/null || page-the-on-call`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text or json")
-	cmd.Flags().BoolVar(&all, "all", false, "list every NodeID that needs attention, not the first 20")
+	cmd.Flags().BoolVar(&all, "all", false, "list every cluster and every NodeID that needs attention, not the first 20")
 	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 1 when anything needs attention")
 	parse := func(cmd *cobra.Command, args []string) (int, error) {
 		if err := cli.NoArgs(cmd, args); err != nil {

@@ -176,9 +176,15 @@ func (rc *ReplicaClient) Snapshot(ctx context.Context) (*hub.Snapshot, error) {
 			continue
 		}
 		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, c.ResponseTimeout())
-			defer cancel()
-			if snaps[i], errs[i] = c.Snapshot(sctx); errs[i] != nil {
+			// A panic reading one replica is that replica's error.
+			if err := rescue.Call(rc.first.opts.Logger, "a replica's snapshot", func() {
+				sctx, cancel := context.WithTimeout(ctx, c.ResponseTimeout())
+				defer cancel()
+				snaps[i], errs[i] = c.Snapshot(sctx)
+			}); err != nil {
+				snaps[i], errs[i] = nil, err
+			}
+			if errs[i] != nil {
 				errs[i] = fmt.Errorf("replica %q: %w", r.ID, errs[i])
 			}
 		})

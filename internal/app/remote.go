@@ -411,14 +411,26 @@ func (r *Remote) Status(format string, limit int) (needsAttention bool, err erro
 		enc.SetIndent("", "  ")
 		return rep.NeedsAttention, enc.Encode(rep)
 	}
-	return rep.NeedsAttention, writeStatus(r.out, rep, r.server, r.now())
+	return rep.NeedsAttention, writeStatus(r.out, rep, r.server, r.now(), limit == 0)
+}
+
+// quietClusters is how many clusters the text form of status lists before
+// it leaves out those with nothing to say (synced, not paused, every
+// object in sync), counting them in one line.
+const quietClusters = 20
+
+// quiet reports whether a cluster has nothing to say: synced, not paused,
+// every object in sync.
+func (c StatusCluster) quiet() bool {
+	return c.State == string(hub.ClusterSynced) && !c.Paused && c.InSync == c.Objects
 }
 
 // writeStatus prints a StatusReport as text: a header, the clusters'
-// table, then only the sections that have something to say. Every text
-// that came from a cluster, a manifest or a person is cleaned for the
-// terminal.
-func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) error {
+// table, then only the sections that have something to say. Past
+// quietClusters clusters, unless all, the table lists only those with
+// something to say. Every text that came from a cluster, a manifest or a
+// person is cleaned for the terminal.
+func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, all bool) error {
 	var b strings.Builder
 	ago := func(t time.Time) string {
 		if t.IsZero() {
@@ -436,7 +448,12 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) 
 		termtext.Clean(rep.Hub), termtext.Clean(server), rep.Policy, plural(len(rep.Clusters), "cluster"), plural(rep.Objects, "object"), ago(rep.Taken))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tSTATE\tDETECT\tOBJECTS\tIN SYNC\tDRIFT\tFIXING\tFAILED\tSTUCK\tFIGHT\tNOTE")
+	left := 0
 	for _, c := range rep.Clusters {
+		if !all && len(rep.Clusters) > quietClusters && c.quiet() {
+			left++
+			continue
+		}
 		var note []string
 		if c.Paused {
 			note = append(note, "PAUSED")
@@ -445,17 +462,29 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time) 
 			note = append(note, "replica "+termtext.Clean(c.Owner))
 		}
 		if c.State != string(hub.ClusterSynced) {
-			s := "since " + ago(c.Since)
-			if c.LastError != "" {
-				s += ": " + termtext.Clean(c.LastError)
+			var s []string
+			if !c.Since.IsZero() {
+				s = append(s, "for "+ago(c.Since))
 			}
-			note = append(note, s)
+			if c.LastError != "" {
+				s = append(s, termtext.Clean(c.LastError))
+			}
+			if len(s) > 0 {
+				note = append(note, strings.Join(s, ": "))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", termtext.Clean(c.ID), c.State, termtext.Clean(c.Detection),
 			c.Objects, c.InSync, c.Drift, c.Fixing, c.Failed, c.Stuck, c.Contested, strings.Join(note, "; "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if left > 0 {
+		noun := "clusters"
+		if left == 1 {
+			noun = "cluster"
+		}
+		fmt.Fprintf(&b, "(%d more %s synced, every object in sync: --all lists them)\n", left, noun)
 	}
 	if rep.AttentionTotal > 0 {
 		head := fmt.Sprintf("%d", rep.AttentionTotal)

@@ -105,14 +105,14 @@ func TestBuildStatus(t *testing.T) {
 func TestWriteStatus(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	var b strings.Builder
-	if err := writeStatus(&b, BuildStatus(statusSnapshot(now), 3), "http://127.0.0.1:7070", now); err != nil {
+	if err := writeStatus(&b, BuildStatus(statusSnapshot(now), 3), "http://127.0.0.1:7070", now, false); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{
 		"hub hub-1 at http://127.0.0.1:7070 · mode repair · 2 clusters · 8 objects · snapshot 2s ago",
 		"us       unreachable  watch   2",
-		"since 5m0s: dial tcp: refused",
+		"for 5m0s: dial tcp: refused",
 		"NEEDS ATTENTION (3 of 5, --all lists every one)",
 		"  eu:shop/g:deployment  stuck      1m0s  ProgressDeadlineExceeded\n    why: pod g-1: not scheduled: 0/3 nodes are available\n",
 		"  eu:shop/e:deployment  failed     1m0s  apply: denied",
@@ -257,5 +257,45 @@ func TestComplete(t *testing.T) {
 	}
 	if got := Complete(big, CompleteNodeID, "", "", nil); len(got) != maxCompletions || got[0] != "eu:ns/n0000:configmap" {
 		t.Errorf("a fleet: %d candidates, first %q", len(got), got[0])
+	}
+}
+
+// TestWriteStatusOfAFleet: past 20 clusters, the table lists those with
+// something to say and counts the others; --all lists every one.
+func TestWriteStatusOfAFleet(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	snap := &hub.Snapshot{HubID: "fleet"}
+	for i := range 30 {
+		c := hub.ClusterStatus{ClusterHealth: hub.ClusterHealth{Cluster: fmt.Sprintf("c%02d", i), State: hub.ClusterSynced}, Objects: 2,
+			Counts: map[hub.Status]int{hub.StatusInSync: 2}}
+		switch i {
+		case 3:
+			c.Paused = true
+		case 7:
+			c.Counts = map[hub.Status]int{hub.StatusInSync: 1, hub.StatusFailed: 1}
+		case 9:
+			c.State = hub.ClusterUnreachable
+		}
+		snap.Clusters = append(snap.Clusters, c)
+	}
+	for _, all := range []bool{false, true} {
+		var b strings.Builder
+		if err := writeStatus(&b, BuildStatus(snap, 0), "http://127.0.0.1:7070", now, all); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		rows := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "c") && !strings.HasPrefix(l, "CLUSTER") {
+				rows++
+			}
+		}
+		want, more := 3, "(27 more clusters synced, every object in sync: --all lists them)"
+		if all {
+			want, more = 30, ""
+		}
+		if rows != want || (more != "" && !strings.Contains(out, more)) || (more == "" && strings.Contains(out, "more clusters")) {
+			t.Errorf("all %v: %d rows, want %d:\n%s", all, rows, want, out)
+		}
 	}
 }
