@@ -336,3 +336,64 @@ func waitSnapshot(t testing.TB, snaps <-chan *hub.Snapshot, timeout time.Duratio
 		}
 	}
 }
+
+// TestReplicaClientSnapshot: one merged view at once, through replica a:
+// both clusters with their owners; with b gone, its cluster unreachable
+// and b named, only the list failing being an error.
+func TestReplicaClientSnapshot(t *testing.T) {
+	var mu sync.Mutex
+	var list []apiv1.Replica
+	view := func(self string) func() []apiv1.Replica {
+		return func() []apiv1.Replica {
+			mu.Lock()
+			defer mu.Unlock()
+			out := make([]apiv1.Replica, len(list))
+			for i, r := range list {
+				r.Self = r.ID == self
+				out[i] = r
+			}
+			return out
+		}
+	}
+	ha, hb := startReplicaHub(t, "a"), startReplicaHub(t, "b")
+	srvA := httptest.NewServer(Handler(ha, Options{Replicas: view("a")}))
+	srvB := httptest.NewServer(Handler(hb, Options{Replicas: view("b")}))
+	defer srvA.Close()
+	defer srvB.Close()
+	mu.Lock()
+	list = []apiv1.Replica{
+		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
+		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
+	}
+	mu.Unlock()
+	c, err := NewClient(srvA.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewReplicaClient(c, 50*time.Millisecond)
+	s, err := rc.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := s.Cluster("c1")
+	c2, _ := s.Cluster("c2")
+	if c1.Owner != "a" || c2.Owner != "b" || len(s.Replicas) != 2 || !s.Replicas[0].Reachable || !s.Replicas[1].Reachable {
+		t.Fatalf("merged: c1 %+v, c2 %+v, replicas %+v", c1, c2, s.Replicas)
+	}
+
+	srvB.CloseClientConnections()
+	srvB.Close()
+	if s, err = rc.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ = s.Cluster("c2")
+	if c2.State != hub.ClusterUnreachable || !strings.Contains(c2.LastError, `"b"`) || s.Replicas[1].Reachable || !strings.Contains(s.Replicas[1].Err, `replica "b"`) {
+		t.Fatalf("b gone: c2 %+v, replicas %+v", c2, s.Replicas)
+	}
+
+	srvA.CloseClientConnections()
+	srvA.Close()
+	if _, err := rc.Snapshot(t.Context()); err == nil {
+		t.Fatal("no error with the first replica gone")
+	}
+}
