@@ -21,7 +21,9 @@ terminal UI and a drift generator that breaks what the hub manages (g
 toggles it). The inventory service's manifests come from a local Git
 repository, to which the demo commits a release every 30 s and which the
 hub fetches at once, as a push webhook would make it. With --headless it
-prints every repair as a line instead.
+prints every repair as a line instead. The hub serves its API as serve does
+(--listen, default 127.0.0.1:7070, with the token file serve makes), so that
+driftwatch status, pause, hold and attach work on it from another terminal.
 
 The control-plane binaries come from $DRIFTWATCH_BIN_DIR, else they are built
 once: about 15-20 minutes and 3 GB of disk on 2 cores, reused by later runs.`,
@@ -41,5 +43,6 @@ once: about 15-20 minutes and 3 GB of disk on 2 cores, reused by later runs.`,
 	fs.IntVar(&o.UntilRepairs, "until-repairs", 0, "exit 0 once this many generated drifts were repaired (0: run until interrupted)")
 	fs.BoolVar(&o.ReadOnly, "readonly", false, "disable the TUI's actions")
 	fs.StringVar(&o.Dir, "dir", "", "`folder` for the demo's clusters, config and log (default: a new temporary folder)")
+	fs.StringVar(&o.Listen, "listen", app.DefaultListen, "`address` of the demo hub's API, for status, pause, hold and attach from another terminal (\"\": none); in use (a serve running): none")
 	return cmd
 }

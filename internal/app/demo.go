@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
+	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/safefile"
@@ -183,6 +185,12 @@ type DemoOptions struct {
 	// Dir holds the clusters, the Terraform workspace, the config and the
 	// log; "" makes a temporary folder, removed at the end.
 	Dir string
+	// Listen is where the demo's hub serves its API, as serve does (the
+	// default token file's tokens), so that status, pause, hold and
+	// attach can be tried on it from another terminal; "" serves none. An
+	// address in use (a serve running) leaves the demo without an API,
+	// said once, and goes on.
+	Listen string
 }
 
 // Demo is `driftwatch demo`: three local clusters with fake nodes, a
@@ -346,6 +354,22 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	wg.Go(func() {
 		repo.runReleases(runCtx, demoReleaseInterval, gitSources, func(err error) { log.Warn("demo release", "err", err) })
 	})
+	var demoAPI *apiServer
+	if o.Listen != "" {
+		if demoAPI, err = serveDemoAPI(a, o, getenv, log, &wg); err != nil {
+			progress("no API: %v", err)
+		} else {
+			try := "driftwatch status"
+			if demoAPI.url != "http://"+DefaultListen {
+				try += " --server " + demoAPI.url
+			}
+			msg := fmt.Sprintf("API on %s: try %s in another terminal", demoAPI.url, try)
+			progress("%s", msg)
+			if status == "" {
+				status = msg
+			}
+		}
+	}
 	var uiErr error
 	if o.Headless {
 		progress("headless: generated drift every %s; Ctrl-C stops everything", o.Interval)
@@ -354,6 +378,11 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 		uiErr = runDemoTUI(runCtx, a.hub, gen, o.ReadOnly, status, getenv)
 	}
 	stop()
+	if demoAPI != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		demoAPI.shutdown(shutdownCtx)
+		cancel()
+	}
 	// The clusters are the demo's own and disposable: they stop beside
 	// the hub, not after it, so that the demo ends within its budget. The
 	// hub starts no write once stopping; a call still in flight may fail,
@@ -493,4 +522,27 @@ func attribution(r *hub.Repair) string {
 		return "unknown"
 	}
 	return r.Attribution.Manager
+}
+
+// serveDemoAPI serves the demo hub's API on o.Listen with the default
+// token file's tokens (made on the first start, as serve makes it), on wg,
+// until its shutdown. Its url is the address it serves on.
+func serveDemoAPI(a *App, o DemoOptions, getenv func(string) string, log *slog.Logger, wg *conc.WaitGroup) (*apiServer, error) {
+	tokens, err := serveTokens("", getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w (--listen takes another address)", err)
+	}
+	opts := api.Options{Tokens: tokens, ReadOnly: o.ReadOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
+	s := newAPIServer(a, opts, nil, slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn))
+	s.url = "http://" + ln.Addr().String()
+	wg.Go(func() {
+		if err := s.serve(ln); err != nil {
+			log.Warn("demo API", "err", err)
+		}
+	})
+	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -316,17 +317,7 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 		opts.GitWebhook = a.git.WebhookHandler()
 	}
 	errLog := slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
-	apiServer := api.NewServer(a.hub, opts)
-	apiSrv := &http.Server{
-		Handler:           apiServer.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errLog,
-		TLSConfig:         s.tls,
-	}
+	apiSrv := newAPIServer(a, opts, s.tls, errLog)
 	probeSrv := &http.Server{
 		Handler:           api.ProbeHandler(a.hub, opts),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -356,7 +347,7 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 			}
 		}
 	}
-	wg.Go(serve(apiSrv, s.api, &apiErr))
+	wg.Go(func() { apiErr = apiSrv.serve(s.api) })
 	wg.Go(serve(probeSrv, s.probes, &probeErr))
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
@@ -371,10 +362,56 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = apiServer.Close() // ends the watch streams, which never go idle
-	_ = apiSrv.Shutdown(shutdownCtx)
+	apiSrv.shutdown(shutdownCtx)
 	_ = probeSrv.Shutdown(shutdownCtx)
 	wg.Wait()
 	log.Info("stopped")
 	return errors.Join(appErr, apiErr, probeErr)
+}
+
+// apiServer is the API's HTTP server: its handler (with the watch streams
+// it keeps) and the server's limits.
+type apiServer struct {
+	api *api.Server
+	srv *http.Server
+	// url is where it serves, when it was started by serveDemoAPI.
+	url string
+}
+
+// newAPIServer returns the API of a's hub with opts, over TLS when tlsCfg
+// is set.
+func newAPIServer(a *App, opts api.Options, tlsCfg *tls.Config, errLog *log.Logger) *apiServer {
+	as := api.NewServer(a.hub, opts)
+	return &apiServer{api: as, srv: &http.Server{
+		Handler:           as.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errLog,
+		TLSConfig:         tlsCfg,
+	}}
+}
+
+// serve serves the API on ln until shutdown; an error other than the
+// shutdown's is returned.
+func (s *apiServer) serve(ln net.Listener) error {
+	var err error
+	if s.srv.TLSConfig != nil {
+		err = s.srv.ServeTLS(ln, "", "") // the certificate comes from GetCertificate
+	} else {
+		err = s.srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// shutdown ends the watch streams (which never go idle), then lets the
+// other requests finish until ctx ends.
+func (s *apiServer) shutdown(ctx context.Context) {
+	_ = s.api.Close()
+	_ = s.srv.Shutdown(ctx)
 }

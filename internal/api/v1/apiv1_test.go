@@ -42,7 +42,7 @@ func richSnapshot() *hub.Snapshot {
 		HubID: "hub-1", Seq: 42, Taken: t0, Policy: hub.PolicyRepair,
 		Clusters: []hub.ClusterStatus{{
 			ClusterHealth: hub.ClusterHealth{Cluster: "c1", State: hub.ClusterDegraded, LastError: "watch: too many requests",
-				Since: t0, Source: "capi:mgmt/default", Phase: "Provisioned", EventsPerSecond: 1.5, LastEvent: t0, Generation: 3},
+				Since: t0, Source: "capi:mgmt/default", Phase: "Provisioned", Detection: "poll 15s", EventsPerSecond: 1.5, LastEvent: t0, Generation: 3},
 			Paused: true, Objects: 2, Counts: map[hub.Status]int{hub.StatusDrifted: 1, hub.StatusInSync: 1},
 			MedianRepair: 1234567 * time.Nanosecond,
 		}},
@@ -273,6 +273,9 @@ func TestDiffApply(t *testing.T) {
 		{name: "cluster changed, one added", clusters: 2, next: next(base, func(n *hub.Snapshot) {
 			n.Clusters[0].Counts = map[hub.Status]int{hub.StatusInSync: 2}
 			n.Clusters = append([]hub.ClusterStatus{{ClusterHealth: hub.ClusterHealth{Cluster: "c0", State: hub.ClusterSynced}, Counts: map[hub.Status]int{}}}, n.Clusters...)
+		})},
+		{name: "detection changed alone", clusters: 1, next: next(base, func(n *hub.Snapshot) {
+			n.Clusters[0].Detection = "poll 1m0s"
 		})},
 		{name: "cluster removed", removedClusters: 1, next: next(base, func(n *hub.Snapshot) { n.Clusters = nil })},
 		{name: "two new feed entries", feed: 2, next: next(base, func(n *hub.Snapshot) {

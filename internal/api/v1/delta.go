@@ -310,7 +310,7 @@ func sameSlice[T any](a, b []T) bool {
 func clusterEqual(a, b hub.ClusterStatus) bool {
 	x, y := a.ClusterHealth, b.ClusterHealth // Seq is not on the wire
 	return x.Cluster == y.Cluster && x.State == y.State && x.LastError == y.LastError && x.Since.Equal(y.Since) &&
-		x.Source == y.Source && x.Phase == y.Phase && x.EventsPerSecond == y.EventsPerSecond &&
+		x.Source == y.Source && x.Phase == y.Phase && x.Detection == y.Detection && x.EventsPerSecond == y.EventsPerSecond &&
 		x.LastEvent.Equal(y.LastEvent) && x.Generation == y.Generation &&
 		a.Paused == b.Paused && a.Objects == b.Objects && maps.Equal(a.Counts, b.Counts) && a.MedianRepair == b.MedianRepair
 }

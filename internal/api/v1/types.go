@@ -152,6 +152,10 @@ type Cluster struct {
 	Source string `json:"source,omitempty"`
 	// Phase is the Cluster API phase of a discovered cluster.
 	Phase string `json:"phase,omitempty"`
+	// Detection says how the backend finds changes: absent for a watch
+	// (Kubernetes), "poll 1m0s" for a backend polled at an interval (a
+	// Terraform workspace).
+	Detection string `json:"detection,omitempty"`
 	// EventsPerSecond is the recent rate of watch events.
 	EventsPerSecond float64 `json:"eventsPerSecond"`
 	// LastEvent is when the last watch event arrived.
