@@ -193,7 +193,7 @@ cluster discovered afterwards is not paused.`,
 	if !paused {
 		verb, long, example = "resume", `Resume lets a running hub repair each named cluster again after driftwatch
 pause (or the terminal UI's p key): its drift is repaired from the next
-pass. --all resumes every cluster the hub manages.`,
+pass. --all resumes every paused cluster.`,
 			`  driftwatch resume prod-eu
   driftwatch resume --all`
 	}

@@ -176,8 +176,11 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	if r.code != 1 || !strings.Contains(r.errOut, `cluster "nope"`) || !snapshot().Clusters[0].Paused {
 		t.Fatalf("pause nope %s: exit %d\n%s%s", cluster, r.code, r.out, r.errOut)
 	}
-	if r = runCLI(t, e2eOperator, hubArgs("resume", "--all")...); r.code != 0 || snapshot().Clusters[0].Paused {
+	if r = runCLI(t, e2eOperator, hubArgs("resume", "--all")...); r.code != 0 || snapshot().Clusters[0].Paused || !strings.Contains(r.out, "cluster "+cluster+" resumed") {
 		t.Fatalf("resume --all: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	if r = runCLI(t, e2eOperator, hubArgs("resume", "--all")...); r.code != 0 || r.out != "no cluster is paused\n" {
+		t.Fatalf("resume --all with none paused: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 	if r = runCLI(t, e2eOperator, hubArgs("policy", "nope", "warn")...); r.code != 1 || !strings.Contains(r.errOut, `application "nope"`) {
 		t.Fatalf("policy nope warn: exit %d\n%s", r.code, r.errOut)

@@ -117,8 +117,9 @@ func (r *Remote) Reload(allowPrune bool) error {
 }
 
 // Pause pauses (or, with paused false, resumes) repairs on each cluster:
-// drift is still reported. With all, it acts on every cluster the hub
-// knows now (a cluster discovered later is not paused). It goes on past a
+// drift is still reported. With all, it pauses every cluster the hub knows
+// now (a cluster discovered later is not paused), or resumes every paused
+// one. It goes on past a
 // cluster the hub refuses and returns an error naming each.
 func (r *Remote) Pause(clusters []string, all, paused bool) error {
 	h, err := r.hub()
@@ -134,10 +135,19 @@ func (r *Remote) Pause(clusters []string, all, paused bool) error {
 		}
 		clusters = clusters[:0]
 		for _, c := range snap.Clusters {
-			clusters = append(clusters, c.Cluster)
+			// Resuming all resumes the paused ones; pausing all pauses
+			// each again (a later pause wins over a manual repair asked
+			// before it).
+			if paused || c.Paused {
+				clusters = append(clusters, c.Cluster)
+			}
 		}
-		if len(clusters) == 0 {
+		switch {
+		case len(snap.Clusters) == 0:
 			return errors.New("the hub manages no cluster")
+		case len(clusters) == 0:
+			fmt.Fprintln(r.out, "no cluster is paused")
+			return nil
 		}
 	}
 	var errs []error
