@@ -240,3 +240,51 @@ func TestReloadRemovingClusterKeepsItsObjects(t *testing.T) {
 		t.Fatalf("cluster %s after the reload: %+v", c1.Name, cs)
 	}
 }
+
+// TestStuckWithoutPodRights: credentials that may manage the application's
+// kinds but not read pods still see a Deployment that cannot be scheduled
+// reported stuck, and its diagnosis says that its pods cannot be read,
+// naming the namespace and RBAC, instead of failing or saying nothing.
+func TestStuckWithoutPodRights(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true, Users: []string{"limited"}})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	ctx := t.Context()
+	const ns = "nopods"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	verbs := []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"services", "configmaps"}, Verbs: verbs},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: verbs},
+	}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited", APIGroup: "rbac.authorization.k8s.io"}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := writeClusterConfig(t, "", []string{lc.Name}, []string{lc.UserKubeconfig("limited")}, `applications:
+  - id: web
+    namespace: `+ns+`
+    selector: env=prod
+    image: registry.example/web:1
+    progressDeadlineSeconds: 3
+    nodeSelector: {disk: none}
+`)
+	a := startApp(t, path, nil)
+	dep, _, _ := webIDs(lc.Name, ns)
+	s := a.waitSnap(t, 60*time.Second, "the deployment stuck, with a diagnosis", func(s *hub.Snapshot) bool {
+		n, _ := s.Node(dep)
+		return n.Status == hub.StatusStuck && len(n.Diagnosis) > 0
+	})
+	n, _ := s.Node(dep)
+	want := "its pods cannot be read: the credentials may not list pods in namespace " + ns + " (RBAC)"
+	if len(n.Diagnosis) != 1 || n.Diagnosis[0] != want {
+		t.Fatalf("diagnosis = %q, want %q", n.Diagnosis, want)
+	}
+}
