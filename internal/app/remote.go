@@ -79,7 +79,7 @@ func NewRemote(server string, opts api.ClientOptions, out io.Writer) (*Remote, e
 // says that no hub answers there and how to name another.
 func (r *Remote) hubError(err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("no hub answers at %s (is driftwatch serve running there? --server names another address): %w", r.server, err)
+		return fmt.Errorf("no hub answers at %s (is driftwatch serve running there? --server or $DRIFTWATCH_SERVER names another address): %w", r.server, err)
 	}
 	return err
 }
@@ -119,8 +119,8 @@ func (r *Remote) Reload(allowPrune bool) error {
 // Pause pauses (or, with paused false, resumes) repairs on each cluster:
 // drift is still reported. With all, it pauses every cluster the hub knows
 // now (a cluster discovered later is not paused), or resumes every paused
-// one. It goes on past a
-// cluster the hub refuses and returns an error naming each.
+// one. It goes on past a cluster the hub refuses and returns an error
+// naming each.
 func (r *Remote) Pause(clusters []string, all, paused bool) error {
 	h, err := r.hub()
 	if err != nil {
