@@ -448,12 +448,6 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 		}
 		return max(now.Sub(t), 0).Round(time.Second).String()
 	}
-	plural := func(n int, noun string) string {
-		if n == 1 {
-			return "1 " + noun
-		}
-		return fmt.Sprintf("%d %ss", n, noun)
-	}
 	fmt.Fprintf(&b, "hub %s at %s · mode %s · %s · %s · snapshot %s ago\n\n",
 		termtext.Clean(rep.Hub), termtext.Clean(server), rep.Policy, plural(len(rep.Clusters), "cluster"), plural(rep.Objects, "object"), ago(rep.Taken))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
