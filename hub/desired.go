@@ -152,7 +152,6 @@ func (ds *desiredStore) forgetClusterLocked(cluster string) []NodeID {
 			ids = append(ids, id)
 		}
 		ds.nodes.del(id)
-		delete(ds.diagnosed, id)
 	}
 	delete(ds.clusters, cluster)
 	delete(ds.orphans, cluster)

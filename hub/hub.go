@@ -341,6 +341,9 @@ type nodeRepairs struct {
 	// verifiedAt is when the latest repair was seen in sync (zero: never):
 	// the NodeID shows as repaired for Options.RepairedHold after it.
 	verifiedAt time.Time
+	// diagnosedAt is when the NodeID's stuck rollout was last diagnosed
+	// (see reconciler.diagnose); read only while it stays stuck.
+	diagnosedAt time.Time
 }
 
 // repairs returns the NodeID's repair bookkeeping, allocating it on first

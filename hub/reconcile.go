@@ -806,7 +806,7 @@ type settled struct {
 	// wasStuck is set when the last status shown was StatusStuck.
 	wasStuck bool
 	// diagnose is set when the NodeID is stuck and became so, or was last
-	// diagnosed Options.DiagnoseEvery ago (see loopState.diagnosed).
+	// diagnosed Options.DiagnoseEvery ago (see nodeRepairs.diagnosedAt).
 	diagnose bool
 	// contest is the contest still shown; res when to look again.
 	contest *Contest
@@ -826,16 +826,8 @@ func (r *reconciler) settle(id NodeID, d Drift, stuck bool, now time.Time) (s se
 	}
 	n.foreign, n.waiting = false, false
 	s.wasStuck, n.stuck = n.stuck, stuck
-	switch {
-	case stuck:
-		if last, ok := r.diagnosed[id]; !ok || !s.wasStuck || now.Sub(last) >= r.opts.DiagnoseEvery {
-			if r.diagnosed == nil {
-				r.diagnosed = make(map[NodeID]time.Time)
-			}
-			r.diagnosed[id], s.diagnose = now, true
-		}
-	case len(r.diagnosed) > 0:
-		delete(r.diagnosed, id)
+	if stuck && (!s.wasStuck || n.rep == nil || now.Sub(n.rep.diagnosedAt) >= r.opts.DiagnoseEvery) {
+		n.repairs().diagnosedAt, s.diagnose = now, true
 	}
 	s.verifying = n.verifying
 	n.verifying = false

@@ -155,7 +155,6 @@ func (o *recorder) endDecommission(p pass, line FeedEntry) bool {
 			return false
 		}
 		o.nodes.del(p.id)
-		delete(o.diagnosed, p.id)
 		o.status.feed(line)
 		o.status.untrack(p.id)
 		return true

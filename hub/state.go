@@ -3,7 +3,6 @@ package hub
 import (
 	"log/slog"
 	"sync"
-	"time"
 )
 
 // loopState is what the loop knows, behind one lock (mu): the desired
@@ -46,10 +45,6 @@ type loopState struct {
 	// scanner (not guarded: a channel).
 	scans   map[string]bool
 	scanNow chan struct{}
-	// diagnosed is when each stuck NodeID's rollout was last diagnosed
-	// (see reconciler.diagnose); a NodeID leaves it when it is no longer
-	// stuck.
-	diagnosed map[NodeID]time.Time
 }
 
 // newLoopState returns an empty state writing statuses to status.
