@@ -318,15 +318,7 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 	}
 	errLog := slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
 	apiSrv := newAPIServer(a, opts, s.tls, errLog)
-	probeSrv := &http.Server{
-		Handler:           api.ProbeHandler(a.hub, opts),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errLog,
-	}
+	probeSrv := newHTTPServer(api.ProbeHandler(a.hub, opts), nil, errLog)
 	var wg conc.WaitGroup
 	var appErr, apiErr, probeErr error
 	appDone := make(chan struct{})
@@ -334,21 +326,8 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 		defer close(appDone)
 		appErr = a.Run(ctx)
 	})
-	serve := func(srv *http.Server, ln net.Listener, errp *error) func() {
-		return func() {
-			var err error
-			if srv.TLSConfig != nil {
-				err = srv.ServeTLS(ln, "", "") // the certificate comes from GetCertificate
-			} else {
-				err = srv.Serve(ln)
-			}
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
-				*errp = err
-			}
-		}
-	}
 	wg.Go(func() { apiErr = apiSrv.serve(s.api) })
-	wg.Go(serve(probeSrv, s.probes, &probeErr))
+	wg.Go(func() { probeErr = serveHTTP(probeSrv, s.probes) })
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	wg.Go(a.ReloadOnSIGHUP(reloadCtx))
@@ -382,8 +361,14 @@ type apiServer struct {
 // is set.
 func newAPIServer(a *App, opts api.Options, tlsCfg *tls.Config, errLog *log.Logger) *apiServer {
 	as := api.NewServer(a.hub, opts)
-	return &apiServer{api: as, srv: &http.Server{
-		Handler:           as.Handler(),
+	return &apiServer{api: as, srv: newHTTPServer(as.Handler(), tlsCfg, errLog)}
+}
+
+// newHTTPServer returns a server of h with the hub's limits (timeouts,
+// header size), over TLS when tlsCfg is set.
+func newHTTPServer(h http.Handler, tlsCfg *tls.Config, errLog *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -391,23 +376,27 @@ func newAPIServer(a *App, opts api.Options, tlsCfg *tls.Config, errLog *log.Logg
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errLog,
 		TLSConfig:         tlsCfg,
-	}}
+	}
 }
 
-// serve serves the API on ln until shutdown; an error other than the
-// shutdown's is returned.
-func (s *apiServer) serve(ln net.Listener) error {
+// serveHTTP serves srv on ln (over TLS when it has a TLS config, whose
+// GetCertificate gives the certificate) until it is shut down; an error
+// other than the shutdown's is returned.
+func serveHTTP(srv *http.Server, ln net.Listener) error {
 	var err error
-	if s.srv.TLSConfig != nil {
-		err = s.srv.ServeTLS(ln, "", "") // the certificate comes from GetCertificate
+	if srv.TLSConfig != nil {
+		err = srv.ServeTLS(ln, "", "")
 	} else {
-		err = s.srv.Serve(ln)
+		err = srv.Serve(ln)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
+
+// serve serves the API on ln until shutdown (see serveHTTP).
+func (s *apiServer) serve(ln net.Listener) error { return serveHTTP(s.srv, ln) }
 
 // shutdown ends the watch streams (which never go idle), then lets the
 // other requests finish until ctx ends.
