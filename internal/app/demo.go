@@ -29,7 +29,6 @@ import (
 	"github.com/driftwatch/driftwatch/config"
 	"github.com/driftwatch/driftwatch/config/manifest"
 	"github.com/driftwatch/driftwatch/hub"
-	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/driftgen"
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/safefile"
@@ -356,14 +355,15 @@ func Demo(ctx context.Context, o DemoOptions, env Env) error {
 	})
 	var demoAPI *apiServer
 	if o.Listen != "" {
-		if demoAPI, err = serveDemoAPI(a, o, getenv, log, &wg); err != nil {
+		var url string
+		if demoAPI, url, err = serveDemoAPI(a, o, getenv, log, &wg); err != nil {
 			progress("no API: %v", err)
 		} else {
 			try := "driftwatch status"
-			if demoAPI.url != "http://"+DefaultListen {
-				try += " --server " + demoAPI.url
+			if url != "http://"+DefaultListen {
+				try += " --server " + url
 			}
-			msg := fmt.Sprintf("API on %s: try %s in another terminal", demoAPI.url, try)
+			msg := fmt.Sprintf("API on %s: try %s in another terminal", url, try)
 			progress("%s", msg)
 			if status == "" {
 				status = msg
@@ -524,25 +524,23 @@ func attribution(r *hub.Repair) string {
 	return r.Attribution.Manager
 }
 
-// serveDemoAPI serves the demo hub's API on o.Listen with the default
-// token file's tokens (made on the first start, as serve makes it), on wg,
-// until its shutdown. Its url is the address it serves on.
-func serveDemoAPI(a *App, o DemoOptions, getenv func(string) string, log *slog.Logger, wg *conc.WaitGroup) (*apiServer, error) {
+// serveDemoAPI serves the demo hub's API as serve does on o.Listen, with
+// the default token file's tokens (made on the first start, as serve makes
+// it), on wg until its shutdown; it returns the URL it serves at.
+func serveDemoAPI(a *App, o DemoOptions, getenv func(string) string, log *slog.Logger, wg *conc.WaitGroup) (*apiServer, string, error) {
 	tokens, err := serveTokens("", getenv, log)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("%w (--listen takes another address)", err)
+		return nil, "", fmt.Errorf("%w (--listen takes another address)", err)
 	}
-	opts := api.Options{Tokens: tokens, ReadOnly: o.ReadOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
-	s := newAPIServer(a, opts, nil, slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn))
-	s.url = "http://" + ln.Addr().String()
+	s := newAPIServer(a, a.apiOptions(tokens, o.ReadOnly, log), nil)
 	wg.Go(func() {
 		if err := s.serve(ln); err != nil {
 			log.Warn("demo API", "err", err)
 		}
 	})
-	return s, nil
+	return s, "http://" + ln.Addr().String(), nil
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -309,16 +309,9 @@ type serveSetup struct {
 // serveApp runs the app with its API and probe servers and SIGHUP reloads
 // until ctx ends, then shuts everything down and waits for it.
 func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error {
-	opts := api.Options{Tokens: s.tokens, ReadOnly: s.readOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
-	if a.rep != nil {
-		opts.Replicas = a.rep.apiReplicas
-	}
-	if a.git != nil {
-		opts.GitWebhook = a.git.WebhookHandler()
-	}
-	errLog := slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
-	apiSrv := newAPIServer(a, opts, s.tls, errLog)
-	probeSrv := newHTTPServer(api.ProbeHandler(a.hub, opts), nil, errLog)
+	opts := a.apiOptions(s.tokens, s.readOnly, log)
+	apiSrv := newAPIServer(a, opts, s.tls)
+	probeSrv := newHTTPServer(api.ProbeHandler(a.hub, opts), nil, httpErrorLog(log))
 	var wg conc.WaitGroup
 	var appErr, apiErr, probeErr error
 	appDone := make(chan struct{})
@@ -353,20 +346,37 @@ func serveApp(ctx context.Context, a *App, s serveSetup, log *slog.Logger) error
 type apiServer struct {
 	api *api.Server
 	srv *http.Server
-	// url is where it serves, when it was started by serveDemoAPI.
-	url string
 }
 
-// newAPIServer returns the API of a's hub with opts, over TLS when tlsCfg
-// is set.
-func newAPIServer(a *App, opts api.Options, tlsCfg *tls.Config, errLog *log.Logger) *apiServer {
+// apiOptions are the options of a's API with tokens (readOnly: every
+// token a viewer's): its readiness, reloads, replicas and Git webhooks.
+func (a *App) apiOptions(tokens *api.Tokens, readOnly bool, log *slog.Logger) api.Options {
+	opts := api.Options{Tokens: tokens, ReadOnly: readOnly, Ready: a.Ready, Reload: a.Reload, Logger: log}
+	if a.rep != nil {
+		opts.Replicas = a.rep.apiReplicas
+	}
+	if a.git != nil {
+		opts.GitWebhook = a.git.WebhookHandler()
+	}
+	return opts
+}
+
+// httpErrorLog is the error log of the hub's HTTP servers: log's, at
+// warning level.
+func httpErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)
+}
+
+// newAPIServer returns the API of a's hub with opts (its Logger also the
+// server's error log), over TLS when tlsCfg is set.
+func newAPIServer(a *App, opts api.Options, tlsCfg *tls.Config) *apiServer {
 	as := api.NewServer(a.hub, opts)
-	return &apiServer{api: as, srv: newHTTPServer(as.Handler(), tlsCfg, errLog)}
+	return &apiServer{api: as, srv: newHTTPServer(as.Handler(), tlsCfg, httpErrorLog(opts.Logger))}
 }
 
 // newHTTPServer returns a server of h with the hub's limits (timeouts,
 // header size), over TLS when tlsCfg is set.
-func newHTTPServer(h http.Handler, tlsCfg *tls.Config, errLog *log.Logger) *http.Server {
+func newHTTPServer(h http.Handler, tlsCfg *tls.Config, errLog *stdlog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
