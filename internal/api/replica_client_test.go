@@ -39,6 +39,34 @@ func (r *recorder) got() string {
 	return strings.Join(r.writes, ";")
 }
 
+// replicaList is the list of replicas the test replicas' APIs answer, each
+// replica marked Self in its own.
+type replicaList struct {
+	mu   sync.Mutex
+	list []apiv1.Replica
+}
+
+// set replaces the list.
+func (l *replicaList) set(list []apiv1.Replica) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list = list
+}
+
+// view is replica self's answer (Options.Replicas).
+func (l *replicaList) view(self string) func() []apiv1.Replica {
+	return func() []apiv1.Replica {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		out := make([]apiv1.Replica, len(l.list))
+		for i, r := range l.list {
+			r.Self = r.ID == self
+			out[i] = r
+		}
+		return out
+	}
+}
+
 // startReplicaHub runs a hub that knows the clusters c1 and c2.
 func startReplicaHub(t *testing.T, id string) *hub.Hub {
 	t.Helper()
@@ -65,32 +93,17 @@ func TestReplicaClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var list []apiv1.Replica // a's and b's view alike, but Self
-	view := func(self string) func() []apiv1.Replica {
-		return func() []apiv1.Replica {
-			mu.Lock()
-			defer mu.Unlock()
-			out := make([]apiv1.Replica, len(list))
-			for i, r := range list {
-				r.Self = r.ID == self
-				out[i] = r
-			}
-			return out
-		}
-	}
+	var replicas replicaList // a's and b's view alike, but Self
 	ha, hb := startReplicaHub(t, "a"), startReplicaHub(t, "b")
-	recA := &recorder{next: Handler(ha, Options{Tokens: tokens, Replicas: view("a")})}
-	recB := &recorder{next: Handler(hb, Options{Tokens: tokens, Replicas: view("b")})}
+	recA := &recorder{next: Handler(ha, Options{Tokens: tokens, Replicas: replicas.view("a")})}
+	recB := &recorder{next: Handler(hb, Options{Tokens: tokens, Replicas: replicas.view("b")})}
 	srvA, srvB := httptest.NewServer(recA), httptest.NewServer(recB)
 	defer srvA.Close()
 	defer srvB.Close()
-	mu.Lock()
-	list = []apiv1.Replica{
+	replicas.set([]apiv1.Replica{
 		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
 		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
-	}
-	mu.Unlock()
+	})
 
 	c, err := NewClientWithOptions(srvA.URL, ClientOptions{Token: "op-token-0123456789abcdef0123456789"})
 	if err != nil {
@@ -341,31 +354,16 @@ func waitSnapshot(t testing.TB, snaps <-chan *hub.Snapshot, timeout time.Duratio
 // both clusters with their owners; with b gone, its cluster unreachable
 // and b named, only the list failing being an error.
 func TestReplicaClientSnapshot(t *testing.T) {
-	var mu sync.Mutex
-	var list []apiv1.Replica
-	view := func(self string) func() []apiv1.Replica {
-		return func() []apiv1.Replica {
-			mu.Lock()
-			defer mu.Unlock()
-			out := make([]apiv1.Replica, len(list))
-			for i, r := range list {
-				r.Self = r.ID == self
-				out[i] = r
-			}
-			return out
-		}
-	}
+	var replicas replicaList
 	ha, hb := startReplicaHub(t, "a"), startReplicaHub(t, "b")
-	srvA := httptest.NewServer(Handler(ha, Options{Replicas: view("a")}))
-	srvB := httptest.NewServer(Handler(hb, Options{Replicas: view("b")}))
+	srvA := httptest.NewServer(Handler(ha, Options{Replicas: replicas.view("a")}))
+	srvB := httptest.NewServer(Handler(hb, Options{Replicas: replicas.view("b")}))
 	defer srvA.Close()
 	defer srvB.Close()
-	mu.Lock()
-	list = []apiv1.Replica{
+	replicas.set([]apiv1.Replica{
 		{ID: "a", Address: strings.TrimPrefix(srvA.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c1"}},
 		{ID: "b", Address: strings.TrimPrefix(srvB.URL, "http://"), State: apiv1.ReplicaLive, Clusters: []string{"c2"}},
-	}
-	mu.Unlock()
+	})
 	c, err := NewClient(srvA.URL)
 	if err != nil {
 		t.Fatal(err)
