@@ -34,6 +34,31 @@ func partialApp(ns string) string {
 `
 }
 
+// managedVerbs are the verbs the hub uses on the kinds it manages.
+func managedVerbs() []string {
+	return []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+}
+
+// grantLimited creates namespace ns and grants the user "limited" the
+// rules there, in a Role and RoleBinding named name.
+func grantLimited(t *testing.T, admin kubernetes.Interface, ns, name string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: rules}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited", APIGroup: "rbac.authorization.k8s.io"}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // writeClusterConfig writes a config with one entry per kubeconfig (cluster
 // ids in order of ids) and the given applications section; it returns the
 // file's path.
@@ -73,22 +98,8 @@ func TestHubRBACPartial(t *testing.T) {
 	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
 	ctx := t.Context()
 	const ns = "team"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "services-configmaps", Namespace: ns}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"services", "configmaps"},
-		Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"},
-	}}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "services-configmaps", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited", APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grantLimited(t, admin, ns, "services-configmaps", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"services", "configmaps"}, Verbs: managedVerbs()})
 	kc := lc.UserKubeconfig("limited")
 	if kc == "" {
 		t.Fatal("no kubeconfig for user limited")
@@ -249,25 +260,10 @@ func TestStuckWithoutPodRights(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1, ControllerManager: true, Users: []string{"limited"}})
 	lc := set.Clusters[0]
 	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
-	ctx := t.Context()
 	const ns = "nopods"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	verbs := []string{"get", "list", "watch", "create", "patch", "update", "delete"}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"services", "configmaps"}, Verbs: verbs},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: verbs},
-	}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited", APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grantLimited(t, admin, ns, "no-pods",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "configmaps"}, Verbs: managedVerbs()},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: managedVerbs()})
 	path := writeClusterConfig(t, "", []string{lc.Name}, []string{lc.UserKubeconfig("limited")}, `applications:
   - id: web
     namespace: `+ns+`
