@@ -5,23 +5,32 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
 
-// Bounds of a diagnosis: the pods one list reads, the lines it says, and
+// Bounds of a diagnosis: the pods one list reads, the events one list of
+// an object's reads, the lines it says, and
 // the length of each message it quotes (a pod's messages are the
 // cluster's words, as long as a webhook makes them).
 const (
 	diagnosePods       = 200
+	diagnoseEvents     = 50
 	diagnoseLines      = 3
 	diagnoseMessageLen = 300
 )
@@ -36,15 +45,19 @@ func podWorkload(kind hub.Kind) bool {
 	return false
 }
 
-// Diagnose says why spec's rollout does not progress, in its pods' words
-// (see diagnosePodList): it lists the pods the object's spec.selector
-// selects (at most 200) and reads their conditions and container states.
-// A kind without pods has nothing to say (nil, nil); a list the
-// credentials may not make is said as such, not an error.
+// Diagnose says why spec's rollout does not progress, in the cluster's
+// words. For a workload (see podWorkload) it lists the pods its
+// spec.selector selects (at most 200) and reads their conditions and
+// container states (see diagnosePodList); a pod that waits to have its
+// containers created is explained by its Warning events (a volume that
+// cannot be mounted). When its pods say nothing (there are none: a quota
+// or an admission policy refuses them), and for every other kind (a
+// PersistentVolumeClaim no provisioner binds, a custom resource whose
+// controller reports an error), the Warning events of the object say it,
+// the newest of each reason first; a Deployment's are those of its newest
+// ReplicaSet, which creates its pods, then its own (see diagnoseEvents).
+// A list the credentials may not make is said as such, not an error.
 func (m *Manager) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, error) {
-	if !podWorkload(spec.Kind) {
-		return nil, nil
-	}
 	st, err := m.ReadState(ctx, spec, false)
 	if err != nil || !st.Exists {
 		return nil, err
@@ -53,30 +66,177 @@ func (m *Manager) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, er
 	if live == nil {
 		return nil, nil
 	}
+	c := m.clientset()
+	if c == nil {
+		return nil, m.callError("diagnose", spec, errNotConnected)
+	}
+	d := diagnosis{m: m, c: c, spec: spec}
+	if podWorkload(spec.Kind) {
+		lines, err := d.pods(ctx, live)
+		if err != nil || len(lines) > 0 {
+			return lines, err
+		}
+	}
+	return d.objectEvents(ctx, live)
+}
+
+// diagnosis is one Diagnose call.
+type diagnosis struct {
+	m    *Manager
+	c    kubernetes.Interface
+	spec hub.NodeSpec
+}
+
+// pods says what keeps the workload live's pods from being ready.
+func (d diagnosis) pods(ctx context.Context, live *unstructured.Unstructured) ([]string, error) {
+	sel, err := d.selector(live)
+	if err != nil || sel == nil {
+		return nil, err
+	}
+	pods, err := d.c.CoreV1().Pods(d.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String(), Limit: diagnosePods})
+	if apierrors.IsForbidden(err) {
+		return []string{fmt.Sprintf("its pods cannot be read: the credentials may not list pods in namespace %s (RBAC)", d.spec.Namespace)}, nil
+	}
+	if err != nil {
+		return nil, d.m.callError("list the pods of", d.spec, err)
+	}
+	explain := func(p *corev1.Pod) string {
+		lines, _ := d.events(ctx, p.Namespace, p.UID, "", 1)
+		return strings.Join(lines, "; ")
+	}
+	return diagnosePodList(pods.Items, pods.Continue != "", explain), nil
+}
+
+// selector returns live's spec.selector as a label selector; nil when it
+// has none.
+func (d diagnosis) selector(live *unstructured.Unstructured) (labels.Selector, error) {
 	raw, found, err := unstructured.NestedMap(live.Object, "spec", "selector")
 	if err != nil || !found {
 		return nil, err
 	}
 	var ls metav1.LabelSelector
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
-		return nil, m.callError("read the selector of", spec, err)
+		return nil, d.m.callError("read the selector of", d.spec, err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ls)
 	if err != nil {
-		return nil, m.callError("read the selector of", spec, err)
+		return nil, d.m.callError("read the selector of", d.spec, err)
 	}
-	c := m.clientset()
-	if c == nil {
-		return nil, m.callError("list the pods of", spec, errNotConnected)
+	return sel, nil
+}
+
+// objectEvents says the Warning events of live: for a Deployment, those
+// of its newest ReplicaSet first (its pods are that ReplicaSet's to
+// create: "FailedCreate: ... exceeded quota"), then its own; at most
+// diagnoseLines lines in all. A list that fails is said (the
+// credentials' refusal as such) only when nothing else is.
+func (d diagnosis) objectEvents(ctx context.Context, live *unstructured.Unstructured) ([]string, error) {
+	var lines []string
+	var failed error
+	if d.spec.Kind == hub.KindDeployment {
+		if rs := d.newestReplicaSet(ctx, live); rs != nil {
+			lines, failed = d.events(ctx, rs.Namespace, rs.UID, "replicaset "+rs.Name, diagnoseLines)
+		}
 	}
-	pods, err := c.CoreV1().Pods(spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String(), Limit: diagnosePods})
-	if apierrors.IsForbidden(err) {
-		return []string{fmt.Sprintf("its pods cannot be read: the credentials may not list pods in namespace %s (RBAC)", spec.Namespace)}, nil
+	if len(lines) < diagnoseLines {
+		l, err := d.events(ctx, live.GetNamespace(), live.GetUID(), "", diagnoseLines-len(lines))
+		lines = append(lines, l...)
+		failed = cmp.Or(failed, err)
 	}
+	switch {
+	case len(lines) > 0 || failed == nil:
+		return lines, nil
+	case apierrors.IsForbidden(failed):
+		return []string{fmt.Sprintf("its events cannot be read: the credentials may not list events in %s (RBAC)", namespaceWords(d.spec.Namespace))}, nil
+	}
+	return nil, d.m.callError("list the events of", d.spec, failed)
+}
+
+// newestReplicaSet returns the ReplicaSet of the Deployment live with the
+// highest revision, among the first 50 its selector selects; nil when
+// there is none or they cannot be read.
+func (d diagnosis) newestReplicaSet(ctx context.Context, live *unstructured.Unstructured) *appsv1.ReplicaSet {
+	sel, err := d.selector(live)
+	if err != nil || sel == nil {
+		return nil
+	}
+	list, err := d.c.AppsV1().ReplicaSets(live.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: sel.String(), Limit: 50})
 	if err != nil {
-		return nil, m.callError("list the pods of", spec, err)
+		return nil
 	}
-	return diagnosePodList(pods.Items, pods.Continue != ""), nil
+	var newest *appsv1.ReplicaSet
+	newestRev := int64(-1)
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if owner := metav1.GetControllerOf(rs); owner == nil || owner.UID != live.GetUID() {
+			continue
+		}
+		rev, _ := strconv.ParseInt(rs.Annotations["deployment.kubernetes.io/revision"], 10, 64)
+		if rev > newestRev {
+			newest, newestRev = rs, rev
+		}
+	}
+	return newest
+}
+
+// events returns the Warning events of the object uid in namespace ns
+// ("" for a cluster-scoped object: every namespace), the newest of each
+// reason first, at most `most` lines: "event REASON[ on WHO]: message".
+func (d diagnosis) events(ctx context.Context, ns string, uid types.UID, who string, most int) ([]string, error) {
+	if uid == "" || most <= 0 {
+		return nil, nil
+	}
+	sel := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.uid", string(uid)), fields.OneTermEqualSelector("type", corev1.EventTypeWarning))
+	list, err := d.c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: diagnoseEvents})
+	if err != nil {
+		return nil, err
+	}
+	return eventLines(list.Items, who, most), nil
+}
+
+// eventLines says events, the newest of each reason first, at most `most`
+// lines: "event REASON: message", with " on WHO" after the reason when who
+// is set.
+func eventLines(events []corev1.Event, who string, most int) []string {
+	slices.SortStableFunc(events, func(a, b corev1.Event) int { return eventTime(b).Compare(eventTime(a)) })
+	if who != "" {
+		who = " on " + who
+	}
+	var lines []string
+	said := map[string]bool{}
+	for _, e := range events {
+		if said[e.Reason] {
+			continue
+		}
+		said[e.Reason] = true
+		lines = append(lines, "event "+quote(e.Reason)+who+": "+quote(e.Message))
+		if len(lines) == most {
+			break
+		}
+	}
+	return lines
+}
+
+// eventTime is when e last happened: its series' last observation, its
+// last timestamp, its event time or its creation, the first one set.
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// namespaceWords names where a list of events was made.
+func namespaceWords(ns string) string {
+	if ns == "" {
+		return "any namespace"
+	}
+	return "namespace " + ns
 }
 
 // diagnosePodList says what keeps pods from being ready, one line per
@@ -86,11 +246,14 @@ func (m *Manager) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, er
 // CreateContainerConfigError... with its message and, after restarts, how
 // it last ended), a container running but not ready, a pod that failed.
 // Pods that are ready, succeeded or being deleted say nothing. more says
-// the list stopped at its limit.
-func diagnosePodList(pods []corev1.Pod, more bool) []string {
+// the list stopped at its limit. A pod that waits for its containers to
+// be created, or to be scheduled without the scheduler saying why, is
+// explained further by explain (its events), when given, for the first
+// pod of each cause said.
+func diagnosePodList(pods []corev1.Pod, more bool, explain func(*corev1.Pod) string) []string {
 	type cause struct {
 		text string
-		pods []string
+		pods []*corev1.Pod
 	}
 	var causes []*cause
 	byText := map[string]*cause{}
@@ -108,17 +271,23 @@ func diagnosePodList(pods []corev1.Pod, more bool) []string {
 			byText[text] = c
 			causes = append(causes, c)
 		}
-		c.pods = append(c.pods, p.Name)
+		c.pods = append(c.pods, p)
 	}
 	slices.SortStableFunc(causes, func(a, b *cause) int { return cmp.Compare(len(b.pods), len(a.pods)) })
 	var lines []string
 	said := 0
 	for _, c := range causes[:min(len(causes), diagnoseLines)] {
-		who := "pod " + c.pods[0]
+		who := "pod " + c.pods[0].Name
 		if len(c.pods) > 1 {
-			who = fmt.Sprintf("%d pods (%s, ...)", len(c.pods), c.pods[0])
+			who = fmt.Sprintf("%d pods (%s, ...)", len(c.pods), c.pods[0].Name)
 		}
-		lines = append(lines, who+": "+c.text)
+		text := c.text
+		if explain != nil && (text == podCreating || text == podUnscheduled) {
+			if why := explain(c.pods[0]); why != "" {
+				text += ": " + why
+			}
+		}
+		lines = append(lines, who+": "+text)
 		said += len(c.pods)
 	}
 	switch rest := notReady - said; {
@@ -132,6 +301,15 @@ func diagnosePodList(pods []corev1.Pod, more bool) []string {
 	}
 	return lines
 }
+
+// What podTrouble says of a pod that waits to be scheduled without the
+// scheduler's word, and of one whose containers wait to be created (a
+// volume that cannot be mounted, a sandbox that cannot be made: its events
+// say which).
+const (
+	podUnscheduled = "not scheduled yet"
+	podCreating    = "containers not created yet (ContainerCreating)"
+)
 
 // podTrouble says what keeps one pod from being ready, "" when nothing
 // does.
@@ -148,11 +326,14 @@ func podTrouble(p *corev1.Pod) string {
 		}
 	}
 	if p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending {
-		return "not scheduled yet"
+		return podUnscheduled
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+		if w := cs.State.Waiting; w != nil && w.Reason == "ContainerCreating" {
+			return podCreating
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
 			s := fmt.Sprintf("container %s %s", cs.Name, quote(joinWords(w.Reason, w.Message)))
 			if t := cs.LastTerminationState.Terminated; t != nil && cs.RestartCount > 0 {
 				s += fmt.Sprintf(" (last exit %d %s, %d restarts)", t.ExitCode, quote(t.Reason), cs.RestartCount)
