@@ -48,7 +48,7 @@ type Backend interface {
 // Diagnoser is a Backend that can say why an object's rollout does not
 // progress, in the words of what it runs (a Kubernetes workload's pods:
 // "pod web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are
-// available..."). The loop asks it when a NodeID becomes StatusStuck, and
+// available..."; an object's Warning events). The loop asks it when a NodeID becomes StatusStuck, and
 // again every Options.DiagnoseEvery while it stays stuck, and shows the
 // lines as NodeStatus.Diagnosis. It must not write. A kind it has nothing
 // to say of answers nil.

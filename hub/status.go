@@ -202,10 +202,10 @@ type NodeStatus struct {
 	// NodeSpec.Revision); "" when its source has none.
 	Revision string `json:",omitempty"`
 	// Diagnosis says, while the status is StatusStuck, why the rollout
-	// does not progress, in its pods' words (a backend's Diagnoser: "pod
-	// web-5d8f-x2v: not scheduled: Unschedulable: 0/3 nodes are
-	// available..."); nil otherwise, or when the backend has nothing to
-	// say.
+	// does not progress, in its pods' or its events' words (a backend's
+	// Diagnoser: "pod web-5d8f-x2v: not scheduled: Unschedulable: 0/3
+	// nodes are available..."); nil otherwise, or when the backend has
+	// nothing to say.
 	Diagnosis []string `json:",omitempty"`
 	// Spec is the desired state (shared, immutable). It is not part of
 	// the JSON form of a snapshot (see the API's node endpoint).

@@ -14,7 +14,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/e2etest"
 
 	"github.com/sourcegraph/conc"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -496,15 +498,38 @@ func allInSyncOrWarn(s *hub.Snapshot) bool {
 // TestHubStuckDeployment: with the controller manager, a scheduler and a
 // node running, a Deployment whose pods can never be scheduled exceeds its
 // progress deadline, is reported stuck, and says why in its pod's words:
-// the scheduler's message.
+// the scheduler's message. One whose pods a ResourceQuota refuses has no
+// pod to speak for it: it says why in its ReplicaSet's event.
 func TestHubStuckDeployment(t *testing.T) {
 	set := lctest.Start(t, localcluster.Options{Count: 1, Full: true})
+	admin := kubernetes.NewForConfigOrDie(set.Clusters[0].RESTConfig())
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quota"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	noPods := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: "quota"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	q, err := admin.CoreV1().ResourceQuotas("quota").Create(t.Context(), noPods, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A quota holds back nothing until it has been counted, which the
+	// quota controller does (the local control plane does not run it):
+	// counted by hand, nothing used.
+	q.Status = corev1.ResourceQuotaStatus{Hard: noPods.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if _, err := admin.CoreV1().ResourceQuotas("quota").UpdateStatus(t.Context(), q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	extra := `  - id: nowhere
     namespace: stuck
     clusters: [c1]
     image: registry.example/nowhere:1
     progressDeadlineSeconds: 3
     nodeSelector: {disk: none}
+  - id: over-quota
+    namespace: quota
+    clusters: [c1]
+    image: registry.example/over-quota:1
+    progressDeadlineSeconds: 3
 `
 	path := e2eConfig(t, set, "stuck", extra, "web", "api", "worker")
 	a := startApp(t, path, nil)
@@ -521,6 +546,16 @@ func TestHubStuckDeployment(t *testing.T) {
 	n, _ = s.Node(id)
 	if len(n.Diagnosis) != 1 || !strings.HasPrefix(n.Diagnosis[0], "pod nowhere-") ||
 		!strings.Contains(n.Diagnosis[0], ": not scheduled: Unschedulable: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector") {
+		t.Fatalf("diagnosis = %q", n.Diagnosis)
+	}
+	quota := hub.NewNodeID("c1", "quota", "over-quota", hub.KindDeployment)
+	s = a.waitSnap(t, 60*time.Second, "the deployment over its quota stuck, with a diagnosis", func(s *hub.Snapshot) bool {
+		n, _ := s.Node(quota)
+		return n.Status == hub.StatusStuck && len(n.Diagnosis) > 0
+	})
+	n, _ = s.Node(quota)
+	if len(n.Diagnosis) != 1 || !strings.HasPrefix(n.Diagnosis[0], "event FailedCreate on replicaset over-quota-") ||
+		!strings.Contains(n.Diagnosis[0], "is forbidden: exceeded quota: no-pods") {
 		t.Fatalf("diagnosis = %q", n.Diagnosis)
 	}
 }

@@ -121,7 +121,8 @@ type Event struct {
 	// be secrets).
 	Fields []string `json:"fields,omitempty"`
 	// Diagnosis: for stuck, why the rollout does not progress, in its
-	// pods' words (see hub.NodeStatus.Diagnosis), when the hub could tell.
+	// pods' or its events' words (see hub.NodeStatus.Diagnosis), when the
+	// hub could tell.
 	Diagnosis []string `json:"diagnosis,omitempty"`
 	// ChangedBy is the field manager that made the drift, when known.
 	ChangedBy string `json:"changedBy,omitempty"`

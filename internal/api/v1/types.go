@@ -214,7 +214,7 @@ type Node struct {
 	// is contested.
 	Contested *Contest `json:"contested,omitempty"`
 	// Diagnosis says, while the status is stuck, why the rollout does not
-	// progress, in its pods' words; absent otherwise.
+	// progress, in its pods' or its events' words; absent otherwise.
 	Diagnosis []string `json:"diagnosis,omitempty"`
 }
 
