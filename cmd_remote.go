@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -412,4 +413,61 @@ func policyArg(cmd *cobra.Command, args []string) (appPolicy, error) {
 		return appPolicy{args[0], ""}, nil
 	}
 	return appPolicy{}, usageError("%spolicy %q: want warn, repair or config", cli.Prefix(cmd), args[1])
+}
+
+// logArgs are driftwatch log's parsed arguments and flags.
+type logArgs struct {
+	ctx context.Context
+	app.LogOptions
+}
+
+// newLogCmd is `driftwatch log`.
+func newLogCmd(c *cliEnv) *cobra.Command {
+	var o app.LogOptions
+	cmd := &cobra.Command{
+		Use:   "log [CLUSTER|NODEID...] [--since 1h] [-f] [-o text|json]",
+		Short: "Print a running hub's feed: each drift, who made it, what the hub did",
+		Long: `Log prints a running hub's feed, oldest first: each drift it saw (what
+changed, field by field), who made it (the field manager), and what the hub
+did about it (apply, warn, paused, held, backoff, prune, a desired change
+applied), with how long it took; a drift that repeated is one line with its
+count. The hub keeps its last 200 entries; --since keeps those of the last
+DURATION. Arguments keep the entries of those clusters, and of the NodeIDs
+that start with an argument holding a colon (prod-eu:shop/ is every object
+of the namespace shop on prod-eu). -f (--follow) then prints each new entry
+as it comes, until interrupted; a repeat folded into an entry prints it
+again with its new count. -o json prints one JSON object per line, the
+API's feed entry. A hub that runs as several replicas is read as one
+through any of them.
+
+Exit 0, 1 when the hub cannot be asked or a cluster is unknown, 2 usage.
+
+` + remoteTokenText + `
+A viewer token is enough (Secret values are then redacted).`,
+		Example: `  driftwatch log --since 1h
+  driftwatch log prod-eu -f
+  driftwatch log prod-eu:shop/web:deployment
+  driftwatch log -f -o json | jq -c 'select(.action == "apply")'`,
+	}
+	cmd.Flags().DurationVar(&o.Since, "since", 0, "only the entries of the last `duration` (default: all the hub keeps)")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep printing new entries until interrupted")
+	cmd.Flags().StringVarP(&o.Format, "output", "o", app.FormatText, "output `format`: text or json (one object per line)")
+	parse := func(cmd *cobra.Command, args []string) (logArgs, error) {
+		if err := cli.CheckFormat(cmd, o.Format, app.FormatText, app.FormatJSON); err != nil {
+			return logArgs{}, err
+		}
+		if o.Since < 0 {
+			return logArgs{}, usageError("%s--since must be positive", cli.Prefix(cmd))
+		}
+		for _, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return logArgs{}, usageError("%san empty cluster or NodeID", cli.Prefix(cmd))
+			}
+		}
+		lo := o
+		lo.Targets, lo.Notices = args, c.stderr
+		return logArgs{ctx: cmd.Context(), LogOptions: lo}, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, a logArgs) error { return r.Log(a.ctx, a.LogOptions) },
+		func([]string) ([]string, app.Completion, bool) { return nil, app.CompleteCluster, true })
 }

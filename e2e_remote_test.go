@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -184,6 +185,54 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	}
 	if r = runCLI(t, e2eOperator, hubArgs("policy", "nope", "warn")...); r.code != 1 || !strings.Contains(r.errOut, `application "nope"`) {
 		t.Fatalf("policy nope warn: exit %d\n%s", r.code, r.errOut)
+	}
+	waitFor("everything in sync again", allInSync(3))
+
+	// The feed from a shell: what happened, oldest first, by cluster or
+	// NodeID; -o json a line each; an unknown cluster named.
+	r = runCLI(t, e2eViewer, hubArgs("log", cluster)...)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^\S+  `+regexp.QuoteMeta(cm.String())+`  missing  paused`).MatchString(r.out) {
+		t.Fatalf("log %s: exit %d\n%s%s", cluster, r.code, r.out, r.errOut)
+	}
+	if r = runCLI(t, e2eViewer, hubArgs("log", "--since", "1h", "-o", "json", cm.String())...); r.code != 0 {
+		t.Fatalf("log -o json: exit %d\n%s", r.code, r.errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	for _, l := range lines {
+		var e struct{ ID, Action string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.ID != cm.String() {
+			t.Fatalf("log -o json: a line %q: %v", l, err)
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("log -o json of %s: %d lines, want the pause and the repair at least:\n%s", cm, len(lines), r.out)
+	}
+	if r = runCLI(t, e2eViewer, hubArgs("log", "nope")...); r.code != 1 || !strings.Contains(r.errOut, "unknown cluster nope") {
+		t.Fatalf("log nope: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+
+	// -f prints each new entry as the hub sees it, until interrupted.
+	followed := &syncBuffer{}
+	ctx, interrupt := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() {
+		var errOut strings.Builder
+		getenv := func(k string) string { return map[string]string{app.TokenEnv: e2eViewer}[k] }
+		done <- exitCode(run(ctx, hubArgs("log", "-f", "--since", "1s", cluster+":sec/"), getenv, followed, &errOut), &errOut)
+	}()
+	// Most likely the delete comes after the first print, and its entries
+	// by the stream; either way they are printed.
+	time.Sleep(500 * time.Millisecond)
+	if err := kc.CoreV1().ConfigMaps("sec").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	repaired := regexp.MustCompile(`(?m)^\S+  ` + regexp.QuoteMeta(cm.String()) + `  missing  apply \S+$`)
+	testwait.For(t, 30*time.Second, "log -f prints the repair", func() error {
+		return testwait.Check(repaired.MatchString(followed.String()), "printed:\n%s", followed.String())
+	})
+	interrupt()
+	if code := <-done; code != 0 {
+		t.Fatalf("log -f interrupted: exit %d\n%s", code, followed.String())
 	}
 	waitFor("everything in sync again", allInSync(3))
 

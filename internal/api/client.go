@@ -47,6 +47,11 @@ type ClientOptions struct {
 	// Logger receives a panic recovered in a subscription's stream, with
 	// its stack (the subscription then reconnects). Default: none.
 	Logger *slog.Logger
+	// StreamLost, when set, is told why a subscription's stream ended
+	// with an error (a refused connection, a broken stream, a panic), just
+	// before it waits to reconnect; it is called from the subscription's
+	// goroutine. A stream the hub ends cleanly is not an error.
+	StreamLost func(error)
 	// maxAnswerBytes caps a success answer and a watch event (tests
 	// shrink it); 0 means defaultMaxAnswerBytes.
 	maxAnswerBytes int64

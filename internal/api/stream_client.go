@@ -51,6 +51,8 @@ func (c *Client) Subscribe() (<-chan *hub.Snapshot, func()) {
 			wait, err := c.streamRecovered(ctx, ch, &ws)
 			if err == nil {
 				backoff = 200 * time.Millisecond
+			} else if c.opts.StreamLost != nil && ctx.Err() == nil {
+				c.opts.StreamLost(err)
 			}
 			select {
 			case <-ctx.Done():

@@ -798,3 +798,46 @@ func TestWatchPerTokenCap(t *testing.T) {
 		})
 	}
 }
+
+// TestSubscribeSaysStreamLost: ClientOptions.StreamLost is told each time
+// a subscription's stream fails (here a 500), with the hub's words, and
+// not when the hub ends a stream cleanly.
+func TestSubscribeSaysStreamLost(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) <= 2 {
+			w.Header().Set("Content-Type", eventStreamMIMEType)
+			return // a clean end: no error
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"the hub is stopping"}`))
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	var lost []error
+	c, err := NewClientWithOptions(srv.URL, ClientOptions{StreamLost: func(err error) {
+		mu.Lock()
+		lost = append(lost, err)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := c.Subscribe()
+	testwait.For(t, 10*time.Second, "a lost stream said", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return testwait.Check(len(lost) > 0, "nothing said after %d requests", requests.Load())
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	// The last failed request may have been cut by the stop: not said.
+	if n := int(requests.Load()) - 2; len(lost) != n && len(lost) != n-1 {
+		t.Errorf("%d streams lost said, want %d (the failed ones only)", len(lost), n)
+	}
+	if !strings.Contains(lost[0].Error(), "the hub is stopping") {
+		t.Errorf("lost: %v", lost[0])
+	}
+}

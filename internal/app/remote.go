@@ -28,6 +28,9 @@ type Remote struct {
 	client *api.Client
 	now    func() time.Time
 	out    io.Writer
+	// streamLost is told why a subscription's stream ended (Log sets it
+	// before it subscribes); nil: nothing is.
+	streamLost func(error)
 }
 
 // hubClient is what the commands ask of a hub: a plain client of a hub of
@@ -41,6 +44,7 @@ type hubClient interface {
 	SetApplicationPolicy(app string, p hub.Policy) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error
+	Subscribe() (<-chan *hub.Snapshot, func())
 }
 
 // hub returns the client the commands use: it asks the hub for its
@@ -68,11 +72,18 @@ func (r *Remote) hub() (hubClient, error) {
 // a token that would cross the network in clear) is the caller's usage
 // error.
 func NewRemote(server string, opts api.ClientOptions, out io.Writer) (*Remote, error) {
+	r := &Remote{server: server, now: time.Now, out: out}
+	opts.StreamLost = func(err error) {
+		if r.streamLost != nil {
+			r.streamLost(err)
+		}
+	}
 	c, err := api.NewClientWithOptions(server, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{server: server, client: c, now: time.Now, out: out}, nil
+	r.client = c
+	return r, nil
 }
 
 // hubError phrases an error of a request to the hub: a refused connection
