@@ -36,6 +36,48 @@ type detailView struct {
 	off           int
 	lineCount     int  // lines of the last render, to bound scrolling
 	propose       bool // show the proposed ignore rule (key i)
+	// The desired object read for a node whose snapshot does not carry it
+	// (see Model.fetchSpec): for which NodeID and revision it was asked,
+	// whether the answer came, the object (nil: the hub has none) or why
+	// it could not be read.
+	specFor             specKey
+	specAsked, specRead bool
+	spec                *hub.NodeSpec
+	specErr             string
+}
+
+// specKey is what a desired object read for the node view stands for: a
+// NodeID at a revision of its source.
+type specKey struct {
+	id       hub.NodeID
+	revision string
+}
+
+// needsSpec reports whether the node shown needs its desired object read
+// (its snapshot does not carry it and it was not asked for at this
+// revision), and marks it asked.
+func (v *detailView) needsSpec() (specKey, bool) {
+	if !v.hasSnapshot || !v.found || v.node.Spec != nil {
+		return specKey{}, false
+	}
+	k := specKey{id: v.id, revision: v.node.Revision}
+	if v.specAsked && v.specFor == k {
+		return specKey{}, false
+	}
+	v.specFor, v.specAsked, v.specRead, v.spec, v.specErr = k, true, false, nil, ""
+	return k, true
+}
+
+// gotSpec takes a desired object read for the node view; one for another
+// NodeID or revision than the last asked is dropped.
+func (v *detailView) gotSpec(msg specMsg) {
+	if !v.specAsked || msg.key != v.specFor {
+		return
+	}
+	v.specRead, v.spec, v.specErr = true, msg.spec, ""
+	if msg.err != nil {
+		v.specErr = msg.err.Error()
+	}
 }
 
 func newDetailView(st *styles, keys *keyMap, now func() time.Time) *detailView {
@@ -363,8 +405,17 @@ func repeatsText(e hub.TimelineEntry) (times, last string) {
 func (v *detailView) specLines() []string {
 	l := []string{v.title("DESIRED")}
 	spec := v.node.Spec
+	if spec == nil && v.specAsked && v.specFor == (specKey{id: v.id, revision: v.node.Revision}) {
+		switch {
+		case !v.specRead:
+			return append(l, v.st.dim.render("  reading the desired object from the hub…"))
+		case v.specErr != "":
+			return append(l, v.st.warn.render(clean("  the desired object could not be read: "+v.specErr)))
+		}
+		spec = v.spec
+	}
 	if spec == nil {
-		return append(l, v.st.dim.render("  desired object not available here (attached to a remote hub)"))
+		return append(l, v.st.dim.render("  desired object not available here"))
 	}
 	head := "  " + string(spec.Kind)
 	// Decoded once per render of the detail view, never kept.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -28,6 +29,14 @@ type Source interface {
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	// ReleaseHold ends the hold on a target early.
 	ReleaseHold(t hub.HoldTarget) error
+}
+
+// NodeReader is a Source whose snapshots do not carry the desired objects
+// (a remote hub's: the API sends them one NodeID at a time): the node view
+// reads the one it shows.
+type NodeReader interface {
+	// Node reads one NodeID's status with its desired object as its Spec.
+	Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error)
 }
 
 // HubSource adapts an in-process *hub.Hub to Source.

@@ -270,7 +270,47 @@ type (
 		err  error
 	}
 	extraDoneMsg struct{ text string }
+	// specMsg is a desired object read for the node view (see fetchSpec).
+	specMsg struct {
+		key  specKey
+		spec *hub.NodeSpec
+		err  error
+	}
 )
+
+// batch is tea.Batch, or the one command when the other is nil.
+func batch(a, b tea.Cmd) tea.Cmd {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return tea.Batch(a, b)
+}
+
+// specTimeout bounds the read of a node view's desired object.
+const specTimeout = 10 * time.Second
+
+// fetchSpec reads the desired object of the NodeID the node view shows
+// from a source whose snapshots do not carry it (a NodeReader: a remote
+// hub), once per NodeID and revision; nil when there is nothing to read.
+func (m *Model) fetchSpec() tea.Cmd {
+	r, ok := m.src.(NodeReader)
+	if !ok || !m.onStack(ScreenDetail) {
+		return nil
+	}
+	k, ok := m.detail.needsSpec()
+	if !ok {
+		return nil
+	}
+	return m.action("reading the desired object", func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), specTimeout)
+		defer cancel()
+		n, err := r.Node(ctx, k.id)
+		return specMsg{key: k, spec: n.Spec, err: err}
+	})
+}
 
 // action returns the command that runs an action off the event loop as
 // one of the model's actions (see actionGroup): Run waits for it, and a
@@ -506,8 +546,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.live = true
 		}
 		if msg.fromSub && m.subCh != nil {
-			return m, waitForSnapshot(m.subCh, m.sub.done)
+			return m, batch(waitForSnapshot(m.subCh, m.sub.done), m.fetchSpec())
 		}
+		return m, m.fetchSpec()
 	case subscriptionClosedMsg:
 		m.subCh = nil
 		m.setStatus("the hub ended the subscription: data is no longer live", true)
@@ -530,8 +571,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case m.top() == ScreenCluster && m.cluster.filtering:
 			return m, m.cluster.Update(msg)
 		}
+	case specMsg:
+		m.detail.gotSpec(msg)
 	case tea.KeyPressMsg:
-		return m, m.handleKey(msg)
+		return m, batch(m.handleKey(msg), m.fetchSpec())
 	}
 	return m, nil
 }

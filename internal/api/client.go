@@ -316,6 +316,21 @@ func (c *Client) Holds(ctx context.Context) ([]hub.Hold, error) {
 	return hs, nil
 }
 
+// Node reads one NodeID's status with its desired object (the status's
+// Spec; nil when the hub has none), which snapshots do not carry. A
+// NodeID the hub does not know answers an *Error with StatusCode 404.
+func (c *Client) Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error) {
+	var d apiv1.NodeDetail
+	if err := c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(id.String()), nil, &d); err != nil {
+		return hub.NodeStatus{}, err
+	}
+	n, err := d.ToHub()
+	if err != nil {
+		return hub.NodeStatus{}, fmt.Errorf("hub %s: %w", c.base, err)
+	}
+	return n, nil
+}
+
 // Replicas lists the live replicas of a hub that runs as several, each
 // with its API address and the clusters it manages (empty for a hub of
 // one process).

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
+	"github.com/driftwatch/driftwatch/internal/testwait"
 )
 
 // The secrets of these tests: every one must be hidden from a viewer.
@@ -369,6 +371,60 @@ func TestViewerCannotReadSecretValues(t *testing.T) {
 	}
 	if l := secretLeaks(getAs(t, srv, opToken, path)); len(l) != 2 {
 		t.Errorf("the operator sees %v of the Secret's values, want both", l)
+	}
+}
+
+// TestClientNode: Client.Node reads a NodeID's status with its desired
+// object as the status's Spec (a viewer's with the Secret's values
+// redacted, an operator's whole), and an unknown NodeID is a 404.
+func TestClientNode(t *testing.T) {
+	kind := hub.KindSlug("", "Secret")
+	id := hub.NewNodeID("c1", "ns", "db", kind)
+	h := hub.New(hub.Options{ID: "node-test", SnapshotInterval: 10 * time.Millisecond})
+	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "ns", Name: "db", Kind: kind, Application: "db",
+		Policy: hub.PolicyWarn, Hash: "1", Revision: "abc1234 subject", Body: kubeobj.MustEncodeBody(secretObject())}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = h.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	toks, err := ParseTokens("mem", []byte(viewerToken+" viewer\n"+opToken+" operator\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(h, Options{Tokens: toks}))
+	defer srv.Close()
+	read := func(token string) (hub.NodeStatus, map[string]string) {
+		t.Helper()
+		c, err := NewClientWithOptions(srv.URL, ClientOptions{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n hub.NodeStatus
+		testwait.For(t, 5*time.Second, "the node in a snapshot", func() error {
+			n, err = c.Node(t.Context(), id)
+			return err
+		})
+		if n.ID != id || n.Spec == nil || n.Spec.Application != "db" || n.Spec.Policy != hub.PolicyWarn || n.Spec.Revision != "abc1234 subject" ||
+			n.Spec.Namespace != "ns" || n.Spec.Name != "db" || n.Spec.Kind != kind {
+			t.Fatalf("node %+v, spec %+v", n, n.Spec)
+		}
+		u, err := kubeobj.Object(*n.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		return n, data
+	}
+	if _, data := read(viewerToken); data["password"] != apiv1.Redacted {
+		t.Errorf("a viewer's desired Secret: data %v", data)
+	}
+	if _, data := read(opToken); data["password"] == apiv1.Redacted || data["password"] == "" {
+		t.Errorf("an operator's desired Secret: data %v", data)
+	}
+	c, _ := NewClientWithOptions(srv.URL, ClientOptions{Token: viewerToken})
+	var ae *Error
+	if _, err := c.Node(t.Context(), hub.NewNodeID("c1", "ns", "nope", kind)); !errors.As(err, &ae) || ae.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown NodeID: %v", err)
 	}
 }
 

@@ -348,6 +348,16 @@ func (rc *ReplicaClient) RepairNow(id hub.NodeID) error {
 	return c.RepairNow(id)
 }
 
+// Node reads one NodeID's status and desired object from the replica that
+// manages its cluster.
+func (rc *ReplicaClient) Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error) {
+	c, err := rc.owner(id.Cluster)
+	if err != nil {
+		return hub.NodeStatus{}, err
+	}
+	return c.Node(ctx, id)
+}
+
 // PauseCluster pauses or resumes repairs through the replica that manages
 // the cluster.
 func (rc *ReplicaClient) PauseCluster(cluster string, paused bool) error {

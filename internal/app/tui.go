@@ -305,6 +305,13 @@ func Attach(ctx context.Context, url string, readOnly bool, opts api.ClientOptio
 	return err
 }
 
+// The node view of attach reads the desired object it shows through the
+// client (the API's snapshots do not carry them).
+var (
+	_ tui.NodeReader = (*api.Client)(nil)
+	_ tui.NodeReader = (*api.ReplicaClient)(nil)
+)
+
 // attachReadOnly reports whether attach's UI is read-only, and what it
 // says when an action is pressed: a viewer's token (or a read-only hub,
 // which answers viewer) may take no action, so the UI leaves them out

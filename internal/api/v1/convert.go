@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -396,6 +398,28 @@ func NewNodeDetail(n hub.NodeStatus) NodeDetail {
 		}
 	}
 	return d
+}
+
+// ToHub converts the node detail back: its status, with its desired
+// object as the status's Spec when it has one (the Spec then holds what
+// the API says of it: the object, its application, policy and revision;
+// not its hash, tenancy nor progress deadline).
+func (d NodeDetail) ToHub() (hub.NodeStatus, error) {
+	if err := checkVersion("node", d.APIVersion); err != nil {
+		return hub.NodeStatus{}, err
+	}
+	n, err := d.Status.ToHub()
+	if err != nil || d.Desired == nil {
+		return n, err
+	}
+	u := &unstructured.Unstructured{Object: d.Desired}
+	body, err := kubeobj.EncodeBody(u)
+	if err != nil {
+		return hub.NodeStatus{}, fmt.Errorf("node %s: desired object: %w", n.ID, err)
+	}
+	n.Spec = &hub.NodeSpec{ID: n.ID, Namespace: n.ID.Namespace(), Name: n.ID.Name(), Kind: n.Kind,
+		Application: n.Application, Policy: n.Policy, Revision: n.Revision, Body: body}
+	return n, nil
 }
 
 // ToHub converts the hold list back (nil for none).
