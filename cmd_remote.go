@@ -471,3 +471,59 @@ A viewer token is enough (Secret values are then redacted).`,
 	return hubCommand(c, cmd, parse, func(r *app.Remote, a logArgs) error { return r.Log(a.ctx, a.LogOptions) },
 		func([]string) ([]string, app.Completion, bool) { return nil, app.CompleteCluster, true })
 }
+
+// describeArgs are driftwatch describe's parsed argument and flag.
+type describeArgs struct {
+	id     hub.NodeID
+	format string
+}
+
+// newDescribeCmd is `driftwatch describe`.
+func newDescribeCmd(c *cliEnv) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "describe NODEID [-o text|json]",
+		Short: "Show one NodeID of a running hub as the terminal UI's node view does",
+		Long: `Describe prints one NodeID of a running hub as the terminal UI's node view
+shows it: its status and why (the hub's reason; for a stuck rollout, its
+pods' or its events' words), the fight when it is contested, the holds
+over it, its application and policy, the source revision its desired
+state came from, the last drift as a diff of the managed fields (what it
+should hold, then what someone made of it) with who made it and what the
+hub did, the fields ignore rules cover, the timeline of its last steps
+with their latencies, and a summary of its desired object. -o json prints
+the API's node document (its status and desired object). A NodeID reads
+cluster:namespace/name:kind, as status and log show it. A hub that runs as
+several replicas is asked through any of them.
+
+Exit 0, 1 when the hub does not manage the NodeID or cannot be asked,
+2 usage.
+
+` + remoteTokenText + `
+A viewer token is enough (environment and Secret values are then
+redacted).`,
+		Example: `  driftwatch describe prod-eu:shop/web:deployment
+  driftwatch status -o json | jq -r '.attention[0].id' | xargs driftwatch describe`,
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", app.FormatText, "output `format`: text or json")
+	parse := func(cmd *cobra.Command, args []string) (describeArgs, error) {
+		if len(args) != 1 {
+			return describeArgs{}, usageError("%sname one NodeID (cluster:namespace/name:kind)", cli.Prefix(cmd))
+		}
+		if err := cli.CheckFormat(cmd, output, app.FormatText, app.FormatJSON); err != nil {
+			return describeArgs{}, err
+		}
+		id, err := hub.ParseNodeID(args[0])
+		if err != nil {
+			return describeArgs{}, usageError("%s%v", cli.Prefix(cmd), err)
+		}
+		return describeArgs{id: id, format: output}, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, a describeArgs) error { return r.Describe(a.id, a.format) },
+		func(args []string) ([]string, app.Completion, bool) {
+			if len(args) > 0 {
+				return nil, 0, false
+			}
+			return nil, app.CompleteNodeID, true
+		})
+}

@@ -136,6 +136,28 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 		t.Fatalf("status -o json while paused: %+v", rep)
 	}
 
+	// describe shows it as the node view does; -o json the API's document;
+	// a NodeID the hub does not manage is named.
+	r = runCLI(t, e2eViewer, hubArgs("describe", cm.String())...)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^node +`+regexp.QuoteMeta(cm.String())+`$`).MatchString(r.out) ||
+		!regexp.MustCompile(`(?m)^status +paused`).MatchString(r.out) || !strings.Contains(r.out, "PAUSED") ||
+		!strings.Contains(r.out, "DRIFT missing") || !strings.Contains(r.out, "DESIRED\n  v1 ConfigMap sec/web") {
+		t.Fatalf("describe %s: exit %d\n%s%s", cm, r.code, r.out, r.errOut)
+	}
+	r = runCLI(t, e2eViewer, hubArgs("describe", "-o", "json", cm.String())...)
+	var detail struct {
+		Status  struct{ ID, Status string }
+		Desired map[string]any
+	}
+	if err := json.Unmarshal([]byte(r.out), &detail); err != nil || r.code != 0 || detail.Status.ID != cm.String() ||
+		detail.Status.Status != string(hub.StatusPaused) || detail.Desired["kind"] != "ConfigMap" {
+		t.Fatalf("describe -o json: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+	}
+	nope := hub.NewNodeID(cluster, "sec", "nope", hub.KindConfigMap)
+	if r = runCLI(t, e2eViewer, hubArgs("describe", nope.String())...); r.code != 1 || !strings.Contains(r.errOut, nope.String()+": the hub does not manage it") {
+		t.Fatalf("describe %s: exit %d\n%s%s", nope, r.code, r.out, r.errOut)
+	}
+
 	// A manual repair goes past the pause, once.
 	r = runCLI(t, e2eOperator, hubArgs("repair", cm.String())...)
 	if r.code != 0 || !strings.Contains(r.out, "repair of "+cm.String()+" requested") {

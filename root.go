@@ -116,7 +116,7 @@ or more than hub.pruneLimit objects, is refused; --allow-prune confirms it.`,
 	addKubeconfigFlag(f, &kubeconfig)
 
 	root.AddCommand(newServeCmd(c), newAttachCmd(c), newReloadCmd(c), newStatusCmd(c), newPauseCmd(c, true), newPauseCmd(c, false),
-		newHoldCmd(c), newReleaseCmd(c), newRepairCmd(c), newPolicyCmd(c), newLogCmd(c), newDemoCmd(c), newCheckCmd(c),
+		newHoldCmd(c), newReleaseCmd(c), newRepairCmd(c), newPolicyCmd(c), newLogCmd(c), newDescribeCmd(c), newDemoCmd(c), newCheckCmd(c),
 		newBenchCmd(c), newInitCmd(c), newDiffCmd(c), newConfigCmd(c), cli.VersionCmd(shown, revision, c.stdout))
 	cli.Setup(root)
 	return root

@@ -507,3 +507,22 @@ func objectSummary(u *unstructured.Unstructured) []string {
 	}
 	return out
 }
+
+// NodeText renders the node view of node over snap as plain text (no
+// colour, no scrolling), as driftwatch describe prints it: its status,
+// reason and why, holds, the drift as a diff with who made it, the
+// ignored fields, the timeline and the desired object's summary. node is
+// the NodeID's status with its desired object as its Spec, when read
+// apart from the snapshot (a remote hub's); width bounds the wrapped
+// reasons. Its text is cleaned for the terminal, as the views'.
+func NodeText(snap *hub.Snapshot, node hub.NodeStatus, width int, now time.Time) string {
+	v := newDetailView(newStyles(true), nil, func() time.Time { return now })
+	v.SetSize(width, 0)
+	v.open(node.ID, snap)
+	v.node, v.found = node, true
+	lines := v.lines()
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -103,5 +104,33 @@ func TestNodeViewReadsDesiredFromRemoteHub(t *testing.T) {
 	showNode(t, plain, s, inv)
 	if out := plain.View().Content; !strings.Contains(out, "desired object not available here") {
 		t.Errorf("without a reader:\n%s", out)
+	}
+}
+
+// TestNodeText: the node view as plain text for describe: the same
+// sections, no escape sequence (the cluster's text cleaned, no colour),
+// no line ending in blanks, the Spec given used (a remote hub's), and the
+// cluster's pause and the holds over the NodeID from the snapshot.
+func TestNodeText(t *testing.T) {
+	inv := nid("prod-eu:casehub/inventory:deployment")
+	s, specs := remoteSnapshot()
+	n, _ := s.Node(inv)
+	n.Reason = "edited by \x1b]0;evil\x07someone"
+	n.Spec = specs[inv]
+	s.Holds = []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: inv.String()}, Reason: "INC-7", Since: ago(time.Minute), Until: fixedNow.Add(time.Hour)}}
+	out := NodeText(s, n, 100, fixedNow)
+	for _, want := range []string{"node        prod-eu:casehub/inventory:deployment", "hold        node prod-eu:casehub/inventory:deployment", "INC-7",
+		"TIMELINE", "DESIRED\n  apps/v1 Deployment casehub/inventory"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("an escape sequence in\n%q", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("a line ends in blanks: %q", l)
+		}
 	}
 }

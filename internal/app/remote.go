@@ -16,7 +16,9 @@ import (
 
 	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/api"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 	"github.com/driftwatch/driftwatch/internal/termtext"
+	"github.com/driftwatch/driftwatch/tui"
 )
 
 // Remote is a client of a running hub (driftwatch serve) for the one-shot
@@ -45,6 +47,7 @@ type hubClient interface {
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error
 	Subscribe() (<-chan *hub.Snapshot, func())
+	Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error)
 }
 
 // hub returns the client the commands use: it asks the hub for its
@@ -623,4 +626,41 @@ func Complete(snap *hub.Snapshot, kind Completion, scope hub.HoldScope, prefix s
 	}
 	slices.Sort(out)
 	return out[:min(len(out), maxCompletions)]
+}
+
+// describeWidth is the width describe wraps long reasons to.
+const describeWidth = 120
+
+// Describe prints one NodeID as the terminal UI's node view shows it
+// (tui.NodeText: status, reason, why, holds, the drift as a diff with who
+// made it, ignored fields, the timeline, the desired object), or with
+// format json the API's node document (apiv1.NodeDetail). Through a hub
+// that runs as several replicas, the NodeID is read from the replica that
+// manages its cluster.
+func (r *Remote) Describe(id hub.NodeID, format string) error {
+	c, err := r.hub()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+	defer cancel()
+	n, err := c.Node(ctx, id)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s: the hub does not manage it (driftwatch status lists the NodeIDs that need attention; completion offers the others)", id)
+	}
+	if err != nil {
+		return r.hubError(err)
+	}
+	if format == FormatJSON {
+		enc := json.NewEncoder(r.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(apiv1.NewNodeDetail(n))
+	}
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return r.hubError(err)
+	}
+	_, err = io.WriteString(r.out, tui.NodeText(snap, n, describeWidth, r.now()))
+	return err
 }
