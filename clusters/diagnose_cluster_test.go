@@ -3,12 +3,14 @@ package clusters
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -218,4 +220,10 @@ func TestDiagnoseWithoutEventRights(t *testing.T) {
 	want := []string{"its events cannot be read: the credentials may not list events in namespace diag (RBAC)"}
 	diagnoseUntil(t, be, pvc, want)
 	diagnoseUntil(t, be, dep, want)
+
+	// Nor write them: refused, not to be tried again.
+	retry, err := be.(*Manager).RecordEvent(t.Context(), pvc.ID, "Normal", "DriftRepaired", "x")
+	if !apierrors.IsForbidden(err) || retry || !strings.Contains(err.Error(), "events") {
+		t.Errorf("RecordEvent without the right: retry %v, %v", retry, err)
+	}
 }

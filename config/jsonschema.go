@@ -197,6 +197,9 @@ func facets() map[string]facet {
 		"Webhook.Events":                 {enum: strs(notify.EventTypes())},
 		"Webhook.Classes":                {enum: driftClasses()},
 		"Webhook.MinSeverity":            {enum: strs(notify.Severities())},
+		"KubernetesEvents.Events":        {enum: strs(notify.ObjectEventTypes())},
+		"KubernetesEvents.Classes":       {enum: driftClasses()},
+		"KubernetesEvents.MinSeverity":   {enum: strs(notify.Severities())},
 		"Workspace.ID":                   dnsLabel,
 		"Workspace.Binary":               {pattern: binaryPattern, nonNull: true},
 		"Workspace.Targets":              {minItems: 1},
@@ -207,11 +210,13 @@ func facets() map[string]facet {
 // uses the field (zero in the Config), by "Type.Field".
 func defaultsElsewhere() map[string]any {
 	return map[string]any{
-		"Webhook.PerMinute":   notify.DefaultPerMinute,
-		"Webhook.Burst":       notify.DefaultBurst,
-		"Webhook.QueueSize":   notify.DefaultQueueSize,
-		"Webhook.Timeout":     shortDuration(notify.DefaultTimeout),
-		"Webhook.MaxAttempts": notify.DefaultMaxAttempts,
+		"Webhook.PerMinute":          notify.DefaultPerMinute,
+		"Webhook.Burst":              notify.DefaultBurst,
+		"Webhook.QueueSize":          notify.DefaultQueueSize,
+		"Webhook.Timeout":            shortDuration(notify.DefaultTimeout),
+		"Webhook.MaxAttempts":        notify.DefaultMaxAttempts,
+		"KubernetesEvents.PerMinute": notify.DefaultKubernetesEventsPerMinute,
+		"KubernetesEvents.Burst":     notify.DefaultKubernetesEventsBurst,
 	}
 }
 

@@ -19,6 +19,50 @@ type Notifications struct {
 	// Webhooks receive the events, each with its own filter and rate
 	// limit.
 	Webhooks []Webhook `yaml:"webhooks"`
+	// KubernetesEvents, when set (`kubernetesEvents: {}` takes the
+	// defaults), also writes the events about objects (drift-repaired,
+	// drift-unrepaired, repair-failed, contested, stuck) as Kubernetes
+	// Events on the objects themselves, so `kubectl describe` and the
+	// cluster's event exporters show what the hub did and why: reason
+	// DriftRepaired (Normal), DriftNotRepaired, RepairFailed, Contested or
+	// RolloutStuck (Warning), source component driftwatch. The
+	// credentials then need `create` on `events` in the namespaces of
+	// the managed objects (and in default, for cluster-scoped ones); a
+	// cluster that refuses them has its events dropped for 10 minutes
+	// after a warning in the log, the others' are written. Read at start.
+	KubernetesEvents *KubernetesEvents `yaml:"kubernetesEvents"`
+}
+
+// KubernetesEvents is the `notifications.kubernetesEvents` section: which
+// events about objects are written on them as Kubernetes Events.
+type KubernetesEvents struct {
+	// Events are the event types written; empty means all those about
+	// objects.
+	Events []notify.EventType `yaml:"events"`
+	// Classes are the drift classes written (events about a drift); empty
+	// means all.
+	Classes []hub.DriftClass `yaml:"classes"`
+	// Clusters and Applications are glob patterns (`prod-*`) of the
+	// cluster ids and applications written; empty means all.
+	Clusters     []string `yaml:"clusters"`
+	Applications []string `yaml:"applications"`
+	// MinSeverity is the least severity written: info (the default),
+	// warning or critical.
+	MinSeverity notify.Severity `yaml:"minSeverity"`
+	// PerMinute and Burst are the rate limit over all clusters; events
+	// over it are dropped and counted (defaults 120 and 50).
+	PerMinute float64 `yaml:"perMinute"`
+	Burst     int     `yaml:"burst,min=1"`
+}
+
+// Notifier returns the section as the notifier takes it, writing through
+// recorder.
+func (k KubernetesEvents) Notifier(recorder notify.ObjectRecorder) *notify.KubernetesEvents {
+	return &notify.KubernetesEvents{
+		Filter: notify.Filter{Types: k.Events, Classes: k.Classes, Clusters: k.Clusters, Applications: k.Applications,
+			MinSeverity: k.MinSeverity},
+		PerMinute: k.PerMinute, Burst: k.Burst, Recorder: recorder,
+	}
 }
 
 // Webhook is one `notifications.webhooks` entry.
@@ -88,6 +132,7 @@ func strs[T ~string](l []T) []string {
 func (d *decoder) notifications(c child) {
 	n := &d.cfg.Notifications
 	d.fields(c.node, c.field, c.pos, n,
+		on(&n.KubernetesEvents, func(c child) { n.KubernetesEvents = d.kubernetesEvents(c) }),
 		on(&n.Webhooks, func(c child) {
 			items, _ := d.list(c)
 			names := map[string]pos{}
@@ -104,7 +149,7 @@ func (d *decoder) notifications(c child) {
 func (d *decoder) webhook(it item, names map[string]pos) (Webhook, bool) {
 	w := Webhook{Format: notify.FormatJSON, MinSeverity: notify.SeverityInfo}
 	ok := true
-	o := d.fields(it.node, it.field, it.pos, &w,
+	hooks := []hook{
 		on(&w.Name, func(c child) {
 			s, good := d.str(c)
 			if !good || !d.dnsLabel(c, s) {
@@ -160,25 +205,48 @@ func (d *decoder) webhook(it item, names map[string]pos) (Webhook, bool) {
 				w.Format = notify.Format(s)
 			}
 		}),
-		on(&w.Events, func(c child) {
-			for _, s := range d.listOf(c, strs(notify.EventTypes()), "event type") {
-				w.Events = append(w.Events, notify.EventType(s))
-			}
-		}),
-		on(&w.Classes, func(c child) {
-			for _, s := range d.listOf(c, driftClasses(), "drift class") {
-				w.Classes = append(w.Classes, hub.DriftClass(s))
-			}
-		}),
-		on(&w.Clusters, func(c child) { w.Clusters = d.globs(c) }),
-		on(&w.Applications, func(c child) { w.Applications = d.globs(c) }),
-		on(&w.MinSeverity, func(c child) {
-			if s, good := d.oneOf(c, strs(notify.Severities()), "severity"); good {
-				w.MinSeverity = notify.Severity(s)
-			}
-		}),
-	)
+	}
+	hooks = append(hooks, d.filterHooks(&w.Events, &w.Classes, &w.Clusters, &w.Applications, &w.MinSeverity, notify.EventTypes())...)
+	o := d.fields(it.node, it.field, it.pos, &w, hooks...)
 	return w, ok && o != nil
+}
+
+// kubernetesEvents reads notifications.kubernetesEvents; nil when it is
+// absent (or null).
+func (d *decoder) kubernetesEvents(c child) *KubernetesEvents {
+	if !c.set || c.node == nil || c.node.Tag == "!!null" {
+		return nil
+	}
+	k := &KubernetesEvents{MinSeverity: notify.SeverityInfo}
+	if d.fields(c.node, c.field, c.pos, k, d.filterHooks(&k.Events, &k.Classes, &k.Clusters, &k.Applications, &k.MinSeverity, notify.ObjectEventTypes())...) == nil {
+		return nil
+	}
+	return k
+}
+
+// filterHooks read the filter of a webhook or of the Kubernetes events:
+// the event types (among types), drift classes, cluster and application
+// globs, and the least severity.
+func (d *decoder) filterHooks(events *[]notify.EventType, classes *[]hub.DriftClass, clusters, apps *[]string, minSeverity *notify.Severity, types []notify.EventType) []hook {
+	return []hook{
+		on(events, func(c child) {
+			for _, s := range d.listOf(c, strs(types), "event type") {
+				*events = append(*events, notify.EventType(s))
+			}
+		}),
+		on(classes, func(c child) {
+			for _, s := range d.listOf(c, driftClasses(), "drift class") {
+				*classes = append(*classes, hub.DriftClass(s))
+			}
+		}),
+		on(clusters, func(c child) { *clusters = d.globs(c) }),
+		on(apps, func(c child) { *apps = d.globs(c) }),
+		on(minSeverity, func(c child) {
+			if s, good := d.oneOf(c, strs(notify.Severities()), "severity"); good {
+				*minSeverity = notify.Severity(s)
+			}
+		}),
+	}
 }
 
 // expandSecret expands ${VAR} from the environment; an unset variable is

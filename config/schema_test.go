@@ -144,6 +144,10 @@ var samples = map[string]string{
 	"Webhook.events":                 "[stuck]",
 	"Webhook.classes":                "[missing]",
 	"Webhook.minSeverity":            "critical",
+	"Notifications.kubernetesEvents": "{events: [stuck]}",
+	"KubernetesEvents.events":        "[stuck]",
+	"KubernetesEvents.classes":       "[missing]",
+	"KubernetesEvents.minSeverity":   "critical",
 	"Config.terraform":               "[{id: w, dir: /w}]",
 	"Workspace.dir":                  "/other",
 	"Workspace.binary":               "terraform",
@@ -240,6 +244,10 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			base: []string{"name: w", "url: 'https://h/x'"},
 			wrap: func(m string) string { return clusters + "notifications: {webhooks: [" + m + "]}\n" },
 			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(cfg.Notifications.Webhooks[0]) },
+		},
+		reflect.TypeFor[KubernetesEvents](): {
+			wrap: func(m string) string { return clusters + "notifications: {kubernetesEvents: " + m + "}\n" },
+			get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*cfg.Notifications.KubernetesEvents) },
 		},
 		reflect.TypeFor[Workspace](): {
 			base: []string{"id: w", "dir: /w"},

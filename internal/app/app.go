@@ -212,7 +212,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		a.git.attach(a)
 		a.git.loaded(cfg)
 	}
-	n, err := newNotifier(cfg, h, opts.Logger)
+	n, err := newNotifier(cfg, h, a, opts.Logger)
 	if err != nil {
 		_ = a.Close()
 		return nil, err

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +20,9 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -315,4 +319,140 @@ notifications:
 		}
 	}
 	t.Logf("events: %v; hang %+v; refused %+v", seen, st["hang"], st["refused"])
+}
+
+// TestKubernetesEventsOnObjects: with notifications.kubernetesEvents, what
+// the hub does about an object is written on it as a Kubernetes Event, as
+// kubectl describe finds it: a deleted ConfigMap recreated says
+// DriftRepaired (who deleted it, how fast), a warn-only one edited says
+// DriftNotRepaired.
+func TestKubernetesEventsOnObjects(t *testing.T) {
+	set := lctest.Start(t, localcluster.Options{Count: 1})
+	lc := set.Clusters[0]
+	admin := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	const ns = "described"
+	cfg := fmt.Sprintf(`hub:
+  id: e2e-events
+clusters:
+  - id: %s
+    kubeconfig: %s
+applications:
+  - {id: web, namespace: %[3]s, clusters: [%[1]s], image: registry.example/web:1, config: {LOG_LEVEL: info}}
+  - {id: watch, namespace: %[3]s, clusters: [%[1]s], image: registry.example/watch:1, config: {A: b}, policy: warn}
+notifications:
+  kubernetesEvents: {}
+`, lc.Name, lc.Kubeconfig, ns)
+	path := filepath.Join(t.TempDir(), "driftwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, path, nil)
+	a.waitSnap(t, 60*time.Second, "in sync", allInSync(4))
+	ctx := t.Context()
+	if err := admin.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "watch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["A"] = "edited"
+	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	described := func(name string) string {
+		t.Helper()
+		var said string
+		testwait.For(t, 30*time.Second, "the events of configmap "+name, func() error {
+			obj, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			l, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(obj.UID)})
+			if err != nil {
+				return err
+			}
+			var lines []string
+			for _, e := range l.Items {
+				lines = append(lines, e.Type+" "+e.Reason+" "+e.Source.Component+": "+e.Message)
+			}
+			said = strings.Join(lines, "\n")
+			return testwait.Check(len(lines) > 0, "none yet")
+		})
+		return said
+	}
+	if got := described("web"); !strings.HasPrefix(got, "Normal DriftRepaired driftwatch: hub e2e-events: missing drift repaired in ") {
+		t.Errorf("the recreated ConfigMap's events:\n%s", got)
+	}
+	if got := described("watch"); !strings.HasPrefix(got, "Warning DriftNotRepaired driftwatch: hub e2e-events: modified drift left unrepaired") ||
+		!strings.Contains(got, "data.A, changed by kubectl-edit") {
+		t.Errorf("the warn-only ConfigMap's events:\n%s", got)
+	}
+}
+
+// eventBackend is a backend that writes Kubernetes Events: it records
+// them and answers err.
+type eventBackend struct {
+	hub.Backend
+	mu      sync.Mutex
+	written []string
+	err     error
+}
+
+func (b *eventBackend) RecordEvent(_ context.Context, id hub.NodeID, typ, reason, message string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.written = append(b.written, id.String()+" "+typ+" "+reason+" "+message)
+	return false, b.err
+}
+
+// TestKubeEventsRecorder: an event about an object is written on it
+// through its cluster's backend, with its reason and type and a message
+// without the NodeID; a cluster that refuses one (RBAC) has its events
+// dropped (notify.ErrDropped) for ten minutes, then tried again; a
+// cluster without an event writer (a workspace) gets none, without an
+// error.
+func TestKubeEventsRecorder(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	prod, tf := &eventBackend{}, hub.Backend(nil)
+	k := &kubeEvents{now: func() time.Time { return now }, refused: map[string]time.Time{},
+		backend: func(cluster string) (hub.Backend, bool) {
+			switch cluster {
+			case "prod":
+				return prod, true
+			case "tf":
+				return tf, true
+			}
+			return nil, false
+		}}
+	web := hub.NewNodeID("prod", "shop", "web", hub.KindDeployment)
+	ev := notify.Event{Type: notify.EventRepaired, Hub: "hq", Cluster: "prod", NodeID: web.String(),
+		Message: web.String() + ": modified drift repaired in 12ms (spec.replicas, changed by kubectl-scale)"}
+	if _, err := k.RecordEvent(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	want := web.String() + " Normal DriftRepaired hub hq: modified drift repaired in 12ms (spec.replicas, changed by kubectl-scale)"
+	if len(prod.written) != 1 || prod.written[0] != want {
+		t.Fatalf("written %q, want %q", prod.written, want)
+	}
+	prod.err = apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("RBAC"))
+	if _, err := k.RecordEvent(t.Context(), ev); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "dropped for 10m0s") {
+		t.Fatalf("refused: %v", err)
+	}
+	now = now.Add(9 * time.Minute)
+	if _, err := k.RecordEvent(t.Context(), ev); !errors.Is(err, notify.ErrDropped) || len(prod.written) != 2 {
+		t.Fatalf("within 10 minutes of a refusal: %v, %d written", err, len(prod.written))
+	}
+	now = now.Add(2 * time.Minute)
+	prod.err = nil
+	if _, err := k.RecordEvent(t.Context(), ev); err != nil || len(prod.written) != 3 {
+		t.Fatalf("after 10 minutes: %v, %d written", err, len(prod.written))
+	}
+	for _, cluster := range []string{"tf", "gone"} {
+		other := ev
+		other.Cluster, other.NodeID = cluster, hub.NewNodeID(cluster, "", "x", hub.KindConfigMap).String()
+		if retry, err := k.RecordEvent(t.Context(), other); err != nil || retry {
+			t.Errorf("cluster %s: retry %v, %v", cluster, retry, err)
+		}
+	}
 }

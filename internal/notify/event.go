@@ -50,6 +50,12 @@ func EventTypes() []EventType {
 		EventClusterUnreachable, EventClusterRecovered, EventSourceApplied, EventSourceStale}
 }
 
+// ObjectEventTypes lists the event types about one object (those written
+// as Kubernetes Events, see KubernetesEvents).
+func ObjectEventTypes() []EventType {
+	return []EventType{EventRepaired, EventUnrepaired, EventRepairFailed, EventContested, EventStuck}
+}
+
 // Reasons a drift was left unrepaired (Event.Reason of EventUnrepaired).
 const (
 	ReasonWarn  = "warn"

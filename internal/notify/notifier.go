@@ -33,6 +33,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer, when set, gets the notifier's metrics.
 	Registerer prometheus.Registerer
+	// KubernetesEvents, when set, also writes the events about objects as
+	// Kubernetes Events on the objects themselves.
+	KubernetesEvents *KubernetesEvents
 	// Client sends the requests. Default: a client of its own over
 	// http.DefaultTransport's settings. Its CheckRedirect is never used:
 	// the notifier works on a copy that follows no redirect, so the
@@ -80,6 +83,19 @@ func New(opts Options) (*Notifier, error) {
 		names[w.Name] = true
 		m.up.WithLabelValues(w.Name).Set(1)
 		n.senders = append(n.senders, newSender(w, opts.Client, m, opts.Logger))
+	}
+	if k := opts.KubernetesEvents; k != nil {
+		if k.Recorder == nil {
+			return nil, errors.New("notify: kubernetes events without a recorder")
+		}
+		if names[KubernetesEventsName] {
+			return nil, fmt.Errorf("webhook %q: the name is the Kubernetes events'", KubernetesEventsName)
+		}
+		w := k.sink()
+		m.up.WithLabelValues(w.Name).Set(1)
+		s := newSender(w, nil, m, opts.Logger)
+		s.record = k.Recorder
+		n.senders = append(n.senders, s)
 	}
 	return n, nil
 }

@@ -185,9 +185,12 @@ type WebhookStatus struct {
 	Sent, Failed, Dropped int64
 }
 
-// sender delivers one webhook's events, one at a time, from its queue.
+// sender delivers one webhook's events, one at a time, from its queue;
+// or, with record set, writes them as Kubernetes Events (see
+// KubernetesEvents).
 type sender struct {
 	cfg     Webhook
+	record  ObjectRecorder
 	client  *http.Client
 	m       *metrics
 	log     *slog.Logger
@@ -211,7 +214,7 @@ func newSender(cfg Webhook, client *http.Client, m *metrics, log *slog.Logger) *
 // offer queues ev if the filter takes it and the rate limit and the queue
 // have room; it never blocks.
 func (s *sender) offer(ev Event) {
-	if !s.cfg.Filter.Match(ev) {
+	if !s.cfg.Filter.Match(ev) || s.record != nil && ev.NodeID == "" {
 		return
 	}
 	s.mu.Lock()
@@ -278,21 +281,31 @@ func slackText(ev Event) string {
 
 // deliver sends one event, retrying with backoff.
 func (s *sender) deliver(ctx context.Context, ev Event) {
-	body, err := s.body(ev)
-	if err != nil {
-		err = fmt.Errorf("webhook %q: encode %s event: %w", s.cfg.Name, ev.Type, err)
-		s.attemptFailed(err)
-		s.gaveUp(ev, err)
-		return
+	try := s.recordOnce(ev)
+	if s.record == nil {
+		body, err := s.body(ev)
+		if err != nil {
+			err = fmt.Errorf("webhook %q: encode %s event: %w", s.cfg.Name, ev.Type, err)
+			s.attemptFailed(err)
+			s.gaveUp(ev, err)
+			return
+		}
+		try = func(ctx context.Context) (time.Duration, bool, error) { return s.post(ctx, body) }
 	}
 	bo := wait.Backoff{Duration: s.cfg.MinBackoff, Factor: 2, Jitter: 0.2, Steps: s.cfg.MaxAttempts, Cap: s.cfg.MaxBackoff}
 	for attempt := 1; ; attempt++ {
-		retryAfter, retry, err := s.post(ctx, body)
+		retryAfter, retry, err := try(ctx)
 		if err == nil {
 			s.delivered()
 			return
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrDropped) {
+			s.mu.Lock()
+			s.dropLocked("refused")
+			s.mu.Unlock()
 			return
 		}
 		s.attemptFailed(err)
@@ -312,6 +325,17 @@ func (s *sender) deliver(ctx context.Context, ev Event) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// recordOnce is one attempt of a sender that writes Kubernetes Events:
+// RecordEvent within the timeout (not called for a webhook's sender).
+func (s *sender) recordOnce(ev Event) func(ctx context.Context) (time.Duration, bool, error) {
+	return func(ctx context.Context) (time.Duration, bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		retry, err := s.record.RecordEvent(ctx, ev)
+		return 0, retry, err
 	}
 }
 

@@ -1,0 +1,80 @@
+package clusters
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftwatch/driftwatch/hub"
+)
+
+// eventMessageLen bounds the message of a Kubernetes Event the hub writes
+// (the apiserver refuses a new-style event's note past 1 kB).
+const eventMessageLen = 1000
+
+// EventComponent is the source component and reporting controller of the
+// Kubernetes Events the hub writes.
+const EventComponent = "driftwatch"
+
+// RecordEvent writes a Kubernetes Event on the managed object id, as a
+// controller does, so kubectl describe and the cluster's event exporters
+// show it: typ is Normal or Warning, reason a CamelCase word, message one
+// line (bounded to 1000 bytes). The object is found in the watch's cache,
+// for its UID; one that is not there (gone, or its kind not watched) has
+// nothing to carry it: no Event, no error. An event of a cluster-scoped
+// object goes to the namespace default, as kubectl looks for it. retry
+// says whether another attempt may succeed (not after a refusal: RBAC, a
+// namespace being deleted, an invalid event).
+func (m *Manager) RecordEvent(ctx context.Context, id hub.NodeID, typ, reason, message string) (retry bool, err error) {
+	spec := hub.NodeSpec{ID: id, Namespace: id.Namespace(), Name: id.Name(), Kind: id.Kind}
+	st, err := m.ReadState(ctx, spec, false)
+	if err != nil {
+		return true, err
+	}
+	live := LiveObject(st)
+	if !st.Exists || live == nil {
+		return false, nil
+	}
+	c := m.clientset()
+	if c == nil {
+		return true, m.callError("record an event on", spec, errNotConnected)
+	}
+	ns := live.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	now := metav1.NewTime(time.Now())
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: live.GetName() + ".", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: live.GetKind(), APIVersion: live.GetAPIVersion(), Namespace: live.GetNamespace(),
+			Name: live.GetName(), UID: live.GetUID(), ResourceVersion: live.GetResourceVersion()},
+		Type: typ, Reason: reason, Message: boundMessage(message),
+		Source:         corev1.EventSource{Component: EventComponent},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: EventComponent, ReportingInstance: m.cfg.HubID,
+	}
+	if _, err := c.CoreV1().Events(ns).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+		refused := apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err) || apierrors.IsBadRequest(err)
+		return !refused, m.resourceError("create", "events", ns, err)
+	}
+	return false, nil
+}
+
+// boundMessage makes a message one line of at most eventMessageLen bytes
+// (cut on a rune boundary).
+func boundMessage(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= eventMessageLen {
+		return s
+	}
+	cut := eventMessageLen - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
