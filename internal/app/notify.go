@@ -116,6 +116,10 @@ func (a *App) notificationAlerts() []string {
 	}
 	var out []string
 	for _, st := range a.notifier.Failing() {
+		if st.Name == notify.KubernetesEventsName {
+			out = append(out, "kubernetes events failing")
+			continue
+		}
 		out = append(out, "webhook "+st.Name+" failing")
 	}
 	return out
