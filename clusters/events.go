@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/driftwatch/driftwatch/hub"
 )
@@ -50,7 +53,7 @@ func (m *Manager) RecordEvent(ctx context.Context, id hub.NodeID, typ, reason, m
 	}
 	now := metav1.NewTime(time.Now())
 	e := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: live.GetName() + ".", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: live.GetKind(), APIVersion: live.GetAPIVersion(), Namespace: live.GetNamespace(),
 			Name: live.GetName(), UID: live.GetUID(), ResourceVersion: live.GetResourceVersion()},
 		Type: typ, Reason: reason, Message: boundMessage(message),
@@ -58,12 +61,45 @@ func (m *Manager) RecordEvent(ctx context.Context, id hub.NodeID, typ, reason, m
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: EventComponent, ReportingInstance: m.cfg.HubID,
 	}
-	if _, err := c.CoreV1().Events(ns).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-		refused := apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err) || apierrors.IsBadRequest(err)
+	e.Name = fmt.Sprintf("%s.%x", live.GetName(), now.UnixNano())
+	// Correlated as a controller's events are (client-go's
+	// EventCorrelator): the same event again counts on the first, ten
+	// similar ones (same object and reason) within ten minutes become one
+	// "(combined from similar events)", and an object gets at most 25 in a
+	// burst, then one per five minutes.
+	res, err := m.eventCorrelator().EventCorrelate(e)
+	if err != nil || res.Skip {
+		return false, nil
+	}
+	events := c.CoreV1().Events(ns)
+	var written *corev1.Event
+	if res.Event.Count > 1 {
+		written, err = events.Patch(ctx, res.Event.Name, types.StrategicMergePatchType, res.Patch, metav1.PatchOptions{})
+	}
+	if res.Event.Count <= 1 || apierrors.IsNotFound(err) {
+		res.Event.ResourceVersion = ""
+		written, err = events.Create(ctx, res.Event, metav1.CreateOptions{})
+	}
+	if err != nil {
+		refused := apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) || apierrors.IsAlreadyExists(err)
 		return !refused, m.resourceError("create", "events", ns, err)
 	}
+	m.eventCorrelator().UpdateState(written)
 	return false, nil
 }
+
+// eventCorrelator returns the manager's event correlator, made on first
+// use (a hub that writes no events keeps none).
+func (m *Manager) eventCorrelator() *record.EventCorrelator {
+	m.eventsOnce.Do(func() {
+		m.events = record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize})
+	})
+	return m.events
+}
+
+// eventCacheSize bounds what a manager's event correlator remembers (its
+// three caches, by event).
+const eventCacheSize = 1024
 
 // boundMessage makes a message one line of at most eventMessageLen bytes
 // (cut on a rune boundary).

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/driftwatch/driftwatch/clusters/kubeobj"
 	"github.com/driftwatch/driftwatch/hub"
@@ -58,6 +59,11 @@ type informerState struct {
 // and serves as the cluster's hub.Backend. A Manager runs once: Run blocks
 // until its context ends and every goroutine it started has returned.
 type Manager struct {
+	// eventsOnce makes events, the correlator of the Kubernetes Events
+	// it writes (see RecordEvent), on first use.
+	eventsOnce sync.Once
+	events     *record.EventCorrelator
+
 	cfg    ClusterConfig
 	sink   hub.Sink
 	log    *slog.Logger

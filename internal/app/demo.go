@@ -151,6 +151,10 @@ sources:
       - name: autoscaler
         paths: ["/spec/replicas"]
         kinds: [StatefulSet.apps]
+# What the hub does about an object is also written on it as a Kubernetes
+# Event: kubectl describe shows DriftRepaired, RolloutStuck...
+notifications:
+  kubernetesEvents: {}
 `
 
 // demoAutoscaled are the Deployments the demo's fake autoscaler scales:

@@ -45,6 +45,9 @@ func TestDemoConfigIgnoresTheAutoscaler(t *testing.T) {
 	for _, s := range config.Compile(cfg) {
 		specs[s.ID] = s
 	}
+	if cfg.Notifications.KubernetesEvents == nil {
+		t.Error("the demo writes no Kubernetes Events on its objects")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "git")); err != nil {
 		t.Errorf("the Git cache is not in the demo's folder: %v", err)
 	}

@@ -3,6 +3,7 @@ package notify
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -275,7 +276,10 @@ func (d *deriver) nodeStatus(ev Event, n *hub.NodeStatus, reason string) Event {
 		ev.Message = fmt.Sprintf("%s: stuck", ev.NodeID)
 		ev.Diagnosis = slices.Clone(n.Diagnosis)
 	}
-	if n.Reason != "" {
+	switch {
+	case ev.Type == EventContested && strings.HasPrefix(n.Reason, "contested"):
+		ev.Message = ev.NodeID + ": " + n.Reason // "contested with hpa: ...", said once
+	case n.Reason != "":
 		ev.Message += ": " + n.Reason
 	}
 	if len(ev.Diagnosis) > 0 {
