@@ -638,7 +638,7 @@ func TestStuckEventSaysWhy(t *testing.T) {
 func TestContestedSaysItOnce(t *testing.T) {
 	d := newDeriver("hq")
 	d.next(snap(1, hub.ClusterSynced, node(web, hub.StatusInSync, 0)))
-	n := node(web, hub.StatusContested, 3)
+	n := node(web, hub.StatusContested, 0)
 	n.Reason = "contested with hpa: 3 repairs undone; backoff 8s"
 	evs := d.next(snap(2, hub.ClusterSynced, n))
 	if len(evs) != 1 || evs[0].Type != EventContested || evs[0].Message != web.String()+": contested with hpa: 3 repairs undone; backoff 8s" {
