@@ -17,7 +17,8 @@ import (
 	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
-// recorder records the writes a replica's API receives.
+// recorder records the writes, and the reads of one NodeID, a replica's
+// API receives.
 type recorder struct {
 	mu     sync.Mutex
 	writes []string
@@ -25,7 +26,7 @@ type recorder struct {
 }
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodGet {
+	if req.Method != http.MethodGet || strings.HasPrefix(req.URL.Path, "/api/v1/nodes/") {
 		r.mu.Lock()
 		r.writes = append(r.writes, req.Method+" "+req.URL.Path)
 		r.mu.Unlock()
@@ -137,11 +138,15 @@ func TestReplicaClient(t *testing.T) {
 	if _, err := rc.Hold(hub.HoldTarget{Scope: hub.HoldNode, Name: id2.String()}, time.Hour, "maintenance"); err != nil {
 		t.Fatal(err)
 	}
+	// A read of one of its NodeIDs (the node view's desired object).
+	if n, err := rc.Node(t.Context(), id2); err != nil || n.ID != id2 {
+		t.Fatalf("Node: %+v, %v", n, err)
+	}
 	// And one on a's own cluster.
 	if err := rc.PauseCluster("c1", true); err != nil {
 		t.Fatal(err)
 	}
-	wantB := "POST /api/v1/nodes/c2:ns/web:deployment/repair;POST /api/v1/clusters/c2/pause;POST /api/v1/holds"
+	wantB := "POST /api/v1/nodes/c2:ns/web:deployment/repair;POST /api/v1/clusters/c2/pause;POST /api/v1/holds;GET /api/v1/nodes/c2:ns/web:deployment"
 	if got := recB.got(); got != wantB {
 		t.Errorf("replica b received %q, want %q", got, wantB)
 	}
