@@ -121,10 +121,23 @@ type logPrinter struct {
 	// printed at exactly that time, told apart by their keys.
 	after   time.Time
 	atAfter map[string]bool
+	// seen is the time of the newest entry of the feeds read so far.
+	seen time.Time
 }
 
 // print prints the entries of snap's feed that are new, oldest first.
+// After a first read, a feed whose oldest entry is newer than the newest
+// of the read before has let entries go unread (more came between two
+// reads than the hub keeps): said on o.Notices.
 func (p *logPrinter) print(snap *hub.Snapshot) error {
+	if n := len(snap.Feed); n > 0 && !p.seen.IsZero() && snap.Feed[n-1].At.After(p.seen) && p.o.Notices != nil {
+		fmt.Fprintf(p.o.Notices, "driftwatch log: more entries came than the hub keeps (%d) since the last read: some may be missing\n", n)
+	}
+	for _, e := range snap.Feed {
+		if e.At.After(p.seen) {
+			p.seen = e.At
+		}
+	}
 	var fresh []hub.FeedEntry
 	for _, e := range snap.Feed { // newest first
 		if e.At.Before(p.after) || e.At.Equal(p.after) && p.atAfter[logKey(e)] || !p.keeps(e.ID) {

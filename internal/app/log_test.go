@@ -100,6 +100,27 @@ func TestLogPrinter(t *testing.T) {
 		check(t, lines(out.String()))
 	})
 
+	t.Run("entries let go unread are said", func(t *testing.T) {
+		var out, notices strings.Builder
+		p := logPrinter{out: &out, o: LogOptions{Notices: &notices}}
+		if err := p.print(snap(entry(web, 2, "apply"), entry(cfg, 1, "apply"))); err != nil {
+			t.Fatal(err)
+		}
+		// A repeat folded into an old entry moves it: nothing let go.
+		if err := p.print(snap(entry(cfg, 3, "apply"), entry(web, 2, "apply"))); err != nil {
+			t.Fatal(err)
+		}
+		if notices.Len() != 0 {
+			t.Errorf("said %q with nothing let go", notices.String())
+		}
+		if err := p.print(snap(entry(us, 9, "apply"), entry(cfg, 8, "apply"))); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(notices.String(), "more entries came than the hub keeps (2) since the last read: some may be missing") {
+			t.Errorf("a feed past the last read: said %q", notices.String())
+		}
+	})
+
 	t.Run("since and targets", func(t *testing.T) {
 		feed := snap(entry(us, 9, "apply"), entry(cfg, 8, "apply"), entry(web, 7, "apply"), entry(web, 1, "apply"))
 		for _, tt := range []struct {
