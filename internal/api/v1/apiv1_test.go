@@ -437,3 +437,43 @@ func FuzzWatchDocuments(f *testing.F) {
 		}
 	})
 }
+
+// TestNodeDetailRoundTrip: a node document converts back to the status
+// with its desired object as Spec (the object, application, policy and
+// revision), one without a desired object to a status without Spec, and
+// one of another API version is refused.
+func TestNodeDetailRoundTrip(t *testing.T) {
+	id := hub.NewNodeID("c1", "ns", "settings", hub.KindConfigMap)
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "ns"}, "data": map[string]any{"A": "b"}}}
+	n := hub.NodeStatus{ID: id, Application: "web", Kind: hub.KindConfigMap, Policy: hub.PolicyWarn, Status: hub.StatusInSync, Revision: "abc1234 release",
+		Spec: &hub.NodeSpec{ID: id, Namespace: "ns", Name: "settings", Kind: hub.KindConfigMap, Body: kubeobj.MustEncodeBody(u)}}
+	b, err := json.Marshal(NewNodeDetail(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d NodeDetail
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.ToHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != id || got.Spec == nil || got.Spec.Application != "web" || got.Spec.Policy != hub.PolicyWarn || got.Spec.Revision != "abc1234 release" ||
+		got.Spec.Namespace != "ns" || got.Spec.Name != "settings" || got.Spec.Kind != hub.KindConfigMap {
+		t.Fatalf("status %+v, spec %+v", got, got.Spec)
+	}
+	obj, err := kubeobj.Object(*got.Spec)
+	if err != nil || obj.Object["data"].(map[string]any)["A"] != "b" {
+		t.Errorf("desired object %v, %v", obj, err)
+	}
+	d.Desired = nil
+	if got, err := d.ToHub(); err != nil || got.Spec != nil {
+		t.Errorf("without a desired object: %+v, %v", got.Spec, err)
+	}
+	d.APIVersion = "driftwatch.io/v0"
+	if _, err := d.ToHub(); err == nil {
+		t.Error("another API version accepted")
+	}
+}
