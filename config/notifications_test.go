@@ -93,3 +93,50 @@ func TestNotificationErrors(t *testing.T) {
 		t.Errorf("errors repeat a URL:\n%s", text)
 	}
 }
+
+// TestKubernetesEventsSection: notifications.kubernetesEvents is off when
+// absent or null, on with the defaults as {}, with its filter when given;
+// its events are those about objects only, and bad values are named.
+func TestKubernetesEventsSection(t *testing.T) {
+	for src, on := range map[string]bool{
+		"":                                      false,
+		"notifications: {kubernetesEvents: }\n": false,
+		"notifications: {kubernetesEvents: {}}\n": true,
+	} {
+		cfg, err := Parse("config.yaml", []byte(notifyClusters+src), LoadOptions{})
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if got := cfg.Notifications.KubernetesEvents != nil; got != on {
+			t.Errorf("%q: on %v, want %v", src, got, on)
+		}
+	}
+	cfg, err := Parse("config.yaml", []byte(notifyClusters+`notifications:
+  kubernetesEvents: {events: [drift-repaired, stuck], clusters: [prod-*], minSeverity: warning, perMinute: 30, burst: 5}
+`), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Notifications.KubernetesEvents
+	want := &KubernetesEvents{Events: []notify.EventType{notify.EventRepaired, notify.EventStuck}, Clusters: []string{"prod-*"},
+		MinSeverity: notify.SeverityWarning, PerMinute: 30, Burst: 5}
+	if !reflect.DeepEqual(k, want) {
+		t.Fatalf("kubernetesEvents = %+v, want %+v", k, want)
+	}
+	if n := k.Notifier(nil); n.PerMinute != 30 || n.Burst != 5 || len(n.Filter.Types) != 2 || n.Filter.MinSeverity != notify.SeverityWarning {
+		t.Errorf("Notifier() = %+v", n)
+	}
+	errs := parseErrors(t, notifyClusters+`notifications:
+  kubernetesEvents: {events: [source-applied], classes: [gone], burst: 0, timeout: 3s}
+`)
+	for _, want := range []string{
+		`notifications.kubernetesEvents.events[0]: unknown event type "source-applied"`,
+		`notifications.kubernetesEvents.classes[0]: unknown drift class "gone"`,
+		"notifications.kubernetesEvents.burst",
+		"notifications.kubernetesEvents.timeout: unknown field",
+	} {
+		if !strings.Contains(errs.Error(), want) {
+			t.Errorf("errors lack %q:\n%s", want, errs)
+		}
+	}
+}
