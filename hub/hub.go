@@ -344,6 +344,11 @@ type nodeRepairs struct {
 	// diagnosedAt is when the NodeID's stuck rollout was last diagnosed
 	// (see reconciler.diagnose); read only while it stays stuck.
 	diagnosedAt time.Time
+	// heldLogged is the action of the held-back drift last logged (see
+	// recorder.logHeld), "" once a write went through: a drift held back
+	// is logged when it starts being held back, not at each of its
+	// events.
+	heldLogged string
 }
 
 // repairs returns the NodeID's repair bookkeeping, allocating it on first

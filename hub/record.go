@@ -1,8 +1,10 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -33,6 +35,7 @@ func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Ste
 	if st != StatusRepairing {
 		o.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
 			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
+		o.logHeld(p.id, rep, reason)
 	}
 	o.onRecord(rep)
 }
@@ -197,7 +200,67 @@ func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency tim
 	}
 	o.status.feed(FeedEntry{At: rep.AppliedAt, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
 		Who: who, Action: rep.Action, Latency: latency})
+	o.logApplied(p.id, rep, latency)
 	o.onRecord(rep)
+}
+
+// The log is the hub's audit trail: every write it makes and every drift
+// it holds back is a line (INFO), with the NodeID, the drift's class and
+// field paths (never their values: a value may be a secret), who made it
+// and what the hub did. A failure is logged where it is recorded (WARN
+// "reconcile failed").
+
+// logApplied logs a write that went through: "drift repaired", or
+// "desired change applied" with its cause.
+func (o *recorder) logApplied(id NodeID, rep Repair, latency time.Duration) {
+	o.withLoop(id, func(n *nodeLoop) {
+		if n.rep != nil {
+			n.rep.heldLogged = ""
+		}
+	})
+	if !o.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	msg, attrs := "drift repaired", driftAttrs(id, rep)
+	if rep.DesiredChange != "" {
+		msg = "desired change applied"
+		attrs = append(attrs, slog.String("change", rep.DesiredChange))
+	}
+	attrs = append(attrs, slog.String("action", rep.Action), slog.Duration("latency", latency))
+	o.log.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+}
+
+// logHeld logs a drift the hub holds back ("drift not repaired": warn-only,
+// paused, held, a fight's backoff...) once per action: the events that
+// observe it again while it stays held back add no line.
+func (o *recorder) logHeld(id NodeID, rep Repair, reason string) {
+	first := false
+	o.withLoop(id, func(n *nodeLoop) {
+		r := n.repairs()
+		first, r.heldLogged = r.heldLogged != rep.Action, rep.Action
+	})
+	if !first || !o.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := append(driftAttrs(id, rep), slog.String("action", rep.Action), slog.String("reason", reason))
+	o.log.LogAttrs(context.Background(), slog.LevelInfo, "drift not repaired", attrs...)
+}
+
+// driftAttrs are a drift's log attributes: the NodeID, the class, the
+// field paths and who made it.
+func driftAttrs(id NodeID, rep Repair) []slog.Attr {
+	attrs := []slog.Attr{slog.String("node", id.String()), slog.String("class", string(rep.Drift.Class))}
+	if len(rep.Drift.Fields) > 0 {
+		paths := make([]string, len(rep.Drift.Fields))
+		for i, f := range rep.Drift.Fields {
+			paths[i] = f.Path
+		}
+		attrs = append(attrs, slog.Any("fields", paths))
+	}
+	if who := attributionText(rep.Attribution); who != "" {
+		attrs = append(attrs, slog.String("by", who))
+	}
+	return attrs
 }
 
 // desiredChangeWho is the start of the feed's "who" of a write that
