@@ -163,6 +163,12 @@ func Starter(kc *clientcmdapi.Config, opts StarterOptions) ([]byte, error) {
 	line("  # default $XDG_STATE_HOME/driftwatch/<hub.id>.db; %s keeps no state.", StateFileNone)
 	line("  # stateFile: %s", StateFileNone)
 	line("")
+	line("# Where the hub says what it does, besides its log (docs/notifications.md):")
+	line("# notifications:")
+	note("#   kubernetesEvents: {}", "on the objects: kubectl describe shows DriftRepaired...")
+	line("#   webhooks:")
+	line("#     - {name: oncall, url: \"${SLACK_WEBHOOK_URL}\", format: slack, minSeverity: warning}")
+	line("")
 	line("clusters:")
 	if opts.KubeconfigPath == "" {
 		line("  # Without `kubeconfig`, each context is looked up as kubectl does: in")

@@ -116,6 +116,27 @@ func TestStarter(t *testing.T) {
 			if n := len(Compile(cfg)); n != 3*len(tt.want) {
 				t.Errorf("compiles to %d objects, want %d", n, 3*len(tt.want))
 			}
+			// Its commented notifications are valid once uncommented.
+			var on []string
+			uncommenting := false
+			for _, l := range strings.Split(string(out), "\n") {
+				uncommenting = uncommenting && strings.HasPrefix(l, "#") || l == "# notifications:"
+				if uncommenting {
+					l = strings.TrimPrefix(l, "# ")
+				}
+				on = append(on, l)
+			}
+			if err := os.WriteFile(path, []byte(strings.Join(on, "\n")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := func(k string) string { return map[string]string{"SLACK_WEBHOOK_URL": "https://hooks.example.com/x"}[k] }
+			cfg, err = Load(path, LoadOptions{Getenv: env, HomeDir: "/home/ops"})
+			if err != nil {
+				t.Fatalf("the starter's notifications, uncommented: %v", err)
+			}
+			if n := cfg.Notifications; n.KubernetesEvents == nil || len(n.Webhooks) != 1 {
+				t.Errorf("the starter's notifications, uncommented: %+v", n)
+			}
 		})
 	}
 }
