@@ -334,26 +334,34 @@ func getAs(t *testing.T, srv *httptest.Server, token, path string) []byte {
 	return b
 }
 
-// TestViewerCannotReadSecretValues: a Secret managed from a source is a
-// NodeID like any other; GET /api/v1/nodes/{id} shows a viewer its desired
-// object with the keys of data and stringData but every value redacted,
-// and an operator the values.
-func TestViewerCannotReadSecretValues(t *testing.T) {
+// secretHub runs a hub whose one NodeID is a managed Secret (secretObject,
+// with the policy and revision of spec) behind an API with a viewer's and
+// an operator's token, until the test ends.
+func secretHub(t *testing.T, spec hub.NodeSpec) (hub.NodeID, *httptest.Server) {
+	t.Helper()
 	kind := hub.KindSlug("", "Secret")
 	id := hub.NewNodeID("c1", "ns", "db", kind)
 	h := hub.New(hub.Options{ID: "secret-test", SnapshotInterval: 10 * time.Millisecond})
 	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "ns", Name: "db", Kind: kind, Application: "db",
-		Policy: hub.PolicyRepair, Hash: "1", Body: kubeobj.MustEncodeBody(secretObject())}})
+		Policy: spec.Policy, Revision: spec.Revision, Hash: "1", Body: kubeobj.MustEncodeBody(secretObject())}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	wg.Go(func() { _ = h.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
 	toks, err := ParseTokens("mem", []byte(viewerToken+" viewer\n"+opToken+" operator\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(Handler(h, Options{Tokens: toks}))
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
+	return id, srv
+}
+
+// TestViewerCannotReadSecretValues: a Secret managed from a source is a
+// NodeID like any other; GET /api/v1/nodes/{id} shows a viewer its desired
+// object with the keys of data and stringData but every value redacted,
+// and an operator the values.
+func TestViewerCannotReadSecretValues(t *testing.T) {
+	id, srv := secretHub(t, hub.NodeSpec{Policy: hub.PolicyRepair})
 	path := "/api/v1/nodes/" + url.PathEscape(id.String())
 
 	body := getAs(t, srv, viewerToken, path)
@@ -378,21 +386,8 @@ func TestViewerCannotReadSecretValues(t *testing.T) {
 // object as the status's Spec (a viewer's with the Secret's values
 // redacted, an operator's whole), and an unknown NodeID is a 404.
 func TestClientNode(t *testing.T) {
-	kind := hub.KindSlug("", "Secret")
-	id := hub.NewNodeID("c1", "ns", "db", kind)
-	h := hub.New(hub.Options{ID: "node-test", SnapshotInterval: 10 * time.Millisecond})
-	h.SetDesired([]hub.NodeSpec{{ID: id, Namespace: "ns", Name: "db", Kind: kind, Application: "db",
-		Policy: hub.PolicyWarn, Hash: "1", Revision: "abc1234 subject", Body: kubeobj.MustEncodeBody(secretObject())}})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg conc.WaitGroup
-	wg.Go(func() { _ = h.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-	toks, err := ParseTokens("mem", []byte(viewerToken+" viewer\n"+opToken+" operator\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(Handler(h, Options{Tokens: toks}))
-	defer srv.Close()
+	id, srv := secretHub(t, hub.NodeSpec{Policy: hub.PolicyWarn, Revision: "abc1234 subject"})
+	kind := id.Kind
 	read := func(token string) (hub.NodeStatus, map[string]string) {
 		t.Helper()
 		c, err := NewClientWithOptions(srv.URL, ClientOptions{Token: token})

@@ -46,21 +46,7 @@ func (r *fakeRecorder) written() []Event {
 // startKubeEvents runs a notifier that writes Kubernetes events only.
 func startKubeEvents(t *testing.T, k KubernetesEvents) (*Notifier, *fakeSource, *prometheus.Registry, func()) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	src := &fakeSource{ch: make(chan *hub.Snapshot)}
-	n, err := New(Options{Source: src, KubernetesEvents: &k, Registerer: reg, HubID: "hq"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- n.Run(ctx) }()
-	return n, src, reg, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
+	return runNotifier(t, Options{KubernetesEvents: &k, HubID: "hq"})
 }
 
 // TestKubernetesEvents: the events about objects are written through the

@@ -216,11 +216,19 @@ func (f *fakeSource) Subscribe() (<-chan *hub.Snapshot, func()) { return f.ch, f
 
 func startNotifier(t *testing.T, tr *transport, w Webhook) (*Notifier, *fakeSource, *prometheus.Registry, func()) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	src := &fakeSource{ch: make(chan *hub.Snapshot)}
 	w.Name = "oncall"
 	w.URL = "https://hooks.example.com/services/T0/SECRET"
-	n, err := New(Options{Source: src, Webhooks: []Webhook{w}, Registerer: reg, Client: &http.Client{Transport: tr}})
+	return runNotifier(t, Options{Webhooks: []Webhook{w}, Client: &http.Client{Transport: tr}})
+}
+
+// runNotifier runs a notifier with opts over a fake source and a registry
+// of its own; the func returned stops it and waits for it.
+func runNotifier(t *testing.T, opts Options) (*Notifier, *fakeSource, *prometheus.Registry, func()) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	src := &fakeSource{ch: make(chan *hub.Snapshot)}
+	opts.Source, opts.Registerer = src, reg
+	n, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
