@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,11 @@ func (r *Remote) Log(ctx context.Context, o LogOptions) error {
 	if err := p.print(snap); err != nil || !o.Follow {
 		return err
 	}
+	// The streams (one per replica) say a loss from their goroutines.
+	if o.Notices != nil {
+		o.Notices = &lockedWriter{w: o.Notices}
+		p.o.Notices = o.Notices
+	}
 	var lost atomic.Bool
 	r.streamLost = func(err error) {
 		if !lost.Swap(true) && o.Notices != nil {
@@ -94,6 +100,18 @@ func (r *Remote) Log(ctx context.Context, o LogOptions) error {
 			}
 		}
 	}
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // clusterList names the clusters of a snapshot, at most 10.
