@@ -345,7 +345,8 @@ type nodeRepairs struct {
 	// (see reconciler.diagnose); read only while it stays stuck.
 	diagnosedAt time.Time
 	// heldLogged is the action of the held-back drift last logged (see
-	// recorder.logHeld), "" once a write went through: a drift held back
+	// recorder.logHeld), "" once a write went through (reconciler.repair's
+	// bookkeeping of the write): a drift held back
 	// is logged when it starts being held back, not at each of its
 	// events.
 	heldLogged string

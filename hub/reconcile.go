@@ -616,6 +616,9 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 
 	r.withLoop(p.id, func(n *nodeLoop) {
 		n.expect = rr.Version
+		if n.rep != nil {
+			n.rep.heldLogged = "" // a write went through: a drift held back again is logged again
+		}
 		if rep.DesiredChange != "" {
 			// Not a repair: no fight to count, nothing to show repaired.
 			return

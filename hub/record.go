@@ -213,11 +213,6 @@ func (o *recorder) applied(p pass, rep Repair, conflicts []Conflict, latency tim
 // logApplied logs a write that went through: "drift repaired", or
 // "desired change applied" with its cause.
 func (o *recorder) logApplied(id NodeID, rep Repair, latency time.Duration) {
-	o.withLoop(id, func(n *nodeLoop) {
-		if n.rep != nil {
-			n.rep.heldLogged = ""
-		}
-	})
 	if !o.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

@@ -37,13 +37,10 @@ type detailView struct {
 	lineCount     int  // lines of the last render, to bound scrolling
 	propose       bool // show the proposed ignore rule (key i)
 	// The desired object read for a node whose snapshot does not carry it
-	// (see Model.fetchSpec): for which NodeID and revision it was asked,
-	// whether the answer came, the object (nil: the hub has none) or why
-	// it could not be read.
-	specFor             specKey
-	specAsked, specRead bool
-	spec                *hub.NodeSpec
-	specErr             string
+	// (see Model.fetchSpec): for which NodeID and revision it was last
+	// asked (zero: never), and the answer (nil: none yet).
+	specFor specKey
+	specGot *specMsg
 }
 
 // specKey is what a desired object read for the node view stands for: a
@@ -61,22 +58,18 @@ func (v *detailView) needsSpec() (specKey, bool) {
 		return specKey{}, false
 	}
 	k := specKey{id: v.id, revision: v.node.Revision}
-	if v.specAsked && v.specFor == k {
+	if v.specFor == k {
 		return specKey{}, false
 	}
-	v.specFor, v.specAsked, v.specRead, v.spec, v.specErr = k, true, false, nil, ""
+	v.specFor, v.specGot = k, nil
 	return k, true
 }
 
 // gotSpec takes a desired object read for the node view; one for another
 // NodeID or revision than the last asked is dropped.
 func (v *detailView) gotSpec(msg specMsg) {
-	if !v.specAsked || msg.key != v.specFor {
-		return
-	}
-	v.specRead, v.spec, v.specErr = true, msg.spec, ""
-	if msg.err != nil {
-		v.specErr = msg.err.Error()
+	if msg.key == v.specFor {
+		v.specGot = &msg
 	}
 }
 
@@ -405,14 +398,15 @@ func repeatsText(e hub.TimelineEntry) (times, last string) {
 func (v *detailView) specLines() []string {
 	l := []string{v.title("DESIRED")}
 	spec := v.node.Spec
-	if spec == nil && v.specAsked && v.specFor == (specKey{id: v.id, revision: v.node.Revision}) {
-		switch {
-		case !v.specRead:
+	if spec == nil && v.specFor == (specKey{id: v.id, revision: v.node.Revision}) {
+		switch got := v.specGot; {
+		case got == nil:
 			return append(l, v.st.dim.render("  reading the desired object from the hub…"))
-		case v.specErr != "":
-			return append(l, v.st.warn.render(clean("  the desired object could not be read: "+v.specErr)))
+		case got.err != nil:
+			return append(l, v.st.warn.render(clean("  the desired object could not be read: "+got.err.Error())))
+		default:
+			spec = got.spec
 		}
-		spec = v.spec
 	}
 	if spec == nil {
 		return append(l, v.st.dim.render("  desired object not available here"))

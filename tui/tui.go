@@ -278,17 +278,6 @@ type (
 	}
 )
 
-// batch is tea.Batch, or the one command when the other is nil.
-func batch(a, b tea.Cmd) tea.Cmd {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	return tea.Batch(a, b)
-}
-
 // specTimeout bounds the read of a node view's desired object.
 const specTimeout = 10 * time.Second
 
@@ -546,7 +535,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.live = true
 		}
 		if msg.fromSub && m.subCh != nil {
-			return m, batch(waitForSnapshot(m.subCh, m.sub.done), m.fetchSpec())
+			return m, tea.Batch(waitForSnapshot(m.subCh, m.sub.done), m.fetchSpec())
 		}
 		return m, m.fetchSpec()
 	case subscriptionClosedMsg:
@@ -574,7 +563,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case specMsg:
 		m.detail.gotSpec(msg)
 	case tea.KeyPressMsg:
-		return m, batch(m.handleKey(msg), m.fetchSpec())
+		return m, tea.Batch(m.handleKey(msg), m.fetchSpec())
 	}
 	return m, nil
 }
