@@ -25,14 +25,16 @@ import (
 )
 
 // Bounds of a diagnosis: the pods one list reads, the events one list of
-// an object's reads, the lines it says, and
+// an object's reads, the ReplicaSets a Deployment's newest is looked for
+// among, the lines it says, and
 // the length of each message it quotes (a pod's messages are the
 // cluster's words, as long as a webhook makes them).
 const (
-	diagnosePods       = 200
-	diagnoseEvents     = 50
-	diagnoseLines      = 3
-	diagnoseMessageLen = 300
+	diagnosePods        = 200
+	diagnoseEvents      = 50
+	diagnoseReplicaSets = 50
+	diagnoseLines       = 3
+	diagnoseMessageLen  = 300
 )
 
 // podWorkload reports whether a diagnosis reads the pods of kind: the
@@ -55,7 +57,7 @@ func podWorkload(kind hub.Kind) bool {
 // PersistentVolumeClaim no provisioner binds, a custom resource whose
 // controller reports an error), the Warning events of the object say it,
 // the newest of each reason first; a Deployment's are those of its newest
-// ReplicaSet, which creates its pods, then its own (see diagnoseEvents).
+// ReplicaSet, which creates its pods, then its own (see objectEvents).
 // A list the credentials may not make is said as such, not an error.
 func (m *Manager) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, error) {
 	st, err := m.ReadState(ctx, spec, false)
@@ -72,7 +74,10 @@ func (m *Manager) Diagnose(ctx context.Context, spec hub.NodeSpec) ([]string, er
 	}
 	d := diagnosis{m: m, c: c, spec: spec}
 	if podWorkload(spec.Kind) {
-		lines, err := d.pods(ctx, live)
+		if d.sel, err = d.selector(live); err != nil {
+			return nil, err
+		}
+		lines, err := d.pods(ctx)
 		if err != nil || len(lines) > 0 {
 			return lines, err
 		}
@@ -85,13 +90,15 @@ type diagnosis struct {
 	m    *Manager
 	c    kubernetes.Interface
 	spec hub.NodeSpec
+	// sel is a workload's spec.selector (nil: none, or not a workload).
+	sel labels.Selector
 }
 
-// pods says what keeps the workload live's pods from being ready.
-func (d diagnosis) pods(ctx context.Context, live *unstructured.Unstructured) ([]string, error) {
-	sel, err := d.selector(live)
-	if err != nil || sel == nil {
-		return nil, err
+// pods says what keeps the workload's pods from being ready.
+func (d diagnosis) pods(ctx context.Context) ([]string, error) {
+	sel := d.sel
+	if sel == nil {
+		return nil, nil
 	}
 	pods, err := d.c.CoreV1().Pods(d.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String(), Limit: diagnosePods})
 	if apierrors.IsForbidden(err) {
@@ -156,11 +163,10 @@ func (d diagnosis) objectEvents(ctx context.Context, live *unstructured.Unstruct
 // highest revision, among the first 50 its selector selects; nil when
 // there is none or they cannot be read.
 func (d diagnosis) newestReplicaSet(ctx context.Context, live *unstructured.Unstructured) *appsv1.ReplicaSet {
-	sel, err := d.selector(live)
-	if err != nil || sel == nil {
+	if d.sel == nil {
 		return nil
 	}
-	list, err := d.c.AppsV1().ReplicaSets(live.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: sel.String(), Limit: 50})
+	list, err := d.c.AppsV1().ReplicaSets(live.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: d.sel.String(), Limit: diagnoseReplicaSets})
 	if err != nil {
 		return nil
 	}
@@ -372,14 +378,18 @@ func joinWords(reason, message string) string {
 	return reason + ": " + message
 }
 
-// quote bounds a message from the cluster to diagnoseMessageLen bytes (on
-// a rune boundary) and makes it one line.
-func quote(s string) string {
+// quote bounds a message from the cluster to diagnoseMessageLen bytes and
+// makes it one line (see oneLine).
+func quote(s string) string { return oneLine(s, diagnoseMessageLen) }
+
+// oneLine makes s one line (its runs of white space one blank) of at most
+// n bytes, cut on a rune boundary with an ellipsis.
+func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= diagnoseMessageLen {
+	if len(s) <= n {
 		return s
 	}
-	cut := diagnoseMessageLen
+	cut := n - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

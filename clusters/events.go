@@ -3,9 +3,6 @@ package clusters
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,12 +48,12 @@ func (m *Manager) RecordEvent(ctx context.Context, id hub.NodeID, typ, reason, m
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
-	now := metav1.NewTime(time.Now())
+	now := metav1.NewTime(m.now())
 	e := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: live.GetKind(), APIVersion: live.GetAPIVersion(), Namespace: live.GetNamespace(),
 			Name: live.GetName(), UID: live.GetUID(), ResourceVersion: live.GetResourceVersion()},
-		Type: typ, Reason: reason, Message: boundMessage(message),
+		Type: typ, Reason: reason, Message: oneLine(message, eventMessageLen),
 		Source:         corev1.EventSource{Component: EventComponent},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: EventComponent, ReportingInstance: m.cfg.HubID,
@@ -100,17 +97,3 @@ func (m *Manager) eventCorrelator() *record.EventCorrelator {
 // eventCacheSize bounds what a manager's event correlator remembers (its
 // three caches, by event).
 const eventCacheSize = 1024
-
-// boundMessage makes a message one line of at most eventMessageLen bytes
-// (cut on a rune boundary).
-func boundMessage(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= eventMessageLen {
-		return s
-	}
-	cut := eventMessageLen - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}

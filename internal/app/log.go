@@ -52,11 +52,9 @@ func (r *Remote) Log(ctx context.Context, o LogOptions) error {
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, r.client.ResponseTimeout())
-	snap, err := c.Snapshot(sctx)
-	cancel()
+	snap, err := r.snapshotOf(ctx, c)
 	if err != nil {
-		return r.hubError(err)
+		return err
 	}
 	var unknown []string
 	for _, t := range o.Targets {

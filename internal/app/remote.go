@@ -105,7 +105,13 @@ func (r *Remote) Snapshot() (*hub.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
+	return r.snapshotOf(context.Background(), c)
+}
+
+// snapshotOf reads c's snapshot within the client's response timeout; a
+// failure is phrased by hubError.
+func (r *Remote) snapshotOf(ctx context.Context, c hubClient) (*hub.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.client.ResponseTimeout())
 	defer cancel()
 	snap, err := c.Snapshot(ctx)
 	if err != nil {
@@ -141,11 +147,9 @@ func (r *Remote) Pause(clusters []string, all, paused bool) error {
 		return err
 	}
 	if all {
-		ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
-		defer cancel()
-		snap, err := h.Snapshot(ctx)
+		snap, err := r.snapshotOf(context.Background(), h)
 		if err != nil {
-			return r.hubError(err)
+			return err
 		}
 		clusters = clusters[:0]
 		for _, c := range snap.Clusters {
@@ -657,9 +661,9 @@ func (r *Remote) Describe(id hub.NodeID, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(apiv1.NewNodeDetail(n))
 	}
-	snap, err := c.Snapshot(ctx)
+	snap, err := r.snapshotOf(context.Background(), c)
 	if err != nil {
-		return r.hubError(err)
+		return err
 	}
 	_, err = io.WriteString(r.out, tui.NodeText(snap, n, describeWidth, r.now()))
 	return err

@@ -281,8 +281,10 @@ func slackText(ev Event) string {
 
 // deliver sends one event, retrying with backoff.
 func (s *sender) deliver(ctx context.Context, ev Event) {
-	try := s.recordOnce(ev)
-	if s.record == nil {
+	var try func(ctx context.Context) (time.Duration, bool, error)
+	if s.record != nil {
+		try = s.recordOnce(ev)
+	} else {
 		body, err := s.body(ev)
 		if err != nil {
 			err = fmt.Errorf("webhook %q: encode %s event: %w", s.cfg.Name, ev.Type, err)
@@ -329,7 +331,7 @@ func (s *sender) deliver(ctx context.Context, ev Event) {
 }
 
 // recordOnce is one attempt of a sender that writes Kubernetes Events:
-// RecordEvent within the timeout (not called for a webhook's sender).
+// RecordEvent within the timeout.
 func (s *sender) recordOnce(ev Event) func(ctx context.Context) (time.Duration, bool, error) {
 	return func(ctx context.Context) (time.Duration, bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
