@@ -181,14 +181,18 @@ A viewer token is enough.`,
 // newPauseCmd is `driftwatch pause` (paused) or `driftwatch resume`.
 func newPauseCmd(c *cliEnv, paused bool) *cobra.Command {
 	var all bool
+	var reason string
 	verb, long, example := "pause", `Pause stops the repairs on each named cluster of a running hub, as the
 terminal UI's p key does: drift is still detected, reported and notified,
 and nothing there is written until driftwatch resume. It returns once no
 write there can still happen (writes already let through have finished,
 or were cancelled after 1 s). The pause outlives a restart of the hub
-(with its state file). --all pauses every cluster the hub manages now; a
+(with its state file). --reason says why: every view of the cluster (the
+terminal UI, driftwatch status, the API) shows it while it is paused, with
+who paused it (the name of your token) and when; pausing a paused cluster
+again replaces it. --all pauses every cluster the hub manages now; a
 cluster discovered afterwards is not paused.`,
-		`  driftwatch pause prod-eu
+		`  driftwatch pause prod-eu --reason "INC-4211: failing over to prod-us"
   driftwatch pause prod-eu prod-us --server https://hub.example:7070 --ca-file ca.pem
   driftwatch pause --all`
 	if !paused {
@@ -212,8 +216,13 @@ It needs an operator token.`,
 		Example: example,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every cluster the hub manages now")
+	if paused {
+		cmd.Flags().StringVar(&reason, "reason", "", "why (shown wherever the pause is)")
+	}
 	parse := func(cmd *cobra.Command, args []string) ([]string, error) {
 		switch {
+		case len(strings.TrimSpace(reason)) > hub.MaxPauseNote:
+			return nil, usageError("%s--reason: at most %d bytes", cli.Prefix(cmd), hub.MaxPauseNote)
 		case all && len(args) > 0:
 			return nil, usageError("%s--all acts on every cluster: name none with it", cli.Prefix(cmd))
 		case !all && len(args) == 0:
@@ -221,7 +230,9 @@ It needs an operator token.`,
 		}
 		return args, nil
 	}
-	return hubCommand(c, cmd, parse, func(r *app.Remote, clusters []string) error { return r.Pause(clusters, all, paused) },
+	return hubCommand(c, cmd, parse, func(r *app.Remote, clusters []string) error {
+		return r.Pause(clusters, all, paused, strings.TrimSpace(reason))
+	},
 		func([]string) ([]string, app.Completion, bool) { return nil, app.CompleteCluster, !all })
 }
 

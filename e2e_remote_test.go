@@ -108,12 +108,12 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	}
 
 	// Paused: a deleted object stays deleted and is listed; --exit-code fails.
-	r = runCLI(t, e2eOperator, hubArgs("pause", cluster)...)
+	r = runCLI(t, e2eOperator, hubArgs("pause", cluster, "--reason", "INC-7: restore")...)
 	if r.code != 0 || !strings.Contains(r.out, "cluster "+cluster+" paused") {
 		t.Fatalf("pause: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
-	if !snapshot().Clusters[0].Paused {
-		t.Fatal("pause returned before the hub shows the cluster paused")
+	if c := snapshot().Clusters[0]; !c.Paused || c.PausedBy != "alice" || c.PauseReason != "INC-7: restore" {
+		t.Fatalf("cluster after pause --reason = %+v, want paused by alice (the token's name) with the reason", c)
 	}
 	if err := kc.CoreV1().ConfigMaps("sec").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 		t.Fatal("a paused cluster's deleted object came back")
 	}
 	r = runCLI(t, e2eViewer, hubArgs("status", "--exit-code")...)
-	if r.code != 1 || !strings.Contains(r.out, "PAUSED") || !strings.Contains(r.out, "NEEDS ATTENTION (1)") || !strings.Contains(r.out, cm.String()) {
+	if r.code != 1 || !strings.Contains(r.out, "by alice: INC-7: restore") || !strings.Contains(r.out, "NEEDS ATTENTION (1)") || !strings.Contains(r.out, cm.String()) {
 		t.Fatalf("status while paused: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 	r = runCLI(t, e2eViewer, hubArgs("status", "-o", "json")...)

@@ -3,6 +3,7 @@ package hub
 import (
 	"maps"
 	"sync"
+	"time"
 )
 
 // clusterBoard is the part of the status store that shows clusters and the
@@ -57,15 +58,18 @@ func (b *clusterBoard) removeHealth(cluster string) {
 // and its NodeIDs' first passes interleave. Callers hold mu.
 func (b *clusterBoard) dropLocked(cluster string) {
 	if c := b.clusters[cluster]; c != nil && c.paused {
-		b.clusters[cluster] = &clusterStatus{health: ClusterHealth{Cluster: cluster, State: ClusterRemoved}, paused: true}
+		b.clusters[cluster] = &clusterStatus{health: ClusterHealth{Cluster: cluster, State: ClusterRemoved}, paused: true, pausedAt: c.pausedAt, pauseNote: c.pauseNote}
 		return
 	}
 	delete(b.clusters, cluster)
 }
 
-func (b *clusterBoard) paused(cluster string, paused bool) {
+// paused shows a cluster's pause, made at at with its note (at and note
+// are zero when it is resumed).
+func (b *clusterBoard) paused(cluster string, paused bool, at time.Time, note PauseNote) {
 	b.mu.Lock()
-	b.clusterLocked(cluster).paused = paused
+	c := b.clusterLocked(cluster)
+	c.paused, c.pausedAt, c.pauseNote = paused, at, note
 	b.mu.Unlock()
 	signal(b.dirty)
 }

@@ -91,6 +91,26 @@ type DecommissionRecord struct {
 	Orphan bool
 }
 
+// PauseNote says who paused a cluster and why, for the people who find it
+// paused: By is who asked (the API token's name, or the local user of an
+// in-process terminal UI), Reason what they wrote. Either may be empty.
+type PauseNote struct {
+	By     string
+	Reason string
+}
+
+// MaxPauseNote bounds each of a pause note's fields, in bytes: a note is
+// read in one line of a view, not a document.
+const MaxPauseNote = 512
+
+// Valid reports a field longer than MaxPauseNote bytes.
+func (n PauseNote) Valid() error {
+	if len(n.By) > MaxPauseNote || len(n.Reason) > MaxPauseNote {
+		return fmt.Errorf("a pause's author and reason may have at most %d bytes each", MaxPauseNote)
+	}
+	return nil
+}
+
 // Intent is what on-call engineers told the hub and what it applied: it must
 // survive a restart.
 type Intent struct {
@@ -102,6 +122,9 @@ type Intent struct {
 	// a new pause: a manual repair asked for before it no longer overrides
 	// it.
 	PausedAt map[string]time.Time
+	// PauseNotes say who paused each paused cluster and why, for stores
+	// that keep them (a cluster paused without a note has none).
+	PauseNotes map[string]PauseNote
 	// Policies are runtime policy overrides by application.
 	Policies map[string]Policy
 	// PolicySetAt is when each application's override was last set, for
@@ -128,10 +151,11 @@ type OverridesLoader interface {
 type IntentStore interface {
 	// Load reads everything stored.
 	Load() (Intent, error)
-	// SetPaused records a cluster's pause (false deletes it). at is when
-	// it was paused: a store shared by replicas keeps it (Intent.PausedAt),
-	// one only a single hub writes may ignore it.
-	SetPaused(cluster string, paused bool, at time.Time) error
+	// SetPaused records a cluster's pause (false deletes it, with its
+	// note). at is when it was paused: a store shared by replicas keeps it
+	// (Intent.PausedAt), one only a single hub writes may ignore it. note
+	// says who paused it and why (Intent.PauseNotes).
+	SetPaused(cluster string, paused bool, at time.Time, note PauseNote) error
 	// SetPolicy records an application's policy override ("" deletes it),
 	// set at at (kept as SetPaused's).
 	SetPolicy(app string, p Policy, at time.Time) error

@@ -90,20 +90,39 @@ func (ia *intentAPI) RepairNow(id NodeID) error {
 // cluster. With an intent store the pause survives a restart; an error
 // means it could not be recorded (the pause still holds in this run; on
 // replicas sharing the store, until the next RefreshIntent reads the store
-// without it).
+// without it). A pause made here has no note: see PauseClusterNote.
 func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
+	return ia.pauseCluster(cluster, paused, PauseNote{})
+}
+
+// PauseClusterNote pauses repairs on one cluster as PauseCluster does,
+// with a note of who paused it and why that every view of the cluster
+// shows while it is paused (pausing a paused cluster again replaces the
+// note). A note that is not valid (PauseNote.Valid) is refused, and
+// nothing paused.
+func (ia *intentAPI) PauseClusterNote(cluster string, note PauseNote) error {
+	if err := note.Valid(); err != nil {
+		return fmt.Errorf("pause cluster %q: %w", cluster, err)
+	}
+	return ia.pauseCluster(cluster, true, note)
+}
+
+// pauseCluster is PauseCluster with a pause's note.
+func (ia *intentAPI) pauseCluster(cluster string, paused bool, note PauseNote) error {
 	ia.beginChange()
 	defer ia.endChange()
 	at := ia.opts.Now()
 	var ids []NodeID
 	var ws []*inflight
+	resumed := false
 	func() {
 		ia.mu.Lock()
 		defer ia.mu.Unlock()
 		if !paused && ia.pauses[cluster] == 0 {
 			return
 		}
-		ia.setPausedLocked(cluster, paused, at)
+		resumed = !paused
+		ia.setPausedLocked(cluster, paused, at, note)
 		if !paused {
 			ids = ia.clusterIDsLocked(cluster)
 		}
@@ -113,8 +132,13 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 	for _, id := range ids {
 		ia.ctrl.add(id)
 	}
+	if paused {
+		ia.opts.Logger.Info("cluster paused", "cluster", cluster, "by", note.By, "reason", note.Reason)
+	} else if resumed {
+		ia.opts.Logger.Info("cluster resumed", "cluster", cluster)
+	}
 	if ia.opts.Intent != nil {
-		if err := ia.opts.Intent.SetPaused(cluster, paused, at); err != nil {
+		if err := ia.opts.Intent.SetPaused(cluster, paused, at, note); err != nil {
 			return fmt.Errorf("pause cluster %q: record: %w", cluster, err)
 		}
 	}
@@ -278,7 +302,7 @@ func (ia *intentAPI) LoadIntent() error {
 		defer ia.mu.Unlock()
 		for c, p := range in.Paused {
 			if p {
-				ia.setPausedLocked(c, true, in.PausedAt[c])
+				ia.setPausedLocked(c, true, in.PausedAt[c], in.PauseNotes[c])
 			}
 		}
 		for app, p := range in.Policies {

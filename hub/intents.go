@@ -32,6 +32,9 @@ type intents struct {
 	// store keeps it (zero where it keeps none): a later time read from
 	// a store replicas share is a pause made again through another one.
 	pausedAt map[string]time.Time
+	// pauseNotes say who paused each paused cluster and why (none for a
+	// pause without a note).
+	pauseNotes map[string]PauseNote
 	// appPolicyAt is when each application's override was set, likewise.
 	appPolicyAt map[string]time.Time
 	// changes counts the changes of the overrides made here, and
@@ -53,6 +56,7 @@ func newIntents(policy Policy, status statusWriter) intents {
 		holds:         make(map[HoldTarget]Hold),
 		pauses:        make(map[string]uint64),
 		pausedAt:      make(map[string]time.Time),
+		pauseNotes:    make(map[string]PauseNote),
 		appPolicyAt:   make(map[string]time.Time),
 		holdSeq:       make(map[HoldTarget]uint64),
 		appPolicySeq:  make(map[string]uint64),
@@ -66,17 +70,29 @@ func (in *intents) nextSeqLocked() uint64 {
 	return in.seq
 }
 
-// setPausedLocked records a cluster's pause, made at at (paused again
-// when it was paused already). Callers hold loopState.mu.
-func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time) {
+// setPausedLocked records a cluster's pause, made at at with its note
+// (paused again when it was paused already). Callers hold loopState.mu.
+func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time, note PauseNote) {
 	if paused {
 		in.pauses[cluster] = in.nextSeqLocked()
 		in.pausedAt[cluster] = at
 	} else {
 		delete(in.pauses, cluster)
 		delete(in.pausedAt, cluster)
+		at, note = time.Time{}, PauseNote{}
 	}
-	in.status.paused(cluster, paused)
+	in.setPauseNoteLocked(cluster, note)
+	in.status.paused(cluster, paused, at, note)
+}
+
+// setPauseNoteLocked keeps a paused cluster's note (an empty one deletes
+// it). Callers hold loopState.mu.
+func (in *intents) setPauseNoteLocked(cluster string, note PauseNote) {
+	if note == (PauseNote{}) {
+		delete(in.pauseNotes, cluster)
+		return
+	}
+	in.pauseNotes[cluster] = note
 }
 
 // setAppPolicyLocked records an application's policy override ("" removes

@@ -116,17 +116,22 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 	}
 	for c := range ia.pauses {
 		if !paused[c] {
-			ia.setPausedLocked(c, false, time.Time{})
+			ia.setPausedLocked(c, false, time.Time{}, PauseNote{})
 			wake = append(wake, ia.clusterIDsLocked(c)...)
 		}
 	}
 	for c := range paused {
 		// A store that keeps no time (or a record written without one)
 		// tells no pause made again.
-		at := in.PausedAt[c]
+		at, note := in.PausedAt[c], in.PauseNotes[c]
 		if ia.pauses[c] == 0 || (!at.IsZero() && !at.Equal(ia.pausedAt[c])) {
-			ia.setPausedLocked(c, true, at)
+			ia.setPausedLocked(c, true, at, note)
 			drain = append(drain, ia.writesLocked(func(id NodeID, _ *inflight) bool { return id.Cluster == c })...)
+		} else if note != ia.pauseNotes[c] {
+			// The same pause, its note read since (written after the
+			// pause's record, or by a replica of a version before notes).
+			ia.setPauseNoteLocked(c, note)
+			ia.status.paused(c, true, ia.pausedAt[c], note)
 		}
 	}
 	changed := make(map[string]bool)

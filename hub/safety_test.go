@@ -19,7 +19,7 @@ type memIntent struct {
 }
 
 func newMemIntent() *memIntent {
-	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[NodeID]SpecRef{}}}
+	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]PauseNote{}, Policies: map[string]Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[NodeID]SpecRef{}}}
 }
 
 func (m *memIntent) Load() (Intent, error) {
@@ -28,6 +28,7 @@ func (m *memIntent) Load() (Intent, error) {
 	out := m.in
 	out.Paused = maps.Clone(m.in.Paused)
 	out.PausedAt = maps.Clone(m.in.PausedAt)
+	out.PauseNotes = maps.Clone(m.in.PauseNotes)
 	out.PolicySetAt = maps.Clone(m.in.PolicySetAt)
 	out.Policies = maps.Clone(m.in.Policies)
 	out.Applied = maps.Clone(m.in.Applied)
@@ -35,12 +36,16 @@ func (m *memIntent) Load() (Intent, error) {
 	out.Decommissions = append([]DecommissionRecord(nil), m.in.Decommissions...)
 	return out, nil
 }
-func (m *memIntent) SetPaused(c string, p bool, at time.Time) error {
+func (m *memIntent) SetPaused(c string, p bool, at time.Time, note PauseNote) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.in.PauseNotes, c)
 	if p {
 		m.in.Paused[c] = true
 		m.in.PausedAt[c] = at
+		if note != (PauseNote{}) {
+			m.in.PauseNotes[c] = note
+		}
 	} else {
 		delete(m.in.Paused, c)
 		delete(m.in.PausedAt, c)

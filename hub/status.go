@@ -216,6 +216,12 @@ type NodeStatus struct {
 type ClusterStatus struct {
 	ClusterHealth
 	Paused bool
+	// PausedAt is when the cluster was paused, PausedBy who paused it and
+	// PauseReason why, as they paused it (see PauseNote); zero and empty
+	// when it is not paused or they are not known.
+	PausedAt    time.Time `json:",omitzero"`
+	PausedBy    string    `json:",omitempty"`
+	PauseReason string    `json:",omitempty"`
 	// Objects counts managed NodeIDs on the cluster; Counts by status.
 	Objects int
 	Counts  map[Status]int

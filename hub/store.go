@@ -44,7 +44,7 @@ type statusWriter interface {
 	feed(e FeedEntry)
 	// health records a cluster's health; paused its pause intent.
 	health(h ClusterHealth)
-	paused(cluster string, paused bool)
+	paused(cluster string, paused bool, at time.Time, note PauseNote)
 	// appPolicies records the runtime policy overrides; setHolds the
 	// holds (sorted, owned by the store from then on).
 	appPolicies(p map[string]Policy)
@@ -148,10 +148,13 @@ func (n *nodeStatus) repairedAt() time.Time {
 }
 
 type clusterStatus struct {
-	health  ClusterHealth
-	known   bool // a health report arrived
-	paused  bool
-	repairs []time.Duration // recent event-to-repaired times (ring)
+	health ClusterHealth
+	known  bool // a health report arrived
+	paused bool
+	// pausedAt and pauseNote are the pause's time and note while paused.
+	pausedAt  time.Time
+	pauseNote PauseNote
+	repairs   []time.Duration // recent event-to-repaired times (ring)
 }
 
 var _ statusWriter = (*store)(nil)
@@ -608,6 +611,9 @@ func (s *store) walk(now time.Time, full bool) *Snapshot {
 			continue
 		}
 		cs := ClusterStatus{ClusterHealth: c.health, Paused: c.paused, Objects: objects[id], Counts: counts[id]}
+		if c.paused {
+			cs.PausedAt, cs.PausedBy, cs.PauseReason = c.pausedAt, c.pauseNote.By, c.pauseNote.Reason
+		}
 		if cs.Counts == nil {
 			cs.Counts = map[Status]int{}
 		}

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,7 +386,7 @@ func TestRefreshWhileASwitchIsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Another replica resumes it meanwhile; the next refresh adopts that.
-		_ = store.SetPaused("c1", false, time.Time{})
+		_ = store.SetPaused("c1", false, time.Time{}, PauseNote{})
 		if err := f.h.RefreshIntent(); err != nil {
 			t.Fatalf("RefreshIntent after the pause was recorded: %v", err)
 		}
@@ -421,7 +422,7 @@ func TestSwitchAgainThroughAnotherReplica(t *testing.T) {
 			{"set again", func(fb *fixture, _ *memIntent) { _ = set(fb) }, 1},
 			{"nothing new", func(*fixture, *memIntent) {}, 2},
 			{"record without a time", func(_ *fixture, store *memIntent) {
-				_ = store.SetPaused("c1", sw == "pause", time.Time{})
+				_ = store.SetPaused("c1", sw == "pause", time.Time{}, PauseNote{})
 				if sw == "warn" {
 					_ = store.SetPolicy("app", PolicyWarn, time.Time{})
 				}
@@ -467,4 +468,95 @@ func TestSwitchAgainThroughAnotherReplica(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPauseNote: a pause's note (who and why) and time are in every
+// snapshot while it is paused, survive a restart, reach a replica that
+// reads the store (a note read after its pause too), and go with the
+// pause; a note too long is refused and pauses nothing.
+func TestPauseNote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		fa := startWithIntent(t, newFake(true), store)
+		fb := startWithIntent(t, newFake(true), store) // another replica
+		fa.h.SetDesired([]NodeSpec{spec("c1", "a", "v1")})
+		fa.ready("c1", 1, 1)
+		synctest.Wait()
+		cluster := func(f *fixture) ClusterStatus {
+			t.Helper()
+			c, ok := f.h.Snapshot().Cluster("c1")
+			if !ok {
+				t.Fatal("c1 not in the snapshot")
+			}
+			return c
+		}
+		note := PauseNote{By: "alice", Reason: "INC-4211: failover"}
+		pausedAt := time.Now()
+		if err := fa.h.PauseClusterNote("c1", note); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c := cluster(fa); !c.Paused || c.PausedBy != "alice" || c.PauseReason != note.Reason || !c.PausedAt.Equal(pausedAt) {
+			t.Errorf("cluster after a pause with a note = %+v", c)
+		}
+		if err := fb.h.RefreshIntent(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c := cluster(fb); !c.Paused || c.PausedBy != "alice" || c.PauseReason != note.Reason {
+			t.Errorf("the other replica's cluster = %+v, want the pause with its note", c)
+		}
+
+		// The same pause, its note read after it (a replica of a version
+		// before notes paused it; one of this version wrote its note).
+		store.mu.Lock()
+		store.in.PauseNotes["c1"] = PauseNote{By: "bob"}
+		store.mu.Unlock()
+		if err := fb.h.RefreshIntent(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c := cluster(fb); c.PausedBy != "bob" || c.PauseReason != "" || !c.PausedAt.Equal(pausedAt) {
+			t.Errorf("cluster after a new note of the same pause = %+v", c)
+		}
+
+		// A restart reads it back.
+		fc := startWithIntent(t, newFake(true), store)
+		synctest.Wait()
+		if c := cluster(fc); !c.Paused || c.PausedBy != "bob" {
+			t.Errorf("cluster after a restart = %+v", c)
+		}
+
+		// Paused again without a note: none is shown.
+		time.Sleep(time.Second)
+		if err := fa.h.PauseCluster("c1", true); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c := cluster(fa); c.PausedBy != "" || c.PauseReason != "" || !c.PausedAt.Equal(pausedAt.Add(time.Second)) {
+			t.Errorf("cluster paused again without a note = %+v", c)
+		}
+		if err := fa.h.PauseClusterNote("c1", note); err != nil {
+			t.Fatal(err)
+		}
+		if err := fa.h.PauseCluster("c1", false); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c := cluster(fa); c.Paused || c.PausedBy != "" || !c.PausedAt.IsZero() {
+			t.Errorf("cluster after resume = %+v", c)
+		}
+		if in, _ := store.Load(); len(in.PauseNotes) != 0 || in.Paused["c1"] {
+			t.Errorf("store after resume = %+v", in)
+		}
+
+		long := PauseNote{By: "alice", Reason: strings.Repeat("x", MaxPauseNote+1)}
+		if err := fa.h.PauseClusterNote("c1", long); err == nil || !strings.Contains(err.Error(), "at most 512 bytes") {
+			t.Errorf("PauseClusterNote with a long reason = %v", err)
+		}
+		synctest.Wait()
+		if cluster(fa).Paused {
+			t.Error("a refused note paused the cluster")
+		}
+	})
 }

@@ -259,10 +259,20 @@ func (v *clusterView) clearFilter() bool {
 
 // headerLines is the number of lines above the table header.
 func (v *clusterView) headerLines() int {
-	if v.known && (v.info.State != hub.ClusterSynced || v.info.LastError != "") {
-		return 3 // its state line: why it is not synced, or a synced workspace's note
+	n := 2
+	if v.stateShown() {
+		n++
 	}
-	return 2
+	if v.known && v.info.Paused {
+		n++ // who paused it, when and why
+	}
+	return n
+}
+
+// stateShown says the header has the cluster's state line: why it is not
+// synced, or a synced workspace's note.
+func (v *clusterView) stateShown() bool {
+	return v.known && (v.info.State != hub.ClusterSynced || v.info.LastError != "")
 }
 
 // tableRows is the number of visible table rows.
@@ -427,7 +437,10 @@ func (v *clusterView) View() string {
 	now := v.now()
 	lines := make([]string, 0, v.height)
 	lines = append(lines, truncate(v.infoLine(now), v.width))
-	if v.headerLines() == 3 {
+	if v.known && v.info.Paused {
+		lines = append(lines, v.st.magenta.render(truncate(clean("└ "+pauseText(v.info, now)), v.width)))
+	}
+	if v.stateShown() {
 		c := v.info
 		s := "└ " + string(c.State)
 		if !c.Since.IsZero() {

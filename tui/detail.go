@@ -200,6 +200,9 @@ func (v *detailView) lines() []string {
 		cl += " " + v.st.magenta.render("PAUSED")
 	}
 	add(v.field("status", status+v.st.dim.render(" · cluster ")+cl))
+	if v.cluster.Paused {
+		add(v.wrapped("cluster", pauseText(v.cluster, now), v.st.magenta)...)
+	}
 	if n.Reason != "" {
 		add(v.wrapped("reason", n.Reason, style{})...)
 	}

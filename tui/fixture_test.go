@@ -67,6 +67,14 @@ func (f *fakeSource) PauseCluster(cluster string, paused bool) error {
 	return f.record(fmt.Sprintf("pause %s %t", cluster, paused))
 }
 
+func (f *fakeSource) PauseClusterNote(cluster string, note hub.PauseNote) error {
+	s := "pause " + cluster + " true"
+	if note.By != "" || note.Reason != "" {
+		s += fmt.Sprintf(" by %q: %q", note.By, note.Reason)
+	}
+	return f.record(s)
+}
+
 func (f *fakeSource) SetApplicationPolicy(app string, p hub.Policy) error {
 	return f.record(fmt.Sprintf("policy %s %q", app, p))
 }
@@ -250,7 +258,8 @@ func fixture() *hub.Snapshot {
 			EventsPerSecond: 4.2, LastEvent: ago(1 * time.Second), Generation: 1}, MedianRepair: 14 * time.Millisecond},
 		{ClusterHealth: hub.ClusterHealth{Cluster: "prod-us", State: hub.ClusterDegraded, Since: ago(90 * time.Second), Source: "capi:mgmt/fleet",
 			LastError: "watch services in casehub: too many requests, retrying", EventsPerSecond: 0.8, LastEvent: ago(20 * time.Second), Generation: 2},
-			Paused: true, MedianRepair: 1250 * time.Millisecond},
+			Paused: true, PausedAt: ago(12 * time.Minute), PausedBy: "alice", PauseReason: "INC-4211: failover to prod-eu",
+			MedianRepair: 1250 * time.Millisecond},
 		{ClusterHealth: hub.ClusterHealth{Cluster: "staging", State: hub.ClusterUnreachable, Since: ago(5 * time.Minute), Source: "config",
 			LastError: "dial tcp 10.0.3.7:6443: connect: connection refused", LastEvent: ago(6 * time.Minute), Generation: 1}},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/driftwatch/driftwatch/hub"
 	"github.com/driftwatch/driftwatch/internal/termtext"
 )
 
@@ -202,4 +203,21 @@ func pluralOf(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// pauseText says a paused cluster's pause as people read it: "paused 12m
+// ago by alice: INC-4211: failover", with what is known of it (raw: the
+// caller cleans it).
+func pauseText(c hub.ClusterStatus, now time.Time) string {
+	s := "paused"
+	if !c.PausedAt.IsZero() {
+		s += " " + age(now, c.PausedAt) + " ago"
+	}
+	if c.PausedBy != "" {
+		s += " by " + c.PausedBy
+	}
+	if c.PauseReason != "" {
+		s += ": " + c.PauseReason
+	}
+	return s
 }

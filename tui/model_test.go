@@ -277,13 +277,18 @@ func TestActions(t *testing.T) {
 		{name: "r on a feed entry", steps: []step{keys("tab", "r", "y")},
 			calls: []string{"repair prod-eu:casehub/orders:deployment"}},
 		{name: "r on a cluster row needs a node", steps: []step{keys("r")}, status: "select a node first"},
-		{name: "p pauses the selected cluster", steps: []step{keys("p", "y")},
+		{name: "p asks why, enter pauses the selected cluster", steps: []step{keys("p", "enter")},
 			calls: []string{"pause prod-eu true"}, status: "repairs paused on prod-eu"},
+		{name: "p pauses with the reason typed", steps: []step{keys("p"), text("  INC-4211: failover "), keys("enter")},
+			calls: []string{`pause prod-eu true by "": "INC-4211: failover"`}, status: "repairs paused on prod-eu"},
+		{name: "p then esc cancels the pause", steps: []step{keys("p"), text("why"), keys("esc")}, status: "cancelled"},
+		{name: "p with a reason too long", steps: []step{keys("p"), text(strings.Repeat("x", hub.MaxPauseNote+1)), keys("enter")},
+			status: "at most 512 bytes"},
 		{name: "p resumes a paused cluster", steps: []step{keys("down", "p")},
 			question: "Resume repairs on cluster prod-us?"},
 		{name: "p resumes from the cluster view", steps: []step{keys("down", "enter", "p", "y")},
 			calls: []string{"pause prod-us false"}, status: "repairs resumed on prod-us"},
-		{name: "p in the detail view pauses its cluster", steps: []step{keys("down", "down", "enter", "enter", "p", "y")},
+		{name: "p in the detail view pauses its cluster", steps: []step{keys("down", "down", "enter", "enter", "p", "enter")},
 			calls: []string{"pause staging true"}},
 		{name: "w sets warn-only on the application", steps: []step{keys("enter", "w", "y")},
 			calls: []string{`policy inventory "warn"`}, status: "application inventory is warn-only"},
@@ -746,5 +751,30 @@ func TestFirstFrame(t *testing.T) {
 	m.wrote(frame)
 	if calls != 1 {
 		t.Fatalf("FirstFrame called %d times, want once", calls)
+	}
+}
+
+// TestPauseNoteShown: a paused cluster's view and its nodes' detail say
+// who paused it, when and why, cleaned for the terminal.
+func TestPauseNoteShown(t *testing.T) {
+	m, _ := newFixtureModel(t, 120, 30, Options{})
+	run(t, m, []step{keys("down", "enter")}) // prod-us, paused
+	want := "└ paused 12m ago by alice: INC-4211: failover to prod-eu"
+	if v := m.View().Content; !strings.Contains(v, want) {
+		t.Errorf("cluster view does not say %q:\n%s", want, v)
+	}
+	run(t, m, []step{keys("enter")})
+	if v := m.View().Content; !strings.Contains(v, "paused 12m ago by alice: INC-4211: failover to prod-eu") {
+		t.Errorf("node detail does not say the pause:\n%s", v)
+	}
+
+	snap := fixture()
+	snap.Clusters[1].PausedBy, snap.Clusters[1].PauseReason, snap.Clusters[1].PausedAt = "\x1b[2Jmallory", "why\x1b]0;pwned\x07", time.Time{}
+	m, _ = newFixtureModel(t, 120, 30, Options{})
+	m.Update(snapshotMsg{snap: snap})
+	run(t, m, []step{keys("down", "enter")})
+	v := m.View().Content
+	if strings.Contains(v, "\x1b[2J") || strings.Contains(v, "\x1b]0;") || !strings.Contains(v, "└ paused by ") {
+		t.Errorf("a hostile note reached the terminal, or no pause line:\n%q", v)
 	}
 }

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"context"
+	"os"
+	"os/user"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -21,6 +23,10 @@ type Source interface {
 	RepairNow(id hub.NodeID) error
 	// PauseCluster pauses (true) or resumes (false) repairs on a cluster.
 	PauseCluster(cluster string, paused bool) error
+	// PauseClusterNote pauses repairs on a cluster with a note; who
+	// paused it is the source's to say (the local user, or the name of
+	// the API token), not note.By.
+	PauseClusterNote(cluster string, note hub.PauseNote) error
 	// SetApplicationPolicy overrides an application's policy at runtime; ""
 	// clears the override.
 	SetApplicationPolicy(app string, p hub.Policy) error
@@ -39,10 +45,26 @@ type NodeReader interface {
 	Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error)
 }
 
-// HubSource adapts an in-process *hub.Hub to Source.
-func HubSource(h *hub.Hub) Source { return hubSource{h} }
+// HubSource adapts an in-process *hub.Hub to Source. Its pauses are noted
+// as made by the user running the process.
+func HubSource(h *hub.Hub) Source { return hubSource{h: h, user: localUser()} }
 
-type hubSource struct{ h *hub.Hub }
+type hubSource struct {
+	h    *hub.Hub
+	user string
+}
+
+// localUser names the user running the process: the account's name, else
+// $USER, else "local".
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "local"
+}
 
 func (s hubSource) Subscribe() (<-chan *hub.Snapshot, func()) { return s.h.Subscribe() }
 
@@ -50,6 +72,11 @@ func (s hubSource) RepairNow(id hub.NodeID) error { return s.h.RepairNow(id) }
 
 func (s hubSource) PauseCluster(cluster string, paused bool) error {
 	return s.h.PauseCluster(cluster, paused)
+}
+
+func (s hubSource) PauseClusterNote(cluster string, note hub.PauseNote) error {
+	note.By = s.user
+	return s.h.PauseClusterNote(cluster, note)
 }
 
 func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {

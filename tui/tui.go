@@ -154,6 +154,7 @@ type Model struct {
 	cmdInput  lineInput
 	confirm   *pendingAction
 	hold      *holdForm
+	pause     *pauseForm
 	status    string
 	statusErr bool
 
@@ -237,6 +238,13 @@ type holdForm struct {
 	ttl    time.Duration
 	reason bool // asking for the reason (the duration is set)
 	input  lineInput
+}
+
+// pauseForm asks why a cluster is paused (optional): enter pauses it with
+// that reason, esc cancels.
+type pauseForm struct {
+	cluster string
+	input   lineInput
 }
 
 // pendingAction is an action waiting for y/n.
@@ -555,6 +563,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.hold != nil:
 			m.hold.input.insert(oneLine(msg.Content))
+		case m.pause != nil:
+			m.pause.input.insert(oneLine(msg.Content))
 		case m.command:
 			m.cmdInput.insert(oneLine(msg.Content))
 		case m.top() == ScreenCluster && m.cluster.filtering:
@@ -612,6 +622,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.hold != nil {
 		return m.updateHold(k)
+	}
+	if m.pause != nil {
+		return m.updatePause(k)
 	}
 	if m.command {
 		switch m.cmdInput.update(k) {
@@ -884,16 +897,37 @@ func (m *Model) askPause() {
 		}
 		return
 	}
-	m.confirm = &pendingAction{
-		question: "Pause repairs on cluster " + cluster + "? (drift is still reported)",
-		started:  "pausing repairs on " + cluster + "…",
-		run: func() (string, error) {
-			if err := src.PauseCluster(cluster, true); err != nil {
-				return "", err
-			}
-			return "repairs paused on " + cluster, nil
-		},
+	m.pause = &pauseForm{cluster: cluster}
+	m.pause.input.reset("Pause repairs on cluster "+cluster+" (drift is still reported). Why? (enter pauses, esc cancels): ", "")
+}
+
+// updatePause feeds a key to the pause prompt: enter pauses the cluster
+// with the reason typed (none is allowed), esc cancels.
+func (m *Model) updatePause(k tea.KeyPressMsg) tea.Cmd {
+	f := m.pause
+	switch f.input.update(k) {
+	case inputCancel:
+		m.pause = nil
+		m.setStatus("cancelled", false)
+		return nil
+	case inputDone:
+	default:
+		return nil
 	}
+	m.pause = nil
+	src, cluster := m.src, f.cluster
+	note := hub.PauseNote{Reason: strings.TrimSpace(f.input.String())}
+	if err := note.Valid(); err != nil {
+		m.setStatus(err.Error(), true)
+		return nil
+	}
+	m.setStatus("pausing repairs on "+cluster+"…", false)
+	return m.action("the pause of "+cluster, func() tea.Msg {
+		if err := src.PauseClusterNote(cluster, note); err != nil {
+			return actionDoneMsg{err: err}
+		}
+		return actionDoneMsg{text: "repairs paused on " + cluster + "; p again resumes them"}
+	})
 }
 
 func (m *Model) askWarn() {
@@ -1215,6 +1249,8 @@ func (m *Model) promptLine() string {
 		return truncate(m.st.prompt.render(clean(m.confirm.question)+" [y/N]"), m.width)
 	case m.hold != nil:
 		return m.hold.input.view(m.st, m.width)
+	case m.pause != nil:
+		return m.pause.input.view(m.st, m.width)
 	case m.command:
 		return m.cmdInput.view(m.st, m.width)
 	case !m.showHelp && m.top() == ScreenCluster && m.cluster.filtering:

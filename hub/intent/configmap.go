@@ -44,6 +44,10 @@ const (
 	// so replicas of both versions can share the records while a hub is
 	// upgraded or rolled back.
 	LabelSwitchTimesOf = "driftwatch.io/switch-times-of"
+	// LabelPauseNotesOf carries the hub id on the ConfigMap of pause
+	// notes (who paused each cluster and why), apart from LabelHub for
+	// the same reason as LabelSwitchTimesOf.
+	LabelPauseNotesOf = "driftwatch.io/pause-notes-of"
 )
 
 // Record kinds, the values of LabelIntent.
@@ -91,6 +95,7 @@ type ConfigMapOptions struct {
 //
 //	driftwatch-<hub>-paused                      cluster -> true
 //	driftwatch-<hub>-switch-times                paused/<cluster>, policy/<application> -> time set
+//	driftwatch-<hub>-pause-notes                 cluster -> who paused it and why
 //	driftwatch-<hub>-policies                    application -> policy, a JSON string
 //	driftwatch-<hub>-holds                       "scope/name" -> hold
 //	driftwatch-<hub>-decommissions-<cluster>-<n> NodeID -> decommission record
@@ -98,8 +103,10 @@ type ConfigMapOptions struct {
 //
 // Values are the JSON records of the state file (see Store); a switch
 // time is a JSON RFC 3339 time. The switch times are labelled
-// LabelSwitchTimesOf instead of LabelHub and LabelIntent (see there), and
-// read by name. Applied and
+// LabelSwitchTimesOf and the pause notes LabelPauseNotesOf instead of
+// LabelHub and LabelIntent (see there), and both are read by name. A
+// pause's note is written before its record and deleted after it, as its
+// time is. Applied and
 // decommission records, which can number many thousands, are sharded: per
 // cluster (labelled driftwatch.io/cluster), so that replicas that own
 // different clusters write different ConfigMaps, and within a cluster into
@@ -350,18 +357,31 @@ func (s *ConfigMapStore) flush(name string, lbl map[string]string, batch map[str
 	return fmt.Errorf("created and deleted concurrently %d times in a row", maxCreateRaces)
 }
 
-// SetPaused records a cluster's pause, made at at; false deletes it (see
-// setSwitch).
-func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time) error {
+// SetPaused records a cluster's pause, made at at with its note; false
+// deletes it (see setSwitch). The note is written before the pause's
+// record and deleted after it: a replica never reads a pause with another
+// pause's note.
+func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time, note hub.PauseNote) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("intent configmaps: %s: empty cluster", what)
 	}
-	var val any
+	notes := s.pauseNotes()
+	notes.key = dataKey(cluster)
+	var val, rec any
 	if paused {
 		val = true
+		if note != (hub.PauseNote{}) {
+			rec = toPauseNote(cluster, time.Time{}, note)
+		}
+		if err := s.write(what, notes, rec); err != nil {
+			return err
+		}
 	}
-	return s.setSwitch(what, s.locate(kindPaused, "", cluster), switchPaused+cluster, val, at)
+	if err := s.setSwitch(what, s.locate(kindPaused, "", cluster), switchPaused+cluster, val, at); err != nil || paused {
+		return err
+	}
+	return s.write(what, notes, nil)
 }
 
 // SetPolicy records an application's policy override, set at at; ""
@@ -416,18 +436,24 @@ func (s *ConfigMapStore) switchTimes() location {
 	}
 }
 
-// loadSwitchTimes reads the time each pause and policy override of in was
-// set (none without the ConfigMap) and returns the errors of the records
-// that do not load. Times of switches not in in (a deletion half written)
-// are left out.
-func (s *ConfigMapStore) loadSwitchTimes(ctx context.Context, in *hub.Intent) ([]error, error) {
-	loc := s.switchTimes()
+// pauseNotes locates the ConfigMap of pause notes (key unset).
+func (s *ConfigMapStore) pauseNotes() location {
+	return location{
+		name:   "driftwatch-" + s.hubID + "-pause-notes",
+		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelPauseNotesOf: s.hubID},
+	}
+}
+
+// getByName reads a ConfigMap of the store read by name (nil without it),
+// with a function that wraps a record's error in its name and key, and the
+// error of a ConfigMap whose binaryData is set.
+func (s *ConfigMapStore) getByName(ctx context.Context, loc location) (*corev1.ConfigMap, func(key string, err error) error, []error, error) {
 	cm, err := s.cs.CoreV1().ConfigMaps(s.namespace).Get(ctx, loc.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("intent configmaps in namespace %s: get %s: %w", s.namespace, loc.name, err)
+		return nil, nil, nil, fmt.Errorf("intent configmaps in namespace %s: get %s: %w", s.namespace, loc.name, err)
 	}
 	fail := func(key string, err error) error {
 		return &configMapRecordError{namespace: cm.Namespace, name: cm.Name, key: key, err: err}
@@ -435,6 +461,42 @@ func (s *ConfigMapStore) loadSwitchTimes(ctx context.Context, in *hub.Intent) ([
 	var bad []error
 	if len(cm.BinaryData) > 0 {
 		bad = append(bad, fail("", errors.New("binaryData is not used by driftwatch")))
+	}
+	return cm, fail, bad, nil
+}
+
+// loadPauseNotes reads the notes of the pauses of in (none without the
+// ConfigMap) and returns the errors of the records that do not load. Notes
+// of clusters not paused in in (a deletion half written) are left out.
+func (s *ConfigMapStore) loadPauseNotes(ctx context.Context, in *hub.Intent) ([]error, error) {
+	cm, fail, bad, err := s.getByName(ctx, s.pauseNotes())
+	if cm == nil || err != nil {
+		return nil, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+		var r pauseNoteRecord
+		if err := decode([]byte(cm.Data[key]), &r); err != nil {
+			bad = append(bad, fail(key, err))
+			continue
+		}
+		if r.Cluster == "" || dataKey(r.Cluster) != key {
+			bad = append(bad, fail(key, fmt.Errorf("record is for cluster %q", r.Cluster)))
+			continue
+		}
+		r.At = time.Time{} // the switch times' is the pause's
+		r.addTo(in)
+	}
+	return bad, nil
+}
+
+// loadSwitchTimes reads the time each pause and policy override of in was
+// set (none without the ConfigMap) and returns the errors of the records
+// that do not load. Times of switches not in in (a deletion half written)
+// are left out.
+func (s *ConfigMapStore) loadSwitchTimes(ctx context.Context, in *hub.Intent) ([]error, error) {
+	cm, fail, bad, err := s.getByName(ctx, s.switchTimes())
+	if cm == nil || err != nil {
+		return nil, err
 	}
 	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
 		var at time.Time
@@ -607,6 +669,7 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	in := hub.Intent{
 		Paused:      make(map[string]bool),
 		PausedAt:    make(map[string]time.Time),
+		PauseNotes:  make(map[string]hub.PauseNote),
 		Policies:    make(map[string]hub.Policy),
 		PolicySetAt: make(map[string]time.Time),
 		Applied:     make(map[hub.NodeID]hub.SpecRef),
@@ -631,6 +694,11 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 		return hub.Intent{}, err
 	}
 	bad = append(bad, badTimes...)
+	badNotes, err := s.loadPauseNotes(ctx, &in)
+	if err != nil {
+		return hub.Intent{}, err
+	}
+	bad = append(bad, badNotes...)
 	if len(bad) > 0 {
 		n := len(bad)
 		if n > maxRecordErrors {

@@ -233,6 +233,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	want := hub.Intent{
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Second)},
+		PauseNotes:    map[string]hub.PauseNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover to us-east"}},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		PolicySetAt:   map[string]time.Time{"shop": at0().Add(2 * time.Second), "billing": at0().Add(3 * time.Second)},
 		Holds:         holds,
@@ -241,9 +242,11 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	}
 	sortDecommissions(want.Decommissions)
 	for c := range want.Paused {
-		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600))))
+		// staging's note is cleared by its second pause, without one.
+		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), hub.PauseNote{By: "bob", Reason: "first"}))
+		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), want.PauseNotes[c]))
 	}
-	must(t, s.SetPaused("never", false, at0()))
+	must(t, s.SetPaused("never", false, at0(), hub.PauseNote{}))
 	for a, p := range want.Policies {
 		must(t, s.SetPolicy(a, p, want.PolicySetAt[a]))
 	}
@@ -269,7 +272,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("LoadOverrides: %v", err)
 	}
-	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, Policies: want.Policies, PolicySetAt: want.PolicySetAt, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
+	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, PauseNotes: want.PauseNotes, Policies: want.Policies, PolicySetAt: want.PolicySetAt, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(over, wantOver) {
 		t.Fatalf("LoadOverrides =\n%+v\nwant\n%+v", over, wantOver)
 	}
@@ -277,13 +280,23 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	// Every ConfigMap carries the labels.
 	list, err := admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{})
 	must(t, err)
-	times := 0
+	times, notes := 0, 0
 	for _, c := range list.Items {
 		if c.Name == s.switchTimes().name {
-			// Out of sight of older replicas' Load (see LabelPauseTimesOf).
+			// Out of sight of older replicas' Load (see LabelSwitchTimesOf).
 			times++
 			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelSwitchTimesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
 				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
+			}
+			continue
+		}
+		if c.Name == s.pauseNotes().name {
+			notes++
+			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelPauseNotesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
+				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
+			}
+			if len(c.Data) != 1 {
+				t.Errorf("configmap %s: %v, want prod-eu's note alone", c.Name, c.Data)
 			}
 			continue
 		}
@@ -291,12 +304,12 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 			t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 		}
 	}
-	if times != 1 {
-		t.Errorf("%d configmaps of switch times, want 1", times)
+	if times != 1 || notes != 1 {
+		t.Errorf("%d configmaps of switch times and %d of pause notes, want 1 each", times, notes)
 	}
 
 	for c := range want.Paused {
-		must(t, other.SetPaused(c, false, at0()))
+		must(t, other.SetPaused(c, false, at0(), hub.PauseNote{}))
 	}
 	for a := range want.Policies {
 		must(t, other.SetPolicy(a, "", at0()))
@@ -315,12 +328,15 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("Load after deletes: %v", err)
 	}
-	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, Policies: map[string]hub.Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[hub.NodeID]hub.SpecRef{}}
+	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]hub.PauseNote{}, Policies: map[string]hub.Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(got, empty) {
 		t.Errorf("Load after deletes = %+v, want empty", got)
 	}
 	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.switchTimes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("configmap of switch times after every resume and override removed: %v, want not found", err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.pauseNotes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("configmap of pause notes after every resume: %v, want not found", err)
 	}
 	list, err = admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{LabelSelector: s.selector()})
 	must(t, err)
@@ -336,7 +352,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 	// Invalid input is refused before any request.
 	s := newCMStore(t, env.admin, ns)
 	for name, err := range map[string]error{
-		"empty cluster":    s.SetPaused("", true, at0()),
+		"empty cluster":    s.SetPaused("", true, at0(), hub.PauseNote{}),
 		"empty app":        s.SetPolicy("", hub.PolicyWarn, at0()),
 		"bad hold target":  s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}),
 		"bad node id":      s.PutApplied(hub.SpecRef{ID: hub.NodeID{Cluster: "c"}}),
@@ -352,7 +368,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 		}
 	}
 	must(t, s.Close())
-	if err := s.SetPaused("prod", true, at0()); err == nil || !strings.Contains(err.Error(), "closed") {
+	if err := s.SetPaused("prod", true, at0(), hub.PauseNote{}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("write after Close = %v, want a closed error", err)
 	}
 }
@@ -431,7 +447,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	s := newCMStore(t, env.admin, ns)
 	good := ref("prod", "shop", "api", hub.KindDeployment)
 	must(t, s.PutApplied(good))
-	must(t, s.SetPaused("prod", true, at0()))
+	must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{By: "alice"}))
 	must(t, s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod"}, Since: t0(), Until: t0().Add(time.Hour)}))
 	must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
 	appliedCM := s.locate(kindApplied, "prod", good.ID.String()).name
@@ -462,13 +478,14 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	patch("driftwatch-hub-a-policies", map[string]any{"billing": `"delete-everything"`})
 	patch("driftwatch-hub-a-paused", map[string]any{"prod_2": "true"})
 	patch(s.switchTimes().name, map[string]any{"paused_2Fprod": `"yesterday"`, "paused_2fprod": `"2026-12-01T09:00:00Z"`, "prod": `"2026-12-01T09:00:00Z"`})
+	patch(s.pauseNotes().name, map[string]any{"dev": `{"cluster":"prod"}`})
 
 	_, err := s.Load()
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Load = %v, want ErrCorrupt", err)
 	}
 	for _, want := range []string{
-		"9 bad record(s)",
+		"10 bad record(s)",
 		ns + `/driftwatch-hub-a-switch-times key "paused_2Fprod": parsing time`,
 		ns + `/driftwatch-hub-a-switch-times key "paused_2fprod": key is not the canonical key`,
 		ns + `/driftwatch-hub-a-switch-times key "prod": "prod": not a switch`,
@@ -478,6 +495,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 		ns + "/" + appliedCM + ` key "extra-field": json: unknown field "owner"`,
 		ns + `/driftwatch-hub-a-policies key "billing": policy "delete-everything"`,
 		ns + `/driftwatch-hub-a-paused key "prod_2"`,
+		ns + `/driftwatch-hub-a-pause-notes key "dev": record is for cluster "prod"`,
 		"nothing was changed",
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -109,10 +109,10 @@ func TestEmptyFileIsNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hub.db")
 	must(t, os.WriteFile(path, nil, 0o600))
 	s := openT(t, path)
-	must(t, s.SetPaused("prod", true, at0()))
+	must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{}))
 	must(t, s.Close())
-	if v := readVersion(t, path); v != "1" {
-		t.Errorf("version = %q, want 1", v)
+	if v := readVersion(t, path); v != "2" {
+		t.Errorf("version = %q, want 2", v)
 	}
 }
 

@@ -22,8 +22,9 @@
 //
 // Top-level buckets, values JSON:
 //
-//	meta           version -> schema version, a JSON integer (1)
+//	meta           version -> schema version, a JSON integer (2)
 //	paused         cluster -> true
+//	pauseNotes     cluster -> when it was paused, by whom and why
 //	policies       application -> policy, a JSON string
 //	holds          HoldTarget.String() ("scope/name") -> hold
 //	decommissions  NodeID text -> decommission record

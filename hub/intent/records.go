@@ -33,6 +33,15 @@ type (
 		Hash        string     `json:"hash,omitempty"`
 		Policy      hub.Policy `json:"policy,omitempty"`
 	}
+	// pauseNoteRecord is when a paused cluster was paused, by whom and
+	// why (hub.Intent's PausedAt and PauseNotes). Cluster names it (the
+	// key of a record in a ConfigMap need not spell it).
+	pauseNoteRecord struct {
+		Cluster string    `json:"cluster"`
+		At      time.Time `json:"at,omitzero"`
+		By      string    `json:"by,omitempty"`
+		Reason  string    `json:"reason,omitempty"`
+	}
 	// decommissionRecord is a hub.DecommissionRecord.
 	decommissionRecord struct {
 		Ref    refRecord `json:"ref"`
@@ -78,20 +87,47 @@ func del(tx *bolt.Tx, bucket, key string) error {
 	return tx.Bucket([]byte(bucket)).Delete([]byte(key))
 }
 
-// SetPaused records a cluster's pause; false deletes it. The state file
-// keeps no time of the pause (at): one hub writes it, and only replicas
-// sharing a store need it.
-func (s *Store) SetPaused(cluster string, paused bool, _ time.Time) error {
+// SetPaused records a cluster's pause with when it was made and its note,
+// in one transaction; false deletes both.
+func (s *Store) SetPaused(cluster string, paused bool, at time.Time, note hub.PauseNote) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("state file %s: %s: empty cluster", s.path, what)
 	}
 	return s.update(what, func(tx *bolt.Tx) error {
 		if !paused {
+			if err := del(tx, bucketPauseNotes, cluster); err != nil {
+				return err
+			}
 			return del(tx, bucketPaused, cluster)
+		}
+		if err := put(tx, bucketPauseNotes, cluster, toPauseNote(cluster, at, note)); err != nil {
+			return err
 		}
 		return put(tx, bucketPaused, cluster, true)
 	})
+}
+
+// toPauseNote is a pause's stored note.
+func toPauseNote(cluster string, at time.Time, note hub.PauseNote) pauseNoteRecord {
+	if !at.IsZero() {
+		at = at.UTC()
+	}
+	return pauseNoteRecord{Cluster: cluster, At: at, By: note.By, Reason: note.Reason}
+}
+
+// addTo sets the pause's time and note in in when the cluster is paused
+// there (a note left by a pause half deleted is not).
+func (r pauseNoteRecord) addTo(in *hub.Intent) {
+	if !in.Paused[r.Cluster] {
+		return
+	}
+	if !r.At.IsZero() {
+		in.PausedAt[r.Cluster] = r.At
+	}
+	if note := (hub.PauseNote{By: r.By, Reason: r.Reason}); note != (hub.PauseNote{}) {
+		in.PauseNotes[r.Cluster] = note
+	}
 }
 
 // SetPolicy records an application's policy override; "" deletes it. The
@@ -251,9 +287,11 @@ func validID(id hub.NodeID) error {
 // it, is an error wrapping ErrCorrupt that names its bucket and key.
 func (s *Store) Load() (hub.Intent, error) {
 	in := hub.Intent{
-		Paused:   make(map[string]bool),
-		Policies: make(map[string]hub.Policy),
-		Applied:  make(map[hub.NodeID]hub.SpecRef),
+		Paused:     make(map[string]bool),
+		PausedAt:   make(map[string]time.Time),
+		PauseNotes: make(map[string]hub.PauseNote),
+		Policies:   make(map[string]hub.Policy),
+		Applied:    make(map[hub.NodeID]hub.SpecRef),
 	}
 	err := s.view(func(tx *bolt.Tx) error {
 		return loadAll(tx, &in)
@@ -313,6 +351,19 @@ func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 		if paused {
 			in.Paused[k] = true
 		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := each(tx, bucketPauseNotes, func(k string, v []byte) error {
+		var r pauseNoteRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.Cluster != k {
+			return fmt.Errorf("record is for %q", r.Cluster)
+		}
+		r.addTo(in)
 		return nil
 	}); err != nil {
 		return err

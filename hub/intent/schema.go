@@ -20,13 +20,14 @@ const (
 	bucketHolds         = "holds"
 	bucketDecommissions = "decommissions"
 	bucketApplied       = "applied"
+	bucketPauseNotes    = "pauseNotes"
 
 	keyVersion = "version"
 )
 
 // buckets returns every top-level bucket of the current schema.
 func buckets() []string {
-	return []string{bucketMeta, bucketPaused, bucketPolicies, bucketHolds, bucketDecommissions, bucketApplied}
+	return []string{bucketMeta, bucketPaused, bucketPauseNotes, bucketPolicies, bucketHolds, bucketDecommissions, bucketApplied}
 }
 
 // migration upgrades a state file by one schema version. It runs inside the
@@ -41,6 +42,7 @@ type migration func(tx *bolt.Tx) error
 func migrations() []migration {
 	return []migration{
 		0: migrateV0,
+		1: migrateV1,
 	}
 }
 
@@ -51,6 +53,16 @@ func migrateV0(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// migrateV1 brings a version 1 file to version 2: pauses get their notes
+// (when each was made, by whom and why), in a bucket of their own, so the
+// paused bucket keeps its records. Pauses made before have none.
+func migrateV1(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists([]byte(bucketPauseNotes)); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketPauseNotes, err)
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	want := hub.Intent{
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
+		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Minute)},
+		PauseNotes:    map[string]hub.PauseNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover"}},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		Holds:         holds, // already in target order
 		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}},
@@ -72,7 +74,9 @@ func TestRoundTrip(t *testing.T) {
 	sortDecommissions(want.Decommissions)
 
 	for c := range want.Paused {
-		must(t, s.SetPaused(c, true, at0()))
+		// A pause made again replaces its note (staging's is cleared).
+		must(t, s.SetPaused(c, true, at0(), hub.PauseNote{By: "bob"}))
+		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), want.PauseNotes[c]))
 	}
 	for a, p := range want.Policies {
 		must(t, s.SetPolicy(a, p, at0()))
@@ -141,7 +145,7 @@ func TestDelete(t *testing.T) {
 		del   func(*Store) error
 		check func(*testing.T, hub.Intent)
 	}{
-		{"unpause", func(s *Store) error { return s.SetPaused("prod", false, at0()) }, func(t *testing.T, in hub.Intent) {
+		{"unpause", func(s *Store) error { return s.SetPaused("prod", false, at0(), hub.PauseNote{}) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Paused) != 1 || !in.Paused["dev"] {
 				t.Errorf("Paused = %v, want only dev", in.Paused)
 			}
@@ -187,8 +191,8 @@ func TestDelete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hub.db")
 			s := openT(t, path)
-			must(t, s.SetPaused("prod", true, at0()))
-			must(t, s.SetPaused("dev", true, at0()))
+			must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{}))
+			must(t, s.SetPaused("dev", true, at0(), hub.PauseNote{}))
 			must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
 			must(t, s.SetPolicy("web", hub.PolicyWarn, at0()))
 			must(t, s.PutHold(hold))
@@ -211,7 +215,7 @@ func TestInvalidArguments(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"pause empty cluster", func() error { return s.SetPaused("", true, at0()) }},
+		{"pause empty cluster", func() error { return s.SetPaused("", true, at0(), hub.PauseNote{}) }},
 		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn, at0()) }},
 		{"hold bad scope", func() error { return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}) }},
 		{"hold bad node", func() error {
@@ -251,7 +255,7 @@ func TestConcurrentWriters(t *testing.T) {
 			for i := range each {
 				r := ref(cluster, "ns", fmt.Sprintf("obj%d", i), hub.KindConfigMap)
 				errs <- s.PutApplied(r)
-				errs <- s.SetPaused(cluster, i%2 == 0, at0())
+				errs <- s.SetPaused(cluster, i%2 == 0, at0(), hub.PauseNote{})
 				if _, err := s.Load(); err != nil {
 					errs <- err
 				}
@@ -286,7 +290,7 @@ func TestCloseIdempotent(t *testing.T) {
 	if _, err := os.Stat(path + ".owner"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("owner sidecar after Close: %v, want it removed", err)
 	}
-	if err := s.SetPaused("prod", true, at0()); err == nil || !strings.Contains(err.Error(), path) {
+	if err := s.SetPaused("prod", true, at0(), hub.PauseNote{}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("SetPaused after Close = %v, want an error naming the file", err)
 	}
 	if _, err := s.Load(); err == nil {
@@ -454,7 +458,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
 	}
-	for _, want := range []string{path, "schema version 7", "knows up to 1", "written by a newer driftwatch"} {
+	for _, want := range []string{path, "schema version 7", "knows up to 2", "written by a newer driftwatch"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
@@ -503,10 +507,48 @@ func TestMigrateV0(t *testing.T) {
 				t.Errorf("Load after migration = %+v, want %+v", got, tt.wantIn)
 			}
 			must(t, s.Close())
-			if v := readVersion(t, path); v != "1" {
-				t.Errorf("schema version after migration = %q, want 1", v)
+			if v := readVersion(t, path); v != "2" {
+				t.Errorf("schema version after migration = %q, want 2", v)
 			}
 		})
+	}
+}
+
+// TestMigrateV1: a version 1 file (pauses without notes) is brought to
+// version 2 with its pauses as they were, and takes notes from then on.
+func TestMigrateV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hub.db")
+	writeBolt(t, path, func(tx *bolt.Tx) error {
+		for _, name := range []string{bucketMeta, bucketPaused, bucketPolicies, bucketHolds, bucketDecommissions, bucketApplied} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(keyVersion), []byte("1")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(bucketPaused)).Put([]byte("prod"), []byte("true"))
+	})
+	s := openT(t, path)
+	got := load(t, s)
+	if !got.Paused["prod"] || len(got.PausedAt) != 0 || len(got.PauseNotes) != 0 {
+		t.Errorf("Load after migration = %+v, want prod paused without time or note", got)
+	}
+	note := hub.PauseNote{By: "alice", Reason: "INC-1"}
+	must(t, s.SetPaused("dev", true, at0(), note))
+	must(t, s.Close())
+	if v := readVersion(t, path); v != "2" {
+		t.Errorf("schema version after migration = %q, want 2", v)
+	}
+	s = openT(t, path)
+	got = load(t, s)
+	if !got.Paused["prod"] || !got.Paused["dev"] || got.PauseNotes["dev"] != note || !got.PausedAt["dev"].Equal(at0()) || len(got.PauseNotes) != 1 {
+		t.Errorf("Load after a pause with a note = %+v", got)
+	}
+	// Resuming deletes the note with the pause.
+	must(t, s.SetPaused("dev", false, at0(), hub.PauseNote{}))
+	if got := load(t, s); got.Paused["dev"] || len(got.PauseNotes) != 0 || len(got.PausedAt) != 0 {
+		t.Errorf("Load after resume = %+v, want dev's pause and note gone", got)
 	}
 }
 
@@ -531,25 +573,25 @@ func TestMigrationFramework(t *testing.T) {
 	}
 	fail := func(*bolt.Tx) error { return errors.New("boom") }
 
-	if n := len(migrations()); n != 1 {
-		t.Fatalf("len(migrations()) = %d, want 1 (schema version 1)", n)
+	if n := len(migrations()); n != 2 {
+		t.Fatalf("len(migrations()) = %d, want 2 (schema version 2)", n)
 	}
 
 	t.Run("steps from the file's version", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "hub.db")
-		s := openT(t, path) // version 1
-		must(t, s.upgrade([]migration{0: fail, 1: mark("step1"), 2: mark("step2")}))
-		must(t, s.upgrade([]migration{0: fail, 1: fail, 2: fail})) // up to date: nothing runs
+		s := openT(t, path) // version 2
+		must(t, s.upgrade([]migration{0: fail, 1: fail, 2: mark("step2"), 3: mark("step3")}))
+		must(t, s.upgrade([]migration{0: fail, 1: fail, 2: fail, 3: fail})) // up to date: nothing runs
 		must(t, s.Close())
-		if v := readVersion(t, path); v != "3" {
-			t.Errorf("version = %q, want 3", v)
+		if v := readVersion(t, path); v != "4" {
+			t.Errorf("version = %q, want 4", v)
 		}
 		db, err := bolt.Open(path, 0o600, nil)
 		must(t, err)
 		defer db.Close()
 		must(t, db.View(func(tx *bolt.Tx) error {
 			b := tx.Bucket([]byte(bucketMeta))
-			if b.Get([]byte("step1")) == nil || b.Get([]byte("step2")) == nil {
+			if b.Get([]byte("step2")) == nil || b.Get([]byte("step3")) == nil {
 				t.Error("a step did not run")
 			}
 			return nil
@@ -558,13 +600,13 @@ func TestMigrationFramework(t *testing.T) {
 	t.Run("a failing step changes nothing", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "hub.db")
 		s := openT(t, path)
-		err := s.upgrade([]migration{0: fail, 1: mark("step1"), 2: fail})
-		if err == nil || !strings.Contains(err.Error(), "migrate schema version 2 to 3: boom") {
+		err := s.upgrade([]migration{0: fail, 1: fail, 2: mark("step2"), 3: fail})
+		if err == nil || !strings.Contains(err.Error(), "migrate schema version 3 to 4: boom") {
 			t.Fatalf("upgrade = %v, want the step's error", err)
 		}
 		must(t, s.Close())
-		if v := readVersion(t, path); v != "1" {
-			t.Errorf("version = %q, want 1", v)
+		if v := readVersion(t, path); v != "2" {
+			t.Errorf("version = %q, want 2", v)
 		}
 	})
 }

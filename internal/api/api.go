@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -93,7 +95,7 @@ func (o Options) withDefaults() Options {
 //	viewer    GET  /api/v1/nodes/{id}                 one NodeID's status and desired object
 //	viewer    GET  /api/v1/replicas                   the live replicas and the clusters each manages
 //	operator  POST /api/v1/nodes/{id}/repair          repair now (404 unknown NodeID, 421 another replica's cluster)
-//	operator  POST /api/v1/clusters/{id}/pause        pause repairs on a cluster (404 unknown cluster)
+//	operator  POST /api/v1/clusters/{id}/pause        pause repairs on a cluster, optional body {"reason"} (404 unknown cluster)
 //	operator  POST /api/v1/clusters/{id}/resume       resume repairs (404 unknown cluster)
 //	operator  POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|""} (404 unknown application)
 //	viewer    GET  /api/v1/holds                      the active holds
@@ -128,8 +130,8 @@ func Handler(h Hub, opts Options) http.Handler {
 	mux.HandleFunc("GET /api/v1/replicas", s.replicas)
 	mux.HandleFunc("GET /api/v1/whoami", s.whoami)
 	mux.Handle("POST /api/v1/nodes/{id}/repair", s.write(noBody, s.action(s.repair)))
-	mux.Handle("POST /api/v1/clusters/{id}/pause", s.write(noBody, s.action(s.pause(true))))
-	mux.Handle("POST /api/v1/clusters/{id}/resume", s.write(noBody, s.action(s.pause(false))))
+	mux.Handle("POST /api/v1/clusters/{id}/pause", s.write(noBody, s.action(s.pause)))
+	mux.Handle("POST /api/v1/clusters/{id}/resume", s.write(noBody, s.action(s.resume)))
 	mux.Handle("POST /api/v1/applications/{id}/policy", s.write(jsonBody, s.action(s.policy)))
 	mux.HandleFunc("GET /api/v1/holds", s.holds)
 	mux.Handle("POST /api/v1/holds", s.write(jsonBody, s.hold))
@@ -263,16 +265,38 @@ func (s *server) misdirected(cluster string) error {
 	return nil
 }
 
-// pause pauses or resumes a cluster the hub knows (404 otherwise: a pause
-// would record the unknown id for good).
-func (s *server) pause(paused bool) func(r *http.Request) error {
-	return func(r *http.Request) error {
-		id := r.PathValue("id")
-		if !s.h.KnowsCluster(id) {
-			return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
-		}
-		return internal(s.h.PauseCluster(id, paused))
+// PauseRequest is the optional body of the pause action: why the cluster
+// is paused. Who paused it is the caller's token name, never the body's.
+type PauseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// pause pauses a cluster the hub knows (404 otherwise: a pause would record
+// the unknown id for good), with the body's reason and the caller's name
+// as its note.
+func (s *server) pause(r *http.Request) error {
+	var req PauseRequest
+	if err := decodeBody(r, "pause", &req); err != nil && !errors.Is(err, io.EOF) {
+		return err // no body at all (io.EOF) is a pause without a reason
 	}
+	id := r.PathValue("id")
+	if !s.h.KnowsCluster(id) {
+		return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
+	}
+	note := hub.PauseNote{By: callerOf(r).Name, Reason: strings.TrimSpace(req.Reason)}
+	if err := note.Valid(); err != nil {
+		return err
+	}
+	return internal(s.h.PauseClusterNote(id, note))
+}
+
+// resume resumes repairs on a cluster the hub knows (404 otherwise).
+func (s *server) resume(r *http.Request) error {
+	id := r.PathValue("id")
+	if !s.h.KnowsCluster(id) {
+		return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
+	}
+	return internal(s.h.PauseCluster(id, false))
 }
 
 // PolicyRequest is the body of the application policy action.

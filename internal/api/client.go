@@ -275,6 +275,17 @@ func (c *Client) PauseCluster(cluster string, paused bool) error {
 	return c.post("/api/v1/clusters/"+url.PathEscape(cluster)+"/"+verb, nil)
 }
 
+// PauseClusterNote pauses repairs on a cluster with note's reason. Who
+// paused it is the hub's to say (the name of this client's token): note.By
+// is not sent. A hub from before pause notes pauses without the reason.
+func (c *Client) PauseClusterNote(cluster string, note hub.PauseNote) error {
+	var body any
+	if note.Reason != "" {
+		body = PauseRequest{Reason: note.Reason}
+	}
+	return c.post("/api/v1/clusters/"+url.PathEscape(cluster)+"/pause", body)
+}
+
 // SetApplicationPolicy sets ("" clears) an application's runtime policy.
 func (c *Client) SetApplicationPolicy(app string, p hub.Policy) error {
 	return c.post("/api/v1/applications/"+url.PathEscape(app)+"/policy", PolicyRequest{Policy: p})

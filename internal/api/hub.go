@@ -21,10 +21,11 @@ type Hub interface {
 	KnowsCluster(cluster string) bool
 	KnowsApplication(app string) bool
 	KnowsTarget(t hub.HoldTarget) bool
-	// RepairNow, PauseCluster, SetApplicationPolicy, Hold and ReleaseHold
-	// are the operator actions.
+	// RepairNow, PauseCluster, PauseClusterNote, SetApplicationPolicy,
+	// Hold and ReleaseHold are the operator actions.
 	RepairNow(id hub.NodeID) error
 	PauseCluster(cluster string, paused bool) error
+	PauseClusterNote(cluster string, note hub.PauseNote) error
 	SetApplicationPolicy(app string, p hub.Policy) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error

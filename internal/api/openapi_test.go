@@ -24,7 +24,7 @@ var wireTypes = []any{
 	apiv1.FieldDiff{}, apiv1.Attribution{}, apiv1.TimelineEntry{}, apiv1.FeedEntry{}, apiv1.Hold{},
 	apiv1.IgnoredField{}, apiv1.Contest{}, apiv1.FailingSource{}, apiv1.GitSource{},
 	apiv1.HoldDocument{}, apiv1.HoldList{}, apiv1.NodeDetail{}, apiv1.Replica{}, apiv1.ReplicaList{}, apiv1.Whoami{}, apiv1.Error{}, apiv1.ActionStatus{},
-	PolicyRequest{}, HoldRequest{},
+	PolicyRequest{}, PauseRequest{}, HoldRequest{},
 }
 
 // oaSchema is the part of an OpenAPI schema object the test reads.

@@ -368,6 +368,16 @@ func (rc *ReplicaClient) PauseCluster(cluster string, paused bool) error {
 	return c.PauseCluster(cluster, paused)
 }
 
+// PauseClusterNote pauses repairs with a note through the replica that
+// manages the cluster (see Client.PauseClusterNote).
+func (rc *ReplicaClient) PauseClusterNote(cluster string, note hub.PauseNote) error {
+	c, err := rc.owner(cluster)
+	if err != nil {
+		return err
+	}
+	return c.PauseClusterNote(cluster, note)
+}
+
 // SetApplicationPolicy sets an application's policy through the first
 // replica (the policy is in the shared intent).
 func (rc *ReplicaClient) SetApplicationPolicy(app string, p hub.Policy) error {

@@ -43,6 +43,7 @@ type hubClient interface {
 	Snapshot(ctx context.Context) (*hub.Snapshot, error)
 	RepairNow(id hub.NodeID) error
 	PauseCluster(cluster string, paused bool) error
+	PauseClusterNote(cluster string, note hub.PauseNote) error
 	SetApplicationPolicy(app string, p hub.Policy) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error
@@ -137,11 +138,12 @@ func (r *Remote) Reload(allowPrune bool) error {
 }
 
 // Pause pauses (or, with paused false, resumes) repairs on each cluster:
-// drift is still reported. With all, it pauses every cluster the hub knows
-// now (a cluster discovered later is not paused), or resumes every paused
-// one. It goes on past a cluster the hub refuses and returns an error
-// naming each.
-func (r *Remote) Pause(clusters []string, all, paused bool) error {
+// drift is still reported. A pause carries reason (may be empty) in its
+// note; the hub names who paused it. With all, it pauses every cluster the
+// hub knows now (a cluster discovered later is not paused), or resumes
+// every paused one. It goes on past a cluster the hub refuses and returns
+// an error naming each.
+func (r *Remote) Pause(clusters []string, all, paused bool, reason string) error {
 	h, err := r.hub()
 	if err != nil {
 		return err
@@ -170,7 +172,11 @@ func (r *Remote) Pause(clusters []string, all, paused bool) error {
 	}
 	var errs []error
 	for _, c := range clusters {
-		if err := h.PauseCluster(c, paused); err != nil {
+		err := h.PauseCluster(c, false)
+		if paused {
+			err = h.PauseClusterNote(c, hub.PauseNote{Reason: reason})
+		}
+		if err != nil {
 			errs = append(errs, r.hubError(err))
 			continue
 		}
@@ -299,14 +305,19 @@ type StatusCluster struct {
 	LastError string    `json:"lastError,omitempty"`
 	Detection string    `json:"detection"`
 	Paused    bool      `json:"paused"`
-	Owner     string    `json:"owner,omitempty"`
-	Objects   int       `json:"objects"`
-	InSync    int       `json:"inSync"`
-	Drift     int       `json:"drift"`
-	Fixing    int       `json:"fixing"`
-	Failed    int       `json:"failed"`
-	Stuck     int       `json:"stuck"`
-	Contested int       `json:"contested"`
+	// PausedAt, PausedBy and PauseReason say when, by whom and why a
+	// paused cluster was paused, as far as the hub knows.
+	PausedAt    time.Time `json:"pausedAt,omitzero"`
+	PausedBy    string    `json:"pausedBy,omitempty"`
+	PauseReason string    `json:"pauseReason,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	Objects     int       `json:"objects"`
+	InSync      int       `json:"inSync"`
+	Drift       int       `json:"drift"`
+	Fixing      int       `json:"fixing"`
+	Failed      int       `json:"failed"`
+	Stuck       int       `json:"stuck"`
+	Contested   int       `json:"contested"`
 }
 
 // NodeAttention is one NodeID that needs attention.
@@ -379,7 +390,8 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 			detect = "watch"
 		}
 		rep.Clusters = append(rep.Clusters, StatusCluster{ID: c.Cluster, State: string(c.State), Since: c.Since,
-			LastError: c.LastError, Detection: detect, Paused: c.Paused, Owner: c.Owner, Objects: c.Objects,
+			LastError: c.LastError, Detection: detect, Paused: c.Paused, PausedAt: c.PausedAt, PausedBy: c.PausedBy,
+			PauseReason: c.PauseReason, Owner: c.Owner, Objects: c.Objects,
 			InSync: t.InSync, Drift: t.Drift, Fixing: t.Fixing, Failed: t.Failed, Stuck: t.Stuck,
 			Contested: c.Counts[hub.StatusContested]})
 		up := c.State == hub.ClusterSynced || c.State == hub.ClusterDegraded
@@ -478,7 +490,17 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 		}
 		var note []string
 		if c.Paused {
-			note = append(note, "PAUSED")
+			p := "PAUSED"
+			if !c.PausedAt.IsZero() {
+				p += " " + ago(c.PausedAt) + " ago"
+			}
+			if c.PausedBy != "" {
+				p += " by " + termtext.Clean(c.PausedBy)
+			}
+			if c.PauseReason != "" {
+				p += ": " + termtext.Clean(c.PauseReason)
+			}
+			note = append(note, p)
 		}
 		if c.Owner != "" {
 			note = append(note, "replica "+termtext.Clean(c.Owner))

@@ -198,11 +198,18 @@ func TestRemoteThroughReplicas(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, &out)
 		}
 	}
-	if err := r.Pause([]string{"c2"}, false, true); err != nil {
+	if err := r.Pause([]string{"c2"}, false, true, "INC-4211: failover"); err != nil {
 		t.Fatal(err)
 	}
-	if c2, _ := hb.Snapshot().Cluster("c2"); !c2.Paused {
-		t.Error("c2 not paused on b, which manages it")
+	if c2, _ := hb.Snapshot().Cluster("c2"); !c2.Paused || c2.PausedBy != "alice" || c2.PauseReason != "INC-4211: failover" {
+		t.Errorf("c2 on b, which manages it = %+v, want paused by alice with the reason", c2)
+	}
+	out.Reset()
+	if _, err := r.Status("text", 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := "PAUSED 0s ago by alice: INC-4211: failover; replica b"; !strings.Contains(out.String(), want) {
+		t.Errorf("status after the pause: no %q in\n%s", want, &out)
 	}
 	if c2, _ := ha.Snapshot().Cluster("c2"); c2.Paused {
 		t.Error("c2 paused on a, which does not manage it")

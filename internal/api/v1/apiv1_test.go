@@ -43,7 +43,8 @@ func richSnapshot() *hub.Snapshot {
 		Clusters: []hub.ClusterStatus{{
 			ClusterHealth: hub.ClusterHealth{Cluster: "c1", State: hub.ClusterDegraded, LastError: "watch: too many requests",
 				Since: t0, Source: "capi:mgmt/default", Phase: "Provisioned", Detection: "poll 15s", EventsPerSecond: 1.5, LastEvent: t0, Generation: 3},
-			Paused: true, Objects: 2, Counts: map[hub.Status]int{hub.StatusDrifted: 1, hub.StatusInSync: 1},
+			Paused: true, PausedAt: t0, PausedBy: "alice", PauseReason: "INC-4211",
+			Objects: 2, Counts: map[hub.Status]int{hub.StatusDrifted: 1, hub.StatusInSync: 1},
 			MedianRepair: 1234567 * time.Nanosecond,
 		}},
 		Nodes: []hub.NodeStatus{

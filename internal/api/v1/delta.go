@@ -312,7 +312,8 @@ func clusterEqual(a, b hub.ClusterStatus) bool {
 	return x.Cluster == y.Cluster && x.State == y.State && x.LastError == y.LastError && x.Since.Equal(y.Since) &&
 		x.Source == y.Source && x.Phase == y.Phase && x.Detection == y.Detection && x.EventsPerSecond == y.EventsPerSecond &&
 		x.LastEvent.Equal(y.LastEvent) && x.Generation == y.Generation &&
-		a.Paused == b.Paused && a.Objects == b.Objects && maps.Equal(a.Counts, b.Counts) && a.MedianRepair == b.MedianRepair
+		a.Paused == b.Paused && a.PausedAt.Equal(b.PausedAt) && a.PausedBy == b.PausedBy && a.PauseReason == b.PauseReason &&
+		a.Objects == b.Objects && maps.Equal(a.Counts, b.Counts) && a.MedianRepair == b.MedianRepair
 }
 
 func feedEntryEqual(a, b hub.FeedEntry) bool {

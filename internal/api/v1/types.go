@@ -164,6 +164,12 @@ type Cluster struct {
 	Generation int64 `json:"generation"`
 	// Paused says repairs on the cluster are paused.
 	Paused bool `json:"paused"`
+	// PausedAt is when the cluster was paused, PausedBy who paused it (the
+	// API token's name, or the local user of a terminal UI) and
+	// PauseReason why; absent when it is not paused or they are not known.
+	PausedAt    time.Time `json:"pausedAt,omitzero"`
+	PausedBy    string    `json:"pausedBy,omitempty"`
+	PauseReason string    `json:"pauseReason,omitempty"`
 	// Objects counts the managed NodeIDs on the cluster.
 	Objects int `json:"objects"`
 	// Counts counts them by status.
