@@ -117,7 +117,7 @@ type Intent struct {
 	// Paused clusters.
 	Paused map[string]bool
 	// PausedAt is when each paused cluster was last paused, for stores
-	// that keep it (the ones replicas share; nil otherwise). A replica that
+	// that keep it (both of package intent do; nil otherwise). A replica that
 	// reads a later pause of a cluster it already holds paused takes it as
 	// a new pause: a manual repair asked for before it no longer overrides
 	// it.

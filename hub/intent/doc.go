@@ -6,9 +6,8 @@
 // ConfigMapStore is the same store kept in ConfigMaps of the coordination
 // cluster instead, for replicated hubs: every replica reads and writes the
 // same records, so a failover keeps them. Its records have the same JSON
-// format, plus the time each pause and policy override was set (which
-// only replicas need: see hub.Intent.PausedAt); see its documentation for
-// the layout.
+// format, plus the time each policy override was set (which only replicas
+// need: see hub.Intent.PolicySetAt); see its documentation for the layout.
 //
 // # Why bbolt
 //
