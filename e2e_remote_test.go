@@ -141,6 +141,7 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	r = runCLI(t, e2eViewer, hubArgs("describe", cm.String())...)
 	if r.code != 0 || !regexp.MustCompile(`(?m)^node +`+regexp.QuoteMeta(cm.String())+`$`).MatchString(r.out) ||
 		!regexp.MustCompile(`(?m)^status +paused`).MatchString(r.out) || !strings.Contains(r.out, "PAUSED") ||
+		!regexp.MustCompile(`(?m)^cluster +paused \S+ ago by alice: INC-7: restore$`).MatchString(r.out) ||
 		!strings.Contains(r.out, "DRIFT missing") || !strings.Contains(r.out, "DESIRED\n  v1 ConfigMap sec/web") {
 		t.Fatalf("describe %s: exit %d\n%s%s", cm, r.code, r.out, r.errOut)
 	}
@@ -148,9 +149,15 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	var detail struct {
 		Status  struct{ ID, Status string }
 		Desired map[string]any
+		Cluster struct {
+			ID          string
+			Paused      bool
+			PauseReason string
+		}
 	}
 	if err := json.Unmarshal([]byte(r.out), &detail); err != nil || r.code != 0 || detail.Status.ID != cm.String() ||
-		detail.Status.Status != string(hub.StatusPaused) || detail.Desired["kind"] != "ConfigMap" {
+		detail.Status.Status != string(hub.StatusPaused) || detail.Desired["kind"] != "ConfigMap" ||
+		detail.Cluster.ID != cluster || !detail.Cluster.Paused || detail.Cluster.PauseReason != "INC-7: restore" {
 		t.Fatalf("describe -o json: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
 	}
 	nope := hub.NewNodeID(cluster, "sec", "nope", hub.KindConfigMap)

@@ -40,7 +40,9 @@ func (ia *intentAPI) endChange() {
 // one forgotten must not stop repairs for good.
 const MaxHoldTTL = 7 * 24 * time.Hour
 
-func covers(t HoldTarget, id NodeID, app string) bool {
+// Covers reports whether a hold on t covers a NodeID of application app:
+// a hold on the NodeID itself, on its application or on its cluster.
+func (t HoldTarget) Covers(id NodeID, app string) bool {
 	switch t.Scope {
 	case HoldNode:
 		return t.Name == id.String()
@@ -227,7 +229,7 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 		ia.holds[t] = hd
 		ia.holdSeq[t] = ia.nextSeqLocked()
 		ia.status.setHolds(ia.holdsLocked())
-		ws = ia.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })
+		ws = ia.writesLocked(func(id NodeID, w *inflight) bool { return t.Covers(id, w.app) })
 	}()
 	ia.drain(ws)
 	if ia.opts.Intent != nil {
@@ -276,7 +278,7 @@ func (ia *intentAPI) ReleaseHold(t HoldTarget) error {
 func (ia *intentAPI) heldIDsLocked(t HoldTarget) []NodeID {
 	var ids []NodeID
 	for id, n := range ia.nodes.all() {
-		if n.managed() && covers(t, id, n.of().Application) {
+		if n.managed() && t.Covers(id, n.of().Application) {
 			ids = append(ids, id)
 		}
 	}

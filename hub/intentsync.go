@@ -179,7 +179,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 		for t, hd := range next {
 			if old, ok := ia.holds[t]; !ok || old != hd {
 				ia.holdSeq[t] = ia.nextSeqLocked()
-				drain = append(drain, ia.writesLocked(func(id NodeID, w *inflight) bool { return covers(t, id, w.app) })...)
+				drain = append(drain, ia.writesLocked(func(id NodeID, w *inflight) bool { return t.Covers(id, w.app) })...)
 			}
 		}
 		ia.holds = next

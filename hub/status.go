@@ -410,6 +410,31 @@ func (s *Snapshot) Node(id NodeID) (NodeStatus, bool) {
 	return NodeStatus{}, false
 }
 
+// NodeView returns what a view of one NodeID reads of the snapshot, as a
+// snapshot of its own: the node, its cluster (when listed), the active
+// holds that cover it and its application's policy override. It shares
+// nothing mutable with s but the node's Spec (immutable). ok is false when
+// the snapshot does not have the node.
+func (s *Snapshot) NodeView(id NodeID) (view *Snapshot, ok bool) {
+	n, ok := s.Node(id)
+	if !ok {
+		return nil, false
+	}
+	view = &Snapshot{HubID: s.HubID, Seq: s.Seq, Taken: s.Taken, Policy: s.Policy, Nodes: []NodeStatus{n}}
+	if c, ok := s.Cluster(id.Cluster); ok {
+		view.Clusters = []ClusterStatus{c}
+	}
+	for _, hd := range s.Holds {
+		if hd.Target.Covers(id, n.Application) {
+			view.Holds = append(view.Holds, hd)
+		}
+	}
+	if p, ok := s.AppPolicies[n.Application]; ok {
+		view.AppPolicies = map[string]Policy{n.Application: p}
+	}
+	return view, true
+}
+
 // Cluster returns the status of one cluster.
 func (s *Snapshot) Cluster(id string) (ClusterStatus, bool) {
 	for _, c := range s.Clusters {

@@ -115,3 +115,36 @@ func TestOnStatus(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotNodeView: a node's view holds it, its cluster, the holds
+// that cover it (on it, its application, its cluster; no other) and its
+// application's override alone.
+func TestSnapshotNodeView(t *testing.T) {
+	a := NewNodeID("c1", "ns", "a", KindConfigMap)
+	b := NewNodeID("c2", "ns", "b", KindConfigMap)
+	hold := func(scope HoldScope, name string) Hold {
+		return Hold{Target: HoldTarget{Scope: scope, Name: name}, Reason: name}
+	}
+	s := &Snapshot{HubID: "h", Seq: 3,
+		Clusters:    []ClusterStatus{{ClusterHealth: ClusterHealth{Cluster: "c1"}, Paused: true, PausedBy: "alice"}, {ClusterHealth: ClusterHealth{Cluster: "c2"}}},
+		Nodes:       []NodeStatus{{ID: a, Application: "app"}, {ID: b, Application: "other"}},
+		AppPolicies: map[string]Policy{"app": PolicyWarn, "other": PolicyRepair},
+		Holds: []Hold{hold(HoldApplication, "app"), hold(HoldApplication, "other"), hold(HoldCluster, "c1"), hold(HoldCluster, "c2"),
+			hold(HoldNode, a.String()), hold(HoldNode, b.String())},
+	}
+	v, ok := s.NodeView(a)
+	if !ok || v.HubID != "h" || v.Seq != 3 || len(v.Nodes) != 1 || v.Nodes[0].ID != a ||
+		len(v.Clusters) != 1 || v.Clusters[0].PausedBy != "alice" || len(v.AppPolicies) != 1 || v.AppPolicies["app"] != PolicyWarn {
+		t.Fatalf("view of %s = %+v, %v", a, v, ok)
+	}
+	var reasons []string
+	for _, hd := range v.Holds {
+		reasons = append(reasons, hd.Reason)
+	}
+	if want := []string{"app", "c1", a.String()}; !slices.Equal(reasons, want) {
+		t.Errorf("holds of the view = %q, want %q", reasons, want)
+	}
+	if _, ok := s.NodeView(NewNodeID("c1", "ns", "nope", KindConfigMap)); ok {
+		t.Error("a view of a NodeID the snapshot does not have")
+	}
+}

@@ -101,10 +101,7 @@ func (v *detailView) setSnapshot(s *hub.Snapshot) {
 		v.override = s.AppPolicies[v.node.Application]
 	}
 	for _, hd := range s.Holds {
-		switch t := hd.Target; {
-		case t.Scope == hub.HoldNode && t.Name == v.id.String(),
-			t.Scope == hub.HoldApplication && v.found && t.Name == v.node.Application,
-			t.Scope == hub.HoldCluster && t.Name == v.id.Cluster:
+		if hd.Target.Covers(v.id, v.node.Application) { // no application ("") when not found
 			v.holds = append(v.holds, hd)
 		}
 	}

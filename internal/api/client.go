@@ -331,8 +331,8 @@ func (c *Client) Holds(ctx context.Context) ([]hub.Hold, error) {
 // Spec; nil when the hub has none), which snapshots do not carry. A
 // NodeID the hub does not know answers an *Error with StatusCode 404.
 func (c *Client) Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error) {
-	var d apiv1.NodeDetail
-	if err := c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(id.String()), nil, &d); err != nil {
+	d, err := c.NodeDetail(ctx, id)
+	if err != nil {
 		return hub.NodeStatus{}, err
 	}
 	n, err := d.ToHub()
@@ -340,6 +340,17 @@ func (c *Client) Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error
 		return hub.NodeStatus{}, fmt.Errorf("hub %s: %w", c.base, err)
 	}
 	return n, nil
+}
+
+// NodeDetail reads one NodeID's detail as the API answers it: its status,
+// desired object, cluster, the holds covering it and its application's
+// override (apiv1.NodeDetail.View converts it to a snapshot of its own).
+func (c *Client) NodeDetail(ctx context.Context, id hub.NodeID) (apiv1.NodeDetail, error) {
+	var d apiv1.NodeDetail
+	if err := c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(id.String()), nil, &d); err != nil {
+		return apiv1.NodeDetail{}, err
+	}
+	return d, nil
 }
 
 // Replicas lists the live replicas of a hub that runs as several, each

@@ -106,12 +106,12 @@ func (s *server) node(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	st, ok := s.h.Snapshot().Node(id)
+	view, ok := s.h.Snapshot().NodeView(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Errorf("%s: %w", id, hub.ErrUnknownNode))
 		return
 	}
-	d := apiv1.NewNodeDetail(st)
+	d := apiv1.NewNodeView(view)
 	if viewOf(r) == viewRedacted {
 		d = redactNodeDetail(d)
 	}

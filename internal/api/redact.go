@@ -274,6 +274,10 @@ func redactDelta(d *apiv1.Delta) *apiv1.Delta {
 // and, in a Secret, every value of data and stringData (the keys stay).
 func redactNodeDetail(d apiv1.NodeDetail) apiv1.NodeDetail {
 	d.Status = redactNode(d.Status)
+	if d.Cluster != nil {
+		c := redactCluster(*d.Cluster)
+		d.Cluster = &c
+	}
 	if d.Desired == nil {
 		return d
 	}

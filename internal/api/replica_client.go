@@ -348,6 +348,16 @@ func (rc *ReplicaClient) RepairNow(id hub.NodeID) error {
 	return c.RepairNow(id)
 }
 
+// NodeDetail reads one NodeID's detail from the replica that manages its
+// cluster (see Client.NodeDetail).
+func (rc *ReplicaClient) NodeDetail(ctx context.Context, id hub.NodeID) (apiv1.NodeDetail, error) {
+	c, err := rc.owner(id.Cluster)
+	if err != nil {
+		return apiv1.NodeDetail{}, err
+	}
+	return c.NodeDetail(ctx, id)
+}
+
 // Node reads one NodeID's status and desired object from the replica that
 // manages its cluster.
 func (rc *ReplicaClient) Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error) {

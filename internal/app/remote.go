@@ -49,6 +49,7 @@ type hubClient interface {
 	ReleaseHold(t hub.HoldTarget) error
 	Subscribe() (<-chan *hub.Snapshot, func())
 	Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error)
+	NodeDetail(ctx context.Context, id hub.NodeID) (apiv1.NodeDetail, error)
 }
 
 // hub returns the client the commands use: it asks the hub for its
@@ -670,7 +671,7 @@ func (r *Remote) Describe(id hub.NodeID, format string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.client.ResponseTimeout())
 	defer cancel()
-	n, err := c.Node(ctx, id)
+	d, err := c.NodeDetail(ctx, id)
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
 		return fmt.Errorf("%s: the hub does not manage it (driftwatch status lists the NodeIDs that need attention; completion offers the others)", id)
@@ -681,12 +682,20 @@ func (r *Remote) Describe(id hub.NodeID, format string) error {
 	if format == FormatJSON {
 		enc := json.NewEncoder(r.out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(apiv1.NewNodeDetail(n))
+		return enc.Encode(d)
 	}
-	snap, err := r.snapshotOf(context.Background(), c)
+	view, complete, err := d.View()
 	if err != nil {
-		return err
+		return r.hubError(err)
 	}
-	_, err = io.WriteString(r.out, tui.NodeText(snap, n, describeWidth, r.now()))
+	n := view.Nodes[0] // with its desired object
+	if !complete {
+		// A hub from before node views: its cluster and holds are in
+		// the snapshot.
+		if view, err = r.snapshotOf(context.Background(), c); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(r.out, tui.NodeText(view, n, describeWidth, r.now()))
 	return err
 }

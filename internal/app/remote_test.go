@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -139,6 +141,13 @@ func TestWriteStatus(t *testing.T) {
 // both stay connecting) behind its API, which lists replicas.
 func startAPIHub(t *testing.T, tokens *api.Tokens, replicas func() []apiv1.Replica) (*hub.Hub, *httptest.Server) {
 	t.Helper()
+	return startAPIHubWith(t, tokens, replicas, nil)
+}
+
+// startAPIHubWith is startAPIHub with wrap (when not nil) around the API's
+// handler.
+func startAPIHubWith(t *testing.T, tokens *api.Tokens, replicas func() []apiv1.Replica, wrap func(http.Handler) http.Handler) (*hub.Hub, *httptest.Server) {
+	t.Helper()
 	h := hub.New(hub.Options{ID: "hub", SnapshotInterval: 10 * time.Millisecond})
 	var specs []hub.NodeSpec
 	for _, c := range []string{"c1", "c2"} {
@@ -149,7 +158,11 @@ func startAPIHub(t *testing.T, tokens *api.Tokens, replicas func() []apiv1.Repli
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	wg.Go(func() { _ = h.Run(ctx) })
-	srv := httptest.NewServer(api.Handler(h, api.Options{Tokens: tokens, Replicas: replicas}))
+	handler := api.Handler(h, api.Options{Tokens: tokens, Replicas: replicas})
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
 	return h, srv
 }
@@ -304,5 +317,81 @@ func TestWriteStatusOfAFleet(t *testing.T) {
 		if rows != want || (more != "" && !strings.Contains(out, more)) || (more == "" && strings.Contains(out, "more clusters")) {
 			t.Errorf("all %v: %d rows, want %d:\n%s", all, rows, want, out)
 		}
+	}
+}
+
+// TestDescribeReadsOneNode: describe reads the node's detail alone (its
+// cluster with the pause, its holds), not the whole snapshot; a hub from
+// before node views, whose detail has no cluster, is read through its
+// snapshot instead, with the same text.
+func TestDescribeReadsOneNode(t *testing.T) {
+	const token = "op-token-0123456789abcdef0123456789"
+	tokens, err := api.ParseTokens("test", []byte(token+" operator alice\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := hub.NewNodeID("c1", "ns", "web", hub.KindDeployment)
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old hub %v", old), func(t *testing.T) {
+			var mu sync.Mutex
+			var paths []string
+			wrap := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					paths = append(paths, r.URL.Path)
+					mu.Unlock()
+					if !old || !strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") {
+						next.ServeHTTP(w, r)
+						return
+					}
+					rec := httptest.NewRecorder()
+					next.ServeHTTP(rec, r)
+					var d apiv1.NodeDetail
+					if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+						t.Error(err)
+					}
+					d.Cluster, d.Holds, d.AppPolicy = nil, nil, "" // as a hub before node views
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(d)
+				})
+			}
+			h, srv := startAPIHubWith(t, tokens, nil, wrap)
+			if err := h.PauseClusterNote("c1", hub.PauseNote{By: "alice", Reason: "INC-9"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Hold(hub.HoldTarget{Scope: hub.HoldApplication, Name: "web"}, time.Hour, "canary"); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				c, _ := h.Snapshot().Cluster("c1")
+				if c.PausedBy != "" && len(h.Snapshot().Holds) == 1 {
+					break // a snapshot with both
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no snapshot with the pause and the hold")
+				}
+			}
+			var out strings.Builder
+			r, err := NewRemote(srv.URL, api.ClientOptions{Token: token}, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			paths = nil
+			mu.Unlock()
+			if err := r.Describe(id, "text"); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"paused 0s ago by alice: INC-9", "canary"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("no %q in\n%s", want, &out)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := slices.Contains(paths, "/api/v1/snapshot"); got != old {
+				t.Errorf("requests %q: the snapshot read %v, want %v", paths, got, old)
+			}
+		})
 	}
 }

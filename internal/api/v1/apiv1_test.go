@@ -469,6 +469,28 @@ func TestNodeDetailRoundTrip(t *testing.T) {
 	if err != nil || obj.Object["data"].(map[string]any)["A"] != "b" {
 		t.Errorf("desired object %v, %v", obj, err)
 	}
+	// A view: the node with its cluster, the holds covering it and its
+	// application's override, as the hub's snapshot gives them.
+	snap := richSnapshot()
+	web := snap.Nodes[0].ID
+	want, ok := snap.NodeView(web)
+	if !ok {
+		t.Fatalf("no view of %s", web)
+	}
+	vd := viaJSON[NodeDetail](t, NewNodeView(want))
+	view, complete, err := vd.View()
+	if err != nil || !complete {
+		t.Fatalf("View = %v, %v", complete, err)
+	}
+	view.HubID, view.Seq, view.Taken, view.Policy = want.HubID, want.Seq, want.Taken, want.Policy // not in a node's detail
+	if !reflect.DeepEqual(view.Clusters, want.Clusters) || !reflect.DeepEqual(view.Holds, want.Holds) || len(want.Holds) == 0 ||
+		!reflect.DeepEqual(view.AppPolicies, want.AppPolicies) || len(view.Nodes) != 1 || view.Nodes[0].ID != web {
+		t.Errorf("view round trip:\n got %+v\nwant %+v", view, want)
+	}
+	if _, complete, err := d.View(); err != nil || complete {
+		t.Errorf("a detail without its cluster: complete %v, %v; want false", complete, err)
+	}
+
 	d.Desired = nil
 	if got, err := d.ToHub(); err != nil || got.Spec != nil {
 		t.Errorf("without a desired object: %+v, %v", got.Spec, err)

@@ -406,6 +406,45 @@ func NewNodeDetail(n hub.NodeStatus) NodeDetail {
 	return d
 }
 
+// NewNodeView returns a NodeID's detail (NewNodeDetail) with what a view
+// of it reads of the snapshot: its cluster, the holds that cover it and
+// its application's policy override (see hub.Snapshot.NodeView, whose
+// snapshot view is).
+func NewNodeView(view *hub.Snapshot) NodeDetail {
+	d := NewNodeDetail(view.Nodes[0])
+	if len(view.Clusters) > 0 {
+		c := FromCluster(view.Clusters[0])
+		d.Cluster = &c
+	}
+	if len(view.Holds) > 0 {
+		d.Holds = FromHolds(view.Holds)
+	}
+	d.AppPolicy = string(view.AppPolicies[view.Nodes[0].Application])
+	return d
+}
+
+// View converts the detail back to a snapshot of the NodeID alone, as
+// hub.Snapshot.NodeView gives it, with the node's desired object as its
+// Spec (see ToHub). ok is false for a detail without its cluster (a hub
+// from before views, or one that does not list the cluster).
+func (d NodeDetail) View() (view *hub.Snapshot, ok bool, err error) {
+	n, err := d.ToHub()
+	if err != nil {
+		return nil, false, err
+	}
+	view = &hub.Snapshot{Nodes: []hub.NodeStatus{n}}
+	if d.Cluster != nil {
+		view.Clusters = []hub.ClusterStatus{d.Cluster.ToHub()}
+	}
+	for _, h := range d.Holds {
+		view.Holds = append(view.Holds, h.ToHub())
+	}
+	if d.AppPolicy != "" {
+		view.AppPolicies = map[string]hub.Policy{n.Application: hub.Policy(d.AppPolicy)}
+	}
+	return view, d.Cluster != nil, nil
+}
+
 // ToHub converts the node detail back: its status, with its desired
 // object as the status's Spec when it has one (the Spec then holds what
 // the API says of it: the object, its application, policy and revision;

@@ -472,6 +472,14 @@ type NodeDetail struct {
 	// (environment values and a Secret's data and stringData values
 	// redacted for a caller that is not an operator).
 	Desired map[string]any `json:"desired,omitempty"`
+	// Cluster is the NodeID's cluster, as in the snapshot (absent when the
+	// hub does not list it, and from a hub before it).
+	Cluster *Cluster `json:"cluster,omitempty"`
+	// Holds are the active holds that cover the NodeID: on it, on its
+	// application or on its cluster.
+	Holds []Hold `json:"holds,omitempty"`
+	// AppPolicy is its application's runtime policy override ("" none).
+	AppPolicy string `json:"appPolicy,omitempty"`
 }
 
 // Error is the answer of a request that failed.
