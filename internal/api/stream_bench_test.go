@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/driftwatch/driftwatch/hub"
+	apiv1 "github.com/driftwatch/driftwatch/internal/api/v1"
 )
 
 // BenchmarkWatchFanout publishes one snapshot in which one NodeID of 1,000
@@ -76,5 +77,58 @@ func BenchmarkWatchFanout(b *testing.B) {
 			s = next
 		}
 		b.ReportMetric(float64(wire)/clients, "wire-B/client")
+	})
+}
+
+// BenchmarkDescribeRead compares what `driftwatch describe` reads of a hub
+// managing 100,000 NodeIDs: the node's view ("node-view": GET
+// /api/v1/nodes/{id}'s document, with its cluster, holds and override)
+// against the whole snapshot it read before ("full-snapshot"). One op is
+// the server's marshal and the client's decode; compare ns/op, B/op and
+// wire-B between the two sub-benchmarks of the same run.
+func BenchmarkDescribeRead(b *testing.B) {
+	s := testSnapshot(100_000)
+	id := s.Nodes[len(s.Nodes)/2].ID
+	b.Run("node-view", func(b *testing.B) {
+		var wire int
+		b.ReportAllocs()
+		for b.Loop() {
+			v, ok := s.NodeView(id)
+			if !ok {
+				b.Fatal("no view")
+			}
+			data, err := json.Marshal(apiv1.NewNodeView(v))
+			if err != nil {
+				b.Fatal(err)
+			}
+			wire = len(data)
+			var d apiv1.NodeDetail
+			if err := json.Unmarshal(data, &d); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := d.View(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(wire), "wire-B")
+	})
+	b.Run("full-snapshot", func(b *testing.B) {
+		var wire int
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(apiv1.FromSnapshot(s))
+			if err != nil {
+				b.Fatal(err)
+			}
+			wire = len(data)
+			var snap apiv1.Snapshot
+			if err := json.Unmarshal(data, &snap); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := snap.ToHub(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(wire), "wire-B")
 	})
 }
