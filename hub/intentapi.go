@@ -100,9 +100,13 @@ func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
 // PauseClusterNote pauses repairs on one cluster as PauseCluster does,
 // with a note of who paused it and why that every view of the cluster
 // shows while it is paused (pausing a paused cluster again replaces the
-// note). A note that is not valid (PauseNote.Valid) is refused, and
+// note). Each field is made one line (runs of white space, line breaks
+// included, become one space). A note that is not valid (PauseNote.Valid) is refused, and
 // nothing paused.
 func (ia *intentAPI) PauseClusterNote(cluster string, note PauseNote) error {
+	// One line each: a note is read in one line of every view, a log
+	// line and a notification.
+	note.By, note.Reason = strings.Join(strings.Fields(note.By), " "), strings.Join(strings.Fields(note.Reason), " ")
 	if err := note.Valid(); err != nil {
 		return fmt.Errorf("pause cluster %q: %w", cluster, err)
 	}

@@ -492,7 +492,7 @@ func TestPauseNote(t *testing.T) {
 		}
 		note := PauseNote{By: "alice", Reason: "INC-4211: failover"}
 		pausedAt := time.Now()
-		if err := fa.h.PauseClusterNote("c1", note); err != nil {
+		if err := fa.h.PauseClusterNote("c1", PauseNote{By: " alice", Reason: "INC-4211:\n\tfailover  "}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

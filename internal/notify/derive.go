@@ -44,7 +44,10 @@ type deriver struct {
 	hubID    string
 	nodes    map[hub.NodeID]nodeMemo
 	clusters map[string]clusterMemo
-	sources  map[string]sourceMemo // Git sources, by id
+	// pauses are the paused clusters with when each was paused (zero
+	// when not known), to tell a pause, a pause made again and a resume.
+	pauses  map[string]time.Time
+	sources map[string]sourceMemo // Git sources, by id
 	seq      uint64                // marks the nodes seen in the current pass over every node
 	prev     *hub.Snapshot         // the previous snapshot (immutable, shared with the hub)
 }
@@ -67,7 +70,45 @@ type clusterMemo struct {
 }
 
 func newDeriver(hubID string) *deriver {
-	return &deriver{hubID: hubID, nodes: make(map[hub.NodeID]nodeMemo), clusters: make(map[string]clusterMemo), sources: make(map[string]sourceMemo)}
+	return &deriver{hubID: hubID, nodes: make(map[hub.NodeID]nodeMemo), clusters: make(map[string]clusterMemo),
+		pauses: make(map[string]time.Time), sources: make(map[string]sourceMemo)}
+}
+
+// pauseEvent appends the event of a cluster's pause, a pause made again
+// (a later time: a new note) or a resume, with who paused it and why. A
+// cluster seen for the first time (seen false: the hub's first snapshot,
+// or a cluster just discovered) raises none for a pause made before.
+func (d *deriver) pauseEvent(out []Event, c hub.ClusterStatus, seen bool, base func(EventType, string) Event) []Event {
+	at, was := d.pauses[c.Cluster]
+	switch {
+	case !c.Paused:
+		delete(d.pauses, c.Cluster)
+		if was {
+			ev := base(EventClusterResumed, c.Cluster)
+			ev.Message = fmt.Sprintf("repairs on cluster %s resumed: its drift is repaired again", c.Cluster)
+			out = append(out, ev)
+		}
+		return out
+	case was && at.Equal(c.PausedAt), !seen:
+		d.pauses[c.Cluster] = c.PausedAt
+		return out
+	}
+	d.pauses[c.Cluster] = c.PausedAt
+	ev := base(EventClusterPaused, c.Cluster)
+	ev.ChangedBy, ev.Reason = c.PausedBy, c.PauseReason
+	ev.Message = "repairs on cluster " + c.Cluster + " paused"
+	if was {
+		ev.Message += " again"
+	}
+	if c.PausedBy != "" {
+		ev.Message += " by " + c.PausedBy
+	}
+	if c.PauseReason != "" {
+		ev.Message += ": " + c.PauseReason
+	}
+	ev.Message += "; its drift is reported, not repaired"
+	out = append(out, ev)
+	return out
 }
 
 // next returns the events between the previous snapshot and s.
@@ -86,6 +127,7 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 	for _, c := range s.Clusters {
 		present[c.Cluster] = true
 		m, seen := d.clusters[c.Cluster]
+		out = d.pauseEvent(out, c, seen, base)
 		// Refused credentials (an expired token) are an outage too.
 		state := c.State
 		if state == hub.ClusterUnauthorized {
@@ -120,6 +162,11 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 	for id := range d.clusters {
 		if !present[id] {
 			delete(d.clusters, id)
+		}
+	}
+	for id := range d.pauses {
+		if !present[id] {
+			delete(d.pauses, id)
 		}
 	}
 

@@ -34,6 +34,11 @@ const (
 	EventClusterUnreachable EventType = "cluster-unreachable"
 	// EventClusterRecovered: an unreachable cluster is reachable again.
 	EventClusterRecovered EventType = "cluster-recovered"
+	// EventClusterPaused: repairs on a cluster were paused (or paused
+	// again); Event.ChangedBy says who, Event.Reason why, when known.
+	EventClusterPaused EventType = "cluster-paused"
+	// EventClusterResumed: repairs on a paused cluster were resumed.
+	EventClusterResumed EventType = "cluster-resumed"
 	// EventSourceApplied: a Git manifest source's new commit is the
 	// desired state in force (Event.Application names the source,
 	// Event.Revision the commit).
@@ -47,7 +52,7 @@ const (
 // EventTypes lists every event type.
 func EventTypes() []EventType {
 	return []EventType{EventRepaired, EventUnrepaired, EventRepairFailed, EventContested, EventStuck,
-		EventClusterUnreachable, EventClusterRecovered, EventSourceApplied, EventSourceStale}
+		EventClusterUnreachable, EventClusterRecovered, EventClusterPaused, EventClusterResumed, EventSourceApplied, EventSourceStale}
 }
 
 // ObjectEventTypes lists the event types about one object (those written
@@ -88,9 +93,9 @@ func (s Severity) AtLeast(min Severity) bool { return s.rank() >= min.rank() }
 // severityOf is the severity of each event type.
 func severityOf(t EventType) Severity {
 	switch t {
-	case EventRepaired, EventClusterRecovered, EventSourceApplied:
+	case EventRepaired, EventClusterRecovered, EventClusterResumed, EventSourceApplied:
 		return SeverityInfo
-	case EventUnrepaired, EventContested, EventSourceStale:
+	case EventUnrepaired, EventContested, EventSourceStale, EventClusterPaused:
 		return SeverityWarning
 	default:
 		return SeverityCritical
@@ -121,7 +126,8 @@ type Event struct {
 	// Class is the drift class (missing, modified, added, unlabelled,
 	// deleting), when the event is about a drift.
 	Class string `json:"class,omitempty"`
-	// Reason: for drift-unrepaired, why (warn, hold, pause).
+	// Reason: for drift-unrepaired, why (warn, hold, pause); for
+	// cluster-paused, the pause's reason as its author wrote it.
 	Reason string `json:"reason,omitempty"`
 	// Fields are the drifted field paths (never their values: those may
 	// be secrets).
@@ -130,7 +136,8 @@ type Event struct {
 	// pods' or its events' words (see hub.NodeStatus.Diagnosis), when the
 	// hub could tell.
 	Diagnosis []string `json:"diagnosis,omitempty"`
-	// ChangedBy is the field manager that made the drift, when known.
+	// ChangedBy is the field manager that made the drift, when known;
+	// for cluster-paused, who paused the cluster.
 	ChangedBy string `json:"changedBy,omitempty"`
 	// Count: for drift-repaired, how many repairs of this NodeID the
 	// event stands for (more than 1 when several happened within one

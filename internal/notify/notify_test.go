@@ -94,6 +94,24 @@ func TestDeriver(t *testing.T) {
 			snap(3, hub.ClusterSynced, node(web, hub.StatusStuck, 0)),
 		}, []want{{EventStuck, "", 0}, {EventStuck, "", 0}}},
 	}
+	paused := func(s *hub.Snapshot, at time.Time, by, reason string) *hub.Snapshot {
+		c := &s.Clusters[0]
+		c.Paused, c.PausedAt, c.PausedBy, c.PauseReason = true, at, by, reason
+		return s
+	}
+	tests = append(tests, struct {
+		name  string
+		snaps []*hub.Snapshot
+		want  []want
+	}{"paused, paused again with a new note, resumed; a pause from before the first snapshot is no news", []*hub.Snapshot{
+		paused(snap(1, hub.ClusterSynced), t0, "bob", "old"),
+		snap(2, hub.ClusterSynced),
+		paused(snap(3, hub.ClusterSynced), t0.Add(3*time.Second), "alice", "INC-4211"),
+		paused(snap(4, hub.ClusterSynced), t0.Add(3*time.Second), "alice", "INC-4211"),
+		paused(snap(5, hub.ClusterUnreachable), t0.Add(5*time.Second), "", ""),
+		snap(6, hub.ClusterUnreachable),
+	}, []want{{EventClusterResumed, "", 0}, {EventClusterPaused, "INC-4211", 0}, {EventClusterPaused, "", 0},
+		{EventClusterUnreachable, "", 0}, {EventClusterResumed, "", 0}}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDeriver("hq")
@@ -651,5 +669,32 @@ func TestContestedSaysItOnce(t *testing.T) {
 	evs := d.next(snap(2, hub.ClusterSynced, n))
 	if len(evs) != 1 || evs[0].Type != EventContested || evs[0].Message != web.String()+": contested with hpa: 3 repairs undone; backoff 8s" {
 		t.Errorf("events %+v", evs)
+	}
+}
+
+// TestPauseEventContent: a pause's event says who paused the cluster and
+// why, in its fields and its message; a pause made again says so.
+func TestPauseEventContent(t *testing.T) {
+	d := newDeriver("hq")
+	s := snap(1, hub.ClusterSynced)
+	d.next(s)
+	s = snap(2, hub.ClusterSynced)
+	c := &s.Clusters[0]
+	c.Paused, c.PausedAt, c.PausedBy, c.PauseReason = true, t0, "alice", "INC-4211: failover"
+	evs := d.next(s)
+	if len(evs) != 1 || evs[0].Type != EventClusterPaused || evs[0].Severity != SeverityWarning || evs[0].ChangedBy != "alice" ||
+		evs[0].Reason != "INC-4211: failover" ||
+		evs[0].Message != "repairs on cluster prod paused by alice: INC-4211: failover; its drift is reported, not repaired" {
+		t.Fatalf("pause events = %+v", evs)
+	}
+	s = snap(3, hub.ClusterSynced)
+	c = &s.Clusters[0]
+	c.Paused, c.PausedAt = true, t0.Add(time.Minute)
+	if evs := d.next(s); len(evs) != 1 || evs[0].Message != "repairs on cluster prod paused again; its drift is reported, not repaired" {
+		t.Fatalf("pause again events = %+v", evs)
+	}
+	if evs := d.next(snap(4, hub.ClusterSynced)); len(evs) != 1 || evs[0].Type != EventClusterResumed || evs[0].Severity != SeverityInfo ||
+		evs[0].Message != "repairs on cluster prod resumed: its drift is repaired again" {
+		t.Fatalf("resume events = %+v", evs)
 	}
 }
