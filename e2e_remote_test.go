@@ -183,7 +183,8 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	if r.code != 0 || !strings.Contains(r.out, "cluster "+cluster+" held until") || !strings.Contains(r.out, "INC-1: restore") {
 		t.Fatalf("hold: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
-	if r = runCLI(t, e2eViewer, hubArgs("status")...); !strings.Contains(r.out, "HOLDS\n  cluster "+cluster+" until") {
+	if r = runCLI(t, e2eViewer, hubArgs("status")...); !strings.Contains(r.out, "HOLDS\n  cluster "+cluster+" until") ||
+		!strings.Contains(r.out, ") by alice: INC-1: restore") {
 		t.Fatalf("status with a hold:\n%s%s", r.out, r.errOut)
 	}
 	if r = runCLI(t, e2eOperator, hubArgs("release", "cluster", cluster)...); r.code != 0 || len(snapshot().Holds) != 0 {

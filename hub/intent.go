@@ -48,8 +48,11 @@ func (t HoldTarget) Valid() error {
 type Hold struct {
 	Target HoldTarget
 	Reason string
-	Since  time.Time
-	Until  time.Time
+	// By is who placed it (the API token's name, or the local user of an
+	// in-process terminal UI); "" when not known.
+	By    string `json:",omitempty"`
+	Since time.Time
+	Until time.Time
 }
 
 // Active reports whether the hold still holds at now.

@@ -208,8 +208,18 @@ func (ia *intentAPI) overrideNarrowsLocked(app string, p Policy) bool {
 // Hold stops repairs (and prunes) of a NodeID, an application or a cluster
 // for ttl, with a reason: drift is still detected and shown as held. A hold
 // on the same target is replaced. It expires by itself; with an intent
-// store it survives a restart.
+// store it survives a restart. Who placed it is not known: see HoldAs.
 func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
+	return ia.HoldAs("", t, ttl, reason)
+}
+
+// HoldAs places a hold as Hold does, noting who placed it (Hold.By; made
+// one line, at most MaxPauseNote bytes).
+func (ia *intentAPI) HoldAs(by string, t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
+	by = strings.Join(strings.Fields(by), " ")
+	if len(by) > MaxPauseNote {
+		return Hold{}, fmt.Errorf("hold %s: its author may have at most %d bytes", t, MaxPauseNote)
+	}
 	if err := t.Valid(); err != nil {
 		return Hold{}, err
 	}
@@ -225,7 +235,7 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 	ia.beginChange()
 	defer ia.endChange()
 	now := ia.opts.Now()
-	hd := Hold{Target: t, Reason: reason, Since: now, Until: now.Add(ttl)}
+	hd := Hold{Target: t, Reason: reason, By: by, Since: now, Until: now.Add(ttl)}
 	var ws []*inflight
 	func() {
 		ia.mu.Lock()

@@ -219,7 +219,11 @@ func (v *detailView) lines() []string {
 		}
 		left := shortDuration(max(hd.Until.Sub(now).Round(time.Minute), time.Minute))
 		head := v.st.magenta.render(clean(string(hd.Target.Scope)+" "+hd.Target.Name)) + v.st.dim.render(" · "+left+" left · ")
-		add(v.field("hold", head+clean(hd.Reason)))
+		by := ""
+		if hd.By != "" {
+			by = v.st.dim.render(clean(" · by " + hd.By)) // after the reason: a narrow view cuts it first
+		}
+		add(v.field("hold", head+clean(hd.Reason)+by))
 	}
 	app := clean(n.Application)
 	if app == "" {

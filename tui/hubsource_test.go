@@ -28,7 +28,7 @@ func TestHubSource(t *testing.T) {
 	if err := src.RepairNow(nid("prod-eu:casehub/nope:deployment")); !errors.Is(err, hub.ErrUnknownNode) {
 		t.Fatalf("RepairNow(unknown) = %v, want ErrUnknownNode", err)
 	}
-	if err := src.PauseCluster("prod-eu", true); err != nil {
+	if err := src.PauseClusterNote("prod-eu", hub.PauseNote{By: "mallory", Reason: "INC-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.SetApplicationPolicy("inventory", hub.PolicyWarn); err != nil {
@@ -55,19 +55,23 @@ func TestHubSource(t *testing.T) {
 	if len(snap.Holds) != 1 || snap.Holds[0].Target != hold {
 		t.Errorf("snapshot holds = %+v, want the node's", snap.Holds)
 	}
-	if c, _ := snap.Cluster("prod-eu"); !c.Paused {
-		t.Error("cluster not paused")
+	user := localUser()
+	if c, _ := snap.Cluster("prod-eu"); !c.Paused || c.PausedBy != user || c.PauseReason != "INC-1" {
+		t.Errorf("cluster %+v, want paused by %s (the local user, not the note's) with the reason", c, user)
+	}
+	if snap.Holds[0].By != user {
+		t.Errorf("hold placed by %q, want %q", snap.Holds[0].By, user)
 	}
 	if snap.AppPolicies["inventory"] != hub.PolicyWarn {
 		t.Error("warn-only override not set")
 	}
 
 	m := New(src, Options{NoColor: true, Now: fixedClock})
-	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 24})
 	m.Update(snapshotMsg{snap: snap})
 	press(t, m, "enter", "enter")
 	out := m.View().Content
-	for _, want := range []string{"hub-test", "1/1 cluster up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override", "1 hold", "node prod-eu:casehub/inventory:deployment · 30m left · incident 42"} {
+	for _, want := range []string{"hub-test", "1/1 cluster up", "prod-eu:casehub/inventory:deployment", "manual repair requested", "runtime override", "1 hold", "node prod-eu:casehub/inventory:deployment · 30m left · incident 42 · by " + user} {
 		if !strings.Contains(out, want) {
 			t.Errorf("screen lacks %q:\n%s", want, out)
 		}

@@ -45,8 +45,8 @@ type NodeReader interface {
 	Node(ctx context.Context, id hub.NodeID) (hub.NodeStatus, error)
 }
 
-// HubSource adapts an in-process *hub.Hub to Source. Its pauses are noted
-// as made by the user running the process.
+// HubSource adapts an in-process *hub.Hub to Source. Its pauses and holds
+// are noted as made by the user running the process.
 func HubSource(h *hub.Hub) Source { return hubSource{h: h, user: localUser()} }
 
 type hubSource struct {
@@ -84,7 +84,7 @@ func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {
 }
 
 func (s hubSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
-	return s.h.Hold(t, ttl, reason)
+	return s.h.HoldAs(s.user, t, ttl, reason)
 }
 
 func (s hubSource) ReleaseHold(t hub.HoldTarget) error { return s.h.ReleaseHold(t) }

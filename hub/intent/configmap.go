@@ -44,10 +44,10 @@ const (
 	// so replicas of both versions can share the records while a hub is
 	// upgraded or rolled back.
 	LabelSwitchTimesOf = "driftwatch.io/switch-times-of"
-	// LabelPauseNotesOf carries the hub id on the ConfigMap of pause
-	// notes (who paused each cluster and why), apart from LabelHub for
-	// the same reason as LabelSwitchTimesOf.
-	LabelPauseNotesOf = "driftwatch.io/pause-notes-of"
+	// LabelSwitchNotesOf carries the hub id on the ConfigMap of switch
+	// notes (who paused each cluster and why, who placed each hold),
+	// apart from LabelHub for the same reason as LabelSwitchTimesOf.
+	LabelSwitchNotesOf = "driftwatch.io/switch-notes-of"
 )
 
 // Record kinds, the values of LabelIntent.
@@ -95,7 +95,7 @@ type ConfigMapOptions struct {
 //
 //	driftwatch-<hub>-paused                      cluster -> true
 //	driftwatch-<hub>-switch-times                paused/<cluster>, policy/<application> -> time set
-//	driftwatch-<hub>-pause-notes                 cluster -> who paused it and why
+//	driftwatch-<hub>-switch-notes                paused/<cluster>, hold/<scope>/<name> -> who set it, why
 //	driftwatch-<hub>-policies                    application -> policy, a JSON string
 //	driftwatch-<hub>-holds                       "scope/name" -> hold
 //	driftwatch-<hub>-decommissions-<cluster>-<n> NodeID -> decommission record
@@ -103,10 +103,11 @@ type ConfigMapOptions struct {
 //
 // Values are the JSON records of the state file (see Store); a switch
 // time is a JSON RFC 3339 time. The switch times are labelled
-// LabelSwitchTimesOf and the pause notes LabelPauseNotesOf instead of
+// LabelSwitchTimesOf and the switch notes LabelSwitchNotesOf instead of
 // LabelHub and LabelIntent (see there), and both are read by name. A
-// pause's note is written before its record and deleted after it, as its
-// time is. Applied and
+// switch's note is written before its record and deleted after it, as a
+// switch time is; a hold's note names the hold by its start (Since), so
+// that a note left by a hold that expired is never read as another's. Applied and
 // decommission records, which can number many thousands, are sharded: per
 // cluster (labelled driftwatch.io/cluster), so that replicas that own
 // different clusters write different ConfigMaps, and within a cluster into
@@ -366,13 +367,12 @@ func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time, no
 	if cluster == "" {
 		return fmt.Errorf("intent configmaps: %s: empty cluster", what)
 	}
-	notes := s.pauseNotes()
-	notes.key = dataKey(cluster)
+	notes := s.switchNotes(switchPaused + cluster)
 	var val, rec any
 	if paused {
 		val = true
 		if note != (hub.PauseNote{}) {
-			rec = toPauseNote(cluster, time.Time{}, note)
+			rec = switchNoteRecord{Switch: switchPaused + cluster, By: note.By, Reason: note.Reason}
 		}
 		if err := s.write(what, notes, rec); err != nil {
 			return err
@@ -436,12 +436,32 @@ func (s *ConfigMapStore) switchTimes() location {
 	}
 }
 
-// pauseNotes locates the ConfigMap of pause notes (key unset).
-func (s *ConfigMapStore) pauseNotes() location {
-	return location{
-		name:   "driftwatch-" + s.hubID + "-pause-notes",
-		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelPauseNotesOf: s.hubID},
+// Switch note keys, before the cluster or the hold target: a pause's
+// note is under switchPaused (as its time), a hold's under switchHold.
+const switchHold = "hold/"
+
+// switchNoteRecord is a switch's note in the ConfigMap of switch notes:
+// who set it and, for a pause, why (a hold's reason is in its record).
+// Since names the hold it is the note of.
+type switchNoteRecord struct {
+	Switch string    `json:"switch"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+}
+
+// switchNotes locates the note of a switch ("paused/<cluster>",
+// "hold/<target>") in the ConfigMap of switch notes; "" locates the
+// ConfigMap.
+func (s *ConfigMapStore) switchNotes(id string) location {
+	loc := location{
+		name:   "driftwatch-" + s.hubID + "-switch-notes",
+		labels: map[string]string{kubeobj.ManagedByLabel: s.opts.ManagedBy, LabelSwitchNotesOf: s.hubID},
 	}
+	if id != "" {
+		loc.key = dataKey(id)
+	}
+	return loc
 }
 
 // getByName reads a ConfigMap of the store read by name (nil without it),
@@ -465,26 +485,41 @@ func (s *ConfigMapStore) getByName(ctx context.Context, loc location) (*corev1.C
 	return cm, fail, bad, nil
 }
 
-// loadPauseNotes reads the notes of the pauses of in (none without the
-// ConfigMap) and returns the errors of the records that do not load. Notes
-// of clusters not paused in in (a deletion half written) are left out.
-func (s *ConfigMapStore) loadPauseNotes(ctx context.Context, in *hub.Intent) ([]error, error) {
-	cm, fail, bad, err := s.getByName(ctx, s.pauseNotes())
+// loadSwitchNotes reads the notes of the pauses and holds of in (none
+// without the ConfigMap) and returns the errors of the records that do not
+// load. Notes of clusters not paused in in (a deletion half written) and
+// of holds not in in, or of another hold on the same target (a note left
+// by one that expired), are left out.
+func (s *ConfigMapStore) loadSwitchNotes(ctx context.Context, in *hub.Intent) ([]error, error) {
+	cm, fail, bad, err := s.getByName(ctx, s.switchNotes(""))
 	if cm == nil || err != nil {
 		return nil, err
 	}
+	holds := make(map[string]int, len(in.Holds))
+	for i, hd := range in.Holds {
+		holds[hd.Target.String()] = i
+	}
 	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-		var r pauseNoteRecord
+		var r switchNoteRecord
 		if err := decode([]byte(cm.Data[key]), &r); err != nil {
 			bad = append(bad, fail(key, err))
 			continue
 		}
-		if r.Cluster == "" || dataKey(r.Cluster) != key {
-			bad = append(bad, fail(key, fmt.Errorf("record is for cluster %q", r.Cluster)))
+		if dataKey(r.Switch) != key {
+			bad = append(bad, fail(key, fmt.Errorf("record is for %q, whose key is %s", r.Switch, dataKey(r.Switch))))
 			continue
 		}
-		r.At = time.Time{} // the switch times' is the pause's
-		r.addTo(in)
+		if c, ok := strings.CutPrefix(r.Switch, switchPaused); ok && c != "" {
+			if note := (hub.PauseNote{By: r.By, Reason: r.Reason}); in.Paused[c] && note != (hub.PauseNote{}) {
+				in.PauseNotes[c] = note
+			}
+		} else if t, ok := strings.CutPrefix(r.Switch, switchHold); ok && t != "" {
+			if i, held := holds[t]; held && in.Holds[i].Since.Equal(r.Since) {
+				in.Holds[i].By = r.By
+			}
+		} else {
+			bad = append(bad, fail(key, fmt.Errorf("%q: not a switch (%s<cluster> or %s<scope>/<name>)", r.Switch, switchPaused, switchHold)))
+		}
 	}
 	return bad, nil
 }
@@ -531,6 +566,15 @@ func (s *ConfigMapStore) PutHold(h hub.Hold) error {
 	if err := h.Target.Valid(); err != nil {
 		return fmt.Errorf("intent configmaps: %s: %w", what, err)
 	}
+	// Who placed it is in its note, not its record: a replica of a version
+	// before notes refuses a record with a field it does not know.
+	var note any
+	if h.By != "" {
+		note = switchNoteRecord{Switch: switchHold + h.Target.String(), By: h.By, Since: h.Since}
+	}
+	if err := s.write(what, s.switchNotes(switchHold+h.Target.String()), note); err != nil {
+		return err
+	}
 	rec := holdRecord{Scope: h.Target.Scope, Name: h.Target.Name, Reason: h.Reason, Since: h.Since, Until: h.Until}
 	return s.write(what, s.locate(kindHolds, "", h.Target.String()), rec)
 }
@@ -542,20 +586,43 @@ func (s *ConfigMapStore) DeleteHold(t hub.HoldTarget) error {
 	if err := t.Valid(); err != nil {
 		return fmt.Errorf("intent configmaps: %s: %w", what, err)
 	}
-	return s.write(what, s.locate(kindHolds, "", t.String()), nil)
+	if err := s.write(what, s.locate(kindHolds, "", t.String()), nil); err != nil {
+		return err
+	}
+	return s.write(what, s.switchNotes(switchHold+t.String()), nil)
 }
 
 // DeleteExpiredHold deletes the hold on h's target only while the stored
-// one still ends at h.Until: a compare-and-delete (a JSON patch that tests
-// the record read and removes it), read again when another replica changed
-// it in between, so that a hold renewed on the target by any replica stays.
-// None is not an error, an invalid target is.
+// one still ends at h.Until: a compare-and-delete (see compareAndDelete),
+// so that a hold renewed on the target by any replica stays. Its note goes
+// with it while the note is still that hold's. None is not an error, an
+// invalid target is.
 func (s *ConfigMapStore) DeleteExpiredHold(h hub.Hold) error {
 	what := "delete expired hold " + h.Target.String()
 	if err := h.Target.Valid(); err != nil {
 		return fmt.Errorf("intent configmaps: %s: %w", what, err)
 	}
-	loc := s.locate(kindHolds, "", h.Target.String())
+	deleted, err := s.compareAndDelete(what, s.locate(kindHolds, "", h.Target.String()), func(val []byte) (bool, error) {
+		var rec holdRecord
+		err := decode(val, &rec)
+		return err == nil && rec.Until.Equal(h.Until), err // else renewed since
+	})
+	if err != nil || !deleted {
+		return err
+	}
+	_, err = s.compareAndDelete(what, s.switchNotes(switchHold+h.Target.String()), func(val []byte) (bool, error) {
+		var rec switchNoteRecord
+		err := decode(val, &rec)
+		return err == nil && rec.Since.Equal(h.Since), err // else a later hold's
+	})
+	return err
+}
+
+// compareAndDelete deletes the record at loc while match says it is the
+// one to delete: a JSON patch that tests the value read and removes it,
+// read again when another replica changed it in between. deleted is false
+// when there is no such record or match refused it.
+func (s *ConfigMapStore) compareAndDelete(what string, loc location, match func(val []byte) (bool, error)) (deleted bool, err error) {
 	fail := func(err error) error {
 		return fmt.Errorf("intent configmap %s/%s: %s: %w", s.namespace, loc.name, what, err)
 	}
@@ -566,40 +633,41 @@ func (s *ConfigMapStore) DeleteExpiredHold(h hub.Hold) error {
 	for range maxCreateRaces {
 		cm, err := cms.Get(ctx, loc.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return fail(err)
+			return false, fail(err)
 		}
 		val, ok := cm.Data[loc.key]
 		if !ok {
-			return nil
+			return false, nil
 		}
-		var rec holdRecord
-		if err := decode([]byte(val), &rec); err != nil {
-			return fail(fmt.Errorf("key %s: %w", loc.key, err))
-		}
-		if !rec.Until.Equal(h.Until) {
-			return nil // renewed since
+		if ok, err := match([]byte(val)); err != nil || !ok {
+			if err != nil {
+				err = fail(fmt.Errorf("key %s: %w", loc.key, err))
+			}
+			return false, err
 		}
 		patch, err := json.Marshal([]map[string]any{
 			{"op": "test", "path": path, "value": val},
 			{"op": "remove", "path": path},
 		})
 		if err != nil {
-			return fail(err)
+			return false, fail(err)
 		}
 		_, err = cms.Patch(ctx, loc.name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: s.opts.FieldManager})
 		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
 		case apierrors.IsInvalid(err):
 			continue // the test failed: changed since the read
 		default:
-			return fail(err)
+			return false, fail(err)
 		}
 	}
-	return fail(fmt.Errorf("changed by others %d times in a row", maxCreateRaces))
+	return false, fail(fmt.Errorf("changed by others %d times in a row", maxCreateRaces))
 }
 
 // PutDecommission records a pending decommission, replacing one of the same
@@ -694,7 +762,7 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 		return hub.Intent{}, err
 	}
 	bad = append(bad, badTimes...)
-	badNotes, err := s.loadPauseNotes(ctx, &in)
+	badNotes, err := s.loadSwitchNotes(ctx, &in)
 	if err != nil {
 		return hub.Intent{}, err
 	}

@@ -165,8 +165,17 @@ func testCMExpiredHold(t *testing.T, env cmEnv) {
 	a, b := newCMStore(t, env.admin, ns), newCMStore(t, env.admin, ns)
 	target := hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-eu"}
 	other := hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "other", Since: t0(), Until: t0().Add(time.Hour)}
-	old := hub.Hold{Target: target, Reason: "incident", Since: t0(), Until: t0().Add(time.Minute)}
-	renewed := hub.Hold{Target: target, Reason: "incident, still", Since: t0().Add(2 * time.Minute), Until: t0().Add(time.Hour)}
+	old := hub.Hold{Target: target, Reason: "incident", By: "alice", Since: t0(), Until: t0().Add(time.Minute)}
+	renewed := hub.Hold{Target: target, Reason: "incident, still", By: "bob", Since: t0().Add(2 * time.Minute), Until: t0().Add(time.Hour)}
+	noteOf := func() (string, bool) {
+		cm, err := env.admin.CoreV1().ConfigMaps(ns).Get(t.Context(), a.switchNotes("").name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return "", false
+		}
+		must(t, err)
+		v, ok := cm.Data[a.switchNotes(switchHold+target.String()).key]
+		return v, ok
+	}
 	holdsOf := func() []hub.Hold {
 		in, err := a.Load()
 		must(t, err)
@@ -176,12 +185,15 @@ func testCMExpiredHold(t *testing.T, env cmEnv) {
 	must(t, a.PutHold(old))
 	must(t, a.PutHold(renewed))
 	must(t, b.DeleteExpiredHold(old)) // b still had the old one
-	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) {
-		t.Fatalf("after deleting the expired hold: %+v, want %+v kept and the renewal %+v", got, other, renewed)
+	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) || got[1].By != "bob" {
+		t.Fatalf("after deleting the expired hold: %+v, want %+v kept and the renewal %+v with its author", got, other, renewed)
 	}
 	must(t, b.DeleteExpiredHold(renewed))
 	if got := holdsOf(); len(got) != 1 || got[0].Target != other.Target {
 		t.Fatalf("after deleting the renewal once expired: %+v, want only %+v", got, other)
+	}
+	if v, ok := noteOf(); ok {
+		t.Errorf("the expired hold's note stayed: %s", v)
 	}
 	must(t, b.DeleteExpiredHold(renewed)) // none: not an error
 	if err := b.DeleteExpiredHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}); err == nil {
@@ -203,8 +215,20 @@ func testCMExpiredHold(t *testing.T, env cmEnv) {
 	}
 	c := newCMStore(t, kubernetes.NewForConfigOrDie(cfg), ns)
 	must(t, c.DeleteExpiredHold(old))
-	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) {
-		t.Fatalf("a renewal between the read and the delete: %+v, want %+v kept and the renewal %+v", got, other, renewed)
+	if got := holdsOf(); len(got) != 2 || !got[1].Until.Equal(renewed.Until) || got[1].By != "bob" {
+		t.Fatalf("a renewal between the read and the delete: %+v, want %+v kept and the renewal %+v with its author", got, other, renewed)
+	}
+
+	// A note left by a hold whose record another way removed is not read
+	// as the author of the next hold on the target, placed without one.
+	must(t, a.PutHold(renewed))
+	must(t, a.write("test", a.locate(kindHolds, "", target.String()), nil)) // the record alone
+	anon := renewed
+	anon.By, anon.Since = "", t0().Add(time.Hour)
+	must(t, a.write("test", a.locate(kindHolds, "", target.String()), holdRecord{Scope: anon.Target.Scope, Name: anon.Target.Name,
+		Reason: anon.Reason, Since: anon.Since, Until: anon.Until})) // as a replica of a version before notes places it
+	if got := holdsOf(); len(got) != 2 || got[1].By != "" {
+		t.Fatalf("a hold placed without a note: %+v, want no author", got)
 	}
 }
 
@@ -226,7 +250,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	warn := svc
 	warn.Policy = hub.PolicyWarn
 	holds := []hub.Hold{
-		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "incident 42", Since: t0(), Until: t0().Add(time.Hour)},
+		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "incident 42", By: "carol", Since: t0(), Until: t0().Add(time.Hour)},
 		{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-eu"}, Since: t0(), Until: t0().Add(2 * time.Hour)},
 		{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: colon.ID.String()}, Reason: "debugging", Since: t0(), Until: t0().Add(-time.Minute)},
 	}
@@ -290,13 +314,13 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 			}
 			continue
 		}
-		if c.Name == s.pauseNotes().name {
+		if c.Name == s.switchNotes("").name {
 			notes++
-			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelPauseNotesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
+			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelSwitchNotesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
 				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 			}
-			if len(c.Data) != 1 {
-				t.Errorf("configmap %s: %v, want prod-eu's note alone", c.Name, c.Data)
+			if len(c.Data) != 2 {
+				t.Errorf("configmap %s: %v, want prod-eu's note and the application hold's", c.Name, c.Data)
 			}
 			continue
 		}
@@ -305,7 +329,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 		}
 	}
 	if times != 1 || notes != 1 {
-		t.Errorf("%d configmaps of switch times and %d of pause notes, want 1 each", times, notes)
+		t.Errorf("%d configmaps of switch times and %d of switch notes, want 1 each", times, notes)
 	}
 
 	for c := range want.Paused {
@@ -335,8 +359,8 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.switchTimes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("configmap of switch times after every resume and override removed: %v, want not found", err)
 	}
-	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.pauseNotes().name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("configmap of pause notes after every resume: %v, want not found", err)
+	if _, err := admin.CoreV1().ConfigMaps(s.Namespace()).Get(t.Context(), s.switchNotes("").name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("configmap of switch notes after every resume and release: %v, want not found", err)
 	}
 	list, err = admin.CoreV1().ConfigMaps(s.Namespace()).List(t.Context(), metav1.ListOptions{LabelSelector: s.selector()})
 	must(t, err)
@@ -478,7 +502,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	patch("driftwatch-hub-a-policies", map[string]any{"billing": `"delete-everything"`})
 	patch("driftwatch-hub-a-paused", map[string]any{"prod_2": "true"})
 	patch(s.switchTimes().name, map[string]any{"paused_2Fprod": `"yesterday"`, "paused_2fprod": `"2026-12-01T09:00:00Z"`, "prod": `"2026-12-01T09:00:00Z"`})
-	patch(s.pauseNotes().name, map[string]any{"dev": `{"cluster":"prod"}`})
+	patch(s.switchNotes("").name, map[string]any{"dev": `{"switch":"paused/prod"}`})
 
 	_, err := s.Load()
 	if !errors.Is(err, ErrCorrupt) {
@@ -495,7 +519,7 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 		ns + "/" + appliedCM + ` key "extra-field": json: unknown field "owner"`,
 		ns + `/driftwatch-hub-a-policies key "billing": policy "delete-everything"`,
 		ns + `/driftwatch-hub-a-paused key "prod_2"`,
-		ns + `/driftwatch-hub-a-pause-notes key "dev": record is for cluster "prod"`,
+		ns + `/driftwatch-hub-a-switch-notes key "dev": record is for "paused/prod", whose key is paused_2Fprod`,
 		"nothing was changed",
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -20,8 +20,11 @@ type (
 		Scope  hub.HoldScope `json:"scope"`
 		Name   string        `json:"name"`
 		Reason string        `json:"reason,omitempty"`
-		Since  time.Time     `json:"since"`
-		Until  time.Time     `json:"until"`
+		// By is in the state file's records (schema 2); a ConfigMapStore
+		// keeps it in the hold's note instead.
+		By    string    `json:"by,omitempty"`
+		Since time.Time `json:"since"`
+		Until time.Time `json:"until"`
 	}
 	// refRecord is a hub.SpecRef.
 	refRecord struct {
@@ -152,7 +155,7 @@ func (s *Store) PutHold(h hub.Hold) error {
 	if err := h.Target.Valid(); err != nil {
 		return fmt.Errorf("state file %s: %s: %w", s.path, what, err)
 	}
-	rec := holdRecord{Scope: h.Target.Scope, Name: h.Target.Name, Reason: h.Reason, Since: h.Since, Until: h.Until}
+	rec := holdRecord{Scope: h.Target.Scope, Name: h.Target.Name, Reason: h.Reason, By: h.By, Since: h.Since, Until: h.Until}
 	return s.update(what, func(tx *bolt.Tx) error {
 		return put(tx, bucketHolds, h.Target.String(), rec)
 	})
@@ -390,7 +393,7 @@ func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 		if t.String() != k {
 			return fmt.Errorf("record is for %s", t)
 		}
-		in.Holds = append(in.Holds, hub.Hold{Target: t, Reason: r.Reason, Since: r.Since, Until: r.Until})
+		in.Holds = append(in.Holds, hub.Hold{Target: t, Reason: r.Reason, By: r.By, Since: r.Since, Until: r.Until})
 		return nil
 	}); err != nil {
 		return err

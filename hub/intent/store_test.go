@@ -58,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 	svc := ref("prod-us", "shop", "front", hub.KindService)
 	cm := ref("prod-us", "", "cluster-wide", hub.KindConfigMap)
 	holds := []hub.Hold{
-		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "incident 42", Since: t0(), Until: t0().Add(time.Hour)},
+		{Target: hub.HoldTarget{Scope: hub.HoldApplication, Name: "shop"}, Reason: "incident 42", By: "carol", Since: t0(), Until: t0().Add(time.Hour)},
 		{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod-eu"}, Since: t0(), Until: t0().Add(2 * time.Hour)},
 		{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: colon.ID.String()}, Reason: "debugging", Since: t0(), Until: t0().Add(-time.Minute)},
 	}

@@ -377,7 +377,7 @@ func (s *server) hold(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("hold %s: %w", t, unknown))
 		return
 	}
-	hd, err := s.h.Hold(t, ttl, req.Reason)
+	hd, err := s.h.HoldAs(callerOf(r).Name, t, ttl, req.Reason)
 	switch {
 	case err != nil && hd.Until.IsZero():
 		// Refused before anything changed: a bad target, ttl or reason.

@@ -141,7 +141,7 @@ func TestHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hd.Target != node || hd.Reason != "incident 42: hands off" || hd.Until.Sub(hd.Since) != 30*time.Minute {
+	if hd.Target != node || hd.Reason != "incident 42: hands off" || hd.By != "local" || hd.Until.Sub(hd.Since) != 30*time.Minute {
 		t.Fatalf("hold = %+v", hd)
 	}
 	app := hub.HoldTarget{Scope: hub.HoldApplication, Name: "web"}

@@ -28,6 +28,7 @@ type Hub interface {
 	PauseClusterNote(cluster string, note hub.PauseNote) error
 	SetApplicationPolicy(app string, p hub.Policy) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
+	HoldAs(by string, t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error
 }
 

@@ -337,6 +337,7 @@ type StatusHold struct {
 	Scope  string    `json:"scope"`
 	Name   string    `json:"name"`
 	Reason string    `json:"reason"`
+	By     string    `json:"by,omitempty"`
 	Until  time.Time `json:"until"`
 }
 
@@ -416,7 +417,7 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 		rep.Attention = rep.Attention[:limit]
 	}
 	for _, h := range snap.Holds {
-		rep.Holds = append(rep.Holds, StatusHold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, Until: h.Until})
+		rep.Holds = append(rep.Holds, StatusHold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, By: h.By, Until: h.Until})
 	}
 	for _, s := range snap.Sources {
 		rep.FailingSources = append(rep.FailingSources, StatusSource{ID: s.ID, Error: s.Error, Since: s.Since, KeptObjects: s.KeptObjects})
@@ -567,8 +568,12 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 	if len(rep.Holds) > 0 {
 		b.WriteString("\nHOLDS\n")
 		for _, h := range rep.Holds {
-			fmt.Fprintf(&b, "  %s %s until %s (in %s): %s\n", h.Scope, termtext.Clean(h.Name),
-				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), termtext.Clean(h.Reason))
+			by := ""
+			if h.By != "" {
+				by = " by " + termtext.Clean(h.By)
+			}
+			fmt.Fprintf(&b, "  %s %s until %s (in %s)%s: %s\n", h.Scope, termtext.Clean(h.Name),
+				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), by, termtext.Clean(h.Reason))
 		}
 	}
 	if len(rep.FailingSources)+len(rep.StaleSources) > 0 {

@@ -48,8 +48,8 @@ type deriver struct {
 	// when not known), to tell a pause, a pause made again and a resume.
 	pauses  map[string]time.Time
 	sources map[string]sourceMemo // Git sources, by id
-	seq      uint64                // marks the nodes seen in the current pass over every node
-	prev     *hub.Snapshot         // the previous snapshot (immutable, shared with the hub)
+	seq     uint64                // marks the nodes seen in the current pass over every node
+	prev    *hub.Snapshot         // the previous snapshot (immutable, shared with the hub)
 }
 
 type nodeMemo struct {

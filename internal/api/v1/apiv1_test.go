@@ -61,7 +61,7 @@ func richSnapshot() *hub.Snapshot {
 			Count: 3, First: t0.Add(-2 * time.Second)}},
 		AppPolicies: map[string]hub.Policy{"web": hub.PolicyWarn},
 		QueueDepth:  4,
-		Holds: []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}, Reason: "maintenance",
+		Holds: []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}, Reason: "maintenance", By: "alice",
 			Since: t0, Until: t0.Add(time.Hour)}},
 	}
 }

@@ -366,12 +366,12 @@ func (e FeedEntry) ToHub() (hub.FeedEntry, error) {
 
 // FromHold converts a hold.
 func FromHold(h hub.Hold) Hold {
-	return Hold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, Since: h.Since, Until: h.Until}
+	return Hold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, By: h.By, Since: h.Since, Until: h.Until}
 }
 
 // ToHub converts the hold back.
 func (h Hold) ToHub() hub.Hold {
-	return hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldScope(h.Scope), Name: h.Name}, Reason: h.Reason, Since: h.Since, Until: h.Until}
+	return hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldScope(h.Scope), Name: h.Name}, Reason: h.Reason, By: h.By, Since: h.Since, Until: h.Until}
 }
 
 // FromHolds converts holds (an empty list for none).

@@ -366,6 +366,9 @@ type Hold struct {
 	Name string `json:"name"`
 	// Reason says why.
 	Reason string `json:"reason"`
+	// By is who placed it (the API token's name, or the local user of a
+	// terminal UI); absent when not known.
+	By string `json:"by,omitempty"`
 	// Since is when the hold was placed.
 	Since time.Time `json:"since"`
 	// Until is when it expires.
