@@ -148,6 +148,7 @@ func TestExitCodes(t *testing.T) {
 		{"repair a bad NodeID", []string{"repair", "c1:web"}, 2, `repair: `},
 		{"policy of nothing", []string{"policy", "web"}, 2, "policy: want APPLICATION warn|repair|config"},
 		{"policy unknown", []string{"policy", "web", "maybe"}, 2, `policy: policy "maybe": want warn, repair or config`},
+		{"policy config with a reason", []string{"policy", "web", "config", "--reason", "x"}, 2, "policy: --reason goes with warn or repair"},
 		{"attach, a token over plain http", []string{"attach", "http://10.1.2.3:7070"}, 2,
 			`attach: hub address "http://10.1.2.3:7070": refusing to send the token over plain http to 10.1.2.3`},
 		{"stray argument", []string{"demo", "now"}, 2, `demo: unexpected argument "now"`},

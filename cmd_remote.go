@@ -221,8 +221,8 @@ It needs an operator token.`,
 	}
 	parse := func(cmd *cobra.Command, args []string) ([]string, error) {
 		switch {
-		case len(strings.TrimSpace(reason)) > hub.MaxPauseNote:
-			return nil, usageError("%s--reason: at most %d bytes", cli.Prefix(cmd), hub.MaxPauseNote)
+		case len(strings.TrimSpace(reason)) > hub.MaxSwitchNote:
+			return nil, usageError("%s--reason: at most %d bytes", cli.Prefix(cmd), hub.MaxSwitchNote)
 		case all && len(args) > 0:
 			return nil, usageError("%s--all acts on every cluster: name none with it", cli.Prefix(cmd))
 		case !all && len(args) == 0:
@@ -374,6 +374,7 @@ func nodeIDs(cmd *cobra.Command, args []string) ([]hub.NodeID, error) {
 
 // newPolicyCmd is `driftwatch policy`.
 func newPolicyCmd(c *cliEnv) *cobra.Command {
+	var reason string
 	cmd := &cobra.Command{
 		Use:   "policy APPLICATION warn|repair|config",
 		Short: "Make an application warn-only, or repaired, at run time",
@@ -382,16 +383,31 @@ key does: warn makes its drift reported and not repaired, repair repairs
 it, config drops the override and follows the config file's policy again.
 The override outlives a reload and, with the hub's state file, a
 restart (APPLICATION is an application's or a manifest source's id).
+--reason says why: status, the terminal UI and the API show it with the
+override, with who set it (the name of your token) and when.
 
 Exit 0 set, 1 refused (an unknown application, a viewer token) or the hub
 cannot be asked, 2 usage.
 
 ` + remoteTokenText + `
 It needs an operator token.`,
-		Example: `  driftwatch policy checkout warn
+		Example: `  driftwatch policy checkout warn --reason "INC-4211: the vendor scales it by hand"
   driftwatch policy checkout config`,
 	}
-	return hubCommand(c, cmd, policyArg, func(r *app.Remote, p appPolicy) error { return r.Policy(p.app, p.policy) },
+	cmd.Flags().StringVar(&reason, "reason", "", "why (shown wherever the override is; not kept by config)")
+	parse := func(cmd *cobra.Command, args []string) (appPolicy, error) {
+		p, err := policyArg(cmd, args)
+		switch {
+		case err != nil:
+			return p, err
+		case len(strings.TrimSpace(reason)) > hub.MaxSwitchNote:
+			return p, usageError("%s--reason: at most %d bytes", cli.Prefix(cmd), hub.MaxSwitchNote)
+		case p.policy == "" && strings.TrimSpace(reason) != "":
+			return p, usageError("%s--reason goes with warn or repair: config drops the override and its reason", cli.Prefix(cmd))
+		}
+		return p, nil
+	}
+	return hubCommand(c, cmd, parse, func(r *app.Remote, p appPolicy) error { return r.Policy(p.app, p.policy, strings.TrimSpace(reason)) },
 		func(args []string) ([]string, app.Completion, bool) {
 			switch len(args) {
 			case 0:

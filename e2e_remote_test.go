@@ -195,8 +195,15 @@ func testHubCommands(t *testing.T, path string, set *localcluster.Set) {
 	}
 
 	// Policy: warn, then back to the config's.
-	if r = runCLI(t, e2eOperator, hubArgs("policy", "web", "warn")...); r.code != 0 || snapshot().AppPolicies["web"] != hub.PolicyWarn {
+	if r = runCLI(t, e2eOperator, hubArgs("policy", "web", "warn", "--reason", "INC-8: vendor scaling")...); r.code != 0 || snapshot().AppPolicies["web"] != hub.PolicyWarn {
 		t.Fatalf("policy web warn: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	if n := snapshot().AppPolicyNotes["web"]; n.By != "alice" || n.Reason != "INC-8: vendor scaling" {
+		t.Fatalf("override note %+v, want alice's (the token's name) with the reason", n)
+	}
+	if r = runCLI(t, e2eViewer, hubArgs("status")...); !strings.Contains(r.out, "OVERRIDES\n  application web warn-only since ") ||
+		!strings.Contains(r.out, " by alice: INC-8: vendor scaling") {
+		t.Fatalf("status with an override:\n%s%s", r.out, r.errOut)
 	}
 	if r = runCLI(t, e2eOperator, hubArgs("policy", "web", "config")...); r.code != 0 || snapshot().AppPolicies["web"] != "" {
 		t.Fatalf("policy web config: exit %d\n%s%s", r.code, r.out, r.errOut)

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"maps"
 	"sync"
 	"time"
 )
@@ -17,9 +16,11 @@ type clusterBoard struct {
 	metrics   *metrics
 	clusters  map[string]*clusterStatus
 	appPolicy map[string]Policy
-	holds     []Hold
-	sources   []SourceStatus
-	revisions []SourceRevision
+	// appPolicyNotes say when each override was set, by whom and why.
+	appPolicyNotes map[string]OverrideNote
+	holds          []Hold
+	sources        []SourceStatus
+	revisions      []SourceRevision
 }
 
 func (b *clusterBoard) clusterLocked(id string) *clusterStatus {
@@ -66,7 +67,7 @@ func (b *clusterBoard) dropLocked(cluster string) {
 
 // paused shows a cluster's pause, made at at with its note (at and note
 // are zero when it is resumed).
-func (b *clusterBoard) paused(cluster string, paused bool, at time.Time, note PauseNote) {
+func (b *clusterBoard) paused(cluster string, paused bool, at time.Time, note SwitchNote) {
 	b.mu.Lock()
 	c := b.clusterLocked(cluster)
 	c.paused, c.pausedAt, c.pauseNote = paused, at, note
@@ -99,9 +100,19 @@ func (b *clusterBoard) setRevisions(r []SourceRevision) {
 	signal(b.dirty)
 }
 
-func (b *clusterBoard) appPolicies(p map[string]Policy) {
+// appPolicies records the runtime policy overrides with their notes (owned
+// by the store from now on).
+func (b *clusterBoard) appPolicies(o map[string]appOverride) {
+	p := make(map[string]Policy, len(o))
+	notes := make(map[string]OverrideNote, len(o))
+	for app, ov := range o {
+		p[app] = ov.Policy
+		if ov.OverrideNote != (OverrideNote{}) {
+			notes[app] = ov.OverrideNote
+		}
+	}
 	b.mu.Lock()
-	b.appPolicy = maps.Clone(p)
+	b.appPolicy, b.appPolicyNotes = p, notes
 	b.mu.Unlock()
 	signal(b.dirty)
 }

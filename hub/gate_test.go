@@ -376,7 +376,7 @@ func TestTakeOverReadsSharedRecords(t *testing.T) {
 		// The other replica applied it, then the operator paused c1 through
 		// it; the object was deleted meanwhile.
 		_ = store.PutApplied(RefOf(s))
-		_ = store.SetPaused("c1", true, time.Now(), PauseNote{})
+		_ = store.SetPaused("c1", true, time.Now(), SwitchNote{})
 		if err := f.h.TakeOver("c1"); err != nil {
 			t.Fatal(err)
 		}

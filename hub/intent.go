@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -94,24 +95,40 @@ type DecommissionRecord struct {
 	Orphan bool
 }
 
-// PauseNote says who paused a cluster and why, for the people who find it
-// paused: By is who asked (the API token's name, or the local user of an
-// in-process terminal UI), Reason what they wrote. Either may be empty.
-type PauseNote struct {
+// SwitchNote says who set a switch (a cluster's pause, an application's
+// policy override) and why, for the people who find it set: By is who
+// asked (the API token's name, or the local user of an in-process terminal
+// UI), Reason what they wrote. Either may be empty.
+type SwitchNote struct {
 	By     string
 	Reason string
 }
 
-// MaxPauseNote bounds each of a pause note's fields, in bytes: a note is
-// read in one line of a view, not a document.
-const MaxPauseNote = 512
+// MaxSwitchNote bounds each of a switch note's fields, in bytes: a note
+// is read in one line of a view, not a document.
+const MaxSwitchNote = 512
 
-// Valid reports a field longer than MaxPauseNote bytes.
-func (n PauseNote) Valid() error {
-	if len(n.By) > MaxPauseNote || len(n.Reason) > MaxPauseNote {
-		return fmt.Errorf("a pause's author and reason may have at most %d bytes each", MaxPauseNote)
+// Valid reports a field longer than MaxSwitchNote bytes.
+func (n SwitchNote) Valid() error {
+	if len(n.By) > MaxSwitchNote || len(n.Reason) > MaxSwitchNote {
+		return fmt.Errorf("a switch's author and reason may have at most %d bytes each", MaxSwitchNote)
 	}
 	return nil
+}
+
+// oneLine returns the note with each field on one line: runs of white
+// space, line breaks included, become one space.
+func (n SwitchNote) oneLine() SwitchNote {
+	return SwitchNote{By: strings.Join(strings.Fields(n.By), " "), Reason: strings.Join(strings.Fields(n.Reason), " ")}
+}
+
+// OverrideNote is an application's runtime policy override as people read
+// it: when it was set, by whom and why (see SwitchNote); zero and empty
+// where not known.
+type OverrideNote struct {
+	At     time.Time `json:",omitzero"`
+	By     string    `json:",omitempty"`
+	Reason string    `json:",omitempty"`
 }
 
 // Intent is what on-call engineers told the hub and what it applied: it must
@@ -127,13 +144,16 @@ type Intent struct {
 	PausedAt map[string]time.Time
 	// PauseNotes say who paused each paused cluster and why, for stores
 	// that keep them (a cluster paused without a note has none).
-	PauseNotes map[string]PauseNote
+	PauseNotes map[string]SwitchNote
 	// Policies are runtime policy overrides by application.
 	Policies map[string]Policy
 	// PolicySetAt is when each application's override was last set, for
 	// stores that keep it (as PausedAt): a later one read by a replica
 	// holding the same override is the override set again.
 	PolicySetAt map[string]time.Time
+	// PolicyNotes say who set each override and why, for stores that
+	// keep them (an override set without a note has none).
+	PolicyNotes map[string]SwitchNote
 	// Holds, expired ones included until they are deleted.
 	Holds []Hold
 	// Decommissions pending.
@@ -158,10 +178,10 @@ type IntentStore interface {
 	// note). at is when it was paused: a store shared by replicas keeps it
 	// (Intent.PausedAt), one only a single hub writes may ignore it. note
 	// says who paused it and why (Intent.PauseNotes).
-	SetPaused(cluster string, paused bool, at time.Time, note PauseNote) error
-	// SetPolicy records an application's policy override ("" deletes it),
-	// set at at (kept as SetPaused's).
-	SetPolicy(app string, p Policy, at time.Time) error
+	SetPaused(cluster string, paused bool, at time.Time, note SwitchNote) error
+	// SetPolicy records an application's policy override ("" deletes it,
+	// with its note), set at at with note (kept as SetPaused's).
+	SetPolicy(app string, p Policy, at time.Time, note SwitchNote) error
 	// PutHold records a hold, replacing one on the same target.
 	PutHold(h Hold) error
 	// DeleteHold deletes the hold on a target (none is not an error).

@@ -94,19 +94,19 @@ func (ia *intentAPI) RepairNow(id NodeID) error {
 // replicas sharing the store, until the next RefreshIntent reads the store
 // without it). A pause made here has no note: see PauseClusterNote.
 func (ia *intentAPI) PauseCluster(cluster string, paused bool) error {
-	return ia.pauseCluster(cluster, paused, PauseNote{})
+	return ia.pauseCluster(cluster, paused, SwitchNote{})
 }
 
 // PauseClusterNote pauses repairs on one cluster as PauseCluster does,
 // with a note of who paused it and why that every view of the cluster
 // shows while it is paused (pausing a paused cluster again replaces the
 // note). Each field is made one line (runs of white space, line breaks
-// included, become one space). A note that is not valid (PauseNote.Valid) is refused, and
+// included, become one space). A note that is not valid (SwitchNote.Valid) is refused, and
 // nothing paused.
-func (ia *intentAPI) PauseClusterNote(cluster string, note PauseNote) error {
+func (ia *intentAPI) PauseClusterNote(cluster string, note SwitchNote) error {
 	// One line each: a note is read in one line of every view, a log
 	// line and a notification.
-	note.By, note.Reason = strings.Join(strings.Fields(note.By), " "), strings.Join(strings.Fields(note.Reason), " ")
+	note = note.oneLine()
 	if err := note.Valid(); err != nil {
 		return fmt.Errorf("pause cluster %q: %w", cluster, err)
 	}
@@ -114,7 +114,7 @@ func (ia *intentAPI) PauseClusterNote(cluster string, note PauseNote) error {
 }
 
 // pauseCluster is PauseCluster with a pause's note.
-func (ia *intentAPI) pauseCluster(cluster string, paused bool, note PauseNote) error {
+func (ia *intentAPI) pauseCluster(cluster string, paused bool, note SwitchNote) error {
 	ia.beginChange()
 	defer ia.endChange()
 	at := ia.opts.Now()
@@ -158,6 +158,26 @@ func (ia *intentAPI) pauseCluster(cluster string, paused bool, note PauseNote) e
 // config) returns once no repair or prune of the application can still
 // happen. With an intent store the override survives a restart.
 func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
+	return ia.setApplicationPolicy(app, p, SwitchNote{})
+}
+
+// SetApplicationPolicyNote overrides an application's policy as
+// SetApplicationPolicy does, with a note of who set it and why that every
+// view of the override shows (made one line; refused, and nothing changed,
+// when not valid). Removing an override ("") drops its note.
+func (ia *intentAPI) SetApplicationPolicyNote(app string, p Policy, note SwitchNote) error {
+	note = note.oneLine()
+	if err := note.Valid(); err != nil {
+		return fmt.Errorf("policy of application %q: %w", app, err)
+	}
+	return ia.setApplicationPolicy(app, p, note)
+}
+
+// setApplicationPolicy is SetApplicationPolicy with the override's note.
+func (ia *intentAPI) setApplicationPolicy(app string, p Policy, note SwitchNote) error {
+	if p == "" {
+		note = SwitchNote{}
+	}
 	ia.beginChange()
 	defer ia.endChange()
 	at := ia.opts.Now()
@@ -166,13 +186,13 @@ func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 	func() {
 		ia.mu.Lock()
 		defer ia.mu.Unlock()
-		ia.setAppPolicyLocked(app, p, at)
+		ia.setAppPolicyLocked(app, p, at, note)
 		for id, n := range ia.nodes.all() {
 			if n.spec != nil && n.spec.Application == app {
 				ids = append(ids, id)
 			}
 		}
-		ia.status.appPolicies(ia.appPolicy)
+		ia.status.appPolicies(ia.appPoliciesLocked())
 		if ia.overrideNarrowsLocked(app, p) {
 			ws = ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })
 		}
@@ -182,7 +202,12 @@ func (ia *intentAPI) SetApplicationPolicy(app string, p Policy) error {
 		ia.ctrl.add(id)
 	}
 	if ia.opts.Intent != nil {
-		if err := ia.opts.Intent.SetPolicy(app, p, at); err != nil {
+		if p != "" {
+			ia.opts.Logger.Info("application policy overridden", "application", app, "policy", string(p), "by", note.By, "reason", note.Reason)
+		} else {
+			ia.opts.Logger.Info("application policy override removed", "application", app)
+		}
+		if err := ia.opts.Intent.SetPolicy(app, p, at, note); err != nil {
 			return fmt.Errorf("policy of application %q: record: %w", app, err)
 		}
 	}
@@ -214,11 +239,11 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 }
 
 // HoldAs places a hold as Hold does, noting who placed it (Hold.By; made
-// one line, at most MaxPauseNote bytes).
+// one line, at most MaxSwitchNote bytes).
 func (ia *intentAPI) HoldAs(by string, t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
 	by = strings.Join(strings.Fields(by), " ")
-	if len(by) > MaxPauseNote {
-		return Hold{}, fmt.Errorf("hold %s: its author may have at most %d bytes", t, MaxPauseNote)
+	if len(by) > MaxSwitchNote {
+		return Hold{}, fmt.Errorf("hold %s: its author may have at most %d bytes", t, MaxSwitchNote)
 	}
 	if err := t.Valid(); err != nil {
 		return Hold{}, err
@@ -322,9 +347,9 @@ func (ia *intentAPI) LoadIntent() error {
 			}
 		}
 		for app, p := range in.Policies {
-			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app])
+			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app], in.PolicyNotes[app])
 		}
-		ia.status.appPolicies(ia.appPolicy)
+		ia.status.appPolicies(ia.appPoliciesLocked())
 		for _, hd := range in.Holds {
 			if hd.Active(now) {
 				ia.holds[hd.Target] = hd

@@ -34,9 +34,12 @@ type intents struct {
 	pausedAt map[string]time.Time
 	// pauseNotes say who paused each paused cluster and why (none for a
 	// pause without a note).
-	pauseNotes map[string]PauseNote
+	pauseNotes map[string]SwitchNote
 	// appPolicyAt is when each application's override was set, likewise.
 	appPolicyAt map[string]time.Time
+	// appPolicyNotes say who set each override and why (none for an
+	// override without a note).
+	appPolicyNotes map[string]SwitchNote
 	// changes counts the changes of the overrides made here, and
 	// recording those whose record in the intent store is not written
 	// yet: a read of the store that a change here may postdate is not
@@ -50,17 +53,18 @@ type intents struct {
 // newIntents returns an empty intent over the hub-wide default policy.
 func newIntents(policy Policy, status statusWriter) intents {
 	return intents{
-		policy:        policy,
-		status:        status,
-		appPolicy:     make(map[string]Policy),
-		holds:         make(map[HoldTarget]Hold),
-		pauses:        make(map[string]uint64),
-		pausedAt:      make(map[string]time.Time),
-		pauseNotes:    make(map[string]PauseNote),
-		appPolicyAt:   make(map[string]time.Time),
-		holdSeq:       make(map[HoldTarget]uint64),
-		appPolicySeq:  make(map[string]uint64),
-		clusterPolicy: make(map[string]Policy),
+		policy:         policy,
+		status:         status,
+		appPolicy:      make(map[string]Policy),
+		holds:          make(map[HoldTarget]Hold),
+		pauses:         make(map[string]uint64),
+		pausedAt:       make(map[string]time.Time),
+		pauseNotes:     make(map[string]SwitchNote),
+		appPolicyAt:    make(map[string]time.Time),
+		appPolicyNotes: make(map[string]SwitchNote),
+		holdSeq:        make(map[HoldTarget]uint64),
+		appPolicySeq:   make(map[string]uint64),
+		clusterPolicy:  make(map[string]Policy),
 	}
 }
 
@@ -72,14 +76,14 @@ func (in *intents) nextSeqLocked() uint64 {
 
 // setPausedLocked records a cluster's pause, made at at with its note
 // (paused again when it was paused already). Callers hold loopState.mu.
-func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time, note PauseNote) {
+func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time, note SwitchNote) {
 	if paused {
 		in.pauses[cluster] = in.nextSeqLocked()
 		in.pausedAt[cluster] = at
 	} else {
 		delete(in.pauses, cluster)
 		delete(in.pausedAt, cluster)
-		at, note = time.Time{}, PauseNote{}
+		at, note = time.Time{}, SwitchNote{}
 	}
 	in.setPauseNoteLocked(cluster, note)
 	in.status.paused(cluster, paused, at, note)
@@ -87,8 +91,8 @@ func (in *intents) setPausedLocked(cluster string, paused bool, at time.Time, no
 
 // setPauseNoteLocked keeps a paused cluster's note (an empty one deletes
 // it). Callers hold loopState.mu.
-func (in *intents) setPauseNoteLocked(cluster string, note PauseNote) {
-	if note == (PauseNote{}) {
+func (in *intents) setPauseNoteLocked(cluster string, note SwitchNote) {
+	if note == (SwitchNote{}) {
 		delete(in.pauseNotes, cluster)
 		return
 	}
@@ -96,8 +100,9 @@ func (in *intents) setPauseNoteLocked(cluster string, note PauseNote) {
 }
 
 // setAppPolicyLocked records an application's policy override ("" removes
-// it), set at at. Callers hold loopState.mu.
-func (in *intents) setAppPolicyLocked(app string, p Policy, at time.Time) {
+// it), set at at with its note. Callers hold loopState.mu.
+func (in *intents) setAppPolicyLocked(app string, p Policy, at time.Time, note SwitchNote) {
+	delete(in.appPolicyNotes, app)
 	if p == "" {
 		delete(in.appPolicy, app)
 		delete(in.appPolicySeq, app)
@@ -107,6 +112,26 @@ func (in *intents) setAppPolicyLocked(app string, p Policy, at time.Time) {
 	in.appPolicy[app] = p
 	in.appPolicySeq[app] = in.nextSeqLocked()
 	in.appPolicyAt[app] = at
+	if note != (SwitchNote{}) {
+		in.appPolicyNotes[app] = note
+	}
+}
+
+// appOverride is an application's policy override with its note.
+type appOverride struct {
+	Policy Policy
+	OverrideNote
+}
+
+// appPoliciesLocked returns the overrides with their notes, for the status
+// store (which owns them from then on). Callers hold loopState.mu.
+func (in *intents) appPoliciesLocked() map[string]appOverride {
+	out := make(map[string]appOverride, len(in.appPolicy))
+	for app, p := range in.appPolicy {
+		n := in.appPolicyNotes[app]
+		out[app] = appOverride{Policy: p, OverrideNote: OverrideNote{At: in.appPolicyAt[app], By: n.By, Reason: n.Reason}}
+	}
+	return out
 }
 
 func (in *intents) holdsLocked() []Hold {

@@ -116,7 +116,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 	}
 	for c := range ia.pauses {
 		if !paused[c] {
-			ia.setPausedLocked(c, false, time.Time{}, PauseNote{})
+			ia.setPausedLocked(c, false, time.Time{}, SwitchNote{})
 			wake = append(wake, ia.clusterIDsLocked(c)...)
 		}
 	}
@@ -151,7 +151,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 	if len(changed) > 0 {
 		for app := range changed {
 			p := in.Policies[app]
-			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app])
+			ia.setAppPolicyLocked(app, p, in.PolicySetAt[app], in.PolicyNotes[app])
 			if ia.overrideNarrowsLocked(app, p) {
 				drain = append(drain, ia.writesLocked(func(_ NodeID, w *inflight) bool { return w.app == app })...)
 			}
@@ -161,7 +161,7 @@ func (ia *intentAPI) adoptIntent(in Intent, cluster string, seen uint64) (wake [
 				wake = append(wake, id)
 			}
 		}
-		ia.status.appPolicies(ia.appPolicy)
+		ia.status.appPolicies(ia.appPoliciesLocked())
 	}
 	next := make(map[HoldTarget]Hold)
 	for _, hd := range in.Holds {

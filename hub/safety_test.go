@@ -19,7 +19,7 @@ type memIntent struct {
 }
 
 func newMemIntent() *memIntent {
-	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]PauseNote{}, Policies: map[string]Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[NodeID]SpecRef{}}}
+	return &memIntent{in: Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]SwitchNote{}, PolicyNotes: map[string]SwitchNote{}, Policies: map[string]Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[NodeID]SpecRef{}}}
 }
 
 func (m *memIntent) Load() (Intent, error) {
@@ -29,6 +29,7 @@ func (m *memIntent) Load() (Intent, error) {
 	out.Paused = maps.Clone(m.in.Paused)
 	out.PausedAt = maps.Clone(m.in.PausedAt)
 	out.PauseNotes = maps.Clone(m.in.PauseNotes)
+	out.PolicyNotes = maps.Clone(m.in.PolicyNotes)
 	out.PolicySetAt = maps.Clone(m.in.PolicySetAt)
 	out.Policies = maps.Clone(m.in.Policies)
 	out.Applied = maps.Clone(m.in.Applied)
@@ -36,14 +37,14 @@ func (m *memIntent) Load() (Intent, error) {
 	out.Decommissions = append([]DecommissionRecord(nil), m.in.Decommissions...)
 	return out, nil
 }
-func (m *memIntent) SetPaused(c string, p bool, at time.Time, note PauseNote) error {
+func (m *memIntent) SetPaused(c string, p bool, at time.Time, note SwitchNote) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.in.PauseNotes, c)
 	if p {
 		m.in.Paused[c] = true
 		m.in.PausedAt[c] = at
-		if note != (PauseNote{}) {
+		if note != (SwitchNote{}) {
 			m.in.PauseNotes[c] = note
 		}
 	} else {
@@ -52,15 +53,19 @@ func (m *memIntent) SetPaused(c string, p bool, at time.Time, note PauseNote) er
 	}
 	return nil
 }
-func (m *memIntent) SetPolicy(app string, p Policy, at time.Time) error {
+func (m *memIntent) SetPolicy(app string, p Policy, at time.Time, note SwitchNote) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.in.PolicyNotes, app)
 	if p == "" {
 		delete(m.in.Policies, app)
 		delete(m.in.PolicySetAt, app)
 	} else {
 		m.in.Policies[app] = p
 		m.in.PolicySetAt[app] = at
+		if note != (SwitchNote{}) {
+			m.in.PolicyNotes[app] = note
+		}
 	}
 	return nil
 }

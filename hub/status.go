@@ -217,7 +217,7 @@ type ClusterStatus struct {
 	ClusterHealth
 	Paused bool
 	// PausedAt is when the cluster was paused, PausedBy who paused it and
-	// PauseReason why, as they paused it (see PauseNote); zero and empty
+	// PauseReason why, as they paused it (see SwitchNote); zero and empty
 	// when it is not paused or they are not known.
 	PausedAt    time.Time `json:",omitzero"`
 	PausedBy    string    `json:",omitempty"`
@@ -316,6 +316,9 @@ type Snapshot struct {
 	Feed []FeedEntry
 	// AppPolicies are runtime overrides set by the UI (application -> policy).
 	AppPolicies map[string]Policy
+	// AppPolicyNotes say when each override of AppPolicies was set, by
+	// whom and why, as far as the hub knows (none when nothing is).
+	AppPolicyNotes map[string]OverrideNote `json:",omitempty"`
 	// QueueDepth is the reconcile queue length.
 	QueueDepth int
 	// Holds are the active holds, sorted by target.
@@ -431,6 +434,9 @@ func (s *Snapshot) NodeView(id NodeID) (view *Snapshot, ok bool) {
 	}
 	if p, ok := s.AppPolicies[n.Application]; ok {
 		view.AppPolicies = map[string]Policy{n.Application: p}
+	}
+	if note, ok := s.AppPolicyNotes[n.Application]; ok {
+		view.AppPolicyNotes = map[string]OverrideNote{n.Application: note}
 	}
 	return view, true
 }

@@ -44,10 +44,10 @@ type statusWriter interface {
 	feed(e FeedEntry)
 	// health records a cluster's health; paused its pause intent.
 	health(h ClusterHealth)
-	paused(cluster string, paused bool, at time.Time, note PauseNote)
+	paused(cluster string, paused bool, at time.Time, note SwitchNote)
 	// appPolicies records the runtime policy overrides; setHolds the
 	// holds (sorted, owned by the store from then on).
-	appPolicies(p map[string]Policy)
+	appPolicies(o map[string]appOverride)
 	setHolds(h []Hold)
 	// removeHealth drops a removed cluster's health.
 	removeHealth(cluster string)
@@ -153,7 +153,7 @@ type clusterStatus struct {
 	paused bool
 	// pausedAt and pauseNote are the pause's time and note while paused.
 	pausedAt  time.Time
-	pauseNote PauseNote
+	pauseNote SwitchNote
 	repairs   []time.Duration // recent event-to-repaired times (ring)
 }
 
@@ -520,6 +520,9 @@ func (s *store) walk(now time.Time, full bool) *Snapshot {
 			Nodes:       make([]NodeStatus, 0, len(order)),
 			AppPolicies: maps.Clone(s.appPolicy),
 			QueueDepth:  depth,
+		}
+		if len(s.appPolicyNotes) > 0 {
+			snap.AppPolicyNotes = maps.Clone(s.appPolicyNotes)
 		}
 		for _, hd := range s.holds {
 			if hd.Active(now) {

@@ -386,7 +386,7 @@ func TestRefreshWhileASwitchIsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Another replica resumes it meanwhile; the next refresh adopts that.
-		_ = store.SetPaused("c1", false, time.Time{}, PauseNote{})
+		_ = store.SetPaused("c1", false, time.Time{}, SwitchNote{})
 		if err := f.h.RefreshIntent(); err != nil {
 			t.Fatalf("RefreshIntent after the pause was recorded: %v", err)
 		}
@@ -422,9 +422,9 @@ func TestSwitchAgainThroughAnotherReplica(t *testing.T) {
 			{"set again", func(fb *fixture, _ *memIntent) { _ = set(fb) }, 1},
 			{"nothing new", func(*fixture, *memIntent) {}, 2},
 			{"record without a time", func(_ *fixture, store *memIntent) {
-				_ = store.SetPaused("c1", sw == "pause", time.Time{}, PauseNote{})
+				_ = store.SetPaused("c1", sw == "pause", time.Time{}, SwitchNote{})
 				if sw == "warn" {
-					_ = store.SetPolicy("app", PolicyWarn, time.Time{})
+					_ = store.SetPolicy("app", PolicyWarn, time.Time{}, SwitchNote{})
 				}
 			}, 2},
 		} {
@@ -490,9 +490,9 @@ func TestPauseNote(t *testing.T) {
 			}
 			return c
 		}
-		note := PauseNote{By: "alice", Reason: "INC-4211: failover"}
+		note := SwitchNote{By: "alice", Reason: "INC-4211: failover"}
 		pausedAt := time.Now()
-		if err := fa.h.PauseClusterNote("c1", PauseNote{By: " alice", Reason: "INC-4211:\n\tfailover  "}); err != nil {
+		if err := fa.h.PauseClusterNote("c1", SwitchNote{By: " alice", Reason: "INC-4211:\n\tfailover  "}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -510,7 +510,7 @@ func TestPauseNote(t *testing.T) {
 		// The same pause, its note read after it (a replica of a version
 		// before notes paused it; one of this version wrote its note).
 		store.mu.Lock()
-		store.in.PauseNotes["c1"] = PauseNote{By: "bob"}
+		store.in.PauseNotes["c1"] = SwitchNote{By: "bob"}
 		store.mu.Unlock()
 		if err := fb.h.RefreshIntent(); err != nil {
 			t.Fatal(err)
@@ -550,13 +550,64 @@ func TestPauseNote(t *testing.T) {
 			t.Errorf("store after resume = %+v", in)
 		}
 
-		long := PauseNote{By: "alice", Reason: strings.Repeat("x", MaxPauseNote+1)}
+		long := SwitchNote{By: "alice", Reason: strings.Repeat("x", MaxSwitchNote+1)}
 		if err := fa.h.PauseClusterNote("c1", long); err == nil || !strings.Contains(err.Error(), "at most 512 bytes") {
 			t.Errorf("PauseClusterNote with a long reason = %v", err)
 		}
 		synctest.Wait()
 		if cluster(fa).Paused {
 			t.Error("a refused note paused the cluster")
+		}
+	})
+}
+
+// TestPolicyNote: an application override's note (who and why) and time
+// are in the snapshot, survive a restart, reach a replica that reads the
+// store, and go with the override.
+func TestPolicyNote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemIntent()
+		fa := startWithIntent(t, newFake(true), store)
+		fb := startWithIntent(t, newFake(true), store) // another replica
+		s := spec("c1", "a", "v1")
+		s.Application = "app"
+		fa.h.SetDesired([]NodeSpec{s})
+		fa.ready("c1", 1, 1)
+		synctest.Wait()
+		set := time.Now()
+		if err := fa.h.SetApplicationPolicyNote("app", PolicyWarn, SwitchNote{By: "dave", Reason: "DB\nmigration"}); err != nil {
+			t.Fatal(err)
+		}
+		want := OverrideNote{At: set, By: "dave", Reason: "DB migration"}
+		if got := fa.h.Snapshot().AppPolicyNotes["app"]; got != want {
+			t.Errorf("note = %+v, want %+v", got, want)
+		}
+		if err := fb.h.RefreshIntent(); err != nil {
+			t.Fatal(err)
+		}
+		if got := fb.h.Snapshot().AppPolicyNotes["app"]; got != want {
+			t.Errorf("the other replica's note = %+v, want %+v", got, want)
+		}
+		fc := startWithIntent(t, newFake(true), store)
+		if got := fc.h.Snapshot().AppPolicyNotes["app"]; got != want {
+			t.Errorf("note after a restart = %+v, want %+v", got, want)
+		}
+		// The node's view carries it.
+		if v, ok := fa.h.Snapshot().NodeView(s.ID); !ok || v.AppPolicyNotes["app"] != want {
+			t.Errorf("node view = %+v", v)
+		}
+		if err := fa.h.SetApplicationPolicyNote("app", "", SwitchNote{By: "dave", Reason: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := fa.h.Snapshot().AppPolicyNotes; len(n) != 0 {
+			t.Errorf("notes after the override was removed = %+v", n)
+		}
+		if in, _ := store.Load(); len(in.PolicyNotes) != 0 || len(in.Policies) != 0 {
+			t.Errorf("store after the override was removed = %+v", in)
+		}
+		long := SwitchNote{Reason: strings.Repeat("x", MaxSwitchNote+1)}
+		if err := fa.h.SetApplicationPolicyNote("app", PolicyWarn, long); err == nil || len(fa.h.Snapshot().AppPolicies) != 0 {
+			t.Errorf("a note too long = %v, overrides %v; want refused and nothing set", err, fa.h.Snapshot().AppPolicies)
 		}
 	})
 }

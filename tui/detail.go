@@ -31,6 +31,7 @@ type detailView struct {
 	found         bool
 	cluster       hub.ClusterStatus
 	override      hub.Policy // the application's runtime policy override
+	overrideNote  hub.OverrideNote
 	holds         []hub.Hold // holds covering the NodeID (active when received)
 	hasSnapshot   bool
 	off           int
@@ -95,10 +96,11 @@ func (v *detailView) setSnapshot(s *hub.Snapshot) {
 	v.hasSnapshot = true
 	v.node, v.found = s.Node(v.id)
 	v.cluster, _ = s.Cluster(v.id.Cluster)
-	v.override = ""
+	v.override, v.overrideNote = "", hub.OverrideNote{}
 	v.holds = v.holds[:0]
 	if v.found {
 		v.override = s.AppPolicies[v.node.Application]
+		v.overrideNote = s.AppPolicyNotes[v.node.Application]
 	}
 	for _, hd := range s.Holds {
 		if hd.Target.Covers(v.id, v.node.Application) { // no application ("") when not found
@@ -241,6 +243,19 @@ func (v *detailView) lines() []string {
 		policy += " (runtime override)"
 	}
 	add(v.field("application", obj+v.st.dim.render(" · policy ")+policy))
+	if o := v.overrideNote; v.override != "" && o != (hub.OverrideNote{}) {
+		s := "set"
+		if !o.At.IsZero() {
+			s += " " + age(now, o.At) + " ago"
+		}
+		if o.By != "" {
+			s += " by " + o.By
+		}
+		if o.Reason != "" {
+			s += ": " + o.Reason
+		}
+		add(v.wrapped("override", s, v.st.dim)...)
+	}
 	if n.Revision != "" {
 		add(v.field("desired", "from "+app+" @ "+revisionLine(n.Revision)))
 	}

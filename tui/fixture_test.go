@@ -67,7 +67,7 @@ func (f *fakeSource) PauseCluster(cluster string, paused bool) error {
 	return f.record(fmt.Sprintf("pause %s %t", cluster, paused))
 }
 
-func (f *fakeSource) PauseClusterNote(cluster string, note hub.PauseNote) error {
+func (f *fakeSource) PauseClusterNote(cluster string, note hub.SwitchNote) error {
 	s := "pause " + cluster + " true"
 	if note.By != "" || note.Reason != "" {
 		s += fmt.Sprintf(" by %q: %q", note.By, note.Reason)
@@ -275,7 +275,9 @@ func fixture() *hub.Snapshot {
 		{At: ago(9 * time.Minute), ID: inv, Class: hub.DriftModified, Fields: []hub.FieldDiff{{Path: "spec.replicas", Desired: "3", Actual: "0"}}, Who: "kubectl-scale", Action: "apply", Latency: 11 * time.Millisecond},
 		{At: ago(15 * time.Minute), ID: orders, Class: hub.DriftMissing, Who: "", Action: "apply", Latency: 13200 * time.Microsecond},
 	}
-	return buildSnapshot("hub-eu-1", clusters, nodes, feed, map[string]hub.Policy{"payments": hub.PolicyWarn})
+	s := buildSnapshot("hub-eu-1", clusters, nodes, feed, map[string]hub.Policy{"payments": hub.PolicyWarn})
+	s.AppPolicyNotes = map[string]hub.OverrideNote{"payments": {At: ago(20 * time.Minute), By: "dave", Reason: "PSP migration"}}
+	return s
 }
 
 // buildSnapshot sorts the nodes and fills each cluster's Objects and Counts

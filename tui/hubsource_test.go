@@ -28,7 +28,7 @@ func TestHubSource(t *testing.T) {
 	if err := src.RepairNow(nid("prod-eu:casehub/nope:deployment")); !errors.Is(err, hub.ErrUnknownNode) {
 		t.Fatalf("RepairNow(unknown) = %v, want ErrUnknownNode", err)
 	}
-	if err := src.PauseClusterNote("prod-eu", hub.PauseNote{By: "mallory", Reason: "INC-1"}); err != nil {
+	if err := src.PauseClusterNote("prod-eu", hub.SwitchNote{By: "mallory", Reason: "INC-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.SetApplicationPolicy("inventory", hub.PolicyWarn); err != nil {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -282,7 +283,7 @@ func TestActions(t *testing.T) {
 		{name: "p pauses with the reason typed", steps: []step{keys("p"), text("  INC-4211: failover "), keys("enter")},
 			calls: []string{`pause prod-eu true by "": "INC-4211: failover"`}, status: "repairs paused on prod-eu"},
 		{name: "p then esc cancels the pause", steps: []step{keys("p"), text("why"), keys("esc")}, status: "cancelled"},
-		{name: "p with a reason too long", steps: []step{keys("p"), text(strings.Repeat("x", hub.MaxPauseNote+1)), keys("enter")},
+		{name: "p with a reason too long", steps: []step{keys("p"), text(strings.Repeat("x", hub.MaxSwitchNote+1)), keys("enter")},
 			status: "at most 512 bytes"},
 		{name: "p resumes a paused cluster", steps: []step{keys("down", "p")},
 			question: "Resume repairs on cluster prod-us?"},
@@ -776,5 +777,16 @@ func TestPauseNoteShown(t *testing.T) {
 	v := m.View().Content
 	if strings.Contains(v, "\x1b[2J") || strings.Contains(v, "\x1b]0;") || !strings.Contains(v, "└ paused by ") {
 		t.Errorf("a hostile note reached the terminal, or no pause line:\n%q", v)
+	}
+}
+
+// TestOverrideNoteShown: a node whose application has a runtime override
+// says when it was set, by whom and why.
+func TestOverrideNoteShown(t *testing.T) {
+	m, _ := newFixtureModel(t, 120, 40, Options{})
+	run(t, m, []step{keys("enter", "/"), text("payments:serv"), keys("enter", "enter")})
+	if v := m.View().Content; !strings.Contains(v, "policy warn (runtime override)") ||
+		!regexp.MustCompile(`override +set 20m ago by dave: PSP migration`).MatchString(v) {
+		t.Errorf("node detail does not say the override's note:\n%s", v)
 	}
 }

@@ -26,7 +26,7 @@ type Source interface {
 	// PauseClusterNote pauses repairs on a cluster with a note; who
 	// paused it is the source's to say (the local user, or the name of
 	// the API token), not note.By.
-	PauseClusterNote(cluster string, note hub.PauseNote) error
+	PauseClusterNote(cluster string, note hub.SwitchNote) error
 	// SetApplicationPolicy overrides an application's policy at runtime; ""
 	// clears the override.
 	SetApplicationPolicy(app string, p hub.Policy) error
@@ -74,13 +74,13 @@ func (s hubSource) PauseCluster(cluster string, paused bool) error {
 	return s.h.PauseCluster(cluster, paused)
 }
 
-func (s hubSource) PauseClusterNote(cluster string, note hub.PauseNote) error {
+func (s hubSource) PauseClusterNote(cluster string, note hub.SwitchNote) error {
 	note.By = s.user
 	return s.h.PauseClusterNote(cluster, note)
 }
 
 func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {
-	return s.h.SetApplicationPolicy(app, p)
+	return s.h.SetApplicationPolicyNote(app, p, hub.SwitchNote{By: s.user})
 }
 
 func (s hubSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {

@@ -916,7 +916,7 @@ func (m *Model) updatePause(k tea.KeyPressMsg) tea.Cmd {
 	}
 	m.pause = nil
 	src, cluster := m.src, f.cluster
-	note := hub.PauseNote{Reason: strings.TrimSpace(f.input.String())}
+	note := hub.SwitchNote{Reason: strings.TrimSpace(f.input.String())}
 	if err := note.Valid(); err != nil {
 		m.setStatus(err.Error(), true)
 		return nil

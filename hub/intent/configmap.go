@@ -95,7 +95,7 @@ type ConfigMapOptions struct {
 //
 //	driftwatch-<hub>-paused                      cluster -> true
 //	driftwatch-<hub>-switch-times                paused/<cluster>, policy/<application> -> time set
-//	driftwatch-<hub>-switch-notes                paused/<cluster>, hold/<scope>/<name> -> who set it, why
+//	driftwatch-<hub>-switch-notes                paused/<cluster>, policy/<application>, hold/<scope>/<name> -> who set it, why
 //	driftwatch-<hub>-policies                    application -> policy, a JSON string
 //	driftwatch-<hub>-holds                       "scope/name" -> hold
 //	driftwatch-<hub>-decommissions-<cluster>-<n> NodeID -> decommission record
@@ -359,34 +359,22 @@ func (s *ConfigMapStore) flush(name string, lbl map[string]string, batch map[str
 }
 
 // SetPaused records a cluster's pause, made at at with its note; false
-// deletes it (see setSwitch). The note is written before the pause's
-// record and deleted after it: a replica never reads a pause with another
-// pause's note.
-func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time, note hub.PauseNote) error {
+// deletes it (see setNoted).
+func (s *ConfigMapStore) SetPaused(cluster string, paused bool, at time.Time, note hub.SwitchNote) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("intent configmaps: %s: empty cluster", what)
 	}
-	notes := s.switchNotes(switchPaused + cluster)
-	var val, rec any
+	var val any
 	if paused {
 		val = true
-		if note != (hub.PauseNote{}) {
-			rec = switchNoteRecord{Switch: switchPaused + cluster, By: note.By, Reason: note.Reason}
-		}
-		if err := s.write(what, notes, rec); err != nil {
-			return err
-		}
 	}
-	if err := s.setSwitch(what, s.locate(kindPaused, "", cluster), switchPaused+cluster, val, at); err != nil || paused {
-		return err
-	}
-	return s.write(what, notes, nil)
+	return s.setNoted(what, s.locate(kindPaused, "", cluster), switchPaused+cluster, val, at, note)
 }
 
-// SetPolicy records an application's policy override, set at at; ""
-// deletes it (see setSwitch).
-func (s *ConfigMapStore) SetPolicy(app string, p hub.Policy, at time.Time) error {
+// SetPolicy records an application's policy override, set at at with its
+// note; "" deletes it (see setNoted).
+func (s *ConfigMapStore) SetPolicy(app string, p hub.Policy, at time.Time, note hub.SwitchNote) error {
 	what := fmt.Sprintf("set policy %q", app)
 	if app == "" {
 		return fmt.Errorf("intent configmaps: %s: empty application", what)
@@ -395,7 +383,28 @@ func (s *ConfigMapStore) SetPolicy(app string, p hub.Policy, at time.Time) error
 	if p != "" {
 		val = p
 	}
-	return s.setSwitch(what, s.locate(kindPolicies, "", app), switchPolicy+app, val, at)
+	return s.setNoted(what, s.locate(kindPolicies, "", app), switchPolicy+app, val, at, note)
+}
+
+// setNoted writes a switch (see setSwitch) with its note: the note before
+// the switch's record (an empty note deletes an earlier one) and, when the
+// switch is deleted (val nil), deleted after it, so a replica never reads
+// a switch with another's note.
+func (s *ConfigMapStore) setNoted(what string, loc location, id string, val any, at time.Time, note hub.SwitchNote) error {
+	notes := s.switchNotes(id)
+	if val != nil {
+		var rec any
+		if note != (hub.SwitchNote{}) {
+			rec = switchNoteRecord{Switch: id, By: note.By, Reason: note.Reason}
+		}
+		if err := s.write(what, notes, rec); err != nil {
+			return err
+		}
+	}
+	if err := s.setSwitch(what, loc, id, val, at); err != nil || val != nil {
+		return err
+	}
+	return s.write(what, notes, nil)
 }
 
 // Switch time keys, before the cluster or application id.
@@ -485,7 +494,7 @@ func (s *ConfigMapStore) getByName(ctx context.Context, loc location) (*corev1.C
 	return cm, fail, bad, nil
 }
 
-// loadSwitchNotes reads the notes of the pauses and holds of in (none
+// loadSwitchNotes reads the notes of the pauses, overrides and holds of in (none
 // without the ConfigMap) and returns the errors of the records that do not
 // load. Notes of clusters not paused in in (a deletion half written) and
 // of holds not in in, or of another hold on the same target (a note left
@@ -510,15 +519,19 @@ func (s *ConfigMapStore) loadSwitchNotes(ctx context.Context, in *hub.Intent) ([
 			continue
 		}
 		if c, ok := strings.CutPrefix(r.Switch, switchPaused); ok && c != "" {
-			if note := (hub.PauseNote{By: r.By, Reason: r.Reason}); in.Paused[c] && note != (hub.PauseNote{}) {
+			if note := (hub.SwitchNote{By: r.By, Reason: r.Reason}); in.Paused[c] && note != (hub.SwitchNote{}) {
 				in.PauseNotes[c] = note
+			}
+		} else if app, ok := strings.CutPrefix(r.Switch, switchPolicy); ok && app != "" {
+			if _, set := in.Policies[app]; set && (r.By != "" || r.Reason != "") {
+				in.PolicyNotes[app] = hub.SwitchNote{By: r.By, Reason: r.Reason}
 			}
 		} else if t, ok := strings.CutPrefix(r.Switch, switchHold); ok && t != "" {
 			if i, held := holds[t]; held && in.Holds[i].Since.Equal(r.Since) {
 				in.Holds[i].By = r.By
 			}
 		} else {
-			bad = append(bad, fail(key, fmt.Errorf("%q: not a switch (%s<cluster> or %s<scope>/<name>)", r.Switch, switchPaused, switchHold)))
+			bad = append(bad, fail(key, fmt.Errorf("%q: not a switch (%s<cluster>, %s<application> or %s<scope>/<name>)", r.Switch, switchPaused, switchPolicy, switchHold)))
 		}
 	}
 	return bad, nil
@@ -737,7 +750,8 @@ func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	in := hub.Intent{
 		Paused:      make(map[string]bool),
 		PausedAt:    make(map[string]time.Time),
-		PauseNotes:  make(map[string]hub.PauseNote),
+		PauseNotes:  make(map[string]hub.SwitchNote),
+		PolicyNotes: make(map[string]hub.SwitchNote),
 		Policies:    make(map[string]hub.Policy),
 		PolicySetAt: make(map[string]time.Time),
 		Applied:     make(map[hub.NodeID]hub.SpecRef),

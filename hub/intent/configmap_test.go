@@ -257,9 +257,10 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	want := hub.Intent{
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Second)},
-		PauseNotes:    map[string]hub.PauseNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover to us-east"}},
+		PauseNotes:    map[string]hub.SwitchNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover to us-east"}},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
 		PolicySetAt:   map[string]time.Time{"shop": at0().Add(2 * time.Second), "billing": at0().Add(3 * time.Second)},
+		PolicyNotes:   map[string]hub.SwitchNote{"shop": {By: "dave", Reason: "DB migration"}},
 		Holds:         holds,
 		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}, {Ref: long, Since: t0()}},
 		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, warn.ID: warn, cm.ID: cm, long.ID: long},
@@ -267,12 +268,12 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	sortDecommissions(want.Decommissions)
 	for c := range want.Paused {
 		// staging's note is cleared by its second pause, without one.
-		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), hub.PauseNote{By: "bob", Reason: "first"}))
+		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), hub.SwitchNote{By: "bob", Reason: "first"}))
 		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), want.PauseNotes[c]))
 	}
-	must(t, s.SetPaused("never", false, at0(), hub.PauseNote{}))
+	must(t, s.SetPaused("never", false, at0(), hub.SwitchNote{}))
 	for a, p := range want.Policies {
-		must(t, s.SetPolicy(a, p, want.PolicySetAt[a]))
+		must(t, s.SetPolicy(a, p, want.PolicySetAt[a], want.PolicyNotes[a]))
 	}
 	for i := len(holds) - 1; i >= 0; i-- {
 		must(t, s.PutHold(holds[i]))
@@ -296,7 +297,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("LoadOverrides: %v", err)
 	}
-	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, PauseNotes: want.PauseNotes, Policies: want.Policies, PolicySetAt: want.PolicySetAt, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
+	wantOver := hub.Intent{Paused: want.Paused, PausedAt: want.PausedAt, PauseNotes: want.PauseNotes, Policies: want.Policies, PolicySetAt: want.PolicySetAt, PolicyNotes: want.PolicyNotes, Holds: want.Holds, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(over, wantOver) {
 		t.Fatalf("LoadOverrides =\n%+v\nwant\n%+v", over, wantOver)
 	}
@@ -319,8 +320,8 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 			if c.Labels[kubeobj.ManagedByLabel] != "driftwatch" || c.Labels[LabelSwitchNotesOf] != "hub-a" || c.Labels[LabelHub] != "" || c.Labels[LabelIntent] != "" {
 				t.Errorf("configmap %s: labels %v", c.Name, c.Labels)
 			}
-			if len(c.Data) != 2 {
-				t.Errorf("configmap %s: %v, want prod-eu's note and the application hold's", c.Name, c.Data)
+			if len(c.Data) != 3 {
+				t.Errorf("configmap %s: %v, want prod-eu's note, shop's override's and the application hold's", c.Name, c.Data)
 			}
 			continue
 		}
@@ -333,10 +334,10 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	}
 
 	for c := range want.Paused {
-		must(t, other.SetPaused(c, false, at0(), hub.PauseNote{}))
+		must(t, other.SetPaused(c, false, at0(), hub.SwitchNote{}))
 	}
 	for a := range want.Policies {
-		must(t, other.SetPolicy(a, "", at0()))
+		must(t, other.SetPolicy(a, "", at0(), hub.SwitchNote{}))
 	}
 	for _, h := range holds {
 		must(t, other.DeleteHold(h.Target))
@@ -352,7 +353,7 @@ func roundTrip(t *testing.T, s *ConfigMapStore, other *ConfigMapStore, admin kub
 	if err != nil {
 		t.Fatalf("Load after deletes: %v", err)
 	}
-	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]hub.PauseNote{}, Policies: map[string]hub.Policy{}, PolicySetAt: map[string]time.Time{}, Applied: map[hub.NodeID]hub.SpecRef{}}
+	empty := hub.Intent{Paused: map[string]bool{}, PausedAt: map[string]time.Time{}, PauseNotes: map[string]hub.SwitchNote{}, Policies: map[string]hub.Policy{}, PolicySetAt: map[string]time.Time{}, PolicyNotes: map[string]hub.SwitchNote{}, Applied: map[hub.NodeID]hub.SpecRef{}}
 	if !reflect.DeepEqual(got, empty) {
 		t.Errorf("Load after deletes = %+v, want empty", got)
 	}
@@ -376,8 +377,8 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 	// Invalid input is refused before any request.
 	s := newCMStore(t, env.admin, ns)
 	for name, err := range map[string]error{
-		"empty cluster":    s.SetPaused("", true, at0(), hub.PauseNote{}),
-		"empty app":        s.SetPolicy("", hub.PolicyWarn, at0()),
+		"empty cluster":    s.SetPaused("", true, at0(), hub.SwitchNote{}),
+		"empty app":        s.SetPolicy("", hub.PolicyWarn, at0(), hub.SwitchNote{}),
 		"bad hold target":  s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}),
 		"bad node id":      s.PutApplied(hub.SpecRef{ID: hub.NodeID{Cluster: "c"}}),
 		"bad decommission": s.DeleteDecommission(hub.NodeID{}),
@@ -392,7 +393,7 @@ func testCMRoundTrip(t *testing.T, env cmEnv) {
 		}
 	}
 	must(t, s.Close())
-	if err := s.SetPaused("prod", true, at0(), hub.PauseNote{}); err == nil || !strings.Contains(err.Error(), "closed") {
+	if err := s.SetPaused("prod", true, at0(), hub.SwitchNote{}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("write after Close = %v, want a closed error", err)
 	}
 }
@@ -471,9 +472,9 @@ func testCMCorrupt(t *testing.T, env cmEnv) {
 	s := newCMStore(t, env.admin, ns)
 	good := ref("prod", "shop", "api", hub.KindDeployment)
 	must(t, s.PutApplied(good))
-	must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{By: "alice"}))
+	must(t, s.SetPaused("prod", true, at0(), hub.SwitchNote{By: "alice"}))
 	must(t, s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "prod"}, Since: t0(), Until: t0().Add(time.Hour)}))
-	must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
+	must(t, s.SetPolicy("shop", hub.PolicyWarn, at0(), hub.SwitchNote{}))
 	appliedCM := s.locate(kindApplied, "prod", good.ID.String()).name
 	var misplaced hub.SpecRef
 	var misplacedKey string

@@ -109,7 +109,7 @@ func TestEmptyFileIsNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hub.db")
 	must(t, os.WriteFile(path, nil, 0o600))
 	s := openT(t, path)
-	must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{}))
+	must(t, s.SetPaused("prod", true, at0(), hub.SwitchNote{}))
 	must(t, s.Close())
 	if v := readVersion(t, path); v != "2" {
 		t.Errorf("version = %q, want 2", v)

@@ -24,6 +24,7 @@
 //	meta           version -> schema version, a JSON integer (2)
 //	paused         cluster -> true
 //	pauseNotes     cluster -> when it was paused, by whom and why
+//	policyNotes    application -> when its override was set, by whom and why
 //	policies       application -> policy, a JSON string
 //	holds          HoldTarget.String() ("scope/name") -> hold
 //	decommissions  NodeID text -> decommission record

@@ -36,14 +36,15 @@ type (
 		Hash        string     `json:"hash,omitempty"`
 		Policy      hub.Policy `json:"policy,omitempty"`
 	}
-	// pauseNoteRecord is when a paused cluster was paused, by whom and
-	// why (hub.Intent's PausedAt and PauseNotes). Cluster names it (the
-	// key of a record in a ConfigMap need not spell it).
-	pauseNoteRecord struct {
-		Cluster string    `json:"cluster"`
-		At      time.Time `json:"at,omitzero"`
-		By      string    `json:"by,omitempty"`
-		Reason  string    `json:"reason,omitempty"`
+	// noteRecord is when a switch was set, by whom and why: a cluster's
+	// pause (hub.Intent's PausedAt and PauseNotes) or an application's
+	// policy override (PolicySetAt and PolicyNotes). ID is the cluster or
+	// the application, as its key.
+	noteRecord struct {
+		ID     string    `json:"id"`
+		At     time.Time `json:"at,omitzero"`
+		By     string    `json:"by,omitempty"`
+		Reason string    `json:"reason,omitempty"`
 	}
 	// decommissionRecord is a hub.DecommissionRecord.
 	decommissionRecord struct {
@@ -92,7 +93,7 @@ func del(tx *bolt.Tx, bucket, key string) error {
 
 // SetPaused records a cluster's pause with when it was made and its note,
 // in one transaction; false deletes both.
-func (s *Store) SetPaused(cluster string, paused bool, at time.Time, note hub.PauseNote) error {
+func (s *Store) SetPaused(cluster string, paused bool, at time.Time, note hub.SwitchNote) error {
 	what := fmt.Sprintf("set paused %q", cluster)
 	if cluster == "" {
 		return fmt.Errorf("state file %s: %s: empty cluster", s.path, what)
@@ -104,45 +105,51 @@ func (s *Store) SetPaused(cluster string, paused bool, at time.Time, note hub.Pa
 			}
 			return del(tx, bucketPaused, cluster)
 		}
-		if err := put(tx, bucketPauseNotes, cluster, toPauseNote(cluster, at, note)); err != nil {
+		if err := put(tx, bucketPauseNotes, cluster, toNote(cluster, at, note)); err != nil {
 			return err
 		}
 		return put(tx, bucketPaused, cluster, true)
 	})
 }
 
-// toPauseNote is a pause's stored note.
-func toPauseNote(cluster string, at time.Time, note hub.PauseNote) pauseNoteRecord {
+// toNote is a switch's stored note.
+func toNote(id string, at time.Time, note hub.SwitchNote) noteRecord {
 	if !at.IsZero() {
 		at = at.UTC()
 	}
-	return pauseNoteRecord{Cluster: cluster, At: at, By: note.By, Reason: note.Reason}
+	return noteRecord{ID: id, At: at, By: note.By, Reason: note.Reason}
 }
 
-// addTo sets the pause's time and note in in when the cluster is paused
-// there (a note left by a pause half deleted is not).
-func (r pauseNoteRecord) addTo(in *hub.Intent) {
-	if !in.Paused[r.Cluster] {
+// addTo sets the switch's time in times and its note in notes when set
+// says the switch is set (a note left by a switch half deleted is not).
+func (r noteRecord) addTo(set bool, times map[string]time.Time, notes map[string]hub.SwitchNote) {
+	if !set {
 		return
 	}
 	if !r.At.IsZero() {
-		in.PausedAt[r.Cluster] = r.At
+		times[r.ID] = r.At
 	}
-	if note := (hub.PauseNote{By: r.By, Reason: r.Reason}); note != (hub.PauseNote{}) {
-		in.PauseNotes[r.Cluster] = note
+	if note := (hub.SwitchNote{By: r.By, Reason: r.Reason}); note != (hub.SwitchNote{}) {
+		notes[r.ID] = note
 	}
 }
 
-// SetPolicy records an application's policy override; "" deletes it. The
-// state file keeps no time of it (see SetPaused).
-func (s *Store) SetPolicy(app string, p hub.Policy, _ time.Time) error {
+// SetPolicy records an application's policy override with when it was set
+// and its note, in one transaction; "" deletes both.
+func (s *Store) SetPolicy(app string, p hub.Policy, at time.Time, note hub.SwitchNote) error {
 	what := fmt.Sprintf("set policy %q", app)
 	if app == "" {
 		return fmt.Errorf("state file %s: %s: empty application", s.path, what)
 	}
 	return s.update(what, func(tx *bolt.Tx) error {
 		if p == "" {
+			if err := del(tx, bucketPolicyNotes, app); err != nil {
+				return err
+			}
 			return del(tx, bucketPolicies, app)
+		}
+		if err := put(tx, bucketPolicyNotes, app, toNote(app, at, note)); err != nil {
+			return err
 		}
 		return put(tx, bucketPolicies, app, p)
 	})
@@ -290,11 +297,13 @@ func validID(id hub.NodeID) error {
 // it, is an error wrapping ErrCorrupt that names its bucket and key.
 func (s *Store) Load() (hub.Intent, error) {
 	in := hub.Intent{
-		Paused:     make(map[string]bool),
-		PausedAt:   make(map[string]time.Time),
-		PauseNotes: make(map[string]hub.PauseNote),
-		Policies:   make(map[string]hub.Policy),
-		Applied:    make(map[hub.NodeID]hub.SpecRef),
+		Paused:      make(map[string]bool),
+		PausedAt:    make(map[string]time.Time),
+		PauseNotes:  make(map[string]hub.SwitchNote),
+		Policies:    make(map[string]hub.Policy),
+		PolicySetAt: make(map[string]time.Time),
+		PolicyNotes: make(map[string]hub.SwitchNote),
+		Applied:     make(map[hub.NodeID]hub.SpecRef),
 	}
 	err := s.view(func(tx *bolt.Tx) error {
 		return loadAll(tx, &in)
@@ -344,6 +353,21 @@ func each(tx *bolt.Tx, bucket string, fn func(key string, val []byte) error) err
 	})
 }
 
+// eachNote decodes every note of a bucket (keyed by its ID) with fn.
+func eachNote(tx *bolt.Tx, bucket string, fn func(r noteRecord)) error {
+	return each(tx, bucket, func(k string, v []byte) error {
+		var r noteRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.ID != k {
+			return fmt.Errorf("record is for %q", r.ID)
+		}
+		fn(r)
+		return nil
+	})
+}
+
 // loadAll reads every bucket into in.
 func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 	if err := each(tx, bucketPaused, func(k string, v []byte) error {
@@ -358,16 +382,8 @@ func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 	}); err != nil {
 		return err
 	}
-	if err := each(tx, bucketPauseNotes, func(k string, v []byte) error {
-		var r pauseNoteRecord
-		if err := decode(v, &r); err != nil {
-			return err
-		}
-		if r.Cluster != k {
-			return fmt.Errorf("record is for %q", r.Cluster)
-		}
-		r.addTo(in)
-		return nil
+	if err := eachNote(tx, bucketPauseNotes, func(r noteRecord) {
+		r.addTo(in.Paused[r.ID], in.PausedAt, in.PauseNotes)
 	}); err != nil {
 		return err
 	}
@@ -378,6 +394,12 @@ func loadAll(tx *bolt.Tx, in *hub.Intent) error {
 		}
 		in.Policies[k] = p
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := eachNote(tx, bucketPolicyNotes, func(r noteRecord) {
+		_, set := in.Policies[r.ID]
+		r.addTo(set, in.PolicySetAt, in.PolicyNotes)
 	}); err != nil {
 		return err
 	}

@@ -21,13 +21,14 @@ const (
 	bucketDecommissions = "decommissions"
 	bucketApplied       = "applied"
 	bucketPauseNotes    = "pauseNotes"
+	bucketPolicyNotes   = "policyNotes"
 
 	keyVersion = "version"
 )
 
 // buckets returns every top-level bucket of the current schema.
 func buckets() []string {
-	return []string{bucketMeta, bucketPaused, bucketPauseNotes, bucketPolicies, bucketHolds, bucketDecommissions, bucketApplied}
+	return []string{bucketMeta, bucketPaused, bucketPauseNotes, bucketPolicies, bucketPolicyNotes, bucketHolds, bucketDecommissions, bucketApplied}
 }
 
 // migration upgrades a state file by one schema version. It runs inside the
@@ -57,12 +58,15 @@ func migrateV0(tx *bolt.Tx) error {
 	return nil
 }
 
-// migrateV1 brings a version 1 file to version 2: pauses get their notes
-// (when each was made, by whom and why), in a bucket of their own, so the
-// paused bucket keeps its records. Pauses made before have none.
+// migrateV1 brings a version 1 file to version 2: pauses and policy
+// overrides get their notes (when each was set, by whom and why), in
+// buckets of their own, so the paused and policies buckets keep their
+// records; those set before have none. Hold records may have their author.
 func migrateV1(tx *bolt.Tx) error {
-	if _, err := tx.CreateBucketIfNotExists([]byte(bucketPauseNotes)); err != nil {
-		return fmt.Errorf("create bucket %s: %w", bucketPauseNotes, err)
+	for _, name := range []string{bucketPauseNotes, bucketPolicyNotes} {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -65,8 +65,10 @@ func TestRoundTrip(t *testing.T) {
 	want := hub.Intent{
 		Paused:        map[string]bool{"prod-eu": true, "staging": true},
 		PausedAt:      map[string]time.Time{"prod-eu": at0(), "staging": at0().Add(time.Minute)},
-		PauseNotes:    map[string]hub.PauseNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover"}},
+		PauseNotes:    map[string]hub.SwitchNote{"prod-eu": {By: "alice", Reason: "INC-4211: failover"}},
 		Policies:      map[string]hub.Policy{"shop": hub.PolicyWarn, "billing": hub.PolicyRepair},
+		PolicySetAt:   map[string]time.Time{"shop": at0(), "billing": at0()},
+		PolicyNotes:   map[string]hub.SwitchNote{"shop": {By: "dave", Reason: "DB migration"}},
 		Holds:         holds, // already in target order
 		Decommissions: []hub.DecommissionRecord{{Ref: colon, Since: t0()}, {Ref: cm, Since: t0().Add(time.Second), Orphan: true}},
 		Applied:       map[hub.NodeID]hub.SpecRef{colon.ID: colon, svc.ID: svc, cm.ID: cm},
@@ -75,11 +77,11 @@ func TestRoundTrip(t *testing.T) {
 
 	for c := range want.Paused {
 		// A pause made again replaces its note (staging's is cleared).
-		must(t, s.SetPaused(c, true, at0(), hub.PauseNote{By: "bob"}))
+		must(t, s.SetPaused(c, true, at0(), hub.SwitchNote{By: "bob"}))
 		must(t, s.SetPaused(c, true, want.PausedAt[c].In(time.FixedZone("CET", 3600)), want.PauseNotes[c]))
 	}
 	for a, p := range want.Policies {
-		must(t, s.SetPolicy(a, p, at0()))
+		must(t, s.SetPolicy(a, p, at0(), want.PolicyNotes[a]))
 	}
 	for i := len(holds) - 1; i >= 0; i-- {
 		must(t, s.PutHold(holds[i]))
@@ -145,12 +147,12 @@ func TestDelete(t *testing.T) {
 		del   func(*Store) error
 		check func(*testing.T, hub.Intent)
 	}{
-		{"unpause", func(s *Store) error { return s.SetPaused("prod", false, at0(), hub.PauseNote{}) }, func(t *testing.T, in hub.Intent) {
+		{"unpause", func(s *Store) error { return s.SetPaused("prod", false, at0(), hub.SwitchNote{}) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Paused) != 1 || !in.Paused["dev"] {
 				t.Errorf("Paused = %v, want only dev", in.Paused)
 			}
 		}},
-		{"policy", func(s *Store) error { return s.SetPolicy("shop", "", at0()) }, func(t *testing.T, in hub.Intent) {
+		{"policy", func(s *Store) error { return s.SetPolicy("shop", "", at0(), hub.SwitchNote{}) }, func(t *testing.T, in hub.Intent) {
 			if len(in.Policies) != 1 || in.Policies["web"] != hub.PolicyWarn {
 				t.Errorf("Policies = %v, want only web", in.Policies)
 			}
@@ -191,10 +193,10 @@ func TestDelete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hub.db")
 			s := openT(t, path)
-			must(t, s.SetPaused("prod", true, at0(), hub.PauseNote{}))
-			must(t, s.SetPaused("dev", true, at0(), hub.PauseNote{}))
-			must(t, s.SetPolicy("shop", hub.PolicyWarn, at0()))
-			must(t, s.SetPolicy("web", hub.PolicyWarn, at0()))
+			must(t, s.SetPaused("prod", true, at0(), hub.SwitchNote{}))
+			must(t, s.SetPaused("dev", true, at0(), hub.SwitchNote{}))
+			must(t, s.SetPolicy("shop", hub.PolicyWarn, at0(), hub.SwitchNote{}))
+			must(t, s.SetPolicy("web", hub.PolicyWarn, at0(), hub.SwitchNote{}))
 			must(t, s.PutHold(hold))
 			for _, r := range []hub.SpecRef{a, b} {
 				must(t, s.PutDecommission(hub.DecommissionRecord{Ref: r, Since: t0()}))
@@ -215,8 +217,8 @@ func TestInvalidArguments(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"pause empty cluster", func() error { return s.SetPaused("", true, at0(), hub.PauseNote{}) }},
-		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn, at0()) }},
+		{"pause empty cluster", func() error { return s.SetPaused("", true, at0(), hub.SwitchNote{}) }},
+		{"policy empty app", func() error { return s.SetPolicy("", hub.PolicyWarn, at0(), hub.SwitchNote{}) }},
 		{"hold bad scope", func() error { return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: "team", Name: "x"}}) }},
 		{"hold bad node", func() error {
 			return s.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: "nonsense"}})
@@ -255,7 +257,7 @@ func TestConcurrentWriters(t *testing.T) {
 			for i := range each {
 				r := ref(cluster, "ns", fmt.Sprintf("obj%d", i), hub.KindConfigMap)
 				errs <- s.PutApplied(r)
-				errs <- s.SetPaused(cluster, i%2 == 0, at0(), hub.PauseNote{})
+				errs <- s.SetPaused(cluster, i%2 == 0, at0(), hub.SwitchNote{})
 				if _, err := s.Load(); err != nil {
 					errs <- err
 				}
@@ -290,7 +292,7 @@ func TestCloseIdempotent(t *testing.T) {
 	if _, err := os.Stat(path + ".owner"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("owner sidecar after Close: %v, want it removed", err)
 	}
-	if err := s.SetPaused("prod", true, at0(), hub.PauseNote{}); err == nil || !strings.Contains(err.Error(), path) {
+	if err := s.SetPaused("prod", true, at0(), hub.SwitchNote{}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("SetPaused after Close = %v, want an error naming the file", err)
 	}
 	if _, err := s.Load(); err == nil {
@@ -534,7 +536,7 @@ func TestMigrateV1(t *testing.T) {
 	if !got.Paused["prod"] || len(got.PausedAt) != 0 || len(got.PauseNotes) != 0 {
 		t.Errorf("Load after migration = %+v, want prod paused without time or note", got)
 	}
-	note := hub.PauseNote{By: "alice", Reason: "INC-1"}
+	note := hub.SwitchNote{By: "alice", Reason: "INC-1"}
 	must(t, s.SetPaused("dev", true, at0(), note))
 	must(t, s.Close())
 	if v := readVersion(t, path); v != "2" {
@@ -546,7 +548,7 @@ func TestMigrateV1(t *testing.T) {
 		t.Errorf("Load after a pause with a note = %+v", got)
 	}
 	// Resuming deletes the note with the pause.
-	must(t, s.SetPaused("dev", false, at0(), hub.PauseNote{}))
+	must(t, s.SetPaused("dev", false, at0(), hub.SwitchNote{}))
 	if got := load(t, s); got.Paused["dev"] || len(got.PauseNotes) != 0 || len(got.PausedAt) != 0 {
 		t.Errorf("Load after resume = %+v, want dev's pause and note gone", got)
 	}

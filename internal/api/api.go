@@ -97,7 +97,7 @@ func (o Options) withDefaults() Options {
 //	operator  POST /api/v1/nodes/{id}/repair          repair now (404 unknown NodeID, 421 another replica's cluster)
 //	operator  POST /api/v1/clusters/{id}/pause        pause repairs on a cluster, optional body {"reason"} (404 unknown cluster)
 //	operator  POST /api/v1/clusters/{id}/resume       resume repairs (404 unknown cluster)
-//	operator  POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|""} (404 unknown application)
+//	operator  POST /api/v1/applications/{id}/policy   body {"policy":"warn"|"repair"|"", "reason"} (404 unknown application)
 //	viewer    GET  /api/v1/holds                      the active holds
 //	operator  POST /api/v1/holds                      body {"scope","name","ttl","reason"}: 201 and the hold (404 unknown target)
 //	operator  DELETE /api/v1/holds/{scope}/{name...}  release a hold: 204, 404 when none
@@ -283,7 +283,7 @@ func (s *server) pause(r *http.Request) error {
 	if !s.h.KnowsCluster(id) {
 		return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
 	}
-	note := hub.PauseNote{By: callerOf(r).Name, Reason: strings.TrimSpace(req.Reason)}
+	note := hub.SwitchNote{By: callerOf(r).Name, Reason: strings.TrimSpace(req.Reason)}
 	if err := note.Valid(); err != nil {
 		return err
 	}
@@ -302,6 +302,9 @@ func (s *server) resume(r *http.Request) error {
 // PolicyRequest is the body of the application policy action.
 type PolicyRequest struct {
 	Policy hub.Policy `json:"policy"`
+	// Reason says why (optional; not kept when the override is removed).
+	// Who set it is the caller's token name, never the body's.
+	Reason string `json:"reason,omitempty"`
 }
 
 // policy sets the policy of an application the hub knows; clearing one
@@ -323,7 +326,11 @@ func (s *server) policy(r *http.Request) error {
 			return fmt.Errorf("application %q: %w", app, hub.ErrUnknownApplication)
 		}
 	}
-	return internal(s.h.SetApplicationPolicy(app, req.Policy))
+	note := hub.SwitchNote{By: callerOf(r).Name, Reason: req.Reason}
+	if err := note.Valid(); err != nil {
+		return err
+	}
+	return internal(s.h.SetApplicationPolicyNote(app, req.Policy, note))
 }
 
 // HoldRequest is the body of POST /api/v1/holds.

@@ -55,20 +55,27 @@ func TestAPIAndClient(t *testing.T) {
 	waitSnap("paused", func(s *hub.Snapshot) bool { cs, ok := s.Cluster("c1"); return ok && cs.Paused })
 	// Paused again with a reason: the note names the caller ("local"
 	// without tokens), whatever the client says.
-	if err := c.PauseClusterNote("c1", hub.PauseNote{By: "mallory", Reason: "  INC-4211: failover "}); err != nil {
+	if err := c.PauseClusterNote("c1", hub.SwitchNote{By: "mallory", Reason: "  INC-4211: failover "}); err != nil {
 		t.Fatal(err)
 	}
 	waitSnap("paused with a note", func(s *hub.Snapshot) bool {
 		cs, ok := s.Cluster("c1")
 		return ok && cs.Paused && cs.PausedBy == "local" && cs.PauseReason == "INC-4211: failover" && !cs.PausedAt.IsZero()
 	})
-	if err := c.PauseClusterNote("c1", hub.PauseNote{Reason: strings.Repeat("x", hub.MaxPauseNote+1)}); err == nil || !strings.Contains(err.Error(), "at most 512 bytes") {
+	if err := c.PauseClusterNote("c1", hub.SwitchNote{Reason: strings.Repeat("x", hub.MaxSwitchNote+1)}); err == nil || !strings.Contains(err.Error(), "at most 512 bytes") {
 		t.Fatalf("pause with a long reason = %v, want refused", err)
 	}
 	if err := c.SetApplicationPolicy("web", hub.PolicyWarn); err != nil {
 		t.Fatal(err)
 	}
 	waitSnap("warn override", func(s *hub.Snapshot) bool { return s.AppPolicies["web"] == hub.PolicyWarn })
+	if err := c.SetApplicationPolicyNote("web", hub.PolicyWarn, hub.SwitchNote{By: "mallory", Reason: "INC-8"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSnap("warn override with its note", func(s *hub.Snapshot) bool {
+		n := s.AppPolicyNotes["web"]
+		return n.By == "local" && n.Reason == "INC-8" && !n.At.IsZero()
+	})
 	if err := c.SetApplicationPolicy("web", "bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("bad policy error = %v", err)
 	}
@@ -347,17 +354,19 @@ type failingIntent struct{}
 
 var errDiskFull = errors.New("write state: no space left on device")
 
-func (failingIntent) Load() (hub.Intent, error)                              { return hub.Intent{}, nil }
-func (failingIntent) SetPaused(string, bool, time.Time, hub.PauseNote) error { return errDiskFull }
-func (failingIntent) SetPolicy(string, hub.Policy, time.Time) error          { return errDiskFull }
-func (failingIntent) PutHold(hub.Hold) error                                 { return errDiskFull }
-func (failingIntent) DeleteHold(hub.HoldTarget) error                        { return errDiskFull }
-func (failingIntent) DeleteExpiredHold(hub.Hold) error                       { return errDiskFull }
-func (failingIntent) PutDecommission(hub.DecommissionRecord) error           { return errDiskFull }
-func (failingIntent) DeleteDecommission(hub.NodeID) error                    { return errDiskFull }
-func (failingIntent) PutApplied(hub.SpecRef) error                           { return errDiskFull }
-func (failingIntent) DeleteApplied(hub.NodeID) error                         { return errDiskFull }
-func (failingIntent) Close() error                                           { return nil }
+func (failingIntent) Load() (hub.Intent, error)                               { return hub.Intent{}, nil }
+func (failingIntent) SetPaused(string, bool, time.Time, hub.SwitchNote) error { return errDiskFull }
+func (failingIntent) SetPolicy(string, hub.Policy, time.Time, hub.SwitchNote) error {
+	return errDiskFull
+}
+func (failingIntent) PutHold(hub.Hold) error                       { return errDiskFull }
+func (failingIntent) DeleteHold(hub.HoldTarget) error              { return errDiskFull }
+func (failingIntent) DeleteExpiredHold(hub.Hold) error             { return errDiskFull }
+func (failingIntent) PutDecommission(hub.DecommissionRecord) error { return errDiskFull }
+func (failingIntent) DeleteDecommission(hub.NodeID) error          { return errDiskFull }
+func (failingIntent) PutApplied(hub.SpecRef) error                 { return errDiskFull }
+func (failingIntent) DeleteApplied(hub.NodeID) error               { return errDiskFull }
+func (failingIntent) Close() error                                 { return nil }
 
 // TestDurableWriteFailure: an action the hub could not record durably
 // answers 500 with the error.

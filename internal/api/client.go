@@ -278,7 +278,7 @@ func (c *Client) PauseCluster(cluster string, paused bool) error {
 // PauseClusterNote pauses repairs on a cluster with note's reason. Who
 // paused it is the hub's to say (the name of this client's token): note.By
 // is not sent. A hub from before pause notes pauses without the reason.
-func (c *Client) PauseClusterNote(cluster string, note hub.PauseNote) error {
+func (c *Client) PauseClusterNote(cluster string, note hub.SwitchNote) error {
 	var body any
 	if note.Reason != "" {
 		body = PauseRequest{Reason: note.Reason}
@@ -288,7 +288,14 @@ func (c *Client) PauseClusterNote(cluster string, note hub.PauseNote) error {
 
 // SetApplicationPolicy sets ("" clears) an application's runtime policy.
 func (c *Client) SetApplicationPolicy(app string, p hub.Policy) error {
-	return c.post("/api/v1/applications/"+url.PathEscape(app)+"/policy", PolicyRequest{Policy: p})
+	return c.SetApplicationPolicyNote(app, p, hub.SwitchNote{})
+}
+
+// SetApplicationPolicyNote sets an application's runtime policy with
+// note's reason; who set it is the hub's to say (the name of this
+// client's token): note.By is not sent.
+func (c *Client) SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error {
+	return c.post("/api/v1/applications/"+url.PathEscape(app)+"/policy", PolicyRequest{Policy: p, Reason: note.Reason})
 }
 
 // Hold stops repairs of a NodeID, an application or a cluster for ttl, with

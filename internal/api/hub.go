@@ -25,8 +25,9 @@ type Hub interface {
 	// Hold and ReleaseHold are the operator actions.
 	RepairNow(id hub.NodeID) error
 	PauseCluster(cluster string, paused bool) error
-	PauseClusterNote(cluster string, note hub.PauseNote) error
+	PauseClusterNote(cluster string, note hub.SwitchNote) error
 	SetApplicationPolicy(app string, p hub.Policy) error
+	SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	HoldAs(by string, t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error

@@ -50,6 +50,7 @@ func Merge(list apiv1.ReplicaList, snaps map[string]*hub.Snapshot, errs map[stri
 	}
 	if self != nil {
 		out.HubID, out.Policy, out.AppPolicies, out.Holds, out.Sources, out.Revisions = self.HubID, self.Policy, self.AppPolicies, self.Holds, self.Sources, self.Revisions
+		out.AppPolicyNotes = self.AppPolicyNotes
 	}
 	// from returns the snapshot a cluster's status and nodes come from, and
 	// whether they are current.

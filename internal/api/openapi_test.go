@@ -23,7 +23,7 @@ var wireTypes = []any{
 	apiv1.Snapshot{}, apiv1.Delta{}, apiv1.Cluster{}, apiv1.Node{}, apiv1.Repair{}, apiv1.Drift{},
 	apiv1.FieldDiff{}, apiv1.Attribution{}, apiv1.TimelineEntry{}, apiv1.FeedEntry{}, apiv1.Hold{},
 	apiv1.IgnoredField{}, apiv1.Contest{}, apiv1.FailingSource{}, apiv1.GitSource{},
-	apiv1.HoldDocument{}, apiv1.HoldList{}, apiv1.NodeDetail{}, apiv1.Replica{}, apiv1.ReplicaList{}, apiv1.Whoami{}, apiv1.Error{}, apiv1.ActionStatus{},
+	apiv1.HoldDocument{}, apiv1.HoldList{}, apiv1.NodeDetail{}, apiv1.Replica{}, apiv1.ReplicaList{}, apiv1.Whoami{}, apiv1.OverrideNote{}, apiv1.Error{}, apiv1.ActionStatus{},
 	PolicyRequest{}, PauseRequest{}, HoldRequest{},
 }
 

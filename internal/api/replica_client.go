@@ -380,7 +380,7 @@ func (rc *ReplicaClient) PauseCluster(cluster string, paused bool) error {
 
 // PauseClusterNote pauses repairs with a note through the replica that
 // manages the cluster (see Client.PauseClusterNote).
-func (rc *ReplicaClient) PauseClusterNote(cluster string, note hub.PauseNote) error {
+func (rc *ReplicaClient) PauseClusterNote(cluster string, note hub.SwitchNote) error {
 	c, err := rc.owner(cluster)
 	if err != nil {
 		return err
@@ -392,6 +392,12 @@ func (rc *ReplicaClient) PauseClusterNote(cluster string, note hub.PauseNote) er
 // replica (the policy is in the shared intent).
 func (rc *ReplicaClient) SetApplicationPolicy(app string, p hub.Policy) error {
 	return rc.first.SetApplicationPolicy(app, p)
+}
+
+// SetApplicationPolicyNote sets an application's policy with a note
+// through the first replica (see Client.SetApplicationPolicyNote).
+func (rc *ReplicaClient) SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error {
+	return rc.first.SetApplicationPolicyNote(app, p, note)
 }
 
 // holdClient is the client a hold on t goes to: the owner of its cluster

@@ -25,11 +25,11 @@ func (s *recordingStore) Load() (hub.Intent, error) {
 	}
 	return hub.Intent{}, nil
 }
-func (s *recordingStore) SetPaused(c string, _ bool, _ time.Time, _ hub.PauseNote) error {
+func (s *recordingStore) SetPaused(c string, _ bool, _ time.Time, _ hub.SwitchNote) error {
 	s.writes = append(s.writes, "pause "+c)
 	return nil
 }
-func (s *recordingStore) SetPolicy(a string, _ hub.Policy, _ time.Time) error {
+func (s *recordingStore) SetPolicy(a string, _ hub.Policy, _ time.Time, _ hub.SwitchNote) error {
 	s.writes = append(s.writes, "policy "+a)
 	return nil
 }
@@ -85,8 +85,8 @@ func TestOwnedIntent(t *testing.T) {
 	}
 	o.owns = func(c string) bool { return c == "c1" }
 	write()
-	_ = o.SetPaused("c2", true, time.Now(), hub.PauseNote{})
-	_ = o.SetPolicy("web", hub.PolicyWarn, time.Now())
+	_ = o.SetPaused("c2", true, time.Now(), hub.SwitchNote{})
+	_ = o.SetPolicy("web", hub.PolicyWarn, time.Now(), hub.SwitchNote{})
 	_ = o.PutHold(hub.Hold{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c2"}, Until: time.Now().Add(time.Hour)})
 	_ = o.DeleteHold(hub.HoldTarget{Scope: hub.HoldCluster, Name: "c2"})
 	want := []string{"applied " + mine.String(), "decommission " + mine.String(), "-decommission " + mine.String(), "-applied " + mine.String(),

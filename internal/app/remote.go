@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -43,8 +44,9 @@ type hubClient interface {
 	Snapshot(ctx context.Context) (*hub.Snapshot, error)
 	RepairNow(id hub.NodeID) error
 	PauseCluster(cluster string, paused bool) error
-	PauseClusterNote(cluster string, note hub.PauseNote) error
+	PauseClusterNote(cluster string, note hub.SwitchNote) error
 	SetApplicationPolicy(app string, p hub.Policy) error
+	SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
 	ReleaseHold(t hub.HoldTarget) error
 	Subscribe() (<-chan *hub.Snapshot, func())
@@ -175,7 +177,7 @@ func (r *Remote) Pause(clusters []string, all, paused bool, reason string) error
 	for _, c := range clusters {
 		err := h.PauseCluster(c, false)
 		if paused {
-			err = h.PauseClusterNote(c, hub.PauseNote{Reason: reason})
+			err = h.PauseClusterNote(c, hub.SwitchNote{Reason: reason})
 		}
 		if err != nil {
 			errs = append(errs, r.hubError(err))
@@ -239,13 +241,13 @@ func (r *Remote) Repair(ids []hub.NodeID) error {
 }
 
 // Policy sets an application's policy at run time (warn-only or repair);
-// "" clears the override, back to the config's.
-func (r *Remote) Policy(app string, p hub.Policy) error {
+// "" clears the override, back to the config's. reason (may be empty) says why.
+func (r *Remote) Policy(app string, p hub.Policy, reason string) error {
 	c, err := r.hub()
 	if err != nil {
 		return err
 	}
-	if err := c.SetApplicationPolicy(app, p); err != nil {
+	if err := c.SetApplicationPolicyNote(app, p, hub.SwitchNote{Reason: reason}); err != nil {
 		return r.hubError(err)
 	}
 	switch p {
@@ -276,6 +278,8 @@ type StatusReport struct {
 	Attention      []NodeAttention `json:"attention"`
 	AttentionTotal int             `json:"attentionTotal"`
 	Holds          []StatusHold    `json:"holds"`
+	// Overrides are the applications' runtime policy overrides, by id.
+	Overrides []StatusOverride `json:"overrides"`
 	// FailingSources are manifest sources that do not render (their last
 	// good state kept); StaleSources are Git sources and chart
 	// repositories whose latest revision is not in force.
@@ -341,6 +345,16 @@ type StatusHold struct {
 	Until  time.Time `json:"until"`
 }
 
+// StatusOverride is an application's runtime policy override: when it was
+// set, by whom and why, as far as the hub knows.
+type StatusOverride struct {
+	Application string    `json:"application"`
+	Policy      string    `json:"policy"`
+	At          time.Time `json:"at,omitzero"`
+	By          string    `json:"by,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
 // StatusSource is a manifest source that fails or a Git or chart source
 // that is stale.
 type StatusSource struct {
@@ -381,7 +395,7 @@ func attentionRank(s hub.Status) int {
 // limit NodeIDs that need attention (0: all of them).
 func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 	rep := StatusReport{Hub: snap.HubID, Taken: snap.Taken, Policy: string(snap.Policy),
-		Clusters: []StatusCluster{}, Attention: []NodeAttention{}, Holds: []StatusHold{},
+		Clusters: []StatusCluster{}, Attention: []NodeAttention{}, Holds: []StatusHold{}, Overrides: []StatusOverride{},
 		FailingSources: []StatusSource{}, StaleSources: []StatusSource{}}
 	connected := make(map[string]bool, len(snap.Clusters))
 	for _, c := range snap.Clusters {
@@ -418,6 +432,10 @@ func BuildStatus(snap *hub.Snapshot, limit int) StatusReport {
 	}
 	for _, h := range snap.Holds {
 		rep.Holds = append(rep.Holds, StatusHold{Scope: string(h.Target.Scope), Name: h.Target.Name, Reason: h.Reason, By: h.By, Until: h.Until})
+	}
+	for _, app := range slices.Sorted(maps.Keys(snap.AppPolicies)) {
+		n := snap.AppPolicyNotes[app]
+		rep.Overrides = append(rep.Overrides, StatusOverride{Application: app, Policy: string(snap.AppPolicies[app]), At: n.At, By: n.By, Reason: n.Reason})
 	}
 	for _, s := range snap.Sources {
 		rep.FailingSources = append(rep.FailingSources, StatusSource{ID: s.ID, Error: s.Error, Since: s.Since, KeptObjects: s.KeptObjects})
@@ -574,6 +592,26 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 			}
 			fmt.Fprintf(&b, "  %s %s until %s (in %s)%s: %s\n", h.Scope, termtext.Clean(h.Name),
 				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), by, termtext.Clean(h.Reason))
+		}
+	}
+	if len(rep.Overrides) > 0 {
+		b.WriteString("\nOVERRIDES\n")
+		for _, o := range rep.Overrides {
+			what := "warn-only"
+			if o.Policy == string(hub.PolicyRepair) {
+				what = "repaired"
+			}
+			fmt.Fprintf(&b, "  application %s %s", termtext.Clean(o.Application), what)
+			if !o.At.IsZero() {
+				fmt.Fprintf(&b, " since %s ago", ago(o.At))
+			}
+			if o.By != "" {
+				fmt.Fprintf(&b, " by %s", termtext.Clean(o.By))
+			}
+			if o.Reason != "" {
+				fmt.Fprintf(&b, ": %s", termtext.Clean(o.Reason))
+			}
+			b.WriteString(" (driftwatch policy " + termtext.Clean(o.Application) + " config drops it)\n")
 		}
 	}
 	if len(rep.FailingSources)+len(rep.StaleSources) > 0 {

@@ -46,9 +46,11 @@ func statusSnapshot(now time.Time) *hub.Snapshot {
 			node("us", "a", hub.StatusUnknown, "cluster unreachable"),
 			node("us", "b", hub.StatusUnknown, "cluster unreachable"),
 		},
-		Holds:     []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: "eu:shop/b:deployment"}, Reason: "INC-1", Until: now.Add(30 * time.Minute)}},
-		Sources:   []hub.SourceStatus{{ID: "web", Error: "kustomize: bad", Since: now.Add(-time.Hour), KeptObjects: 4}},
-		Revisions: []hub.SourceRevision{{ID: "inventory", Commit: "abc"}, {ID: "charts", Error: "503", Since: now.Add(-time.Minute)}},
+		Holds:          []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldNode, Name: "eu:shop/b:deployment"}, Reason: "INC-1", By: "bob", Until: now.Add(30 * time.Minute)}},
+		AppPolicies:    map[string]hub.Policy{"shop": hub.PolicyWarn, "cart": hub.PolicyRepair},
+		AppPolicyNotes: map[string]hub.OverrideNote{"shop": {At: now.Add(-10 * time.Minute), By: "dave", Reason: "DB migration\x1b[2J"}},
+		Sources:        []hub.SourceStatus{{ID: "web", Error: "kustomize: bad", Since: now.Add(-time.Hour), KeptObjects: 4}},
+		Revisions:      []hub.SourceRevision{{ID: "inventory", Commit: "abc"}, {ID: "charts", Error: "503", Since: now.Add(-time.Minute)}},
 	}
 }
 
@@ -119,7 +121,8 @@ func TestWriteStatus(t *testing.T) {
 		"  eu:shop/g:deployment  stuck      1m0s  ProgressDeadlineExceeded\n    why: pod g-1: not scheduled: 0/3 nodes are available\n",
 		"  eu:shop/e:deployment  failed     1m0s  apply: denied",
 		"HOLDS\n  node eu:shop/b:deployment until ",
-		"(in 30m0s): INC-1",
+		"(in 30m0s) by bob: INC-1",
+		"OVERRIDES\n  application cart repaired (driftwatch policy cart config drops it)\n  application shop warn-only since 10m0s ago by dave: DB migration\\x1b[2J (driftwatch policy shop config drops it)\n",
 		"web failing for 1h0m0s, its last good state kept (4 objects): kustomize: bad",
 		"charts stale for 1m0s, the revision before in force: 503",
 	} {
@@ -356,7 +359,7 @@ func TestDescribeReadsOneNode(t *testing.T) {
 				})
 			}
 			h, srv := startAPIHubWith(t, tokens, nil, wrap)
-			if err := h.PauseClusterNote("c1", hub.PauseNote{By: "alice", Reason: "INC-9"}); err != nil {
+			if err := h.PauseClusterNote("c1", hub.SwitchNote{By: "alice", Reason: "INC-9"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.Hold(hub.HoldTarget{Scope: hub.HoldApplication, Name: "web"}, time.Hour, "canary"); err != nil {

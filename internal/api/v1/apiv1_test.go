@@ -59,8 +59,9 @@ func richSnapshot() *hub.Snapshot {
 		},
 		Feed: []hub.FeedEntry{{At: t0, ID: web, Class: hub.DriftModified, Fields: diffs, Who: "kubectl-edit", Action: "apply", Latency: 12 * time.Millisecond, Err: "e",
 			Count: 3, First: t0.Add(-2 * time.Second)}},
-		AppPolicies: map[string]hub.Policy{"web": hub.PolicyWarn},
-		QueueDepth:  4,
+		AppPolicies:    map[string]hub.Policy{"web": hub.PolicyWarn},
+		AppPolicyNotes: map[string]hub.OverrideNote{"web": {At: t0, By: "dave", Reason: "DB migration"}},
+		QueueDepth:     4,
 		Holds: []hub.Hold{{Target: hub.HoldTarget{Scope: hub.HoldCluster, Name: "c1"}, Reason: "maintenance", By: "alice",
 			Since: t0, Until: t0.Add(time.Hour)}},
 	}

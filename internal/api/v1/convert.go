@@ -95,6 +95,12 @@ func FromHeader(s *hub.Snapshot) Header {
 	for app, p := range s.AppPolicies {
 		h.AppPolicies[app] = string(p)
 	}
+	for app, n := range s.AppPolicyNotes {
+		if h.AppPolicyNotes == nil {
+			h.AppPolicyNotes = make(map[string]OverrideNote, len(s.AppPolicyNotes))
+		}
+		h.AppPolicyNotes[app] = OverrideNote(n)
+	}
 	return h
 }
 
@@ -107,6 +113,13 @@ func (h Header) toHub(out *hub.Snapshot) {
 	out.AppPolicies = make(map[string]hub.Policy, len(h.AppPolicies))
 	for app, p := range h.AppPolicies {
 		out.AppPolicies[app] = hub.Policy(p)
+	}
+	out.AppPolicyNotes = nil
+	for app, n := range h.AppPolicyNotes {
+		if out.AppPolicyNotes == nil {
+			out.AppPolicyNotes = make(map[string]hub.OverrideNote, len(h.AppPolicyNotes))
+		}
+		out.AppPolicyNotes[app] = hub.OverrideNote(n)
 	}
 	out.QueueDepth = h.QueueDepth
 	out.Holds = nil
@@ -420,6 +433,10 @@ func NewNodeView(view *hub.Snapshot) NodeDetail {
 		d.Holds = FromHolds(view.Holds)
 	}
 	d.AppPolicy = string(view.AppPolicies[view.Nodes[0].Application])
+	if n, ok := view.AppPolicyNotes[view.Nodes[0].Application]; ok {
+		note := OverrideNote(n)
+		d.AppPolicyNote = &note
+	}
 	return d
 }
 
@@ -441,6 +458,9 @@ func (d NodeDetail) View() (view *hub.Snapshot, ok bool, err error) {
 	}
 	if d.AppPolicy != "" {
 		view.AppPolicies = map[string]hub.Policy{n.Application: hub.Policy(d.AppPolicy)}
+	}
+	if d.AppPolicyNote != nil {
+		view.AppPolicyNotes = map[string]hub.OverrideNote{n.Application: hub.OverrideNote(*d.AppPolicyNote)}
 	}
 	return view, d.Cluster != nil, nil
 }

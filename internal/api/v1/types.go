@@ -29,6 +29,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// OverrideNote is when an application's policy override was set, by whom
+// (the API token's name, or the local user of a terminal UI) and why; each
+// absent when not known.
+type OverrideNote struct {
+	At     time.Time `json:"at,omitzero"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
 // Header is what a snapshot and a delta both carry about the hub as a whole.
 // It is embedded: its fields appear at the top level of both documents.
 type Header struct {
@@ -46,6 +55,9 @@ type Header struct {
 	// AppPolicies are the runtime policy overrides set from the UI or the
 	// API, by application id.
 	AppPolicies map[string]string `json:"appPolicies"`
+	// AppPolicyNotes say when each override of AppPolicies was set, by
+	// whom and why, as far as the hub knows; absent when it knows nothing.
+	AppPolicyNotes map[string]OverrideNote `json:"appPolicyNotes,omitempty"`
 	// QueueDepth is the length of the reconcile queue.
 	QueueDepth int `json:"queueDepth"`
 	// Holds are the active holds, sorted by target.
@@ -483,6 +495,9 @@ type NodeDetail struct {
 	Holds []Hold `json:"holds,omitempty"`
 	// AppPolicy is its application's runtime policy override ("" none).
 	AppPolicy string `json:"appPolicy,omitempty"`
+	// AppPolicyNote is when the override was set, by whom and why, when
+	// the hub knows.
+	AppPolicyNote *OverrideNote `json:"appPolicyNote,omitempty"`
 }
 
 // Error is the answer of a request that failed.
