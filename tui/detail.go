@@ -244,17 +244,7 @@ func (v *detailView) lines() []string {
 	}
 	add(v.field("application", obj+v.st.dim.render(" · policy ")+policy))
 	if o := v.overrideNote; v.override != "" && o != (hub.OverrideNote{}) {
-		s := "set"
-		if !o.At.IsZero() {
-			s += " " + age(now, o.At) + " ago"
-		}
-		if o.By != "" {
-			s += " by " + o.By
-		}
-		if o.Reason != "" {
-			s += ": " + o.Reason
-		}
-		add(v.wrapped("override", s, v.st.dim)...)
+		add(v.wrapped("override", noteText("set", o.At, o.By, o.Reason, now), v.st.dim)...)
 	}
 	if n.Revision != "" {
 		add(v.field("desired", "from "+app+" @ "+revisionLine(n.Revision)))

@@ -209,15 +209,21 @@ func pluralOf(n int, one, many string) string {
 // ago by alice: INC-4211: failover", with what is known of it (raw: the
 // caller cleans it).
 func pauseText(c hub.ClusterStatus, now time.Time) string {
-	s := "paused"
-	if !c.PausedAt.IsZero() {
-		s += " " + age(now, c.PausedAt) + " ago"
+	return noteText("paused", c.PausedAt, c.PausedBy, c.PauseReason, now)
+}
+
+// noteText says a switch set with its note: "set 12m ago by alice: why",
+// with what is known of it (raw: the caller cleans it).
+func noteText(verb string, at time.Time, by, reason string, now time.Time) string {
+	s := verb
+	if !at.IsZero() {
+		s += " " + age(now, at) + " ago"
 	}
-	if c.PausedBy != "" {
-		s += " by " + c.PausedBy
+	if by != "" {
+		s += " by " + by
 	}
-	if c.PauseReason != "" {
-		s += ": " + c.PauseReason
+	if reason != "" {
+		s += ": " + reason
 	}
 	return s
 }

@@ -747,15 +747,7 @@ func (s *ConfigMapStore) LoadOverrides() (hub.Intent, error) {
 func (s *ConfigMapStore) load(selector string) (hub.Intent, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
-	in := hub.Intent{
-		Paused:      make(map[string]bool),
-		PausedAt:    make(map[string]time.Time),
-		PauseNotes:  make(map[string]hub.SwitchNote),
-		PolicyNotes: make(map[string]hub.SwitchNote),
-		Policies:    make(map[string]hub.Policy),
-		PolicySetAt: make(map[string]time.Time),
-		Applied:     make(map[hub.NodeID]hub.SpecRef),
-	}
+	in := newIntent()
 	var bad []error
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 250}
 	for {

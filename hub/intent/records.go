@@ -283,6 +283,20 @@ func (s *Store) writeApplied(what, key string, val *string) error {
 	return err
 }
 
+// newIntent returns an Intent whose maps are empty, not nil, as Load
+// returns them.
+func newIntent() hub.Intent {
+	return hub.Intent{
+		Paused:      make(map[string]bool),
+		PausedAt:    make(map[string]time.Time),
+		PauseNotes:  make(map[string]hub.SwitchNote),
+		Policies:    make(map[string]hub.Policy),
+		PolicySetAt: make(map[string]time.Time),
+		PolicyNotes: make(map[string]hub.SwitchNote),
+		Applied:     make(map[hub.NodeID]hub.SpecRef),
+	}
+}
+
 // validID reports a NodeID whose text form would not parse back.
 func validID(id hub.NodeID) error {
 	if !id.Valid() {
@@ -296,15 +310,7 @@ func validID(id hub.NodeID) error {
 // NodeID text. A record that does not decode, or whose key does not match
 // it, is an error wrapping ErrCorrupt that names its bucket and key.
 func (s *Store) Load() (hub.Intent, error) {
-	in := hub.Intent{
-		Paused:      make(map[string]bool),
-		PausedAt:    make(map[string]time.Time),
-		PauseNotes:  make(map[string]hub.SwitchNote),
-		Policies:    make(map[string]hub.Policy),
-		PolicySetAt: make(map[string]time.Time),
-		PolicyNotes: make(map[string]hub.SwitchNote),
-		Applied:     make(map[hub.NodeID]hub.SpecRef),
-	}
+	in := newIntent()
 	err := s.view(func(tx *bolt.Tx) error {
 		return loadAll(tx, &in)
 	})
