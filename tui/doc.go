@@ -28,9 +28,10 @@
 // (SIGHUP, the end of its input, a failed write), returning an error that
 // wraps ErrHangup, so a program never outlives its terminal. r (repair now), p (pause or resume
 // the cluster) and w (toggle warn-only for the node's application) ask for
-// y/n first (p on a running cluster asks why instead, and enter pauses it
-// with that reason, shown with who paused it wherever the cluster is) and
-// are refused in read-only mode. h holds repairs of the
+// y/n first (p on a running cluster and w making an application
+// warn-only ask why instead, and enter sets the switch with that reason,
+// shown with who set it wherever the switch is) and are refused in
+// read-only mode. h holds repairs of the
 // selection (the node in the cluster and detail views and the feed, the
 // cluster on the overview's table): it asks for a duration (30m offered)
 // and a reason (required), and the hold expires by itself; H releases the

@@ -79,6 +79,14 @@ func (f *fakeSource) SetApplicationPolicy(app string, p hub.Policy) error {
 	return f.record(fmt.Sprintf("policy %s %q", app, p))
 }
 
+func (f *fakeSource) SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error {
+	s := fmt.Sprintf("policy %s %q", app, p)
+	if note.By != "" || note.Reason != "" {
+		s += fmt.Sprintf(" by %q: %q", note.By, note.Reason)
+	}
+	return f.record(s)
+}
+
 func (f *fakeSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {
 	err := f.record(fmt.Sprintf("hold %s %s %q", t, ttl, reason))
 	if err != nil {

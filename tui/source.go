@@ -30,6 +30,9 @@ type Source interface {
 	// SetApplicationPolicy overrides an application's policy at runtime; ""
 	// clears the override.
 	SetApplicationPolicy(app string, p hub.Policy) error
+	// SetApplicationPolicyNote overrides it with a note; who set it is
+	// the source's to say, not note.By (see PauseClusterNote).
+	SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error
 	// Hold stops repairs of a NodeID, an application or a cluster for ttl,
 	// with a reason (drift is still shown); it returns the hold placed.
 	Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error)
@@ -81,6 +84,11 @@ func (s hubSource) PauseClusterNote(cluster string, note hub.SwitchNote) error {
 
 func (s hubSource) SetApplicationPolicy(app string, p hub.Policy) error {
 	return s.h.SetApplicationPolicyNote(app, p, hub.SwitchNote{By: s.user})
+}
+
+func (s hubSource) SetApplicationPolicyNote(app string, p hub.Policy, note hub.SwitchNote) error {
+	note.By = s.user
+	return s.h.SetApplicationPolicyNote(app, p, note)
 }
 
 func (s hubSource) Hold(t hub.HoldTarget, ttl time.Duration, reason string) (hub.Hold, error) {

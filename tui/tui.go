@@ -154,7 +154,7 @@ type Model struct {
 	cmdInput  lineInput
 	confirm   *pendingAction
 	hold      *holdForm
-	pause     *pauseForm
+	why       *whyForm
 	status    string
 	statusErr bool
 
@@ -240,10 +240,13 @@ type holdForm struct {
 	input  lineInput
 }
 
-// pauseForm asks why a cluster is paused (optional): enter pauses it with
-// that reason, esc cancels.
-type pauseForm struct {
-	cluster string
+// whyForm asks why a switch is set (optional: a pause, a warn-only
+// override): enter sets it with that reason, esc cancels.
+type whyForm struct {
+	what    string // the action, for its log if it panics: "the pause of prod-eu"
+	started string // shown once enter is pressed
+	done    string // shown once set
+	set     func(note hub.SwitchNote) error
 	input   lineInput
 }
 
@@ -563,8 +566,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.hold != nil:
 			m.hold.input.insert(oneLine(msg.Content))
-		case m.pause != nil:
-			m.pause.input.insert(oneLine(msg.Content))
+		case m.why != nil:
+			m.why.input.insert(oneLine(msg.Content))
 		case m.command:
 			m.cmdInput.insert(oneLine(msg.Content))
 		case m.top() == ScreenCluster && m.cluster.filtering:
@@ -623,8 +626,8 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.hold != nil {
 		return m.updateHold(k)
 	}
-	if m.pause != nil {
-		return m.updatePause(k)
+	if m.why != nil {
+		return m.updateWhy(k)
 	}
 	if m.command {
 		switch m.cmdInput.update(k) {
@@ -897,36 +900,44 @@ func (m *Model) askPause() {
 		}
 		return
 	}
-	m.pause = &pauseForm{cluster: cluster}
-	m.pause.input.reset("Pause repairs on cluster "+cluster+" (drift is still reported). Why? (enter pauses, esc cancels): ", "")
+	m.askWhy("Pause repairs on cluster "+cluster+" (drift is still reported). Why?", &whyForm{
+		what: "the pause of " + cluster, started: "pausing repairs on " + cluster + "…",
+		done: "repairs paused on " + cluster + "; p again resumes them",
+		set:  func(note hub.SwitchNote) error { return src.PauseClusterNote(cluster, note) },
+	})
 }
 
-// updatePause feeds a key to the pause prompt: enter pauses the cluster
-// with the reason typed (none is allowed), esc cancels.
-func (m *Model) updatePause(k tea.KeyPressMsg) tea.Cmd {
-	f := m.pause
+// askWhy opens the prompt of a switch that takes a reason (optional).
+func (m *Model) askWhy(question string, f *whyForm) {
+	m.why = f
+	f.input.reset(question+" (enter sets it, esc cancels): ", "")
+}
+
+// updateWhy feeds a key to the reason prompt: enter sets the switch with
+// the reason typed (none is allowed), esc cancels.
+func (m *Model) updateWhy(k tea.KeyPressMsg) tea.Cmd {
+	f := m.why
 	switch f.input.update(k) {
 	case inputCancel:
-		m.pause = nil
+		m.why = nil
 		m.setStatus("cancelled", false)
 		return nil
 	case inputDone:
 	default:
 		return nil
 	}
-	m.pause = nil
-	src, cluster := m.src, f.cluster
+	m.why = nil
 	note := hub.SwitchNote{Reason: strings.TrimSpace(f.input.String())}
 	if err := note.Valid(); err != nil {
 		m.setStatus(err.Error(), true)
 		return nil
 	}
-	m.setStatus("pausing repairs on "+cluster+"…", false)
-	return m.action("the pause of "+cluster, func() tea.Msg {
-		if err := src.PauseClusterNote(cluster, note); err != nil {
+	m.setStatus(f.started, false)
+	return m.action(f.what, func() tea.Msg {
+		if err := f.set(note); err != nil {
 			return actionDoneMsg{err: err}
 		}
-		return actionDoneMsg{text: "repairs paused on " + cluster + "; p again resumes them"}
+		return actionDoneMsg{text: f.done}
 	})
 }
 
@@ -963,16 +974,11 @@ func (m *Model) askWarn() {
 		}
 		return
 	}
-	m.confirm = &pendingAction{
-		question: "Set application " + app + " to warn-only (no repairs)?",
-		started:  "setting " + app + " to warn-only…",
-		run: func() (string, error) {
-			if err := src.SetApplicationPolicy(app, hub.PolicyWarn); err != nil {
-				return "", err
-			}
-			return "application " + app + " is warn-only", nil
-		},
-	}
+	m.askWhy("Set application "+app+" to warn-only (no repairs). Why?", &whyForm{
+		what: "warn-only on " + app, started: "setting " + app + " to warn-only…",
+		done: "application " + app + " is warn-only",
+		set:  func(note hub.SwitchNote) error { return src.SetApplicationPolicyNote(app, hub.PolicyWarn, note) },
+	})
 }
 
 // holdTarget is what h holds on the current screen: the node in the
@@ -1249,8 +1255,8 @@ func (m *Model) promptLine() string {
 		return truncate(m.st.prompt.render(clean(m.confirm.question)+" [y/N]"), m.width)
 	case m.hold != nil:
 		return m.hold.input.view(m.st, m.width)
-	case m.pause != nil:
-		return m.pause.input.view(m.st, m.width)
+	case m.why != nil:
+		return m.why.input.view(m.st, m.width)
 	case m.command:
 		return m.cmdInput.view(m.st, m.width)
 	case !m.showHelp && m.top() == ScreenCluster && m.cluster.filtering:
