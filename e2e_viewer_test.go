@@ -79,8 +79,9 @@ func testViewerAttach(t *testing.T, path string) {
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) // into c1
 	testwait.Screen(t, tm, "sec/web", 20*time.Second)
 	tm.Type("p") // pause the cluster
-	testwait.Screen(t, tm, "[y/N]", 20*time.Second)
-	tm.Type("y")
+	testwait.Screen(t, tm, "Why?", 20*time.Second)
+	tm.Type("INC-9")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	testwait.Screen(t, tm, "error: hub", 20*time.Second) // the status bar may cut the rest
 	tm.Type("q")
 	tm.Type("q")
