@@ -25,6 +25,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/localcluster"
 	"github.com/driftwatch/driftwatch/internal/localcluster/lctest"
 	"github.com/driftwatch/driftwatch/internal/testwait"
+	"github.com/driftwatch/driftwatch/tui"
 )
 
 // serveChildEnv, set to serve's arguments (JSON), makes TestSecurity run
@@ -223,7 +224,7 @@ func testDefaultToken(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	token, err := api.FirstToken(file, first)
-	if err != nil || len(token) != 43 || !strings.Contains(string(first), token+" operator default") {
+	if err != nil || len(token) != 43 || !strings.Contains(string(first), token+" operator "+tui.LocalUser()+"\n") {
 		t.Fatalf("token file:\n%s\n%v", first, err)
 	}
 	s.waitLog(t, `"msg":"created an operator token for the API; clients on this machine use it by default","file":"`+file+`"`)

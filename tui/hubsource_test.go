@@ -55,7 +55,7 @@ func TestHubSource(t *testing.T) {
 	if len(snap.Holds) != 1 || snap.Holds[0].Target != hold {
 		t.Errorf("snapshot holds = %+v, want the node's", snap.Holds)
 	}
-	user := localUser()
+	user := LocalUser()
 	if c, _ := snap.Cluster("prod-eu"); !c.Paused || c.PausedBy != user || c.PauseReason != "INC-1" {
 		t.Errorf("cluster %+v, want paused by %s (the local user, not the note's) with the reason", c, user)
 	}

@@ -50,16 +50,16 @@ type NodeReader interface {
 
 // HubSource adapts an in-process *hub.Hub to Source. Its pauses and holds
 // are noted as made by the user running the process.
-func HubSource(h *hub.Hub) Source { return hubSource{h: h, user: localUser()} }
+func HubSource(h *hub.Hub) Source { return hubSource{h: h, user: LocalUser()} }
 
 type hubSource struct {
 	h    *hub.Hub
 	user string
 }
 
-// localUser names the user running the process: the account's name, else
+// LocalUser names the user running the process: the account's name, else
 // $USER, else "local".
-func localUser() string {
+func LocalUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}

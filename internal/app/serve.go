@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -24,6 +25,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/api"
 	"github.com/driftwatch/driftwatch/internal/coord"
 	"github.com/driftwatch/driftwatch/internal/safefile"
+	"github.com/driftwatch/driftwatch/tui"
 )
 
 // ServeOptions are the settings of Serve (the flags of driftwatch serve).
@@ -215,8 +217,9 @@ func Serve(ctx context.Context, o ServeOptions, env Env) error {
 }
 
 // serveTokens returns the tokens the API accepts: those of tokenFile, else
-// those of the default token file, made with one random operator token
-// (named "default") on the first start. It logs which file, never a token.
+// those of the default token file, made with one random operator token on
+// the first start, named after the user it belongs to (the file is theirs
+// alone: see defaultTokenName). It logs which file, never a token.
 func serveTokens(tokenFile string, getenv func(string) string, log *slog.Logger) (*api.Tokens, error) {
 	if tokenFile != "" {
 		t, err := api.LoadTokens(tokenFile)
@@ -253,6 +256,18 @@ func serveTokens(tokenFile string, getenv func(string) string, log *slog.Logger)
 	return t, nil
 }
 
+// defaultTokenName is the name of the default token: the user running the
+// hub, whose alone the file is (mode 0600), so what the hub logs and notes
+// a pause or a hold by says who; a name a token file cannot hold (white
+// space) has it replaced by '-', and none is "default".
+func defaultTokenName(user string) string {
+	name := strings.Join(strings.Fields(user), "-")
+	if name == "" || name == "local" {
+		return "default"
+	}
+	return name
+}
+
 // ensureTokenFile creates the default token file with a new operator token
 // unless it exists, and reports whether it created it. The file is written
 // whole under a temporary name and linked into place, so a concurrent
@@ -271,7 +286,7 @@ func ensureTokenFile(path string) (bool, error) {
 	defer os.Remove(tmp)
 	content := "# The operator token driftwatch serve made on its first start. `driftwatch attach`\n" +
 		"# and `driftwatch reload` use it on this machine. Lines: <token> <role> [name].\n" +
-		tok + " operator default\n"
+		tok + " operator " + defaultTokenName(tui.LocalUser()) + "\n"
 	_, err = io.WriteString(f, content)
 	err = errors.Join(err, f.Sync(), f.Close())
 	if err != nil {
