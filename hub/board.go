@@ -72,6 +72,7 @@ func (b *clusterBoard) paused(cluster string, paused bool, at time.Time, note Sw
 	c := b.clusterLocked(cluster)
 	c.paused, c.pausedAt, c.pauseNote = paused, at, note
 	b.mu.Unlock()
+	b.metrics.setPaused(cluster, paused, at)
 	signal(b.dirty)
 }
 
@@ -80,6 +81,7 @@ func (b *clusterBoard) setHolds(h []Hold) {
 	b.mu.Lock()
 	b.holds = h
 	b.mu.Unlock()
+	b.metrics.setHolds(h)
 	signal(b.dirty)
 }
 
@@ -114,6 +116,7 @@ func (b *clusterBoard) appPolicies(o map[string]appOverride) {
 	b.mu.Lock()
 	b.appPolicy, b.appPolicyNotes = p, notes
 	b.mu.Unlock()
+	b.metrics.setOverrides(o)
 	signal(b.dirty)
 }
 

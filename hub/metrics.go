@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,6 +46,11 @@ type metrics struct {
 	loopPanics                    *prometheus.CounterVec
 	orphanGuard                   *prometheus.CounterVec
 	heapReturns, heapReturned     prometheus.Counter
+	// pausedAt, holdUntil and overrideAt show the switches set now: when
+	// each cluster was paused, when each hold ends, when each
+	// application's override was set (unix seconds), for alerts on a
+	// switch left on.
+	pausedAt, holdUntil, overrideAt *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -132,13 +138,22 @@ func newMetrics() *metrics {
 		heapReturned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "driftwatch_heap_returned_bytes_total", Help: "Bytes of freed heap the hub returned to the operating system after waves of work.",
 		}),
+		pausedAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_cluster_paused_timestamp_seconds", Help: "When each paused cluster was paused (unix seconds; 0 when not known); no series for a cluster that is not paused.",
+		}, []string{"cluster"}),
+		holdUntil: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_hold_expiry_timestamp_seconds", Help: "When each active hold ends (unix seconds), by scope and name.",
+		}, []string{"scope", "name"}),
+		overrideAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_policy_override_timestamp_seconds", Help: "When each application's runtime policy override was set (unix seconds; 0 when not known), by application and policy.",
+		}, []string{"application", "policy"}),
 		orphanGuard: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_orphan_prunes_refused_total", Help: "Orphan prunes refused, by reason (limit: more than the prune limit across the hub in one scan; all: every object of a cluster; warn: warn-only policy).",
 		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.drift, m.repairs, m.desiredApplies, m.classified, m.repaired, m.watch, m.echoes,
 		m.clusterUp, m.clusterSt, m.objects, m.queueDepth, m.reconciles, m.reloads, m.sourceFailing, m.sourceRevision, m.sourceFetched, m.panics, m.staleReads, m.resyncsPostponed, m.resyncsLeftOut, m.restarted, m.staleHealth,
-		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned,
+		m.refused, m.drains, m.loopPanics, m.orphanGuard, m.heapReturns, m.heapReturned, m.pausedAt, m.holdUntil, m.overrideAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -203,6 +218,42 @@ func (h *Hub) SetSourceRevisions(revs []SourceRevision) {
 		}
 	}
 	h.store.setRevisions(revs)
+}
+
+// unixSeconds is t as a metric's timestamp value (0 for the zero time).
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// setPaused shows a cluster's pause, made at at (its series deleted when
+// it is resumed). A pause belongs to the cluster id, so forgetCluster
+// keeps it.
+func (m *metrics) setPaused(cluster string, paused bool, at time.Time) {
+	if !paused {
+		m.pausedAt.DeleteLabelValues(cluster)
+		return
+	}
+	m.pausedAt.WithLabelValues(cluster).Set(unixSeconds(at))
+}
+
+// setHolds shows the holds, replacing those shown before.
+func (m *metrics) setHolds(hs []Hold) {
+	m.holdUntil.Reset()
+	for _, hd := range hs {
+		m.holdUntil.WithLabelValues(string(hd.Target.Scope), hd.Target.Name).Set(unixSeconds(hd.Until))
+	}
+}
+
+// setOverrides shows the applications' policy overrides, replacing those
+// shown before.
+func (m *metrics) setOverrides(o map[string]appOverride) {
+	m.overrideAt.Reset()
+	for app, ov := range o {
+		m.overrideAt.WithLabelValues(app, string(ov.Policy)).Set(unixSeconds(ov.At))
+	}
 }
 
 // forgetCluster deletes every series of a cluster that left the hub.

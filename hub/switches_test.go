@@ -9,6 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestPanickingWriteReleasesItsGate: a backend write that panics is
@@ -608,6 +611,53 @@ func TestPolicyNote(t *testing.T) {
 		long := SwitchNote{Reason: strings.Repeat("x", MaxSwitchNote+1)}
 		if err := fa.h.SetApplicationPolicyNote("app", PolicyWarn, long); err == nil || len(fa.h.Snapshot().AppPolicies) != 0 {
 			t.Errorf("a note too long = %v, overrides %v; want refused and nothing set", err, fa.h.Snapshot().AppPolicies)
+		}
+	})
+}
+
+// TestSwitchMetrics: the switches set now are series with their time (a
+// pause's start, a hold's end, an override's start), gone once lifted.
+func TestSwitchMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t, newFake(true), Options{})
+		s := spec("c1", "a", "v1")
+		s.Application = "app"
+		f.h.SetDesired([]NodeSpec{s})
+		f.ready("c1", 1, 1)
+		synctest.Wait()
+		m := f.h.metrics
+		now := float64(time.Now().UnixNano()) / 1e9
+		if err := f.h.PauseClusterNote("c1", SwitchNote{By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Hold(HoldTarget{Scope: HoldApplication, Name: "app"}, time.Hour, "why"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.SetApplicationPolicy("app", PolicyWarn); err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.ToFloat64(m.pausedAt.WithLabelValues("c1")); got != now {
+			t.Errorf("paused at %v, want %v", got, now)
+		}
+		if got := testutil.ToFloat64(m.holdUntil.WithLabelValues("application", "app")); got != now+3600 {
+			t.Errorf("hold ends at %v, want %v", got, now+3600)
+		}
+		if got := testutil.ToFloat64(m.overrideAt.WithLabelValues("app", "warn")); got != now {
+			t.Errorf("override set at %v, want %v", got, now)
+		}
+		if err := f.h.PauseCluster("c1", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.ReleaseHold(HoldTarget{Scope: HoldApplication, Name: "app"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.SetApplicationPolicy("app", ""); err != nil {
+			t.Fatal(err)
+		}
+		for name, c := range map[string]prometheus.Collector{"paused": m.pausedAt, "holds": m.holdUntil, "overrides": m.overrideAt} {
+			if n := testutil.CollectAndCount(c); n != 0 {
+				t.Errorf("%s: %d series once lifted, want none", name, n)
+			}
 		}
 	})
 }
