@@ -619,7 +619,7 @@ func testReplicaRollingRestart(t *testing.T, e *haEnv) {
 	ids := e.clusterIDs()
 	paused, held, free := ids[0], ids[1], ids[2:]
 	c := live[0].client(t, e)
-	if err := c.PauseCluster(paused, true); err != nil {
+	if err := c.PauseClusterNote(paused, hub.SwitchNote{Reason: "INC-42: restore"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Hold(hub.HoldTarget{Scope: hub.HoldCluster, Name: held}, time.Hour, "incident 42"); err != nil {
@@ -646,8 +646,19 @@ func testReplicaRollingRestart(t *testing.T, e *haEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(holds) != 1 || holds[0].Target.Name != held || holds[0].Reason != "incident 42" {
-		t.Fatalf("holds after the rolling restart: %+v", holds)
+	if len(holds) != 1 || holds[0].Target.Name != held || holds[0].Reason != "incident 42" || holds[0].By != "test" {
+		t.Fatalf("holds after the rolling restart: %+v, want the hold with its reason and author (the token's name)", holds)
+	}
+	// The pause's note lives in the shared intent too: a replica that
+	// never saw it set shows who paused the cluster and why.
+	for _, r := range live {
+		snap, err := r.client(t, e).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs, ok := snap.Cluster(paused); !ok || !cs.Paused || cs.PausedBy != "test" || cs.PauseReason != "INC-42: restore" || cs.PausedAt.IsZero() {
+			t.Fatalf("cluster %s on %s after the rolling restart: %+v, want paused with its note", paused, r.id, cs)
+		}
 	}
 	if err := c.PauseCluster(paused, false); err != nil {
 		t.Fatal(err)
