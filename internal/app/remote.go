@@ -175,9 +175,11 @@ func (r *Remote) Pause(clusters []string, all, paused bool, reason string) error
 	}
 	var errs []error
 	for _, c := range clusters {
-		err := h.PauseCluster(c, false)
+		var err error
 		if paused {
 			err = h.PauseClusterNote(c, hub.SwitchNote{Reason: reason})
+		} else {
+			err = h.PauseCluster(c, false)
 		}
 		if err != nil {
 			errs = append(errs, r.hubError(err))

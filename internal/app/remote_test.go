@@ -398,3 +398,46 @@ func TestDescribeReadsOneNode(t *testing.T) {
 		})
 	}
 }
+
+// TestPauseOfAPausedClusterNeverResumes: pausing a paused cluster again
+// (with a new reason) sends one pause and no resume: a resume in between
+// would let repairs through for a moment.
+func TestPauseOfAPausedClusterNeverResumes(t *testing.T) {
+	const token = "op-token-0123456789abcdef0123456789"
+	tokens, err := api.ParseTokens("test", []byte(token+" operator alice\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var writes []string
+	wrap := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				mu.Lock()
+				writes = append(writes, r.URL.Path)
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h, srv := startAPIHubWith(t, tokens, nil, wrap)
+	if err := h.PauseCluster("c1", true); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r, err := NewRemote(srv.URL, api.ClientOptions{Token: token}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pause([]string{"c1"}, false, true, "INC-2"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/api/v1/clusters/c1/pause"}; !slices.Equal(writes, want) {
+		t.Errorf("requests %q, want %q", writes, want)
+	}
+	if c, _ := h.Snapshot().Cluster("c1"); !c.Paused || c.PauseReason != "INC-2" {
+		t.Errorf("c1 = %+v, want paused with the new reason", c)
+	}
+}
