@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -108,12 +109,31 @@ type SwitchNote struct {
 // is read in one line of a view, not a document.
 const MaxSwitchNote = 512
 
-// Valid reports a field longer than MaxSwitchNote bytes.
+// ErrInvalidNote is wrapped by the error of a switch refused for its
+// note (see SwitchNote.Valid): nothing was changed.
+var ErrInvalidNote = errors.New("invalid note")
+
+// Valid reports a field longer than MaxSwitchNote bytes (wrapping
+// ErrInvalidNote).
 func (n SwitchNote) Valid() error {
 	if len(n.By) > MaxSwitchNote || len(n.Reason) > MaxSwitchNote {
-		return fmt.Errorf("a switch's author and reason may have at most %d bytes each", MaxSwitchNote)
+		return fmt.Errorf("%w: a switch's author and reason may have at most %d bytes each", ErrInvalidNote, MaxSwitchNote)
 	}
 	return nil
+}
+
+// Suffix says who set a switch and why as people read it after what was
+// set: " by alice: INC-4211", " by alice", ": INC-4211" or "" (raw: the
+// caller cleans it for a terminal).
+func (n SwitchNote) Suffix() string {
+	s := ""
+	if n.By != "" {
+		s = " by " + n.By
+	}
+	if n.Reason != "" {
+		s += ": " + n.Reason
+	}
+	return s
 }
 
 // oneLine returns the note with each field on one line: runs of white

@@ -201,12 +201,12 @@ func (ia *intentAPI) setApplicationPolicy(app string, p Policy, note SwitchNote)
 	for _, id := range ids {
 		ia.ctrl.add(id)
 	}
+	if p != "" {
+		ia.opts.Logger.Info("application policy overridden", "application", app, "policy", string(p), "by", note.By, "reason", note.Reason)
+	} else {
+		ia.opts.Logger.Info("application policy override removed", "application", app)
+	}
 	if ia.opts.Intent != nil {
-		if p != "" {
-			ia.opts.Logger.Info("application policy overridden", "application", app, "policy", string(p), "by", note.By, "reason", note.Reason)
-		} else {
-			ia.opts.Logger.Info("application policy override removed", "application", app)
-		}
 		if err := ia.opts.Intent.SetPolicy(app, p, at, note); err != nil {
 			return fmt.Errorf("policy of application %q: record: %w", app, err)
 		}
@@ -241,10 +241,11 @@ func (ia *intentAPI) Hold(t HoldTarget, ttl time.Duration, reason string) (Hold,
 // HoldAs places a hold as Hold does, noting who placed it (Hold.By; made
 // one line, at most MaxSwitchNote bytes).
 func (ia *intentAPI) HoldAs(by string, t HoldTarget, ttl time.Duration, reason string) (Hold, error) {
-	by = strings.Join(strings.Fields(by), " ")
-	if len(by) > MaxSwitchNote {
-		return Hold{}, fmt.Errorf("hold %s: its author may have at most %d bytes", t, MaxSwitchNote)
+	author := SwitchNote{By: by}.oneLine()
+	if err := author.Valid(); err != nil {
+		return Hold{}, fmt.Errorf("hold %s: %w", t, err)
 	}
+	by = author.By
 	if err := t.Valid(); err != nil {
 		return Hold{}, err
 	}

@@ -219,11 +219,5 @@ func noteText(verb string, at time.Time, by, reason string, now time.Time) strin
 	if !at.IsZero() {
 		s += " " + age(now, at) + " ago"
 	}
-	if by != "" {
-		s += " by " + by
-	}
-	if reason != "" {
-		s += ": " + reason
-	}
-	return s
+	return s + hub.SwitchNote{By: by, Reason: reason}.Suffix()
 }

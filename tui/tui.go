@@ -913,17 +913,24 @@ func (m *Model) askWhy(question string, f *whyForm) {
 	f.input.reset(question+" (enter sets it, esc cancels): ", "")
 }
 
+// promptDone feeds a key to a prompt's input and reports whether enter
+// ended it; esc closes the prompt (close) and says it was cancelled.
+func (m *Model) promptDone(in *lineInput, k tea.KeyPressMsg, close func()) bool {
+	switch in.update(k) {
+	case inputCancel:
+		close()
+		m.setStatus("cancelled", false)
+	case inputDone:
+		return true
+	}
+	return false
+}
+
 // updateWhy feeds a key to the reason prompt: enter sets the switch with
 // the reason typed (none is allowed), esc cancels.
 func (m *Model) updateWhy(k tea.KeyPressMsg) tea.Cmd {
 	f := m.why
-	switch f.input.update(k) {
-	case inputCancel:
-		m.why = nil
-		m.setStatus("cancelled", false)
-		return nil
-	case inputDone:
-	default:
+	if !m.promptDone(&f.input, k, func() { m.why = nil }) {
 		return nil
 	}
 	m.why = nil
@@ -1018,13 +1025,7 @@ func (m *Model) askHold() {
 // updateHold feeds a key to the hold prompt.
 func (m *Model) updateHold(k tea.KeyPressMsg) tea.Cmd {
 	f := m.hold
-	switch f.input.update(k) {
-	case inputCancel:
-		m.hold = nil
-		m.setStatus("cancelled", false)
-		return nil
-	case inputDone:
-	default:
+	if !m.promptDone(&f.input, k, func() { m.hold = nil }) {
 		return nil
 	}
 	text := strings.TrimSpace(f.input.String())

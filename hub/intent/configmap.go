@@ -45,7 +45,8 @@ const (
 	// upgraded or rolled back.
 	LabelSwitchTimesOf = "driftwatch.io/switch-times-of"
 	// LabelSwitchNotesOf carries the hub id on the ConfigMap of switch
-	// notes (who paused each cluster and why, who placed each hold),
+	// notes (who paused each cluster and why, who set each policy
+	// override and why, who placed each hold),
 	// apart from LabelHub for the same reason as LabelSwitchTimesOf.
 	LabelSwitchNotesOf = "driftwatch.io/switch-notes-of"
 )
@@ -445,12 +446,14 @@ func (s *ConfigMapStore) switchTimes() location {
 	}
 }
 
-// Switch note keys, before the cluster or the hold target: a pause's
-// note is under switchPaused (as its time), a hold's under switchHold.
+// Switch note keys, before the cluster, the application or the hold
+// target: a pause's note is under switchPaused and an override's under
+// switchPolicy (as their times), a hold's under switchHold.
 const switchHold = "hold/"
 
 // switchNoteRecord is a switch's note in the ConfigMap of switch notes:
-// who set it and, for a pause, why (a hold's reason is in its record).
+// who set it and, for a pause or an override, why (a hold's reason is in
+// its record).
 // Since names the hold it is the note of.
 type switchNoteRecord struct {
 	Switch string    `json:"switch"`
@@ -460,8 +463,8 @@ type switchNoteRecord struct {
 }
 
 // switchNotes locates the note of a switch ("paused/<cluster>",
-// "hold/<target>") in the ConfigMap of switch notes; "" locates the
-// ConfigMap.
+// "policy/<application>", "hold/<target>") in the ConfigMap of switch
+// notes; "" locates the ConfigMap.
 func (s *ConfigMapStore) switchNotes(id string) location {
 	loc := location{
 		name:   "driftwatch-" + s.hubID + "-switch-notes",
@@ -518,14 +521,12 @@ func (s *ConfigMapStore) loadSwitchNotes(ctx context.Context, in *hub.Intent) ([
 			bad = append(bad, fail(key, fmt.Errorf("record is for %q, whose key is %s", r.Switch, dataKey(r.Switch))))
 			continue
 		}
+		// The switch times' ConfigMap has the times (At stays zero here).
 		if c, ok := strings.CutPrefix(r.Switch, switchPaused); ok && c != "" {
-			if note := (hub.SwitchNote{By: r.By, Reason: r.Reason}); in.Paused[c] && note != (hub.SwitchNote{}) {
-				in.PauseNotes[c] = note
-			}
+			noteRecord{ID: c, By: r.By, Reason: r.Reason}.addTo(in.Paused[c], in.PausedAt, in.PauseNotes)
 		} else if app, ok := strings.CutPrefix(r.Switch, switchPolicy); ok && app != "" {
-			if _, set := in.Policies[app]; set && (r.By != "" || r.Reason != "") {
-				in.PolicyNotes[app] = hub.SwitchNote{By: r.By, Reason: r.Reason}
-			}
+			_, set := in.Policies[app]
+			noteRecord{ID: app, By: r.By, Reason: r.Reason}.addTo(set, in.PolicySetAt, in.PolicyNotes)
 		} else if t, ok := strings.CutPrefix(r.Switch, switchHold); ok && t != "" {
 			if i, held := holds[t]; held && in.Holds[i].Since.Equal(r.Since) {
 				in.Holds[i].By = r.By

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/hub"
@@ -283,11 +282,16 @@ func (s *server) pause(r *http.Request) error {
 	if !s.h.KnowsCluster(id) {
 		return fmt.Errorf("cluster %q: %w", id, hub.ErrUnknownCluster)
 	}
-	note := hub.SwitchNote{By: callerOf(r).Name, Reason: strings.TrimSpace(req.Reason)}
-	if err := note.Valid(); err != nil {
+	return noted(s.h.PauseClusterNote(id, hub.SwitchNote{By: callerOf(r).Name, Reason: req.Reason}))
+}
+
+// noted is the error of a switch set with a note: a note the hub refused
+// (400, nothing changed), else a record that could not be written (500).
+func noted(err error) error {
+	if errors.Is(err, hub.ErrInvalidNote) {
 		return err
 	}
-	return internal(s.h.PauseClusterNote(id, note))
+	return internal(err)
 }
 
 // resume resumes repairs on a cluster the hub knows (404 otherwise).
@@ -326,11 +330,7 @@ func (s *server) policy(r *http.Request) error {
 			return fmt.Errorf("application %q: %w", app, hub.ErrUnknownApplication)
 		}
 	}
-	note := hub.SwitchNote{By: callerOf(r).Name, Reason: req.Reason}
-	if err := note.Valid(); err != nil {
-		return err
-	}
-	return internal(s.h.SetApplicationPolicyNote(app, req.Policy, note))
+	return noted(s.h.SetApplicationPolicyNote(app, req.Policy, hub.SwitchNote{By: callerOf(r).Name, Reason: req.Reason}))
 }
 
 // HoldRequest is the body of POST /api/v1/holds.

@@ -62,8 +62,14 @@ func TestAPIAndClient(t *testing.T) {
 		cs, ok := s.Cluster("c1")
 		return ok && cs.Paused && cs.PausedBy == "local" && cs.PauseReason == "INC-4211: failover" && !cs.PausedAt.IsZero()
 	})
-	if err := c.PauseClusterNote("c1", hub.SwitchNote{Reason: strings.Repeat("x", hub.MaxSwitchNote+1)}); err == nil || !strings.Contains(err.Error(), "at most 512 bytes") {
-		t.Fatalf("pause with a long reason = %v, want refused", err)
+	var refused *Error
+	if err := c.PauseClusterNote("c1", hub.SwitchNote{Reason: strings.Repeat("x", hub.MaxSwitchNote+1)}); !errors.As(err, &refused) ||
+		refused.StatusCode != http.StatusBadRequest || !strings.Contains(err.Error(), "at most 512 bytes") {
+		t.Fatalf("pause with a long reason = %v, want 400", err)
+	}
+	if err := c.SetApplicationPolicyNote("web", hub.PolicyWarn, hub.SwitchNote{Reason: strings.Repeat("x", hub.MaxSwitchNote+1)}); !errors.As(err, &refused) ||
+		refused.StatusCode != http.StatusBadRequest {
+		t.Fatalf("policy with a long reason = %v, want 400", err)
 	}
 	if err := c.SetApplicationPolicy("web", hub.PolicyWarn); err != nil {
 		t.Fatal(err)

@@ -500,6 +500,14 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 		}
 		return max(now.Sub(t), 0).Round(time.Second).String()
 	}
+	// since says how long ago a switch was set, after word: " since 12m0s
+	// ago"; "" when that is not known.
+	since := func(t time.Time, word string) string {
+		if t.IsZero() {
+			return ""
+		}
+		return word + " " + ago(t) + " ago"
+	}
 	fmt.Fprintf(&b, "hub %s at %s · mode %s · %s · %s · snapshot %s ago\n\n",
 		termtext.Clean(rep.Hub), termtext.Clean(server), rep.Policy, plural(len(rep.Clusters), "cluster"), plural(rep.Objects, "object"), ago(rep.Taken))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -512,17 +520,7 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 		}
 		var note []string
 		if c.Paused {
-			p := "PAUSED"
-			if !c.PausedAt.IsZero() {
-				p += " " + ago(c.PausedAt) + " ago"
-			}
-			if c.PausedBy != "" {
-				p += " by " + termtext.Clean(c.PausedBy)
-			}
-			if c.PauseReason != "" {
-				p += ": " + termtext.Clean(c.PauseReason)
-			}
-			note = append(note, p)
+			note = append(note, "PAUSED"+since(c.PausedAt, "")+termtext.Clean(hub.SwitchNote{By: c.PausedBy, Reason: c.PauseReason}.Suffix()))
 		}
 		if c.Owner != "" {
 			note = append(note, "replica "+termtext.Clean(c.Owner))
@@ -588,12 +586,8 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 	if len(rep.Holds) > 0 {
 		b.WriteString("\nHOLDS\n")
 		for _, h := range rep.Holds {
-			by := ""
-			if h.By != "" {
-				by = " by " + termtext.Clean(h.By)
-			}
-			fmt.Fprintf(&b, "  %s %s until %s (in %s)%s: %s\n", h.Scope, termtext.Clean(h.Name),
-				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), by, termtext.Clean(h.Reason))
+			fmt.Fprintf(&b, "  %s %s until %s (in %s)%s\n", h.Scope, termtext.Clean(h.Name),
+				h.Until.Local().Format("15:04:05"), max(h.Until.Sub(now), 0).Round(time.Second), termtext.Clean(hub.SwitchNote{By: h.By, Reason: h.Reason}.Suffix()))
 		}
 	}
 	if len(rep.Overrides) > 0 {
@@ -603,17 +597,8 @@ func writeStatus(out io.Writer, rep StatusReport, server string, now time.Time, 
 			if o.Policy == string(hub.PolicyRepair) {
 				what = "repaired"
 			}
-			fmt.Fprintf(&b, "  application %s %s", termtext.Clean(o.Application), what)
-			if !o.At.IsZero() {
-				fmt.Fprintf(&b, " since %s ago", ago(o.At))
-			}
-			if o.By != "" {
-				fmt.Fprintf(&b, " by %s", termtext.Clean(o.By))
-			}
-			if o.Reason != "" {
-				fmt.Fprintf(&b, ": %s", termtext.Clean(o.Reason))
-			}
-			b.WriteString(" (driftwatch policy " + termtext.Clean(o.Application) + " config drops it)\n")
+			fmt.Fprintf(&b, "  application %s %s%s%s (driftwatch policy %s config drops it)\n", termtext.Clean(o.Application), what,
+				since(o.At, " since"), termtext.Clean(hub.SwitchNote{By: o.By, Reason: o.Reason}.Suffix()), termtext.Clean(o.Application))
 		}
 	}
 	if len(rep.FailingSources)+len(rep.StaleSources) > 0 {

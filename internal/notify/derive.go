@@ -96,17 +96,12 @@ func (d *deriver) pauseEvent(out []Event, c hub.ClusterStatus, seen bool, base f
 	d.pauses[c.Cluster] = c.PausedAt
 	ev := base(EventClusterPaused, c.Cluster)
 	ev.ChangedBy, ev.Reason = c.PausedBy, c.PauseReason
-	ev.Message = "repairs on cluster " + c.Cluster + " paused"
+	again := ""
 	if was {
-		ev.Message += " again"
+		again = " again"
 	}
-	if c.PausedBy != "" {
-		ev.Message += " by " + c.PausedBy
-	}
-	if c.PauseReason != "" {
-		ev.Message += ": " + c.PauseReason
-	}
-	ev.Message += "; its drift is reported, not repaired"
+	ev.Message = "repairs on cluster " + c.Cluster + " paused" + again + hub.SwitchNote{By: c.PausedBy, Reason: c.PauseReason}.Suffix() +
+		"; its drift is reported, not repaired"
 	out = append(out, ev)
 	return out
 }
