@@ -64,7 +64,7 @@ func heldBack(action string) bool {
 
 // repeatLocked returns the position in the feed of the line e repeats, -1
 // when none: the NodeID's latest line, when it is the same happening (same
-// class, fields, who, action and error) and its last time is at most
+// class, fields, who, action, error and why) and its last time is at most
 // feedRepeatWindow from e'f. While the hub holds back (heldBack), the
 // fields and the time of the write may differ: an autoscaler whose
 // writes keep moving a value (4, then 5, then 4) is one line with its
@@ -80,7 +80,7 @@ func (f *feedLog) repeatLocked(e FeedEntry) int {
 			continue
 		}
 		held := heldBack(e.Action)
-		if gap > feedRepeatWindow || p.Class != e.Class || p.Action != e.Action || p.Err != e.Err ||
+		if gap > feedRepeatWindow || p.Class != e.Class || p.Action != e.Action || p.Err != e.Err || p.Why != e.Why ||
 			!held && (p.Who != e.Who || !slices.Equal(p.Fields, e.Fields)) || held && writer(p.Who) != writer(e.Who) {
 			return -1
 		}

@@ -43,6 +43,9 @@ type intentView struct {
 	// runtime override that set it (0 for the config's).
 	policy    Policy
 	policySeq uint64
+	// pauseNote and policyNote say who set the pause and the policy
+	// override, and why (empty without a note): a refusal names them.
+	pauseNote, policyNote SwitchNote
 	// manual is the sequence number of a pending manual repair; 0 when
 	// none.
 	manual uint64
@@ -66,6 +69,10 @@ type verdict struct {
 	// status and reason are what the NodeID shows when refused.
 	status Status
 	reason string
+	// why is the reason with the note of the switch that refused (who
+	// set it and why), for the feed and the audit log: a record of that
+	// moment, where the NodeID's status shows the switch as it is now.
+	why string
 	// step is the timeline step of a refusal.
 	step Step
 	// retry, when positive, is when to look again (a hold's expiry).
@@ -105,13 +112,15 @@ func decide(kind writeKind, in intentView, now time.Time) verdict {
 			if kind == writeDelete {
 				reason = "held while repairs are paused on this cluster"
 			}
-			return verdict{action: "paused", status: StatusPaused, reason: verb + reason, step: StepPaused}
+			return verdict{action: "paused", status: StatusPaused, reason: verb + reason, why: verb + reason + in.pauseNote.Suffix(),
+				step: StepPaused}
 		}
 		v.manual = true
 	}
 	if in.hold != nil {
 		if !overrides(in.holdSeq) {
-			return verdict{action: "held", status: StatusHeld, reason: verb + heldReason(*in.hold), step: StepHeld,
+			reason := verb + heldReason(*in.hold)
+			return verdict{action: "held", status: StatusHeld, reason: reason, why: reason, step: StepHeld,
 				retry: in.hold.Until.Sub(now) + time.Millisecond}
 		}
 		v.manual = true
@@ -122,7 +131,11 @@ func decide(kind writeKind, in intentView, now time.Time) verdict {
 			if kind == writeDelete {
 				reason = "would prune: warn-only never deletes"
 			}
-			return verdict{action: "warn", status: StatusWarnOnly, reason: reason, step: StepWarned}
+			why := reason
+			if in.policySeq != 0 {
+				why += " (policy overridden" + in.policyNote.Suffix() + ")"
+			}
+			return verdict{action: "warn", status: StatusWarnOnly, reason: reason, why: why, step: StepWarned}
 		}
 		v.manual = true
 	}
@@ -160,6 +173,9 @@ func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []Hold) {
 		}
 	}
 	in.paused = l.pauses[p.id.Cluster]
+	if in.paused != 0 {
+		in.pauseNote = l.pauseNotes[p.id.Cluster]
+	}
 	in.policy = of.Policy
 	if p.dec != nil && p.dec.orphan {
 		// An orphan is judged by its cluster's policy as it is at the
@@ -167,7 +183,7 @@ func (l *loopState) intentLocked(p *pass, now time.Time) (intentView, []Hold) {
 		in.policy = l.orphanPolicyLocked(p.id.Cluster)
 	}
 	if ap, ok := l.appPolicy[of.Application]; ok {
-		in.policy, in.policySeq = ap, l.appPolicySeq[of.Application]
+		in.policy, in.policySeq, in.policyNote = ap, l.appPolicySeq[of.Application], l.appPolicyNotes[of.Application]
 	}
 	hd, expired := l.holdForLocked(p.id, of.Application, now)
 	if hd != nil {

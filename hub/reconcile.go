@@ -529,7 +529,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 	switch act {
 	case actWait:
 		rep.Action = "wait-deletion"
-		r.out.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", StepClassified)
+		r.out.record(p, rep, StatusDrifted, "being deleted; recreated once it is gone", "", StepClassified)
 		return Result{}, nil, nil
 	case actRefused:
 		res, err := r.out.refused(p, rep, o.plan)
@@ -538,7 +538,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 		c := r.contest(p.id, o.att, o.wait)
 		rep.Action = "backoff"
 		r.out.setContest(p.id, &c)
-		r.out.record(p, rep, StatusContested, contestedReason(c, r.opts.Now()), StepClassified)
+		r.out.record(p, rep, StatusContested, contestedReason(c, r.opts.Now()), "", StepClassified)
 		return Result{RequeueAfter: o.wait}, nil, nil
 	}
 
@@ -547,7 +547,7 @@ func (r *reconciler) sync(ctx context.Context, p pass) (Result, *writeStep, erro
 	if rep.DesiredChange != "" {
 		step = StepDesiredChanged
 	}
-	r.out.record(p, rep, StatusRepairing, "", step)
+	r.out.record(p, rep, StatusRepairing, "", "", step)
 	p.shed()
 	return Result{}, &writeStep{run: func(ctx context.Context) (Result, error) { return r.repair(ctx, p, st, d, rep, countLater) }}, nil
 }
@@ -578,7 +578,7 @@ func (r *reconciler) repair(ctx context.Context, p pass, st State, d Drift, rep 
 	release()
 	if errors.Is(err, ErrRefused) {
 		rep.Action = "refused"
-		r.out.record(p, rep, StatusWarnOnly, err.Error(), StepWarned)
+		r.out.record(p, rep, StatusWarnOnly, err.Error(), "", StepWarned)
 		return Result{}, nil
 	}
 	if err != nil {

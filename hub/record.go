@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,10 @@ type recorder struct {
 	*loopState
 }
 
-// record stores a classified drift with a status.
-func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Step) {
+// record stores a classified drift with a status. why, when not empty, is
+// the reason with the note of the switch that held the drift back (see
+// verdict.why), for the feed line and the audit log.
+func (o *recorder) record(p pass, rep Repair, st Status, reason, why string, step Step) {
 	now := o.opts.Now()
 	o.withLoop(p.id, func(n *nodeLoop) { n.verifying, n.stuck = false, false })
 	o.status.drift(p.id, rep)
@@ -34,8 +37,8 @@ func (o *recorder) record(p pass, rep Repair, st Status, reason string, step Ste
 	o.status.setStatus(p.id, st, reason, now)
 	if st != StatusRepairing {
 		o.status.feed(FeedEntry{At: now, ID: p.id, Class: rep.Drift.Class, Fields: rep.Drift.Fields,
-			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt)})
-		o.logHeld(p.id, rep, reason)
+			Who: attributionText(rep.Attribution), Action: rep.Action, Latency: rep.ClassifiedAt.Sub(rep.ObservedAt), Why: why})
+		o.logHeld(p.id, rep, cmp.Or(why, reason))
 	}
 	o.onRecord(rep)
 }
@@ -52,7 +55,7 @@ func (o *recorder) refused(p pass, rep Repair, v verdict) (Result, error) {
 	}
 	rep.Action = v.action
 	o.metrics.refused.WithLabelValues(p.id.Cluster, v.action).Inc()
-	o.record(p, rep, v.status, v.reason, v.step)
+	o.record(p, rep, v.status, v.reason, v.why, v.step)
 	return Result{RequeueAfter: v.retry}, nil
 }
 
@@ -171,7 +174,7 @@ func (o *recorder) endDecommission(p pass, line FeedEntry) bool {
 
 // heldReason describes a hold for a status reason.
 func heldReason(hd Hold) string {
-	return fmt.Sprintf("held until %s (%s): %s", hd.Until.Format("15:04:05"), hd.Target, hd.Reason)
+	return fmt.Sprintf("held until %s (%s)%s", hd.Until.Format("15:04:05"), hd.Target, SwitchNote{By: hd.By, Reason: hd.Reason}.Suffix())
 }
 
 func attributionText(a *Attribution) string {

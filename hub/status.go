@@ -282,8 +282,13 @@ type FeedEntry struct {
 	// the last time.
 	Latency time.Duration
 	Err     string
+	// Why is why the hub held the drift back, as it stood then: the switch
+	// that refused the write and its note (who set it, and why), such as
+	// "repairs paused on this cluster by alice: INC-4211"; empty for a
+	// line of any other kind.
+	Why string `json:",omitempty"`
 	// Count is how many identical entries (same NodeID, class, fields,
-	// who, action and error) this line stands for: the store folds an
+	// who, action, error and why) this line stands for: the store folds an
 	// entry into the NodeID's previous one when they are identical and at
 	// most 10 s apart. 0 counts as 1.
 	Count int `json:",omitempty"`

@@ -2,7 +2,10 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -658,6 +661,102 @@ func TestSwitchMetrics(t *testing.T) {
 			if n := testutil.CollectAndCount(c); n != 0 {
 				t.Errorf("%s: %d series once lifted, want none", name, n)
 			}
+		}
+	})
+}
+
+// TestHeldBackFeedSaysWhy: a drift the gate holds back puts a feed line
+// (and an audit log line) that says which switch held it and the switch's
+// note as it stood then: the pause with who paused and why, the hold with
+// its author and reason, a warn-only override with its note (the config's
+// warn-only says no more than that). The NodeID's status keeps the
+// switch's plain reason: the cluster's and the hold's views show the note
+// as it is now. A pause made again with another note starts a new line
+// rather than folding into the last.
+func TestHeldBackFeedSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		b := newFake(true)
+		b.attrib = &Attribution{Manager: "kubectl-edit"}
+		f := start(t, b, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		paused, held, warned, configWarn := spec("c1", "a", "v1"), spec("c2", "b", "v1"), spec("c3", "c", "v1"), spec("c3", "d", "v1")
+		configWarn.Policy = PolicyWarn
+		f.h.SetDesired([]NodeSpec{paused, held, warned, configWarn})
+		for i, c := range []string{"c1", "c2", "c3"} {
+			f.ready(c, 1, int64(i+1))
+		}
+		synctest.Wait()
+
+		if err := f.h.PauseClusterNote("c1", SwitchNote{By: "alice", Reason: "INC-4211: failover"}); err != nil {
+			t.Fatal(err)
+		}
+		hold, err := f.h.HoldAs("bob", HoldTarget{HoldApplication, "b"}, time.Hour, "INC-12: restore")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.SetApplicationPolicyNote("c", PolicyWarn, SwitchNote{By: "dave", Reason: "DB migration"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		for _, s := range []NodeSpec{paused, held, warned, configWarn} {
+			b.put(s.ID, func(o *fakeObject) { o.content = "edited" })
+		}
+		synctest.Wait()
+
+		whyOf := func(id NodeID) []string {
+			t.Helper()
+			var out []string
+			for _, e := range f.h.Snapshot().Feed {
+				if e.ID == id && heldBack(e.Action) {
+					out = append(out, e.Action+": "+e.Why)
+				}
+			}
+			return out
+		}
+		until := hold.Until.Format("15:04:05")
+		for _, tc := range []struct {
+			id         NodeID
+			why        string
+			statusText string
+		}{
+			{paused.ID, "paused: repairs paused on this cluster by alice: INC-4211: failover", "repairs paused on this cluster"},
+			{held.ID, "held: held until " + until + " (application/b) by bob: INC-12: restore", "held until " + until + " (application/b) by bob: INC-12: restore"},
+			{warned.ID, "warn: warn-only: reported, not repaired (policy overridden by dave: DB migration)", "warn-only: reported, not repaired"},
+			{configWarn.ID, "warn: warn-only: reported, not repaired", "warn-only: reported, not repaired"},
+		} {
+			if got := whyOf(tc.id); len(got) != 1 || got[0] != tc.why {
+				t.Errorf("%s: feed lines held back = %q, want [%q]", tc.id, got, tc.why)
+			}
+			if n := f.node(tc.id); n.Reason != tc.statusText {
+				t.Errorf("%s: status reason = %q, want %q", tc.id, n.Reason, tc.statusText)
+			}
+		}
+		var audit []string
+		logs.mu.Lock()
+		for _, line := range strings.Split(strings.TrimSpace(logs.b.String()), "\n") {
+			var r struct{ Msg, Node, Reason string }
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if r.Msg == "drift not repaired" && r.Node == paused.ID.String() {
+				audit = append(audit, r.Reason)
+			}
+		}
+		logs.mu.Unlock()
+		if want := "repairs paused on this cluster by alice: INC-4211: failover"; len(audit) != 1 || audit[0] != want {
+			t.Errorf("audit log of the paused drift = %q, want [%q]", audit, want)
+		}
+
+		// Paused again by someone else: the next held-back event is a
+		// line of its own, with the new note.
+		if err := f.h.PauseClusterNote("c1", SwitchNote{By: "carol", Reason: "INC-4212"}); err != nil {
+			t.Fatal(err)
+		}
+		b.put(paused.ID, func(o *fakeObject) { o.content = "edited again" })
+		synctest.Wait()
+		if got, want := whyOf(paused.ID), []string{"paused: repairs paused on this cluster by carol: INC-4212",
+			"paused: repairs paused on this cluster by alice: INC-4211: failover"}; !slices.Equal(got, want) {
+			t.Errorf("feed after a new pause note = %q, want %q", got, want)
 		}
 	})
 }

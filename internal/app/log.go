@@ -246,6 +246,9 @@ func LogLine(e hub.FeedEntry) string {
 		action += " " + e.Latency.Round(time.Microsecond).String()
 	}
 	parts = append(parts, action)
+	if e.Why != "" {
+		parts = append(parts, "("+e.Why+")")
+	}
 	if n := e.Times(); n > 1 {
 		parts = append(parts, fmt.Sprintf("×%d since %s", n, e.Started().Local().Format(logTime)))
 	}

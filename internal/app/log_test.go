@@ -11,8 +11,9 @@ import (
 
 // TestLogLine: a feed entry as one text line: time, NodeID, what changed
 // (old -> new for a desired change), who, what the hub did and how long it
-// took, an error in place of the latency, the count of a repeat; the
-// cluster's text cleaned for the terminal.
+// took, an error in place of the latency, why a drift was held back (the
+// switch and its note), the count of a repeat; the cluster's text cleaned
+// for the terminal.
 func TestLogLine(t *testing.T) {
 	at := time.Date(2026, 12, 7, 17, 41, 43, 12e6, time.UTC)
 	id := hub.NewNodeID("prod-eu", "shop", "web", hub.KindDeployment)
@@ -35,6 +36,11 @@ func TestLogLine(t *testing.T) {
 			"prod-eu:shop/web:deployment  deleting  waiting: a finalizer holds it"},
 		{"repeated", hub.FeedEntry{At: at, ID: id, Class: hub.DriftModified, Fields: replicas, Who: "hpa", Action: "backoff", Count: 27, First: at.Add(-15 * time.Second)},
 			"prod-eu:shop/web:deployment  modified spec.replicas: 3 -> 5  by hpa  backoff  ×27 since " + at.Add(-15*time.Second).Local().Format(logTime)},
+		{"held back by a pause", hub.FeedEntry{At: at, ID: id, Class: hub.DriftModified, Fields: replicas, Who: "kubectl-edit (Update)", Action: "paused",
+			Latency: 300 * time.Microsecond, Why: "repairs paused on this cluster by alice: INC-4211: failover"},
+			"prod-eu:shop/web:deployment  modified spec.replicas: 3 -> 5  by kubectl-edit (Update)  paused 300µs  (repairs paused on this cluster by alice: INC-4211: failover)"},
+		{"hostile why", hub.FeedEntry{At: at, ID: id, Class: hub.DriftMissing, Action: "held", Why: "held until 18:00:00 (cluster/prod-eu) by bob: \x1b]8;;evil\x07"},
+			`prod-eu:shop/web:deployment  missing  held  (held until 18:00:00 (cluster/prod-eu) by bob: \x1b]8;;evil\x07)`},
 		{"hostile text", hub.FeedEntry{At: at, ID: id, Class: hub.DriftModified, Who: "evil\x1b[2Jmanager", Action: "apply"},
 			`prod-eu:shop/web:deployment  modified  by evil\x1b[2Jmanager  apply`},
 	} {

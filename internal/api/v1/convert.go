@@ -352,6 +352,7 @@ func FromFeedEntry(e hub.FeedEntry) FeedEntry {
 		Action:  e.Action,
 		Latency: Duration(e.Latency),
 		Error:   e.Err,
+		Why:     e.Why,
 		Count:   e.Times(),
 		First:   e.First,
 	}
@@ -372,6 +373,7 @@ func (e FeedEntry) ToHub() (hub.FeedEntry, error) {
 		Action:  e.Action,
 		Latency: time.Duration(e.Latency),
 		Err:     e.Error,
+		Why:     e.Why,
 		Count:   e.Count,
 		First:   e.First,
 	}, nil

@@ -318,6 +318,6 @@ func clusterEqual(a, b hub.ClusterStatus) bool {
 
 func feedEntryEqual(a, b hub.FeedEntry) bool {
 	return a.At.Equal(b.At) && a.ID == b.ID && a.Class == b.Class && a.Who == b.Who && a.Action == b.Action &&
-		a.Latency == b.Latency && a.Err == b.Err && a.Times() == b.Times() && a.First.Equal(b.First) &&
+		a.Latency == b.Latency && a.Err == b.Err && a.Why == b.Why && a.Times() == b.Times() && a.First.Equal(b.First) &&
 		slices.Equal(a.Fields, b.Fields)
 }

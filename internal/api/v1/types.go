@@ -361,8 +361,12 @@ type FeedEntry struct {
 	Latency Duration `json:"latency"`
 	// Error is the repair's error, if it failed.
 	Error string `json:"error,omitempty"`
+	// Why is why the hub held the drift back (action paused, held or
+	// warn), as it stood then: the switch that refused the write and its
+	// note, who set it and why.
+	Why string `json:"why,omitempty"`
 	// Count is how many identical entries (same NodeID, class, fields,
-	// who, action and error, each at most 10 s after the previous one)
+	// who, action, error and why, each at most 10 s after the previous one)
 	// this one stands for; at and latency are the last one's.
 	Count int `json:"count"`
 	// First is when the first of them happened, when count is more than
