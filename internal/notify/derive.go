@@ -172,7 +172,7 @@ func (d *deriver) next(s *hub.Snapshot) []Event {
 		// NodeID twice adds no event: its memo is up to date).
 		d.seq++
 		for i := range s.Nodes {
-			out = d.node(out, base, &s.Nodes[i], d.seq)
+			out = d.node(out, base, s, &s.Nodes[i], d.seq)
 		}
 		if len(d.nodes) > len(s.Nodes) {
 			for id, m := range d.nodes {
@@ -200,15 +200,15 @@ func (d *deriver) changedNodes(s *hub.Snapshot, base func(EventType, string) Eve
 			return false
 		}
 		if n.Status != p.Status || n.Repairs != p.Repairs {
-			*out = d.node(*out, base, n, d.seq)
+			*out = d.node(*out, base, s, n, d.seq)
 		}
 	}
 	return true
 }
 
-// node derives the events of one NodeID and updates its memo (seen in
-// pass seq).
-func (d *deriver) node(out []Event, base func(EventType, string) Event, n *hub.NodeStatus, seq uint64) []Event {
+// node derives the events of one NodeID of snapshot s and updates its
+// memo (seen in pass seq).
+func (d *deriver) node(out []Event, base func(EventType, string) Event, s *hub.Snapshot, n *hub.NodeStatus, seq uint64) []Event {
 	m := d.nodes[n.ID]
 	m.seen = seq
 	if n.Repairs > m.repairs {
@@ -217,7 +217,7 @@ func (d *deriver) node(out []Event, base func(EventType, string) Event, n *hub.N
 	m.repairs = n.Repairs
 	if n.Status != hub.StatusUnknown && n.Status != m.status {
 		if t, reason, ok := nodeEvent(n.Status); ok {
-			out = append(out, d.nodeStatus(base(t, n.ID.Cluster), n, reason))
+			out = append(out, d.nodeStatus(base(t, n.ID.Cluster), s, n, reason))
 		}
 		m.status = n.Status
 	}
@@ -300,7 +300,7 @@ func (d *deriver) repaired(ev Event, n *hub.NodeStatus, count int) Event {
 	return ev
 }
 
-func (d *deriver) nodeStatus(ev Event, n *hub.NodeStatus, reason string) Event {
+func (d *deriver) nodeStatus(ev Event, s *hub.Snapshot, n *hub.NodeStatus, reason string) Event {
 	object(&ev, n)
 	ev.Reason = reason
 	switch ev.Type {
@@ -322,7 +322,7 @@ func (d *deriver) nodeStatus(ev Event, n *hub.NodeStatus, reason string) Event {
 	case ev.Type == EventContested && strings.HasPrefix(n.Reason, "contested"):
 		ev.Message = ev.NodeID + ": " + n.Reason // "contested with hpa: ...", said once
 	case n.Reason != "":
-		ev.Message += ": " + n.Reason
+		ev.Message += ": " + n.Reason + switchNote(s, n)
 	}
 	if len(ev.Diagnosis) > 0 {
 		ev.Message += "; why: " + ev.Diagnosis[0]
@@ -331,6 +331,24 @@ func (d *deriver) nodeStatus(ev Event, n *hub.NodeStatus, reason string) Event {
 		ev.Message += detail(ev)
 	}
 	return ev
+}
+
+// switchNote is the note of the switch that holds n's drift back, as
+// snapshot s has it: who paused its cluster and why, or who made its
+// application warn-only and why (a hold's reason names its author
+// already); "" for any other status, or a switch without a note.
+func switchNote(s *hub.Snapshot, n *hub.NodeStatus) string {
+	switch n.Status {
+	case hub.StatusPaused:
+		if c, ok := s.Cluster(n.ID.Cluster); ok && c.Paused {
+			return hub.SwitchNote{By: c.PausedBy, Reason: c.PauseReason}.Suffix()
+		}
+	case hub.StatusWarnOnly:
+		if note, ok := s.AppPolicyNotes[n.Application]; ok && s.AppPolicies[n.Application] == hub.PolicyWarn {
+			return " (policy overridden" + hub.SwitchNote{By: note.By, Reason: note.Reason}.Suffix() + ")"
+		}
+	}
+	return ""
 }
 
 // detail describes the drifted fields and who changed them.

@@ -698,3 +698,40 @@ func TestPauseEventContent(t *testing.T) {
 		t.Fatalf("resume events = %+v", evs)
 	}
 }
+
+// TestUnrepairedSaysWhoHoldsIt: a drift-unrepaired event says whose switch
+// holds the drift back, as the snapshot has it: the pause's author and
+// reason, the warn-only override's (the config's warn-only has none, nor
+// a pause without a note).
+func TestUnrepairedSaysWhoHoldsIt(t *testing.T) {
+	d := newDeriver("hq")
+	api := hub.NewNodeID("prod", "api", "api", hub.KindDeployment)
+	paused, warned, configWarn := node(web, hub.StatusInSync, 0), node(cm, hub.StatusInSync, 0), node(api, hub.StatusInSync, 0)
+	warned.Application, configWarn.Application = "shop", "api"
+	d.next(snap(1, hub.ClusterSynced, paused, warned, configWarn))
+
+	s := snap(2, hub.ClusterSynced, paused, warned, configWarn)
+	c := &s.Clusters[0]
+	c.Paused, c.PausedAt, c.PausedBy, c.PauseReason = true, t0, "alice", "INC-4211: failover"
+	s.Nodes[0].Status, s.Nodes[0].Reason = hub.StatusPaused, "repairs paused on this cluster"
+	s.Nodes[1].Status, s.Nodes[1].Reason = hub.StatusWarnOnly, "warn-only: reported, not repaired"
+	s.Nodes[2].Status, s.Nodes[2].Reason = hub.StatusWarnOnly, "warn-only: reported, not repaired"
+	s.AppPolicies = map[string]hub.Policy{"shop": hub.PolicyWarn}
+	s.AppPolicyNotes = map[string]hub.OverrideNote{"shop": {At: t0, By: "dave", Reason: "DB migration"}}
+	got := map[string]string{}
+	for _, ev := range d.next(s) {
+		if ev.Type == EventUnrepaired {
+			got[ev.NodeID] = ev.Message
+		}
+	}
+	for id, want := range map[hub.NodeID]string{
+		web: web.String() + ": modified drift left unrepaired: repairs paused on this cluster by alice: INC-4211: failover",
+		cm:  cm.String() + ": modified drift left unrepaired: warn-only: reported, not repaired (policy overridden by dave: DB migration)",
+		api: api.String() + ": modified drift left unrepaired: warn-only: reported, not repaired",
+	} {
+		if msg := got[id.String()]; !strings.HasPrefix(msg, want) || strings.Contains(strings.TrimPrefix(msg, want), " by alice") ||
+			strings.Contains(strings.TrimPrefix(msg, want), "policy overridden") {
+			t.Errorf("%s: message %q, want %q then the drift's detail", id, msg, want)
+		}
+	}
+}
