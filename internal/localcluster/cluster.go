@@ -80,6 +80,9 @@ type Cluster struct {
 	compKC    string // kubeconfig of componentUser
 	etcdData  string
 	spawner   *spawner // shared by the Set; spawn checks stopped first
+	// freePorts picks the ports of a start retried after a port clash
+	// (the package's freePorts; a test's choice).
+	freePorts func(n int) ([]int, error)
 
 	// opMu serialises the lifecycle operations (start, StopAPIServer,
 	// StartAPIServer, RotateAdminToken). stop does not take it: it marks the
@@ -109,6 +112,7 @@ func newCluster(name, dir string, opts Options, ports []int, sp *spawner) *Clust
 		compKC:     filepath.Join(dir, "components.kubeconfig"),
 		etcdData:   filepath.Join(dir, "etcd-data"),
 		procs:      map[string]*process{},
+		freePorts:  freePorts,
 	}
 	c.setPorts(newClusterPorts(ports))
 	return c
@@ -182,7 +186,14 @@ const startTimeout = 3 * time.Minute
 // errStartTimeout is the cause of a start that exceeded startTimeout.
 var errStartTimeout = fmt.Errorf("not ready within %v", startTimeout)
 
-// start brings the cluster up; a port clash is retried once with new ports.
+// portClashStarts is how many times start tries a cluster's processes
+// when a port picked as free was taken before a process bound it (by
+// another process of the machine, such as another cluster starting at the
+// same moment, which may take one of the new ports too).
+const portClashStarts = 4
+
+// start brings the cluster up; a port clash is retried on new ports, up to
+// portClashStarts starts in all.
 func (c *Cluster) start(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -194,10 +205,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("cluster %q: %w", c.Name, err)
 	}
 	err := c.startOnce(ctx, begin)
-	if errors.Is(err, errPortInUse) && ctx.Err() == nil {
-		c.log.Warn("port clash, retrying with new ports", "err", err)
+	for attempt := 2; attempt <= portClashStarts && errors.Is(err, errPortInUse) && ctx.Err() == nil; attempt++ {
+		c.log.Warn("port clash, retrying with new ports", "err", err, "attempt", attempt)
 		c.stopProcesses()
-		ports, perr := freePorts(portsPerCluster)
+		ports, perr := c.freePorts(portsPerCluster)
 		if perr != nil {
 			return fmt.Errorf("cluster %q: %w", c.Name, perr)
 		}
