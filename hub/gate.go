@@ -133,7 +133,7 @@ func decide(kind writeKind, in intentView, now time.Time) verdict {
 			}
 			why := reason
 			if in.policySeq != 0 {
-				why += " (policy overridden" + in.policyNote.Suffix() + ")"
+				why += in.policyNote.OverriddenSuffix()
 			}
 			return verdict{action: "warn", status: StatusWarnOnly, reason: reason, why: why, step: StepWarned}
 		}

@@ -136,6 +136,14 @@ func (n SwitchNote) Suffix() string {
 	return s
 }
 
+// OverriddenSuffix says, after a warn-only refusal's reason, that the
+// policy is a runtime override and who set it and why: " (policy
+// overridden by dave: DB migration)", " (policy overridden)" without a
+// note (raw: the caller cleans it for a terminal).
+func (n SwitchNote) OverriddenSuffix() string {
+	return " (policy overridden" + n.Suffix() + ")"
+}
+
 // oneLine returns the note with each field on one line: runs of white
 // space, line breaks included, become one space.
 func (n SwitchNote) oneLine() SwitchNote {
@@ -150,6 +158,9 @@ type OverrideNote struct {
 	By     string    `json:",omitempty"`
 	Reason string    `json:",omitempty"`
 }
+
+// Note returns who set the override and why, without when.
+func (o OverrideNote) Note() SwitchNote { return SwitchNote{By: o.By, Reason: o.Reason} }
 
 // Intent is what on-call engineers told the hub and what it applied: it must
 // survive a restart.

@@ -345,7 +345,7 @@ func switchNote(s *hub.Snapshot, n *hub.NodeStatus) string {
 		}
 	case hub.StatusWarnOnly:
 		if note, ok := s.AppPolicyNotes[n.Application]; ok && s.AppPolicies[n.Application] == hub.PolicyWarn {
-			return " (policy overridden" + hub.SwitchNote{By: note.By, Reason: note.Reason}.Suffix() + ")"
+			return note.Note().OverriddenSuffix()
 		}
 	}
 	return ""
